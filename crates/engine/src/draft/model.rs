@@ -1,0 +1,85 @@
+//! The draft-model strategy: a small LLM with the target's vocabulary drafts greedily.
+//!
+//! Its KV cache persists across rounds: each round it trims its cache to the longest prefix it
+//! shares with the accepted context and decodes only what is new (at most the last accepted draft
+//! token and the target's correction), never the whole context again.
+
+use super::{Drafter, Proposal};
+use crate::error::Result;
+use crate::llama::{Context, Logits, Token};
+use crate::verify::top_probability;
+
+pub struct ModelDrafter<'m> {
+    ctx: Context<'m>,
+    /// The tokens whose keys and values are in `ctx`, in order.
+    cached: Vec<Token>,
+    /// Stop drafting when the draft's top probability falls below this.
+    p_min: f32,
+    evaluations: u64,
+}
+
+impl<'m> ModelDrafter<'m> {
+    pub fn new(ctx: Context<'m>, p_min: f32) -> Self {
+        ModelDrafter { ctx, cached: Vec::new(), p_min, evaluations: 0 }
+    }
+
+    /// Brings the cache to `context` and leaves the logits of its last token ready.
+    fn sync(&mut self, context: &[Token]) -> Result<()> {
+        let mut common = self.cached.iter().zip(context).take_while(|(a, b)| a == b).count();
+        // The last token must be decoded now to get its logits.
+        common = common.min(context.len().saturating_sub(1));
+        if common < self.cached.len() {
+            self.ctx.truncate(common as u32)?;
+            self.cached.truncate(common);
+        }
+        self.ctx.decode(&context[common..], common as u32, Logits::Last)?;
+        self.evaluations += 1;
+        self.cached.extend_from_slice(&context[common..]);
+        Ok(())
+    }
+}
+
+impl Drafter for ModelDrafter<'_> {
+    fn name(&self) -> &'static str {
+        "draft-model"
+    }
+
+    fn prefill(&mut self, prompt: &[Token]) -> Result<()> {
+        // Everything but the last prompt token: the first round decodes it with the first target token.
+        let n = prompt.len().saturating_sub(1);
+        self.ctx.clear();
+        self.ctx.decode(&prompt[..n], 0, Logits::None)?;
+        self.cached = prompt[..n].to_vec();
+        Ok(())
+    }
+
+    fn propose(&mut self, context: &[Token], max: usize) -> Result<Proposal> {
+        let mut p = Proposal::default();
+        if max == 0 || context.is_empty() {
+            return Ok(p);
+        }
+        let room = (self.ctx.n_ctx() as usize).saturating_sub(context.len() + 1);
+        let max = max.min(room);
+        self.sync(context)?;
+        loop {
+            let (tok, prob) = top_probability(self.ctx.logits(self.ctx.last_index()));
+            if prob < self.p_min {
+                break;
+            }
+            p.tokens.push(tok);
+            p.probs.push(prob);
+            if p.tokens.len() >= max {
+                break;
+            }
+            let pos = self.cached.len() as u32;
+            self.ctx.decode(&[tok], pos, Logits::Last)?;
+            self.evaluations += 1;
+            self.cached.push(tok);
+        }
+        Ok(p)
+    }
+
+    fn evaluations(&self) -> u64 {
+        self.evaluations
+    }
+}

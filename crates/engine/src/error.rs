@@ -1,0 +1,68 @@
+//! The engine's errors. Each has a stable machine-readable [`Error::code`] and a [`Error::hint`]
+//! that tells the user what to do; the message says what happened and why.
+
+use std::path::PathBuf;
+
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("{path}: no such file")]
+    NotFound { path: PathBuf },
+
+    #[error("{path}: cannot read: {source}")]
+    Io { path: PathBuf, source: std::io::Error },
+
+    #[error("{path}: not a usable GGUF model: {reason}")]
+    InvalidGguf { path: PathBuf, reason: String },
+
+    #[error("the draft cannot be used with this target: {reason}")]
+    Incompatible { reason: String },
+
+    #[error("not enough memory: {reason}")]
+    OutOfMemory { reason: String },
+
+    #[error("invalid setting: {0}")]
+    InvalidSettings(String),
+
+    #[error("invalid prompt: {0}")]
+    InvalidPrompt(String),
+
+    #[error("llama.cpp could not load {path}: {reason}")]
+    Load { path: PathBuf, reason: String },
+
+    #[error("llama.cpp failed: {0}")]
+    Llama(String),
+}
+
+impl Error {
+    /// A stable code for programs (the CLI's JSON output, the app's IPC).
+    pub fn code(&self) -> &'static str {
+        match self {
+            Error::NotFound { .. } => "not_found",
+            Error::Io { .. } => "io",
+            Error::InvalidGguf { .. } => "invalid_gguf",
+            Error::Incompatible { .. } => "incompatible",
+            Error::OutOfMemory { .. } => "out_of_memory",
+            Error::InvalidSettings(_) => "invalid_settings",
+            Error::InvalidPrompt(_) => "invalid_prompt",
+            Error::Load { .. } => "load_failed",
+            Error::Llama(_) => "llama",
+        }
+    }
+
+    /// What the user can do about it.
+    pub fn hint(&self) -> &'static str {
+        match self {
+            Error::NotFound { .. } => "Check the path; models are .gguf files (LM Studio, Ollama and Hugging Face downloads).",
+            Error::Io { .. } => "Check the file's permissions and that the disk is readable.",
+            Error::InvalidGguf { .. } => "Download the model again, or pick another .gguf file.",
+            Error::Incompatible { .. } => "Pick a draft from the same model family as the target (same tokenizer), e.g. a smaller Qwen2.5 for a Qwen2.5 target.",
+            Error::OutOfMemory { .. } => "Use a smaller quantisation or context (--ctx), or close other programs.",
+            Error::InvalidSettings(_) => "See `draftlab run --help` for the allowed values.",
+            Error::InvalidPrompt(_) => "Give a non-empty prompt that fits the context, or raise --ctx.",
+            Error::Load { .. } => "The file may use an architecture this llama.cpp does not know; update Draftlab or pick another model.",
+            Error::Llama(_) => "Try a smaller context or batch; if it persists, report it with the model name.",
+        }
+    }
+}
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;

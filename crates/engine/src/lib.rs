@@ -1,0 +1,21 @@
+//! Draftlab engine: speculative decoding on llama.cpp, with everything that is not GUI.
+//!
+//! `gguf` reads model headers in safe Rust; `doctor` checks a target/draft pair before loading;
+//! `llama` is the only module that talks to llama.cpp; `draft` proposes tokens; `verify` decides
+//! which are accepted; `generate` runs the loop and emits [`generate::Event`]s; `report` is what a
+//! run measured; `bench` repeats runs and predicts the speedup.
+
+pub mod bench;
+pub mod compare;
+pub mod detok;
+pub mod doctor;
+pub mod draft;
+pub mod error;
+pub mod generate;
+pub mod gguf;
+pub mod llama;
+pub mod machine;
+pub mod report;
+pub mod verify;
+
+pub use error::{Error, Result};
