@@ -1,1 +1,403 @@
-fn main() {}
+//! `draftlab`: the headless command line over the Draftlab engine.
+
+use std::io::{IsTerminal, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::atomic::AtomicBool;
+
+use anyhow::Context as _;
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use draftlab_engine::bench::{self, BenchOptions};
+use draftlab_engine::compare::compare;
+use draftlab_engine::doctor::{self, Verdict};
+use draftlab_engine::generate::{Event, Pair};
+use draftlab_engine::gguf::GgufFile;
+use draftlab_engine::machine::MemoryInfo;
+use draftlab_engine::report::{Mode, Report, Settings, TokenSource};
+use draftlab_engine::Error;
+
+#[derive(Parser)]
+#[command(name = "draftlab", version, about = "Speculative decoding for local GGUF models: run, measure, compare")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Show what a GGUF file is (architecture, size, quantisation, vocabulary) without loading it.
+    Inspect {
+        file: PathBuf,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Check whether a draft can speed up a target: vocabulary and memory, before loading.
+    Doctor {
+        target: PathBuf,
+        draft: Option<PathBuf>,
+        /// Context size to check memory for.
+        #[arg(long, default_value_t = 4096)]
+        ctx: u32,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Generate text: baseline (target alone), speculative, or both, and compare.
+    Run(RunArgs),
+    /// Benchmark: warm-up, then repetitions alternating baseline and speculative; medians, spread,
+    /// speedup, and the speedup predicted from measured costs.
+    Bench {
+        #[command(flatten)]
+        model: ModelArgs,
+        /// Counted baseline/speculative pairs.
+        #[arg(long, default_value_t = 3)]
+        reps: usize,
+        /// Pairs run first and not counted.
+        #[arg(long, default_value_t = 1)]
+        warmup: usize,
+        /// Write the full results as JSON to this file.
+        #[arg(long)]
+        json: Option<PathBuf>,
+    },
+}
+
+#[derive(Clone, Copy, ValueEnum, PartialEq)]
+enum RunMode {
+    Baseline,
+    Speculative,
+    Both,
+}
+
+#[derive(Args)]
+struct ModelArgs {
+    /// The target model (.gguf): the one whose output you want.
+    #[arg(long, short = 't')]
+    target: PathBuf,
+    /// The draft model (.gguf): a small model with the same vocabulary.
+    #[arg(long, short = 'd')]
+    draft: Option<PathBuf>,
+    /// The prompt.
+    #[arg(long, short = 'p', conflicts_with = "prompt_file")]
+    prompt: Option<String>,
+    /// Read the prompt from a file.
+    #[arg(long, short = 'f')]
+    prompt_file: Option<PathBuf>,
+    /// Tokens to generate at most.
+    #[arg(short = 'n', long = "n-predict", default_value_t = 256)]
+    n_predict: usize,
+    /// Tokens drafted per round at most.
+    #[arg(long, default_value_t = 8)]
+    n_draft: usize,
+    /// Stop drafting when the draft's top probability is below this.
+    #[arg(long, default_value_t = 0.75)]
+    p_min: f32,
+    /// Context size in tokens.
+    #[arg(long, default_value_t = 4096)]
+    ctx: u32,
+    /// Layers to offload to the GPU: a number or `all`.
+    #[arg(long, default_value = "all")]
+    gpu_layers: String,
+    /// CPU threads per model (default: physical cores).
+    #[arg(long)]
+    threads: Option<u32>,
+    /// Skip the target's chat template: the prompt is fed as is.
+    #[arg(long)]
+    raw: bool,
+}
+
+#[derive(Args)]
+struct RunArgs {
+    #[command(flatten)]
+    model: ModelArgs,
+    /// What to run.
+    #[arg(long, value_enum, default_value = "both")]
+    mode: RunMode,
+    /// Print one JSON object with the reports (and the comparison) instead of streaming text.
+    #[arg(long)]
+    json: bool,
+}
+
+impl ModelArgs {
+    fn settings(&self) -> Result<Settings, Error> {
+        Ok(Settings {
+            n_predict: self.n_predict,
+            n_draft: self.n_draft,
+            p_min: self.p_min,
+            n_ctx: self.ctx,
+            threads: self.threads.unwrap_or(Settings::default().threads),
+            raw: self.raw,
+            gpu_layers: self.gpu_layers.parse()?,
+            ..Settings::default()
+        })
+    }
+
+    fn prompt(&self) -> anyhow::Result<String> {
+        match (&self.prompt, &self.prompt_file) {
+            (Some(p), _) => Ok(p.clone()),
+            (None, Some(f)) => {
+                std::fs::read_to_string(f).with_context(|| format!("cannot read the prompt file {}", f.display()))
+            }
+            (None, None) => anyhow::bail!("give a prompt with --prompt TEXT or --prompt-file FILE"),
+        }
+    }
+
+    /// Validates everything that can be checked before loading, then loads the pair.
+    fn load(&self, needs_draft: bool) -> anyhow::Result<(Pair, Vec<i32>, Settings)> {
+        let settings = self.settings()?;
+        settings.validate(if needs_draft { Mode::Speculative } else { Mode::Baseline })?;
+        let prompt = self.prompt()?;
+        if prompt.trim().is_empty() {
+            return Err(Error::InvalidPrompt("the prompt is empty".into()).into());
+        }
+        if needs_draft && self.draft.is_none() {
+            return Err(Error::InvalidSettings("speculative runs need a draft model: add --draft FILE".into()).into());
+        }
+        let draft = if needs_draft { self.draft.as_deref() } else { None };
+        let pair = Pair::load(&self.target, draft, settings.n_ctx, settings.gpu_layers)?;
+        let tokens = pair.prompt_tokens(&prompt, settings.raw)?;
+        Ok((pair, tokens, settings))
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match run(cli) {
+        Ok(code) => code,
+        Err(e) => {
+            let mut out = std::io::stderr().lock();
+            let _ = writeln!(out, "error: {e}");
+            if let Some(err) = e.downcast_ref::<Error>() {
+                let _ = writeln!(out, "hint: {}", err.hint());
+            }
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    match cli.command {
+        Command::Inspect { file, json } => inspect(file, json),
+        Command::Doctor { target, draft, ctx, json } => doctor_cmd(target, draft, ctx, json),
+        Command::Run(args) => run_cmd(args),
+        Command::Bench { model, reps, warmup, json } => bench_cmd(model, reps, warmup, json),
+    }
+}
+
+fn gib(b: u64) -> String {
+    format!("{:.2} GiB", b as f64 / (1u64 << 30) as f64)
+}
+
+fn inspect(file: PathBuf, json: bool) -> anyhow::Result<ExitCode> {
+    let s = GgufFile::open(&file)?.summary();
+    if json {
+        println!("{}", serde_json::to_string_pretty(&s)?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    let opt = |v: Option<u64>| v.map_or_else(|| "?".into(), |v| v.to_string());
+    println!("file          {}", s.path.display());
+    println!("name          {}", s.name.as_deref().unwrap_or("?"));
+    println!("architecture  {}", s.architecture);
+    println!("parameters    {:.3} B ({} tensors)", s.n_params as f64 / 1e9, s.n_tensors);
+    println!("quantisation  {}", s.quantization);
+    println!("size          {} ({} bytes)", gib(s.file_size), s.file_size);
+    println!("context       {} tokens (training)", opt(s.context_length));
+    println!("layers        {}", opt(s.n_layer));
+    println!(
+        "vocabulary    {} ({}), {} tokens, BOS {} EOS {}, add BOS {}, fingerprint {}",
+        s.vocab.vocab_type,
+        s.vocab.tokenizer_model,
+        s.vocab.size,
+        opt(s.vocab.bos_id),
+        opt(s.vocab.eos_id),
+        s.vocab.add_bos,
+        s.vocab.fingerprint
+    );
+    println!("chat template {}", if s.has_chat_template { "yes" } else { "no" });
+    Ok(ExitCode::SUCCESS)
+}
+
+fn doctor_cmd(target: PathBuf, draft: Option<PathBuf>, ctx: u32, json: bool) -> anyhow::Result<ExitCode> {
+    let t = GgufFile::open(&target)?;
+    let d = draft.as_ref().map(GgufFile::open).transpose()?;
+    let dx = doctor::diagnose(&t, d.as_ref(), u64::from(ctx), &MemoryInfo::now());
+    if json {
+        println!("{}", serde_json::to_string_pretty(&dx)?);
+    } else {
+        let name = |s: &draftlab_engine::gguf::ModelSummary| {
+            format!(
+                "{} ({}, {:.2} B, {})",
+                s.name.as_deref().unwrap_or("?"),
+                s.architecture,
+                s.n_params as f64 / 1e9,
+                s.quantization
+            )
+        };
+        println!("target  {}", name(&dx.target));
+        if let Some(ds) = &dx.draft {
+            println!("draft   {}", name(ds));
+        }
+        let m = &dx.memory;
+        println!(
+            "memory  needs {} at context {} (weights {} + KV {}, draft {} + {}, overhead {}); {} free of {}",
+            gib(m.needed),
+            m.context,
+            gib(m.target_weights),
+            gib(m.target_kv),
+            gib(m.draft_weights),
+            gib(m.draft_kv),
+            gib(m.overhead),
+            gib(m.available),
+            gib(m.total)
+        );
+        for f in &dx.findings {
+            println!("{:<13}{}", f.level.to_string(), f.message);
+        }
+        println!("verdict {}", dx.verdict);
+    }
+    Ok(if dx.verdict == Verdict::Incompatible { ExitCode::from(1) } else { ExitCode::SUCCESS })
+}
+
+/// Streams tokens to stdout; accepted draft tokens are coloured when stdout is a terminal.
+struct Printer {
+    color: bool,
+}
+
+impl Printer {
+    fn event(&self, e: &Event) {
+        if let Event::Token { text, source, .. } = e {
+            let mut out = std::io::stdout().lock();
+            let _ = if self.color && *source == TokenSource::Draft {
+                write!(out, "\x1b[32m{text}\x1b[0m")
+            } else {
+                write!(out, "{text}")
+            };
+            let _ = out.flush();
+        }
+    }
+}
+
+fn summary(r: &Report) {
+    let mut line = format!(
+        "[{}] {} tokens in {:.2} s: {:.2} tok/s generation, {:.2} tok/s end to end; prompt {} tokens in {:.0} ms; stop: {:?}",
+        r.mode,
+        r.generated_tokens,
+        r.wall_ms / 1e3,
+        r.tokens_per_s,
+        r.e2e_tokens_per_s,
+        r.prompt_tokens,
+        r.prompt_ms,
+        r.stop_reason
+    );
+    if r.mode == Mode::Speculative {
+        line.push_str(&format!(
+            "\n[{}] drafted {}, accepted {} ({:.1} %), {:.2} accepted per target pass, {:.2} tokens per pass; draft {:.0} ms, verify {:.0} ms",
+            r.mode,
+            r.drafted,
+            r.accepted,
+            100.0 * r.acceptance_rate,
+            r.mean_accepted_len,
+            r.tokens_per_pass,
+            r.draft_ms,
+            r.verify_ms
+        ));
+    }
+    eprintln!("{line}");
+}
+
+fn run_cmd(args: RunArgs) -> anyhow::Result<ExitCode> {
+    let needs_draft = args.mode != RunMode::Baseline;
+    let (pair, prompt, settings) = args.model.load(needs_draft)?;
+    let cancel = AtomicBool::new(false);
+    let printer = Printer { color: std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none() };
+    let modes: &[Mode] = match args.mode {
+        RunMode::Baseline => &[Mode::Baseline],
+        RunMode::Speculative => &[Mode::Speculative],
+        RunMode::Both => &[Mode::Baseline, Mode::Speculative],
+    };
+    let mut reports = Vec::new();
+    for &mode in modes {
+        if !args.json {
+            eprintln!("── {mode} ──");
+        }
+        let mut on_event = |e: Event| {
+            if !args.json {
+                printer.event(&e);
+            }
+        };
+        let r = pair.run(mode, &prompt, &settings, &cancel, &mut on_event)?;
+        if !args.json {
+            println!();
+            summary(&r);
+        }
+        reports.push(r);
+    }
+    let comparison = (reports.len() == 2).then(|| compare(&reports[0], &reports[1]));
+    let speedup = (reports.len() == 2).then(|| reports[1].tokens_per_s / reports[0].tokens_per_s);
+    if args.json {
+        let out = serde_json::json!({ "reports": reports, "comparison": comparison, "speedup": speedup });
+        println!("{}", serde_json::to_string_pretty(&out)?);
+    } else if let (Some(c), Some(s)) = (&comparison, speedup) {
+        eprintln!("speedup {s:.2}× (speculative ÷ baseline generation tokens/s)");
+        eprintln!("verdict {}", c.verdict());
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn bench_cmd(model: ModelArgs, reps: usize, warmup: usize, json: Option<PathBuf>) -> anyhow::Result<ExitCode> {
+    if reps == 0 {
+        return Err(Error::InvalidSettings("--reps must be at least 1".into()).into());
+    }
+    let (pair, prompt, settings) = model.load(true)?;
+    let cancel = AtomicBool::new(false);
+    let options = BenchOptions { reps, warmup };
+    eprintln!(
+        "bench: target {}, draft {}, {} prompt tokens, n={} n_draft={} p_min={} threads={}",
+        pair.target.id.name,
+        pair.draft.as_ref().map_or("-", |d| d.id.name.as_str()),
+        prompt.len(),
+        settings.n_predict,
+        settings.n_draft,
+        settings.p_min,
+        settings.threads
+    );
+    let b = bench::bench(&pair, &prompt, &settings, &options, &cancel, &mut |s| eprintln!("  {s}"))?;
+    let fmt = |s: &bench::Spread| format!("median {:.2} (min {:.2}, max {:.2})", s.median, s.min, s.max);
+    println!("baseline     tok/s {}", fmt(&b.baseline));
+    println!("speculative  tok/s {}", fmt(&b.speculative));
+    println!("speedup      {}×", fmt(&b.speedup));
+    println!("acceptance   {:.1} %, {:.2} accepted per target pass", 100.0 * b.acceptance_rate, b.mean_accepted_len);
+    let v: Vec<String> = b.costs.verify_ms.iter().map(|v| format!("{v:.1}")).collect();
+    println!(
+        "costs        target verify ms by batch 1..{}: [{}]; draft token {:.1} ms (c = {:.2})",
+        v.len(),
+        v.join(", "),
+        b.costs.draft_token_ms,
+        b.costs.c
+    );
+    let by_k: Vec<String> =
+        b.prediction.by_draft_len.iter().enumerate().map(|(k, s)| format!("{}:{s:.2}", k + 1)).collect();
+    println!(
+        "prediction   α = {:.3}, {:.2} tokens per pass, {:.2} draft evals per pass → predicted speedup {:.2}× vs measured {:.2}× ({:+.1} %)",
+        b.prediction.alpha,
+        b.prediction.tokens_per_round,
+        b.prediction.draft_evals_per_round,
+        b.prediction.predicted_speedup,
+        b.speedup.median,
+        b.prediction_error_pct
+    );
+    println!("predicted by fixed draft length (no p_min stop): {}", by_k.join(" "));
+    println!("verdict      {}", b.comparison.verdict());
+    if let Some(path) = json {
+        write_atomic(&path, serde_json::to_string_pretty(&b)?.as_bytes())?;
+        eprintln!("results written to {}", path.display());
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Writes through a temporary file and a rename, so a crash never leaves half a result.
+fn write_atomic(path: &std::path::Path, bytes: &[u8]) -> anyhow::Result<()> {
+    let tmp = path.with_extension("tmp");
+    std::fs::write(&tmp, bytes).with_context(|| format!("cannot write {}", tmp.display()))?;
+    std::fs::rename(&tmp, path).with_context(|| format!("cannot write {}", path.display()))?;
+    Ok(())
+}

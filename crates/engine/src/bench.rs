@@ -243,7 +243,8 @@ pub fn bench(
     for i in 0..total {
         let warm = i < options.warmup;
         for mode in [Mode::Baseline, Mode::Speculative] {
-            let label = if warm { "warm-up".to_string() } else { format!("rep {}/{}", i - options.warmup + 1, options.reps) };
+            let label =
+                if warm { "warm-up".to_string() } else { format!("rep {}/{}", i - options.warmup + 1, options.reps) };
             progress(&format!("{label}: {mode}"));
             let r = pair.run(mode, prompt, settings, cancel, &mut ignore)?;
             if !warm {

@@ -79,13 +79,7 @@ pub fn compare(baseline: &Report, speculative: &Report) -> Comparison {
     })
 }
 
-fn compare_tokens(
-    b: &[i32],
-    bm: &[f32],
-    s: &[i32],
-    sm: &[f32],
-    text_len: impl Fn(usize) -> usize,
-) -> Comparison {
+fn compare_tokens(b: &[i32], bm: &[f32], s: &[i32], sm: &[f32], text_len: impl Fn(usize) -> usize) -> Comparison {
     let compared = b.len().min(s.len());
     let divergence = (0..compared).find(|&i| b[i] != s[i]).map(|i| {
         let baseline_margin = bm.get(i).copied().unwrap_or(f32::NAN);

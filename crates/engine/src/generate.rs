@@ -109,9 +109,10 @@ impl Pair {
         let mut drafter: Option<Box<dyn Drafter + '_>> = match mode {
             Mode::Baseline => None,
             Mode::Speculative => {
-                let draft = self.draft.as_ref().ok_or_else(|| {
-                    Error::InvalidSettings("speculative mode needs a draft model (--draft)".into())
-                })?;
+                let draft = self
+                    .draft
+                    .as_ref()
+                    .ok_or_else(|| Error::InvalidSettings("speculative mode needs a draft model (--draft)".into()))?;
                 let dctx = draft.context(n_ctx, settings.n_batch, settings.threads)?;
                 Some(Box::new(ModelDrafter::new(dctx, settings.p_min)))
             }
@@ -192,7 +193,8 @@ impl Run<'_> {
         let mut last = first;
         let mut step = 0usize;
 
-        let mut stop = self.emit(&mut t, &mut utf8, &mut context, first, first_margin, TokenSource::Target, 0, on_event);
+        let mut stop =
+            self.emit(&mut t, &mut utf8, &mut context, first, first_margin, TokenSource::Target, 0, on_event);
         while stop.is_none() {
             if cancel.load(Ordering::Relaxed) {
                 stop = Some(StopReason::Cancelled);

@@ -117,33 +117,33 @@ pub struct GgufFile {
 /// (elements per block, bytes per block) of a ggml tensor type.
 pub fn ggml_type_layout(t: u32) -> Option<(u64, u64)> {
     Some(match t {
-        0 => (1, 4),                          // F32
-        1 | 30 => (1, 2),                     // F16, BF16
-        2 | 20 => (32, 18),                   // Q4_0, IQ4_NL
-        3 => (32, 20),                        // Q4_1
-        6 => (32, 22),                        // Q5_0
-        7 => (32, 24),                        // Q5_1
-        8 => (32, 34),                        // Q8_0
-        9 => (32, 36),                        // Q8_1
-        10 => (256, 84),                      // Q2_K
-        11 | 21 => (256, 110),                // Q3_K, IQ3_S
-        12 => (256, 144),                     // Q4_K
-        13 => (256, 176),                     // Q5_K
-        14 => (256, 210),                     // Q6_K
-        15 => (256, 292),                     // Q8_K
-        16 | 35 => (256, 66),                 // IQ2_XXS, TQ2_0
-        17 => (256, 74),                      // IQ2_XS
-        18 => (256, 98),                      // IQ3_XXS
-        19 => (256, 50),                      // IQ1_S
-        22 => (256, 82),                      // IQ2_S
-        23 => (256, 136),                     // IQ4_XS
-        24 => (1, 1),                         // I8
-        25 => (1, 2),                         // I16
-        26 => (1, 4),                         // I32
-        27 | 28 => (1, 8),                    // I64, F64
-        29 => (256, 56),                      // IQ1_M
-        34 => (256, 54),                      // TQ1_0
-        39 => (32, 17),                       // MXFP4
+        0 => (1, 4),           // F32
+        1 | 30 => (1, 2),      // F16, BF16
+        2 | 20 => (32, 18),    // Q4_0, IQ4_NL
+        3 => (32, 20),         // Q4_1
+        6 => (32, 22),         // Q5_0
+        7 => (32, 24),         // Q5_1
+        8 => (32, 34),         // Q8_0
+        9 => (32, 36),         // Q8_1
+        10 => (256, 84),       // Q2_K
+        11 | 21 => (256, 110), // Q3_K, IQ3_S
+        12 => (256, 144),      // Q4_K
+        13 => (256, 176),      // Q5_K
+        14 => (256, 210),      // Q6_K
+        15 => (256, 292),      // Q8_K
+        16 | 35 => (256, 66),  // IQ2_XXS, TQ2_0
+        17 => (256, 74),       // IQ2_XS
+        18 => (256, 98),       // IQ3_XXS
+        19 => (256, 50),       // IQ1_S
+        22 => (256, 82),       // IQ2_S
+        23 => (256, 136),      // IQ4_XS
+        24 => (1, 1),          // I8
+        25 => (1, 2),          // I16
+        26 => (1, 4),          // I32
+        27 | 28 => (1, 8),     // I64, F64
+        29 => (256, 56),       // IQ1_M
+        34 => (256, 54),       // TQ1_0
+        39 => (32, 17),        // MXFP4
         _ => return None,
     })
 }
@@ -320,7 +320,8 @@ impl<R: Read> Cursor<R> {
                 };
                 if n.saturating_mul(min_item) > self.remaining() {
                     return Err(self.bad(format!(
-                        "metadata `{key}` claims {n} items, more than the {} bytes left in the file",
+                        "metadata `{key}` claims {n} items, more than the {} bytes left in the file: it is \
+                         truncated, or the count is corrupt",
                         self.remaining()
                     )));
                 }
@@ -351,7 +352,8 @@ impl GgufFile {
             return Err(Error::InvalidGguf { path, reason: "this is a folder, not a GGUF file".into() });
         }
         let file = File::open(&path).map_err(|e| Error::Io { path: path.clone(), source: e })?;
-        let mut c = Cursor { inner: BufReader::with_capacity(1 << 20, file), pos: 0, len: meta.len(), path: path.clone() };
+        let mut c =
+            Cursor { inner: BufReader::with_capacity(1 << 20, file), pos: 0, len: meta.len(), path: path.clone() };
 
         if meta.len() < 24 {
             return Err(c.bad(format!("the file has only {} bytes; a GGUF header alone needs 24", meta.len())));
@@ -384,7 +386,9 @@ impl GgufFile {
         let n_tensors = c.u64("the tensor count")?;
         let n_kv = c.u64("the metadata count")?;
         if n_tensors > MAX_TENSORS {
-            return Err(c.bad(format!("it claims {n_tensors} tensors (corrupt header; real models have a few thousand)")));
+            return Err(
+                c.bad(format!("it claims {n_tensors} tensors (corrupt header; real models have a few thousand)"))
+            );
         }
         if n_kv > MAX_METADATA {
             return Err(c.bad(format!("it claims {n_kv} metadata entries (corrupt header)")));

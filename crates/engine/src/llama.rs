@@ -175,10 +175,15 @@ impl Model {
             .with_n_ubatch(n_batch)
             .with_n_threads(threads)
             .with_n_threads_batch(threads);
-        let ctx = self.inner.new_context(backend()?, params).map_err(|e| {
-            Error::OutOfMemory { reason: format!("llama.cpp could not create a context of {n_ctx} tokens ({e})") }
+        let ctx = self.inner.new_context(backend()?, params).map_err(|e| Error::OutOfMemory {
+            reason: format!("llama.cpp could not create a context of {n_ctx} tokens ({e})"),
         })?;
-        Ok(Context { ctx, batch: LlamaBatch::new(n_batch as usize, 1), n_batch: n_batch as usize, n_vocab: self.n_vocab() })
+        Ok(Context {
+            ctx,
+            batch: LlamaBatch::new(n_batch as usize, 1),
+            n_batch: n_batch as usize,
+            n_vocab: self.n_vocab(),
+        })
     }
 }
 

@@ -1,0 +1,225 @@
+//! Tests on real GGUF models through the real llama.cpp (models: scripts/fetch-test-models).
+
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use draftlab_engine::compare::{compare, NEAR_TIE_MARGIN};
+use draftlab_engine::generate::{Event, Pair};
+use draftlab_engine::llama::{GpuLayers, Logits, Model};
+use draftlab_engine::report::{Mode, Report, Settings, StopReason, TokenSource};
+use draftlab_engine::testing::{model, QWEN_DRAFT, QWEN_TARGET, SMOLLM2};
+use draftlab_engine::Error;
+
+/// The fixed prompts of the correctness tests: code, prose, and a rewrite that copies its input.
+const PROMPTS: [&str; 3] = [
+    "Write a Python function that returns the n-th Fibonacci number, with a docstring.",
+    "In three sentences, explain why the sky is blue.",
+    "Add type hints to this function and return only the code:\n\ndef area(w, h):\n    return w * h\n",
+];
+
+fn settings(n: usize, n_draft: usize) -> Settings {
+    Settings { n_predict: n, n_draft, n_ctx: 1024, threads: 2, ..Settings::default() }
+}
+
+fn pair(target: &str, draft: Option<&str>) -> Pair {
+    let d = draft.map(model);
+    Pair::load(&model(target), d.as_deref(), 1024, GpuLayers::All).expect("load pair")
+}
+
+fn run(pair: &Pair, mode: Mode, prompt: &str, s: &Settings) -> (Report, Vec<Event>) {
+    let tokens = pair.prompt_tokens(prompt, false).unwrap();
+    let mut events = Vec::new();
+    let r = pair.run(mode, &tokens, s, &AtomicBool::new(false), &mut |e| events.push(e)).unwrap();
+    (r, events)
+}
+
+/// A divergence is acceptable only at a near-tie; anything else is a bug in the loop.
+fn assert_same_or_near_tie(base: &Report, spec: &Report, what: &str) {
+    let c = compare(base, spec);
+    if let Some(d) = &c.divergence {
+        assert!(d.near_tie, "{what}: {}\nbaseline: {:?}\nspeculative: {:?}", c.verdict(), base.text, spec.text);
+        eprintln!("{what}: {}", c.verdict());
+    } else {
+        assert_eq!(base.tokens.len(), spec.tokens.len(), "{what}: lengths differ without a divergence");
+    }
+}
+
+#[test]
+fn qwen_pair_speculative_output_equals_the_target_alone() {
+    let p = pair(QWEN_TARGET, Some(QWEN_DRAFT));
+    for (i, prompt) in PROMPTS.iter().enumerate() {
+        let s = settings(48, 6);
+        let (base, _) = run(&p, Mode::Baseline, prompt, &s);
+        let (spec, _) = run(&p, Mode::Speculative, prompt, &s);
+        assert!(base.generated_tokens > 10, "prompt {i}: baseline produced {:?}", base.text);
+        assert!(spec.drafted > 0, "prompt {i}: nothing was drafted");
+        assert!(spec.accepted > 0, "prompt {i}: a same-family draft must get tokens accepted");
+        assert!(spec.target_passes < spec.generated_tokens, "prompt {i}: speculation saved no target pass");
+        assert_same_or_near_tie(&base, &spec, &format!("prompt {i}"));
+    }
+}
+
+#[test]
+fn batched_logits_drift_less_than_half_the_near_tie_margin() {
+    // The near-tie margin assumes batched verify logits stay close to one-token logits. Measure the
+    // drift on the Qwen target: decode the same 9 tokens one by one and as one batch.
+    let m = Model::load(model(QWEN_TARGET), GpuLayers::All).unwrap();
+    let prompt = m.tokenize("def fibonacci(n):\n    \"\"\"Return the n-th Fibonacci number.\"\"\"\n", true);
+    let cont = m.tokenize("    if n < 2:\n        return n\n", false);
+    let cont = &cont[..cont.len().min(9)];
+    let mut single = m.context(512, 64, 2).unwrap();
+    single.decode(&prompt, 0, Logits::None).unwrap();
+    let mut rows = Vec::new();
+    for (i, &t) in cont.iter().enumerate() {
+        single.decode(&[t], (prompt.len() + i) as u32, Logits::Last).unwrap();
+        rows.push(single.logits(0).to_vec());
+    }
+    let mut batched = m.context(512, 64, 2).unwrap();
+    batched.decode(&prompt, 0, Logits::None).unwrap();
+    batched.decode(cont, prompt.len() as u32, Logits::All).unwrap();
+    let mut max_drift = 0f32;
+    for (i, row) in rows.iter().enumerate() {
+        let b = batched.logits(i);
+        for (x, y) in row.iter().zip(b) {
+            max_drift = max_drift.max((x - y).abs());
+        }
+    }
+    eprintln!("max |batched − single| logit drift over {} positions: {max_drift:.3}", cont.len());
+    assert!(max_drift < NEAR_TIE_MARGIN / 2.0, "drift {max_drift} breaks the near-tie budget");
+}
+
+#[test]
+fn self_draft_is_accepted_and_events_add_up() {
+    // SmolLM2 drafting for itself: every draft should be what the target picks (up to near-ties).
+    let p = pair(SMOLLM2, Some(SMOLLM2));
+    let s = Settings { p_min: 0.0, ..settings(64, 4) };
+    let (base, base_events) = run(&p, Mode::Baseline, PROMPTS[1], &s);
+    let (spec, events) = run(&p, Mode::Speculative, PROMPTS[1], &s);
+    assert_same_or_near_tie(&base, &spec, "self-draft");
+    assert!(spec.acceptance_rate > 0.8, "self-draft acceptance {:.2}", spec.acceptance_rate);
+    assert_eq!(base.target_passes + 1, base.generated_tokens, "baseline: one pass per token after the first");
+
+    for (r, ev) in [(&base, &base_events), (&spec, &events)] {
+        let text: String = ev
+            .iter()
+            .filter_map(|e| match e {
+                Event::Token { text, .. } => Some(text.as_str()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(text, r.text, "streamed text must equal the report's");
+        let steps = ev.iter().filter(|e| matches!(e, Event::Step { .. })).count();
+        assert_eq!(steps, r.target_passes);
+        let from_draft = ev.iter().filter(|e| matches!(e, Event::Token { source: TokenSource::Draft, .. })).count();
+        assert!(from_draft <= r.accepted);
+        assert!(matches!(ev.last(), Some(Event::Done { .. })), "Done comes last");
+        let drafted: u64 = r.drafted_by_position.iter().sum();
+        assert_eq!(drafted as usize, r.drafted);
+        assert_eq!(r.accepted_by_position.iter().sum::<u64>() as usize, r.accepted);
+        assert!(r.tokens_per_s > 0.0 && r.wall_ms > 0.0 && r.prompt_ms > 0.0);
+        // The report survives JSON.
+        let back: Report = serde_json::from_str(&serde_json::to_string(r).unwrap()).unwrap();
+        assert_eq!(back.tokens, r.tokens);
+    }
+    assert_eq!(spec.strategy.as_deref(), Some("draft-model"));
+    assert!(spec.draft.is_some() && base.draft.is_none());
+}
+
+#[test]
+fn cancel_returns_a_partial_report() {
+    let p = pair(SMOLLM2, Some(SMOLLM2));
+    let tokens = p.prompt_tokens(PROMPTS[0], false).unwrap();
+    for mode in [Mode::Baseline, Mode::Speculative] {
+        let cancel = AtomicBool::new(false);
+        let mut seen = 0;
+        let r = p
+            .run(mode, &tokens, &settings(200, 3), &cancel, &mut |e| {
+                if let Event::Token { .. } = e {
+                    seen += 1;
+                    if seen == 5 {
+                        cancel.store(true, Ordering::Relaxed);
+                    }
+                }
+            })
+            .unwrap();
+        assert_eq!(r.stop_reason, StopReason::Cancelled, "{mode}");
+        assert!(r.generated_tokens >= 5 && r.generated_tokens < 20, "{mode}: {}", r.generated_tokens);
+        assert_eq!(r.tokens.len(), r.generated_tokens);
+    }
+}
+
+#[test]
+fn max_tokens_and_end_of_generation_stop_the_run() {
+    let p = pair(SMOLLM2, Some(SMOLLM2));
+    let (r, _) = run(&p, Mode::Speculative, "Say just: yes", &settings(7, 5));
+    assert!(r.generated_tokens <= 7);
+    assert!(matches!(r.stop_reason, StopReason::MaxTokens | StopReason::EndOfGeneration));
+    let (r, _) = run(&p, Mode::Baseline, "Say just the word yes.", &settings(200, 5));
+    assert_eq!(r.stop_reason, StopReason::EndOfGeneration, "{:?}", r.text);
+}
+
+#[test]
+fn bad_prompts_and_settings_are_clear_errors() {
+    let p = pair(SMOLLM2, Some(SMOLLM2));
+    assert!(matches!(p.prompt_tokens("   ", false), Err(Error::InvalidPrompt(_))));
+    let long = "word ".repeat(2000);
+    let tokens = p.prompt_tokens(&long, true).unwrap();
+    let e = p.run(Mode::Baseline, &tokens, &settings(8, 4), &AtomicBool::new(false), &mut |_| {}).unwrap_err();
+    assert!(matches!(e, Error::InvalidPrompt(_)), "{e}");
+    assert!(e.to_string().contains("raise --ctx"), "{e}");
+    let short = p.prompt_tokens("hi", false).unwrap();
+    for n_draft in [0, 1000] {
+        let e =
+            p.run(Mode::Speculative, &short, &settings(8, n_draft), &AtomicBool::new(false), &mut |_| {}).unwrap_err();
+        assert!(e.to_string().contains("--n-draft"), "{e}");
+    }
+    let baseline_only = pair(SMOLLM2, None);
+    let e = baseline_only
+        .run(Mode::Speculative, &short, &settings(8, 4), &AtomicBool::new(false), &mut |_| {})
+        .unwrap_err();
+    assert!(e.to_string().contains("draft model"), "{e}");
+}
+
+#[test]
+fn incompatible_pair_is_refused_before_loading() {
+    let Err(e) = Pair::load(&model(QWEN_TARGET), Some(&model(SMOLLM2)), 1024, GpuLayers::All) else {
+        panic!("Qwen target + SmolLM2 draft must be refused");
+    };
+    assert_eq!(e.code(), "incompatible");
+    assert!(e.to_string().contains("token 5 differs"), "{e}");
+}
+
+fn corrupt_copy(dir: &Path, name: &str, f: impl FnOnce(&mut Vec<u8>)) -> std::path::PathBuf {
+    let mut bytes = std::fs::read(model(SMOLLM2)).unwrap();
+    f(&mut bytes);
+    let p = dir.join(name);
+    std::fs::write(&p, bytes).unwrap();
+    p
+}
+
+#[test]
+fn corrupt_files_never_reach_llama_cpp() {
+    let dir = tempfile::tempdir().unwrap();
+    let cases = [
+        (corrupt_copy(dir.path(), "cut1m.gguf", |b| b.truncate(1 << 20)), "truncated"),
+        (corrupt_copy(dir.path(), "half.gguf", |b| b.truncate(b.len() / 2)), "truncated"),
+        (corrupt_copy(dir.path(), "magic.gguf", |b| b[..4].copy_from_slice(b"GGUX")), "magic"),
+        (corrupt_copy(dir.path(), "counts.gguf", |b| b[8..16].copy_from_slice(&u64::MAX.to_le_bytes())), "tensors"),
+        (corrupt_copy(dir.path(), "kv.gguf", |b| b[16..24].copy_from_slice(&(1u64 << 33).to_le_bytes())), "metadata"),
+        (
+            {
+                let p = dir.path().join("notes.gguf");
+                std::fs::write(&p, "These are my notes, not a model.\n".repeat(10)).unwrap();
+                p
+            },
+            "text file",
+        ),
+    ];
+    for (path, expect) in cases {
+        let Err(e) = Model::load(&path, GpuLayers::All) else { panic!("{} loaded", path.display()) };
+        assert_eq!(e.code(), "invalid_gguf", "{}: {e}", path.display());
+        assert!(e.to_string().contains(expect), "{}: {e}", path.display());
+    }
+    let Err(e) = Model::load(dir.path().join("missing.gguf"), GpuLayers::All) else { panic!() };
+    assert_eq!(e.code(), "not_found");
+}
