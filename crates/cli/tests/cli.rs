@@ -1,4 +1,5 @@
 //! End-to-end tests of the `draftlab` binary on real models.
+#![allow(clippy::unwrap_used)]
 
 use std::path::Path;
 use std::process::{Command, Output};

@@ -1,4 +1,5 @@
 //! Tests on real GGUF models through the real llama.cpp (models: scripts/fetch-test-models).
+#![allow(clippy::unwrap_used)]
 
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
