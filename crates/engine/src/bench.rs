@@ -74,39 +74,47 @@ impl Costs {
 }
 
 /// Measures the target's verify curve for batches 1..=max_batch and the draft's one-token time, at
-/// the position where generation starts (after the prompt). Each value is a median of `reps`.
+/// the position where generation starts (after the prompt). Sizes are interleaved within each
+/// repetition (so a load change hits all of them alike) after one warm-up pass (the first decode
+/// at a new batch size rebuilds llama.cpp's graph); each value is a median.
 pub fn measure_costs(pair: &Pair, prompt: &[Token], settings: &Settings, max_batch: usize) -> Result<Costs> {
-    const REPS: usize = 5;
-    let mut tctx = pair.target.context(settings.n_ctx, settings.n_batch, settings.threads)?;
-    tctx.decode(prompt, 0, Logits::None)?;
+    const REPS: usize = 7;
     let n = prompt.len() as u32;
     let filler: Vec<Token> = prompt.iter().copied().cycle().take(max_batch).collect();
-    let mut verify_ms = Vec::with_capacity(max_batch);
-    for b in 1..=max_batch {
-        let mut times = Vec::with_capacity(REPS);
-        for _ in 0..REPS {
+    let mut tctx = pair.target.context(settings.n_ctx, settings.n_batch, settings.threads)?;
+    tctx.decode(prompt, 0, Logits::None)?;
+    let mut times = vec![Vec::with_capacity(REPS); max_batch];
+    for rep in 0..=REPS {
+        for b in 1..=max_batch {
             let t = Instant::now();
             tctx.decode(&filler[..b], n, Logits::All)?;
             for i in 0..b {
                 std::hint::black_box(argmax_with_margin(tctx.logits(i)));
             }
-            times.push(t.elapsed().as_secs_f64() * 1e3);
+            let elapsed = t.elapsed().as_secs_f64() * 1e3;
             tctx.truncate(n)?;
+            if rep > 0 {
+                times[b - 1].push(elapsed);
+            }
         }
-        verify_ms.push(median(&times));
     }
+    let verify_ms: Vec<f64> = times.iter().map(|t| median(t)).collect();
+    drop(tctx);
     let draft_token_ms = match &pair.draft {
         None => 0.0,
         Some(d) => {
             let mut dctx = d.context(settings.n_ctx, settings.n_batch, settings.threads)?;
             dctx.decode(prompt, 0, Logits::None)?;
             let mut times = Vec::with_capacity(REPS);
-            for _ in 0..REPS {
+            for rep in 0..=REPS {
                 let t = Instant::now();
                 dctx.decode(&filler[..1], n, Logits::Last)?;
                 std::hint::black_box(argmax_with_margin(dctx.logits(0)));
-                times.push(t.elapsed().as_secs_f64() * 1e3);
+                let elapsed = t.elapsed().as_secs_f64() * 1e3;
                 dctx.truncate(n)?;
+                if rep > 0 {
+                    times.push(elapsed);
+                }
             }
             median(&times)
         }
