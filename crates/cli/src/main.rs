@@ -377,10 +377,10 @@ fn bench_cmd(model: ModelArgs, reps: usize, warmup: usize, json: Option<PathBuf>
     let by_k: Vec<String> =
         b.prediction.by_draft_len.iter().enumerate().map(|(k, s)| format!("{}:{s:.2}", k + 1)).collect();
     println!(
-        "prediction   α = {:.3}, {:.2} tokens per pass, {:.2} draft evals per pass → predicted speedup {:.2}× vs measured {:.2}× ({:+.1} %)",
+        "prediction   α = {:.3}, {:.2} tokens per pass, {:.2} draft tokens decoded per pass → predicted speedup {:.2}× vs measured {:.2}× ({:+.1} %)",
         b.prediction.alpha,
         b.prediction.tokens_per_round,
-        b.prediction.draft_evals_per_round,
+        b.prediction.draft_tokens_per_round,
         b.prediction.predicted_speedup,
         b.speedup.median,
         b.prediction_error_pct

@@ -5,7 +5,7 @@
 //! The prediction extends Leviathan et al.'s formula with the measured verify-cost curve. With a
 //! per-token acceptance probability α and k drafted tokens, a round yields on average
 //! 1 + α(1 − α^k)/(1 − α) tokens and costs `e·T_d + V(k+1)`, where `T_d` is the draft's one-token
-//! time, `e` its evaluations per round, and `V(b)` the target's time to verify a batch of b tokens
+//! time, `e` the tokens it decodes per round, and `V(b)` the target's time to verify a batch of b tokens
 //! (on a CPU, far from flat: V(5) ≈ 2.2·V(1) here). Baseline costs V(1) per token, so the speedup
 //! is `E[tokens per round] · V(1) / E[cost per round]`.
 
@@ -73,16 +73,18 @@ impl Costs {
     }
 }
 
-/// Measures the target's verify curve for batches 1..=max_batch and the draft's one-token time, at
-/// the position where generation starts (after the prompt). Sizes are interleaved within each
+/// Measures the target's verify curve for batches 1..=max_batch and the draft's one-token time, in
+/// the middle of the span generation will cover (attention grows with the position). Sizes are interleaved within each
 /// repetition (so a load change hits all of them alike) after one warm-up pass (the first decode
 /// at a new batch size rebuilds llama.cpp's graph); each value is a median.
 pub fn measure_costs(pair: &Pair, prompt: &[Token], settings: &Settings, max_batch: usize) -> Result<Costs> {
     const REPS: usize = 7;
-    let n = prompt.len() as u32;
+    let mid = (prompt.len() + settings.n_predict / 2).min((settings.n_ctx as usize).saturating_sub(max_batch + 1));
+    let context: Vec<Token> = prompt.iter().copied().cycle().take(mid.max(1)).collect();
+    let n = context.len() as u32;
     let filler: Vec<Token> = prompt.iter().copied().cycle().take(max_batch).collect();
     let mut tctx = pair.target.context(settings.n_ctx, settings.n_batch, settings.threads)?;
-    tctx.decode(prompt, 0, Logits::None)?;
+    tctx.decode(&context, 0, Logits::None)?;
     let mut times = vec![Vec::with_capacity(REPS); max_batch];
     for rep in 0..=REPS {
         for b in 1..=max_batch {
@@ -104,7 +106,7 @@ pub fn measure_costs(pair: &Pair, prompt: &[Token], settings: &Settings, max_bat
         None => 0.0,
         Some(d) => {
             let mut dctx = d.context(settings.n_ctx, settings.n_batch, settings.threads)?;
-            dctx.decode(prompt, 0, Logits::None)?;
+            dctx.decode(&context, 0, Logits::None)?;
             let mut times = Vec::with_capacity(REPS);
             for rep in 0..=REPS {
                 let t = Instant::now();
@@ -163,8 +165,8 @@ pub struct Prediction {
     pub c: f64,
     /// Mean tokens drafted per round.
     pub mean_draft_len: f64,
-    /// Draft evaluations per round.
-    pub draft_evals_per_round: f64,
+    /// Tokens the draft model decoded per round.
+    pub draft_tokens_per_round: f64,
     /// Expected tokens per target pass.
     pub tokens_per_round: f64,
     pub predicted_speedup: f64,
@@ -185,16 +187,16 @@ pub fn predict(costs: &Costs, spec: &[&Report]) -> Prediction {
         }
         accepted += r.accepted;
         rounds += r.target_passes as u64;
-        evals += r.draft_evaluations;
+        evals += r.draft_decoded_tokens;
     }
     let alpha = fit_alpha(&hist, accepted);
     let rounds_f = rounds.max(1) as f64;
     let p = |k: usize| hist[k] as f64 / rounds_f;
     let tokens_per_round: f64 = (0..hist.len()).map(|k| p(k) * (1.0 + expected_accepted(alpha, k))).sum();
     let mean_draft_len: f64 = (0..hist.len()).map(|k| p(k) * k as f64).sum();
-    let draft_evals_per_round = evals as f64 / rounds_f;
+    let draft_tokens_per_round = evals as f64 / rounds_f;
     let verify_cost: f64 = (0..hist.len()).map(|k| p(k) * costs.verify(k + 1)).sum();
-    let round_cost = draft_evals_per_round * costs.draft_token_ms + verify_cost;
+    let round_cost = draft_tokens_per_round * costs.draft_token_ms + verify_cost;
     let v1 = costs.verify(1);
     let predicted_speedup = if round_cost > 0.0 { tokens_per_round * v1 / round_cost } else { 0.0 };
     let by_draft_len = (1..costs.verify_ms.len())
@@ -207,7 +209,7 @@ pub fn predict(costs: &Costs, spec: &[&Report]) -> Prediction {
         alpha,
         c: costs.c,
         mean_draft_len,
-        draft_evals_per_round,
+        draft_tokens_per_round,
         tokens_per_round,
         predicted_speedup,
         by_draft_len,
@@ -330,7 +332,7 @@ mod tests {
             "generated_tokens": 1, "wall_ms": 1.0, "generation_ms": 1.0, "tokens_per_s": 1.0,
             "e2e_tokens_per_s": 1.0, "target_passes": passes, "drafted": 0, "accepted": accepted,
             "acceptance_rate": 0.0, "mean_accepted_len": 0.0, "tokens_per_pass": 0.0, "draft_ms": 0.0,
-            "verify_ms": 0.0, "draft_evaluations": evals, "drafted_by_position": [],
+            "verify_ms": 0.0, "draft_decoded_tokens": evals, "drafted_by_position": [],
             "accepted_by_position": [], "draft_len_histogram": hist, "stop_reason": "max_tokens",
             "text": "", "tokens": [], "margins": [], "sources": [],
             "target": {"path": "t", "name": "t", "architecture": "a", "quantization": "q", "n_params": 1, "file_size": 1, "mtime": 0},

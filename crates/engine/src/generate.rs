@@ -279,7 +279,7 @@ impl Run<'_> {
             tokens_per_pass: if t.passes > 0 { n.saturating_sub(1) as f64 / t.passes as f64 } else { 0.0 },
             draft_ms: t.draft_ms,
             verify_ms: t.verify_ms,
-            draft_evaluations: drafter.as_deref().map_or(0, |d| d.evaluations()),
+            draft_decoded_tokens: drafter.as_deref().map_or(0, |d| d.decoded_tokens()),
             drafted_by_position: t.drafted_by_position,
             accepted_by_position: t.accepted_by_position,
             draft_len_histogram: t.draft_len_histogram,

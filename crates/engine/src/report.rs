@@ -142,8 +142,8 @@ pub struct Report {
     pub draft_ms: f64,
     /// Time spent in the target's verify passes, in ms.
     pub verify_ms: f64,
-    /// Model evaluations the drafter made (its cost in its own single-token steps).
-    pub draft_evaluations: u64,
+    /// Tokens the drafter's model decoded during generation (its cost in its own token steps).
+    pub draft_decoded_tokens: u64,
     /// `drafted_by_position[i]`: rounds that drafted a token at position i.
     pub drafted_by_position: Vec<u64>,
     /// `accepted_by_position[i]`: rounds whose token at position i was accepted.

@@ -25,9 +25,9 @@ pub trait Drafter {
     /// Proposes up to `max` tokens to follow `context` (prompt and every accepted token so far).
     fn propose(&mut self, context: &[Token], max: usize) -> Result<Proposal>;
 
-    /// How many model evaluations (decode calls) the drafter has made so far: its cost, in units of
-    /// its own single-token time.
-    fn evaluations(&self) -> u64 {
+    /// How many tokens the drafter's model has decoded since the prompt: its cost, in units of its
+    /// own one-token step (on a CPU a decode costs about the same per token whatever the batch).
+    fn decoded_tokens(&self) -> u64 {
         0
     }
 }

@@ -15,12 +15,12 @@ pub struct ModelDrafter<'m> {
     cached: Vec<Token>,
     /// Stop drafting when the draft's top probability falls below this.
     p_min: f32,
-    evaluations: u64,
+    decoded: u64,
 }
 
 impl<'m> ModelDrafter<'m> {
     pub fn new(ctx: Context<'m>, p_min: f32) -> Self {
-        ModelDrafter { ctx, cached: Vec::new(), p_min, evaluations: 0 }
+        ModelDrafter { ctx, cached: Vec::new(), p_min, decoded: 0 }
     }
 
     /// Brings the cache to `context` and leaves the logits of its last token ready.
@@ -33,7 +33,7 @@ impl<'m> ModelDrafter<'m> {
             self.cached.truncate(common);
         }
         self.ctx.decode(&context[common..], common as u32, Logits::Last)?;
-        self.evaluations += 1;
+        self.decoded += (context.len() - common) as u64;
         self.cached.extend_from_slice(&context[common..]);
         Ok(())
     }
@@ -73,13 +73,13 @@ impl Drafter for ModelDrafter<'_> {
             }
             let pos = self.cached.len() as u32;
             self.ctx.decode(&[tok], pos, Logits::Last)?;
-            self.evaluations += 1;
+            self.decoded += 1;
             self.cached.push(tok);
         }
         Ok(p)
     }
 
-    fn evaluations(&self) -> u64 {
-        self.evaluations
+    fn decoded_tokens(&self) -> u64 {
+        self.decoded
     }
 }
