@@ -34,9 +34,20 @@ impl std::fmt::Display for Verdict {
     }
 }
 
+/// What a finding is about (programs decide on this, never on the message text).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Topic {
+    Vocabulary,
+    Size,
+    Context,
+    Memory,
+}
+
 #[derive(Debug, Clone, Serialize)]
 pub struct Finding {
     pub level: Verdict,
+    pub topic: Topic,
     pub message: String,
 }
 
@@ -70,7 +81,8 @@ pub struct Diagnosis {
 pub fn vocab_findings(target: &GgufFile, draft: &GgufFile) -> Vec<Finding> {
     let (t, d) = (target.summary().vocab, draft.summary().vocab);
     let mut out = Vec::new();
-    let mut bad = |message: String| out.push(Finding { level: Verdict::Incompatible, message });
+    let mut bad =
+        |message: String| out.push(Finding { level: Verdict::Incompatible, topic: Topic::Vocabulary, message });
     if t.vocab_type != d.vocab_type {
         bad(format!(
             "vocabulary types differ: target {} ({}), draft {} ({})",
@@ -151,6 +163,7 @@ fn memory_findings(fit: &MemoryFit) -> Vec<Finding> {
     if fit.needed > limit {
         out.push(Finding {
             level: Verdict::Incompatible,
+            topic: Topic::Memory,
             message: format!(
                 "the pair needs {:.1} GiB at context {} but this machine {} {:.1} GiB: it cannot run here",
                 gib(fit.needed),
@@ -162,6 +175,7 @@ fn memory_findings(fit: &MemoryFit) -> Vec<Finding> {
     } else if fit.needed > fit.available {
         out.push(Finding {
             level: Verdict::Warning,
+            topic: Topic::Memory,
             message: format!(
                 "the pair needs {:.1} GiB at context {}, more than the {:.1} GiB free now: close other \
                  programs or expect swapping",
@@ -185,6 +199,7 @@ pub fn diagnose(target: &GgufFile, draft: Option<&GgufFile>, ctx: u64, mem: &Mem
         if ds.n_params >= ts.n_params {
             findings.push(Finding {
                 level: Verdict::Warning,
+                topic: Topic::Size,
                 message: format!(
                     "the draft ({:.2} B parameters) is not smaller than the target ({:.2} B): it cannot save time",
                     ds.n_params as f64 / 1e9,
@@ -198,6 +213,7 @@ pub fn diagnose(target: &GgufFile, draft: Option<&GgufFile>, ctx: u64, mem: &Mem
             if ctx > train {
                 findings.push(Finding {
                     level: Verdict::Warning,
+                    topic: Topic::Context,
                     message: format!("context {ctx} exceeds the {role}'s training context {train}: quality may drop"),
                 });
             }
@@ -263,6 +279,8 @@ mod tests {
         let all: String = dx.findings.iter().map(|f| f.message.clone()).collect();
         assert!(all.contains("vocabulary types differ"), "{all}");
         assert!(all.contains("EOS 7"), "{all}");
+        let incompatible: Vec<_> = dx.findings.iter().filter(|f| f.level == Verdict::Incompatible).collect();
+        assert!(incompatible.len() >= 2 && incompatible.iter().all(|f| f.topic == Topic::Vocabulary));
     }
 
     #[test]
@@ -288,6 +306,7 @@ mod tests {
         let dx = diagnose(&t, None, 2048, &tiny);
         assert_eq!(dx.verdict, Verdict::Incompatible);
         assert!(dx.findings[0].message.contains("cannot run here"));
+        assert_eq!(dx.findings[0].topic, Topic::Memory);
         // The KV cache grows with the context.
         let a = memory_fit(&t.summary(), None, 1024, &plenty());
         let b = memory_fit(&t.summary(), None, 2048, &plenty());

@@ -11,7 +11,7 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 use serde::{Deserialize, Serialize};
 
 use crate::detok::Utf8Stream;
-use crate::doctor::{self, Verdict};
+use crate::doctor::{self, Topic, Verdict};
 use crate::draft::model::ModelDrafter;
 use crate::draft::Drafter;
 use crate::error::{Error, Result};
@@ -47,15 +47,20 @@ impl Pair {
         let tg = GgufFile::open(target)?;
         let dg = draft.map(GgufFile::open).transpose()?;
         let dx = doctor::diagnose(&tg, dg.as_ref(), u64::from(n_ctx), &MemoryInfo::now());
-        let blocking: Vec<&str> =
-            dx.findings.iter().filter(|f| f.level == Verdict::Incompatible).map(|f| f.message.as_str()).collect();
-        if !blocking.is_empty() {
-            let reason = blocking.join("; ");
-            return Err(if reason.contains("memory") || reason.contains("GiB") {
-                Error::OutOfMemory { reason }
-            } else {
-                Error::Incompatible { reason }
-            });
+        let blocking = |topic: Topic| -> Option<String> {
+            let msgs: Vec<&str> = dx
+                .findings
+                .iter()
+                .filter(|f| f.level == Verdict::Incompatible && f.topic == topic)
+                .map(|f| f.message.as_str())
+                .collect();
+            (!msgs.is_empty()).then(|| msgs.join("; "))
+        };
+        if let Some(reason) = blocking(Topic::Vocabulary) {
+            return Err(Error::Incompatible { reason });
+        }
+        if let Some(reason) = blocking(Topic::Memory) {
+            return Err(Error::OutOfMemory { reason });
         }
         drop((tg, dg));
         let target = Model::load(target, gpu_layers)?;
