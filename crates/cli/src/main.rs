@@ -10,6 +10,7 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 use draftlab_engine::bench::{self, BenchOptions};
 use draftlab_engine::compare::compare;
 use draftlab_engine::doctor::{self, Verdict};
+use draftlab_engine::draft::Strategy;
 use draftlab_engine::generate::{Event, Pair};
 use draftlab_engine::gguf::GgufFile;
 use draftlab_engine::machine::MemoryInfo;
@@ -85,9 +86,19 @@ struct ModelArgs {
     /// Tokens to generate at most.
     #[arg(short = 'n', long = "n-predict", default_value_t = 256)]
     n_predict: usize,
-    /// Tokens drafted per round at most.
-    #[arg(long, default_value_t = 8)]
-    n_draft: usize,
+    /// Tokens drafted per round: a number, or `adaptive` (up to 8; `adaptive:16` for another
+    /// maximum) to choose each round's length from observed acceptance and measured verify costs.
+    #[arg(long, default_value = "8")]
+    n_draft: String,
+    /// How to draft: `draft` (a draft model, --draft) or `lookup` (copy from the prompt and output).
+    #[arg(long, default_value = "draft")]
+    strategy: String,
+    /// Prompt lookup: the shortest n-gram to match.
+    #[arg(long, default_value_t = 1)]
+    lookup_min: usize,
+    /// Prompt lookup: the longest n-gram to match.
+    #[arg(long, default_value_t = 4)]
+    lookup_max: usize,
     /// Stop drafting when the draft's top probability is below this.
     #[arg(long, default_value_t = 0.75)]
     p_min: f32,
@@ -119,9 +130,14 @@ struct RunArgs {
 
 impl ModelArgs {
     fn settings(&self) -> Result<Settings, Error> {
+        let (n_draft, adaptive) = parse_n_draft(&self.n_draft)?;
         Ok(Settings {
             n_predict: self.n_predict,
-            n_draft: self.n_draft,
+            n_draft,
+            adaptive,
+            strategy: self.strategy.parse()?,
+            lookup_min: self.lookup_min,
+            lookup_max: self.lookup_max,
             p_min: self.p_min,
             n_ctx: self.ctx,
             threads: self.threads.unwrap_or(Settings::default().threads),
@@ -142,20 +158,35 @@ impl ModelArgs {
     }
 
     /// Validates everything that can be checked before loading, then loads the pair.
-    fn load(&self, needs_draft: bool) -> anyhow::Result<(Pair, Vec<i32>, Settings)> {
+    fn load(&self, speculative: bool) -> anyhow::Result<(Pair, Vec<i32>, Settings)> {
         let settings = self.settings()?;
-        settings.validate(if needs_draft { Mode::Speculative } else { Mode::Baseline })?;
+        settings.validate(if speculative { Mode::Speculative } else { Mode::Baseline })?;
+        let needs_draft = speculative && settings.strategy == Strategy::DraftModel;
         let prompt = self.prompt()?;
         if prompt.trim().is_empty() {
             return Err(Error::InvalidPrompt("the prompt is empty".into()).into());
         }
         if needs_draft && self.draft.is_none() {
-            return Err(Error::InvalidSettings("speculative runs need a draft model: add --draft FILE".into()).into());
+            return Err(Error::InvalidSettings(
+                "the draft-model strategy needs a draft model: add --draft FILE (or use --strategy lookup)".into(),
+            )
+            .into());
         }
         let draft = if needs_draft { self.draft.as_deref() } else { None };
         let pair = Pair::load(&self.target, draft, settings.n_ctx, settings.gpu_layers)?;
         let tokens = pair.prompt_tokens(&prompt, settings.raw)?;
         Ok((pair, tokens, settings))
+    }
+}
+
+/// `--n-draft`: `N`, `adaptive` or `adaptive:MAX`.
+fn parse_n_draft(s: &str) -> Result<(usize, bool), Error> {
+    let bad = || Error::InvalidSettings(format!("--n-draft must be a number, `adaptive` or `adaptive:MAX`, not {s:?}"));
+    match s.split_once(':') {
+        _ if s == "adaptive" => Ok((8, true)),
+        Some(("adaptive", max)) => max.parse().map(|m| (m, true)).map_err(|_| bad()),
+        None => s.parse().map(|n| (n, false)).map_err(|_| bad()),
+        _ => Err(bad()),
     }
 }
 
@@ -305,8 +336,7 @@ fn summary(r: &Report) {
 }
 
 fn run_cmd(args: RunArgs) -> anyhow::Result<ExitCode> {
-    let needs_draft = args.mode != RunMode::Baseline;
-    let (pair, prompt, settings) = args.model.load(needs_draft)?;
+    let (pair, prompt, settings) = args.model.load(args.mode != RunMode::Baseline)?;
     let cancel = AtomicBool::new(false);
     let printer = Printer { color: std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none() };
     let modes: &[Mode] = match args.mode {
@@ -351,12 +381,14 @@ fn bench_cmd(model: ModelArgs, reps: usize, warmup: usize, json: Option<PathBuf>
     let cancel = AtomicBool::new(false);
     let options = BenchOptions { reps, warmup };
     eprintln!(
-        "bench: target {}, draft {}, {} prompt tokens, n={} n_draft={} p_min={} threads={}",
+        "bench: target {}, draft {}, strategy {:?}, {} prompt tokens, n={} n_draft={}{} p_min={} threads={}",
         pair.target.id.name,
         pair.draft.as_ref().map_or("-", |d| d.id.name.as_str()),
+        settings.strategy,
         prompt.len(),
         settings.n_predict,
         settings.n_draft,
+        if settings.adaptive { " (adaptive)" } else { "" },
         settings.p_min,
         settings.threads
     );

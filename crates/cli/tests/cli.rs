@@ -100,6 +100,31 @@ fn run_json_has_reports_and_comparison() {
 }
 
 #[test]
+fn lookup_strategy_needs_no_draft_model() {
+    let m = model(SMOLLM2);
+    let prompt = "Repeat exactly: the cat sat on the mat. the cat sat on the mat. the cat sat on the mat.";
+    let o = draftlab(&[
+        "run",
+        "-t",
+        s(&m),
+        "-p",
+        prompt,
+        "-n",
+        "24",
+        "--strategy",
+        "lookup",
+        "--n-draft",
+        "adaptive",
+        "--json",
+    ]);
+    assert!(o.status.success(), "{:?}", text(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["reports"][1]["strategy"], "prompt-lookup");
+    assert_eq!(v["reports"][1]["settings"]["adaptive"], true);
+    assert!(v["reports"][1]["draft"].is_null());
+}
+
+#[test]
 fn bench_writes_json_with_prediction() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("bench.json");
@@ -161,6 +186,9 @@ fn bad_input_gives_clear_errors() {
     assert_clear_error(&draftlab(&with(&base, &["-p", &long, "--ctx", "256"])), "raise --ctx");
     assert_clear_error(&draftlab(&with(&base, &["-p", "hi", "--gpu-layers", "many"])), "--gpu-layers");
     assert_clear_error(&draftlab(&["run", "-t", s(&small), "-p", "hi", "--mode", "speculative"]), "--draft");
+    assert_clear_error(&draftlab(&with(&base, &["-p", "hi", "--strategy", "telepathy"])), "--strategy");
+    assert_clear_error(&draftlab(&with(&base, &["-p", "hi", "--n-draft", "adaptive:many"])), "--n-draft");
+    assert_clear_error(&draftlab(&with(&base, &["-p", "hi", "--strategy", "lookup", "--lookup-min", "0"])), "n-gram");
     assert_clear_error(
         &draftlab(&["run", "-t", s(&model(QWEN_TARGET)), "-d", s(&small), "-p", "hi"]),
         "token 5 differs",

@@ -77,16 +77,22 @@ impl Costs {
 /// the middle of the span generation will cover (attention grows with the position). Sizes are interleaved within each
 /// repetition (so a load change hits all of them alike) after one warm-up pass (the first decode
 /// at a new batch size rebuilds llama.cpp's graph); each value is a median.
-pub fn measure_costs(pair: &Pair, prompt: &[Token], settings: &Settings, max_batch: usize) -> Result<Costs> {
-    const REPS: usize = 7;
+pub fn measure_costs(
+    pair: &Pair,
+    prompt: &[Token],
+    settings: &Settings,
+    max_batch: usize,
+    reps: usize,
+) -> Result<Costs> {
+    let reps = reps.max(1);
     let mid = (prompt.len() + settings.n_predict / 2).min((settings.n_ctx as usize).saturating_sub(max_batch + 1));
     let context: Vec<Token> = prompt.iter().copied().cycle().take(mid.max(1)).collect();
     let n = context.len() as u32;
     let filler: Vec<Token> = prompt.iter().copied().cycle().take(max_batch).collect();
     let mut tctx = pair.target.context(settings.n_ctx, settings.n_batch, settings.threads)?;
     tctx.decode(&context, 0, Logits::None)?;
-    let mut times = vec![Vec::with_capacity(REPS); max_batch];
-    for rep in 0..=REPS {
+    let mut times = vec![Vec::with_capacity(reps); max_batch];
+    for rep in 0..=reps {
         for b in 1..=max_batch {
             let t = Instant::now();
             tctx.decode(&filler[..b], n, Logits::All)?;
@@ -103,12 +109,13 @@ pub fn measure_costs(pair: &Pair, prompt: &[Token], settings: &Settings, max_bat
     let verify_ms: Vec<f64> = times.iter().map(|t| median(t)).collect();
     drop(tctx);
     let draft_token_ms = match &pair.draft {
+        _ if settings.strategy != crate::draft::Strategy::DraftModel => 0.0,
         None => 0.0,
         Some(d) => {
             let mut dctx = d.context(settings.n_ctx, settings.n_batch, settings.threads)?;
             dctx.decode(&context, 0, Logits::None)?;
-            let mut times = Vec::with_capacity(REPS);
-            for rep in 0..=REPS {
+            let mut times = Vec::with_capacity(reps);
+            for rep in 0..=reps {
                 let t = Instant::now();
                 dctx.decode(&filler[..1], n, Logits::Last)?;
                 std::hint::black_box(argmax_with_margin(dctx.logits(0)));
@@ -263,7 +270,7 @@ pub fn bench(
         }
     }
     progress("measuring step costs");
-    let costs = measure_costs(pair, prompt, settings, settings.n_draft + 1)?;
+    let costs = measure_costs(pair, prompt, settings, settings.n_draft + 1, 7)?;
     let base: Vec<&Report> = runs.iter().filter(|r| r.mode == Mode::Baseline).collect();
     let spec: Vec<&Report> = runs.iter().filter(|r| r.mode == Mode::Speculative).collect();
     let baseline_tps: Vec<f64> = base.iter().map(|r| r.tokens_per_s).collect();

@@ -4,21 +4,26 @@
 //! to what was accepted (the drafter trims its own). Baseline generation is the same loop with no
 //! drafter: one token per target pass.
 
+use std::cell::RefCell;
+use std::collections::HashMap;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
 
+use crate::bench::{measure_costs, Costs};
 use crate::detok::Utf8Stream;
 use crate::doctor::{self, Topic, Verdict};
 use crate::draft::model::ModelDrafter;
-use crate::draft::Drafter;
+use crate::draft::prompt_lookup::PromptLookup;
+use crate::draft::{Drafter, Strategy};
 use crate::error::{Error, Result};
 use crate::gguf::GgufFile;
 use crate::llama::{Context, GpuLayers, Logits, Model, Token};
 use crate::machine::{MachineInfo, MemoryInfo};
 use crate::report::{Mode, Report, Settings, StopReason, TokenSource};
+use crate::schedule::Scheduler;
 use crate::verify::{argmax_with_margin, greedy_round};
 
 /// What a run tells its listener as it goes.
@@ -38,6 +43,8 @@ pub enum Event {
 pub struct Pair {
     pub target: Model,
     pub draft: Option<Model>,
+    /// Step costs measured for adaptive runs, per (context, batch, threads, max batch).
+    costs: RefCell<HashMap<(u32, u32, u32, usize), Costs>>,
 }
 
 impl Pair {
@@ -65,7 +72,7 @@ impl Pair {
         drop((tg, dg));
         let target = Model::load(target, gpu_layers)?;
         let draft = draft.map(|d| Model::load(d, gpu_layers)).transpose()?;
-        Ok(Pair { target, draft })
+        Ok(Pair { target, draft, costs: RefCell::new(HashMap::new()) })
     }
 
     /// The prompt as target tokens: through the target's chat template unless `raw` (or the model
@@ -111,19 +118,44 @@ impl Pair {
             )));
         }
         let mut tctx = self.target.context(n_ctx, settings.n_batch, settings.threads)?;
-        let mut drafter: Option<Box<dyn Drafter + '_>> = match mode {
-            Mode::Baseline => None,
-            Mode::Speculative => {
-                let draft = self
-                    .draft
-                    .as_ref()
-                    .ok_or_else(|| Error::InvalidSettings("speculative mode needs a draft model (--draft)".into()))?;
+        let mut drafter: Option<Box<dyn Drafter + '_>> = match (mode, settings.strategy) {
+            (Mode::Baseline, _) => None,
+            (Mode::Speculative, Strategy::DraftModel) => {
+                let draft = self.draft.as_ref().ok_or_else(|| {
+                    Error::InvalidSettings(
+                        "the draft-model strategy needs a draft model (--draft), or use --strategy lookup".into(),
+                    )
+                })?;
                 let dctx = draft.context(n_ctx, settings.n_batch, settings.threads)?;
                 Some(Box::new(ModelDrafter::new(dctx, settings.p_min)))
             }
+            (Mode::Speculative, Strategy::PromptLookup) => {
+                Some(Box::new(PromptLookup::new(settings.lookup_min, settings.lookup_max)?))
+            }
+        };
+        let scheduler = match drafter.as_deref() {
+            Some(d) if settings.adaptive => {
+                let mut costs = self.costs(prompt, settings)?;
+                if d.is_cheap() {
+                    costs.draft_token_ms = 0.0;
+                }
+                Some(Scheduler::new(costs))
+            }
+            _ => None,
         };
         let run = Run { pair: self, mode, settings, prompt };
-        run.execute(&mut tctx, drafter.as_deref_mut(), cancel, on_event)
+        run.execute(&mut tctx, drafter.as_deref_mut(), scheduler, cancel, on_event)
+    }
+
+    /// The step costs for these settings: measured once per pair and settings, then reused.
+    pub fn costs(&self, prompt: &[Token], settings: &Settings) -> Result<Costs> {
+        let key = (settings.n_ctx, settings.n_batch, settings.threads, settings.n_draft + 1);
+        if let Some(c) = self.costs.borrow().get(&key) {
+            return Ok(c.clone());
+        }
+        let c = measure_costs(self, prompt, settings, settings.n_draft + 1, 3)?;
+        self.costs.borrow_mut().insert(key, c.clone());
+        Ok(c)
     }
 }
 
@@ -159,6 +191,7 @@ impl Run<'_> {
         &self,
         tctx: &mut Context<'_>,
         mut drafter: Option<&mut (dyn Drafter + '_)>,
+        mut scheduler: Option<Scheduler>,
         cancel: &AtomicBool,
         on_event: &mut dyn FnMut(Event),
     ) -> Result<Report> {
@@ -215,9 +248,22 @@ impl Run<'_> {
             let max_draft = s.n_draft.min(remaining - 1).min(room);
 
             let td = Instant::now();
-            let draft = match drafter.as_deref_mut() {
-                Some(d) if max_draft > 0 => d.propose(&context, max_draft)?.tokens,
-                _ => Vec::new(),
+            let (draft, bucket) = match (drafter.as_deref_mut(), scheduler.as_mut()) {
+                (None, _) => (Vec::new(), 0),
+                (Some(_), _) if max_draft == 0 => (Vec::new(), 0),
+                (Some(d), None) => (d.propose(&context, max_draft)?.tokens, 0),
+                // Cheap drafters propose first; the schedule keeps what is worth verifying.
+                (Some(d), Some(s)) if d.is_cheap() => {
+                    let mut p = d.propose(&context, max_draft)?;
+                    let k = if p.tokens.is_empty() { 0 } else { s.choose(p.match_len, p.tokens.len()) };
+                    p.tokens.truncate(k);
+                    (p.tokens, p.match_len)
+                }
+                // Model drafters cost time per token: decide the length before drafting.
+                (Some(d), Some(s)) => match s.choose(0, max_draft) {
+                    0 => (Vec::new(), 0),
+                    k => (d.propose(&context, k)?.tokens, 0),
+                },
             };
             let draft_ms = ms(td.elapsed());
 
@@ -234,6 +280,11 @@ impl Run<'_> {
             }
             n_past += m + 1;
             let verify_ms = ms(tv.elapsed());
+            if let Some(s) = scheduler.as_mut() {
+                if !draft.is_empty() {
+                    s.record(bucket, draft.len(), m);
+                }
+            }
 
             t.passes += 1;
             t.drafted += draft.len();
@@ -294,7 +345,10 @@ impl Run<'_> {
             margins: t.margins,
             sources: t.sources,
             target: target.id.clone(),
-            draft: if self.mode == Mode::Speculative { self.pair.draft.as_ref().map(|d| d.id.clone()) } else { None },
+            draft: match (self.mode, s.strategy) {
+                (Mode::Speculative, Strategy::DraftModel) => self.pair.draft.as_ref().map(|d| d.id.clone()),
+                _ => None,
+            },
             settings: s.clone(),
             machine: MachineInfo::now(),
             started_at,

@@ -62,6 +62,26 @@ pub struct Settings {
     /// Skip the chat template.
     pub raw: bool,
     pub gpu_layers: crate::llama::GpuLayers,
+    /// How speculative runs draft.
+    #[serde(default)]
+    pub strategy: crate::draft::Strategy,
+    /// Choose each round's draft length (up to `n_draft`) from observed acceptance and measured
+    /// verify costs, instead of always drafting `n_draft`.
+    #[serde(default)]
+    pub adaptive: bool,
+    /// Prompt lookup: the shortest and longest n-gram to match.
+    #[serde(default = "default_lookup_min")]
+    pub lookup_min: usize,
+    #[serde(default = "default_lookup_max")]
+    pub lookup_max: usize,
+}
+
+fn default_lookup_min() -> usize {
+    1
+}
+
+fn default_lookup_max() -> usize {
+    4
 }
 
 impl Default for Settings {
@@ -75,6 +95,10 @@ impl Default for Settings {
             threads: crate::machine::physical_cores() as u32,
             raw: false,
             gpu_layers: crate::llama::GpuLayers::All,
+            strategy: crate::draft::Strategy::DraftModel,
+            adaptive: false,
+            lookup_min: default_lookup_min(),
+            lookup_max: default_lookup_max(),
         }
     }
 }
@@ -103,6 +127,12 @@ impl Settings {
         }
         if (self.n_batch as usize) < self.n_draft + 1 {
             return Err(Bad(format!("the batch ({}) must hold a draft of {} plus one", self.n_batch, self.n_draft)));
+        }
+        if self.lookup_min == 0 || self.lookup_max < self.lookup_min || self.lookup_max > self.n_ctx as usize {
+            return Err(Bad(format!(
+                "lookup n-gram sizes must satisfy 1 ≤ min ≤ max ≤ context (got {}..{})",
+                self.lookup_min, self.lookup_max
+            )));
         }
         if self.threads == 0 {
             return Err(Bad("--threads must be at least 1".into()));

@@ -5,6 +5,7 @@ use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use draftlab_engine::compare::{compare, NEAR_TIE_MARGIN};
+use draftlab_engine::draft::Strategy;
 use draftlab_engine::generate::{Event, Pair};
 use draftlab_engine::llama::{GpuLayers, Logits, Model};
 use draftlab_engine::report::{Mode, Report, Settings, StopReason, TokenSource};
@@ -223,4 +224,37 @@ fn corrupt_files_never_reach_llama_cpp() {
     }
     let Err(e) = Model::load(dir.path().join("missing.gguf"), GpuLayers::All) else { panic!() };
     assert_eq!(e.code(), "not_found");
+}
+
+#[test]
+fn prompt_lookup_drafts_from_the_prompt_and_keeps_the_output() {
+    // Target alone: the lookup strategy needs no draft model.
+    let p = pair(QWEN_TARGET, None);
+    let prompt = PROMPTS[2];
+    let s = settings(40, 4);
+    let (base, _) = run(&p, Mode::Baseline, prompt, &s);
+    for adaptive in [false, true] {
+        let s = Settings { strategy: Strategy::PromptLookup, adaptive, ..s.clone() };
+        let (spec, events) = run(&p, Mode::Speculative, prompt, &s);
+        assert_eq!(spec.strategy.as_deref(), Some("prompt-lookup"));
+        assert_same_or_near_tie(&base, &spec, &format!("lookup adaptive={adaptive}"));
+        if !adaptive {
+            // Rewriting copies the input: lookups find it, and most of what they find is right.
+            assert!(spec.accepted > 5, "accepted {} of {}", spec.accepted, spec.drafted);
+            let drafted_tokens = events.iter().filter(|e| matches!(e, Event::Token { source: TokenSource::Draft, .. }));
+            assert!(drafted_tokens.count() > 5);
+        }
+    }
+}
+
+#[test]
+fn adaptive_draft_model_keeps_the_output() {
+    let p = pair(QWEN_TARGET, Some(QWEN_DRAFT));
+    let s = Settings { adaptive: true, ..settings(32, 6) };
+    let (base, _) = run(&p, Mode::Baseline, PROMPTS[0], &s);
+    let (spec, _) = run(&p, Mode::Speculative, PROMPTS[0], &s);
+    assert_same_or_near_tie(&base, &spec, "adaptive draft model");
+    // Every round's length is within the maximum and the histogram covers every pass.
+    assert_eq!(spec.draft_len_histogram.len(), 7);
+    assert_eq!(spec.draft_len_histogram.iter().sum::<u64>() as usize, spec.target_passes);
 }

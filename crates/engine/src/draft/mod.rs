@@ -1,9 +1,34 @@
 //! Drafters propose the next tokens; the target verifies them. One trait, one file per strategy.
 
 pub mod model;
+pub mod prompt_lookup;
 
-use crate::error::Result;
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, Result};
 use crate::llama::Token;
+
+/// The drafting strategy of a speculative run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum Strategy {
+    /// A small LLM with the target's vocabulary.
+    #[default]
+    DraftModel,
+    /// Copy what followed the last n-gram earlier in the context.
+    PromptLookup,
+}
+
+impl std::str::FromStr for Strategy {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Self> {
+        match s {
+            "draft" | "draft-model" => Ok(Strategy::DraftModel),
+            "lookup" | "prompt-lookup" => Ok(Strategy::PromptLookup),
+            _ => Err(Error::InvalidSettings(format!("--strategy must be `draft` or `lookup`, not {s:?}"))),
+        }
+    }
+}
 
 /// What a drafter proposes for the next positions.
 #[derive(Debug, Clone, Default)]
@@ -11,11 +36,19 @@ pub struct Proposal {
     pub tokens: Vec<Token>,
     /// The drafter's probability for each proposed token (1.0 for deterministic strategies).
     pub probs: Vec<f32>,
+    /// For n-gram strategies, the length of the matched n-gram (0 otherwise): longer matches are
+    /// more reliable, so acceptance is tracked per match length.
+    pub match_len: usize,
 }
 
 pub trait Drafter {
     /// The strategy's name, as reports and events show it.
     fn name(&self) -> &'static str;
+
+    /// Drafting costs next to nothing (no model): propose the most, then let the schedule trim.
+    fn is_cheap(&self) -> bool {
+        false
+    }
 
     /// Called once with the prompt before generation starts (timed as prompt processing).
     fn prefill(&mut self, _prompt: &[Token]) -> Result<()> {
