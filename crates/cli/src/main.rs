@@ -15,6 +15,7 @@ use draftlab_engine::generate::{Event, Pair};
 use draftlab_engine::gguf::GgufFile;
 use draftlab_engine::machine::MemoryInfo;
 use draftlab_engine::report::{Mode, Report, Settings, TokenSource};
+use draftlab_engine::sampling::SamplingParams;
 use draftlab_engine::Error;
 
 #[derive(Parser)]
@@ -111,6 +112,21 @@ struct ModelArgs {
     /// CPU threads per model (default: physical cores).
     #[arg(long)]
     threads: Option<u32>,
+    /// Sampling temperature; 0 is greedy (the output is then exactly the target's own).
+    #[arg(long, default_value_t = 0.0)]
+    temp: f32,
+    /// Sampling: keep the k most likely tokens (0: all).
+    #[arg(long, default_value_t = 40)]
+    top_k: usize,
+    /// Sampling: keep the most likely tokens up to this cumulative probability.
+    #[arg(long, default_value_t = 0.95)]
+    top_p: f32,
+    /// Sampling: drop tokens less likely than this fraction of the most likely one.
+    #[arg(long, default_value_t = 0.05)]
+    min_p: f32,
+    /// Sampling seed (the same seed gives the same output).
+    #[arg(long, default_value_t = 42)]
+    seed: u64,
     /// Skip the target's chat template: the prompt is fed as is.
     #[arg(long)]
     raw: bool,
@@ -138,6 +154,13 @@ impl ModelArgs {
             strategy: self.strategy.parse()?,
             lookup_min: self.lookup_min,
             lookup_max: self.lookup_max,
+            sampling: SamplingParams {
+                temperature: self.temp,
+                top_k: self.top_k,
+                top_p: self.top_p,
+                min_p: self.min_p,
+                seed: self.seed,
+            },
             p_min: self.p_min,
             n_ctx: self.ctx,
             threads: self.threads.unwrap_or(Settings::default().threads),

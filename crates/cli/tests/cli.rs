@@ -194,3 +194,17 @@ fn bad_input_gives_clear_errors() {
         "token 5 differs",
     );
 }
+
+#[test]
+fn sampling_flags_are_checked_and_sampled_runs_say_so() {
+    let m = model(SMOLLM2);
+    let base = ["run", "-t", s(&m), "-d", s(&m), "-n", "8", "-p", "Tell me a story."];
+    let o = draftlab(&[&base[..], &["--temp", "0.9", "--seed", "7", "--json"]].concat());
+    assert!(o.status.success(), "{:?}", text(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert!((v["comparison"]["sampled_at"].as_f64().unwrap() - 0.9).abs() < 1e-6);
+    assert_eq!(v["reports"][1]["settings"]["sampling"]["seed"], 7);
+    assert_clear_error(&draftlab(&[&base[..], &["--temp=-1"]].concat()), "--temp");
+    assert_clear_error(&draftlab(&[&base[..], &["--top-p", "0"]].concat()), "--top-p");
+    assert_clear_error(&draftlab(&[&base[..], &["--top-p", "1.5"]].concat()), "--top-p");
+}

@@ -41,11 +41,20 @@ pub struct Comparison {
     pub baseline_tokens: usize,
     pub speculative_tokens: usize,
     pub divergence: Option<Divergence>,
+    /// The runs sampled (temperature > 0): token-for-token equality is not expected.
+    #[serde(default)]
+    pub sampled_at: Option<f32>,
 }
 
 impl Comparison {
     /// A one-line verdict for people.
     pub fn verdict(&self) -> String {
+        if let Some(t) = self.sampled_at {
+            return format!(
+                "sampled at temperature {t}: outputs differ from run to run by design; speculative tokens follow \
+                 the target's distribution exactly (rejection sampling)"
+            );
+        }
         match &self.divergence {
             None if self.baseline_tokens == self.speculative_tokens => {
                 format!("identical: {} tokens match the target alone, token for token", self.compared)
@@ -74,6 +83,17 @@ impl Comparison {
 
 /// Compares the tokens of a baseline and a speculative run of the same prompt and settings.
 pub fn compare(baseline: &Report, speculative: &Report) -> Comparison {
+    let sampling = [&baseline.settings.sampling, &speculative.settings.sampling];
+    if let Some(s) = sampling.iter().find(|s| !s.is_greedy()) {
+        return Comparison {
+            identical: false,
+            compared: 0,
+            baseline_tokens: baseline.tokens.len(),
+            speculative_tokens: speculative.tokens.len(),
+            divergence: None,
+            sampled_at: Some(s.temperature),
+        };
+    }
     compare_tokens(&baseline.tokens, &baseline.margins, &speculative.tokens, &speculative.margins, |n| {
         baseline.text.char_indices().nth(n).map_or(baseline.text.len(), |(i, _)| i)
     })
@@ -99,6 +119,7 @@ fn compare_tokens(b: &[i32], bm: &[f32], s: &[i32], sm: &[f32], text_len: impl F
         baseline_tokens: b.len(),
         speculative_tokens: s.len(),
         divergence,
+        sampled_at: None,
     }
 }
 

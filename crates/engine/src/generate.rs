@@ -17,12 +17,14 @@ use crate::detok::Utf8Stream;
 use crate::doctor::{self, Topic, Verdict};
 use crate::draft::model::ModelDrafter;
 use crate::draft::prompt_lookup::PromptLookup;
+use crate::draft::Proposal;
 use crate::draft::{Drafter, Strategy};
 use crate::error::{Error, Result};
 use crate::gguf::GgufFile;
 use crate::llama::{Context, GpuLayers, Logits, Model, Token};
 use crate::machine::{MachineInfo, MemoryInfo};
 use crate::report::{Mode, Report, Settings, StopReason, TokenSource};
+use crate::sampling::{distribution, stochastic_round, Dist, Rng};
 use crate::schedule::Scheduler;
 use crate::verify::{argmax_with_margin, greedy_round};
 
@@ -127,7 +129,7 @@ impl Pair {
                     )
                 })?;
                 let dctx = draft.context(n_ctx, settings.n_batch, settings.threads)?;
-                Some(Box::new(ModelDrafter::new(dctx, settings.p_min)))
+                Some(Box::new(ModelDrafter::new(dctx, settings.p_min, settings.sampling)))
             }
             (Mode::Speculative, Strategy::PromptLookup) => {
                 Some(Box::new(PromptLookup::new(settings.lookup_min, settings.lookup_max)?))
@@ -218,7 +220,12 @@ impl Run<'_> {
         // Prompt: once on the target (its last logits give the first token), once on the draft.
         let t0 = Instant::now();
         tctx.decode(self.prompt, 0, Logits::Last)?;
-        let (first, first_margin) = argmax_with_margin(tctx.logits(tctx.last_index()));
+        let sampling = &s.sampling;
+        let mut rng = Rng::new(sampling.seed);
+        let (mut first, first_margin) = argmax_with_margin(tctx.logits(tctx.last_index()));
+        if !sampling.is_greedy() {
+            first = distribution(tctx.logits(tctx.last_index()), sampling).sample(rng.uniform());
+        }
         if let Some(d) = drafter.as_deref_mut() {
             d.prefill(self.prompt)?;
         }
@@ -248,23 +255,26 @@ impl Run<'_> {
             let max_draft = s.n_draft.min(remaining - 1).min(room);
 
             let td = Instant::now();
-            let (draft, bucket) = match (drafter.as_deref_mut(), scheduler.as_mut()) {
-                (None, _) => (Vec::new(), 0),
-                (Some(_), _) if max_draft == 0 => (Vec::new(), 0),
-                (Some(d), None) => (d.propose(&context, max_draft)?.tokens, 0),
+            let (proposal, bucket) = match (drafter.as_deref_mut(), scheduler.as_mut()) {
+                (None, _) => (Proposal::default(), 0),
+                (Some(_), _) if max_draft == 0 => (Proposal::default(), 0),
+                (Some(d), None) => (d.propose(&context, max_draft)?, 0),
                 // Cheap drafters propose first; the schedule keeps what is worth verifying.
                 (Some(d), Some(s)) if d.is_cheap() => {
                     let mut p = d.propose(&context, max_draft)?;
                     let k = if p.tokens.is_empty() { 0 } else { s.choose(p.match_len, p.tokens.len()) };
                     p.tokens.truncate(k);
-                    (p.tokens, p.match_len)
+                    p.dists.truncate(k);
+                    let m = p.match_len;
+                    (p, m)
                 }
                 // Model drafters cost time per token: decide the length before drafting.
                 (Some(d), Some(s)) => match s.choose(0, max_draft) {
-                    0 => (Vec::new(), 0),
-                    k => (d.propose(&context, k)?.tokens, 0),
+                    0 => (Proposal::default(), 0),
+                    k => (d.propose(&context, k)?, 0),
                 },
             };
+            let draft = proposal.tokens;
             let draft_ms = ms(td.elapsed());
 
             let tv = Instant::now();
@@ -274,7 +284,17 @@ impl Run<'_> {
             tctx.decode(&batch, n_past as u32, Logits::All)?;
             let (choices, margins): (Vec<Token>, Vec<f32>) =
                 (0..batch.len()).map(|i| argmax_with_margin(tctx.logits(i))).unzip();
-            let (m, new_tokens) = greedy_round(&draft, &choices);
+            let (m, new_tokens) = if sampling.is_greedy() {
+                greedy_round(&draft, &choices)
+            } else {
+                let p: Vec<Dist> = (0..batch.len()).map(|i| distribution(tctx.logits(i), sampling)).collect();
+                let q: Vec<Dist> = if proposal.dists.len() == draft.len() {
+                    proposal.dists
+                } else {
+                    draft.iter().map(|&t| Dist::one_hot(t)).collect()
+                };
+                stochastic_round(&draft, &q, &p, &mut rng)
+            };
             if m < draft.len() {
                 tctx.truncate((n_past + m + 1) as u32)?;
             }

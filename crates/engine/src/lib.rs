@@ -16,6 +16,7 @@ pub mod gguf;
 pub mod llama;
 pub mod machine;
 pub mod report;
+pub mod sampling;
 pub mod schedule;
 pub mod testing;
 pub mod verify;

@@ -74,6 +74,9 @@ pub struct Settings {
     pub lookup_min: usize,
     #[serde(default = "default_lookup_max")]
     pub lookup_max: usize,
+    /// Temperature and filters; temperature 0 is greedy.
+    #[serde(default)]
+    pub sampling: crate::sampling::SamplingParams,
 }
 
 fn default_lookup_min() -> usize {
@@ -99,6 +102,7 @@ impl Default for Settings {
             adaptive: false,
             lookup_min: default_lookup_min(),
             lookup_max: default_lookup_max(),
+            sampling: crate::sampling::SamplingParams::default(),
         }
     }
 }
@@ -134,6 +138,7 @@ impl Settings {
                 self.lookup_min, self.lookup_max
             )));
         }
+        self.sampling.validate().map_err(Bad)?;
         if self.threads == 0 {
             return Err(Bad("--threads must be at least 1".into()));
         }

@@ -39,6 +39,8 @@ pub struct Proposal {
     /// For n-gram strategies, the length of the matched n-gram (0 otherwise): longer matches are
     /// more reliable, so acceptance is tracked per match length.
     pub match_len: usize,
+    /// When sampling: the distribution each token was drawn from (empty: one-hot, deterministic).
+    pub dists: Vec<crate::sampling::Dist>,
 }
 
 pub trait Drafter {

@@ -7,6 +7,7 @@
 use super::{Drafter, Proposal};
 use crate::error::Result;
 use crate::llama::{Context, Logits, Token};
+use crate::sampling::{distribution, Rng, SamplingParams};
 use crate::verify::top_probability;
 
 pub struct ModelDrafter<'m> {
@@ -16,11 +17,15 @@ pub struct ModelDrafter<'m> {
     /// Stop drafting when the draft's top probability falls below this.
     p_min: f32,
     decoded: u64,
+    /// When set, draft by sampling (the draft's distribution goes with the proposal).
+    sampling: Option<(SamplingParams, Rng)>,
 }
 
 impl<'m> ModelDrafter<'m> {
-    pub fn new(ctx: Context<'m>, p_min: f32) -> Self {
-        ModelDrafter { ctx, cached: Vec::new(), p_min, decoded: 0 }
+    pub fn new(ctx: Context<'m>, p_min: f32, sampling: SamplingParams) -> Self {
+        // The draft's random stream is its own, so the target's stream does not depend on drafting.
+        let sampling = (!sampling.is_greedy()).then(|| (sampling, Rng::new(sampling.seed ^ 0xD7AF_7D7A_F7D7_AF7D)));
+        ModelDrafter { ctx, cached: Vec::new(), p_min, decoded: 0, sampling }
     }
 
     /// Brings the cache to `context` and leaves the logits of its last token ready.
@@ -62,10 +67,27 @@ impl Drafter for ModelDrafter<'_> {
         let max = max.min(room);
         self.sync(context)?;
         loop {
-            let (tok, prob) = top_probability(self.ctx.logits(self.ctx.last_index()));
-            if prob < self.p_min {
-                break;
-            }
+            let logits = self.ctx.logits(self.ctx.last_index());
+            let (tok, prob) = match self.sampling.as_mut() {
+                None => {
+                    let (tok, prob) = top_probability(logits);
+                    if prob < self.p_min {
+                        break;
+                    }
+                    (tok, prob)
+                }
+                Some((params, rng)) => {
+                    let q = distribution(logits, params);
+                    // An unsure draft is rarely accepted: stop when even its favourite is unlikely.
+                    if q.entries.first().map_or(0.0, |e| e.1) < self.p_min {
+                        break;
+                    }
+                    let tok = q.sample(rng.uniform());
+                    let prob = q.prob(tok);
+                    p.dists.push(q);
+                    (tok, prob)
+                }
+            };
             p.tokens.push(tok);
             p.probs.push(prob);
             if p.tokens.len() >= max {
