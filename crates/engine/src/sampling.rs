@@ -38,13 +38,13 @@ impl SamplingParams {
     }
 
     pub fn validate(&self) -> Result<(), String> {
-        if !(self.temperature >= 0.0) || !self.temperature.is_finite() {
+        if self.temperature.is_nan() || self.temperature < 0.0 || self.temperature.is_infinite() {
             return Err(format!("--temp is {}, but must be 0 (greedy) or positive", self.temperature));
         }
-        if !(self.top_p > 0.0 && self.top_p <= 1.0) {
+        if self.top_p.is_nan() || self.top_p <= 0.0 || self.top_p > 1.0 {
             return Err(format!("--top-p is {}, but must be in (0, 1]", self.top_p));
         }
-        if !(0.0..=1.0).contains(&self.min_p) {
+        if self.min_p.is_nan() || !(0.0..=1.0).contains(&self.min_p) {
             return Err(format!("--min-p is {}, but must be in [0, 1]", self.min_p));
         }
         Ok(())
