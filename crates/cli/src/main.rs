@@ -91,13 +91,14 @@ struct ModelArgs {
     /// maximum) to choose each round's length from observed acceptance and measured verify costs.
     #[arg(long, default_value = "8")]
     n_draft: String,
-    /// How to draft: `draft` (a draft model, --draft) or `lookup` (copy from the prompt and output).
+    /// How to draft: `draft` (a draft model, --draft), `lookup` (copy from the prompt and output) or
+    /// `ngram-cache` (continuations learned from the text so far).
     #[arg(long, default_value = "draft")]
     strategy: String,
-    /// Prompt lookup: the shortest n-gram to match.
+    /// Lookup and n-gram cache: the shortest n-gram to match.
     #[arg(long, default_value_t = 1)]
     lookup_min: usize,
-    /// Prompt lookup: the longest n-gram to match.
+    /// Lookup and n-gram cache: the longest n-gram to match.
     #[arg(long, default_value_t = 4)]
     lookup_max: usize,
     /// Stop drafting when the draft's top probability is below this.

@@ -16,6 +16,7 @@ use crate::bench::{measure_costs, Costs};
 use crate::detok::Utf8Stream;
 use crate::doctor::{self, Topic, Verdict};
 use crate::draft::model::ModelDrafter;
+use crate::draft::ngram_cache::NgramCache;
 use crate::draft::prompt_lookup::PromptLookup;
 use crate::draft::Proposal;
 use crate::draft::{Drafter, Strategy};
@@ -133,6 +134,9 @@ impl Pair {
             }
             (Mode::Speculative, Strategy::PromptLookup) => {
                 Some(Box::new(PromptLookup::new(settings.lookup_min, settings.lookup_max)?))
+            }
+            (Mode::Speculative, Strategy::NgramCache) => {
+                Some(Box::new(NgramCache::new(settings.lookup_min, settings.lookup_max)?))
             }
         };
         let scheduler = match drafter.as_deref() {

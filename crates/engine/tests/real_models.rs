@@ -233,9 +233,16 @@ fn prompt_lookup_drafts_from_the_prompt_and_keeps_the_output() {
     let prompt = PROMPTS[2];
     let s = settings(40, 4);
     let (base, _) = run(&p, Mode::Baseline, prompt, &s);
-    for adaptive in [false, true] {
-        let s = Settings { strategy: Strategy::PromptLookup, adaptive, ..s.clone() };
+    for (strategy, adaptive) in
+        [(Strategy::PromptLookup, false), (Strategy::PromptLookup, true), (Strategy::NgramCache, false)]
+    {
+        let s = Settings { strategy, adaptive, ..s.clone() };
         let (spec, events) = run(&p, Mode::Speculative, prompt, &s);
+        if strategy == Strategy::NgramCache {
+            assert_eq!(spec.strategy.as_deref(), Some("ngram-cache"));
+            assert_same_or_near_tie(&base, &spec, "ngram cache");
+            continue;
+        }
         assert_eq!(spec.strategy.as_deref(), Some("prompt-lookup"));
         assert_same_or_near_tie(&base, &spec, &format!("lookup adaptive={adaptive}"));
         if !adaptive {

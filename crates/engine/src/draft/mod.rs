@@ -1,6 +1,7 @@
 //! Drafters propose the next tokens; the target verifies them. One trait, one file per strategy.
 
 pub mod model;
+pub mod ngram_cache;
 pub mod prompt_lookup;
 
 use serde::{Deserialize, Serialize};
@@ -17,6 +18,8 @@ pub enum Strategy {
     DraftModel,
     /// Copy what followed the last n-gram earlier in the context.
     PromptLookup,
+    /// Draft the most frequent continuations learned from the context so far.
+    NgramCache,
 }
 
 impl std::str::FromStr for Strategy {
@@ -25,7 +28,10 @@ impl std::str::FromStr for Strategy {
         match s {
             "draft" | "draft-model" => Ok(Strategy::DraftModel),
             "lookup" | "prompt-lookup" => Ok(Strategy::PromptLookup),
-            _ => Err(Error::InvalidSettings(format!("--strategy must be `draft` or `lookup`, not {s:?}"))),
+            "ngram-cache" => Ok(Strategy::NgramCache),
+            _ => {
+                Err(Error::InvalidSettings(format!("--strategy must be `draft`, `lookup` or `ngram-cache`, not {s:?}")))
+            }
         }
     }
 }
