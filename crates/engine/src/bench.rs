@@ -108,6 +108,7 @@ pub fn measure_costs(
     }
     let verify_ms: Vec<f64> = times.iter().map(|t| median(t)).collect();
     drop(tctx);
+    // Only a draft model costs time per drafted token; n-gram drafts are free.
     let draft_token_ms = match &pair.draft {
         _ if settings.strategy != crate::draft::Strategy::DraftModel => 0.0,
         None => 0.0,

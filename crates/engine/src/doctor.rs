@@ -8,7 +8,7 @@
 
 use serde::Serialize;
 
-use crate::gguf::{GgufFile, ModelSummary};
+use crate::gguf::{GgufFile, ModelSummary, VocabSummary};
 use crate::machine::MemoryInfo;
 
 /// Vocabulary sizes may differ by this much (padding tokens added by some conversions).
@@ -79,7 +79,11 @@ pub struct Diagnosis {
 
 /// Checks that a draft's vocabulary matches the target's; returns the problems found.
 pub fn vocab_findings(target: &GgufFile, draft: &GgufFile) -> Vec<Finding> {
-    let (t, d) = (target.summary().vocab, draft.summary().vocab);
+    vocab_findings_of(target, &target.summary().vocab, draft, &draft.summary().vocab)
+}
+
+/// The same, with the vocabulary summaries already at hand (each costs a hash of every token).
+fn vocab_findings_of(target: &GgufFile, t: &VocabSummary, draft: &GgufFile, d: &VocabSummary) -> Vec<Finding> {
     let mut out = Vec::new();
     let mut bad =
         |message: String| out.push(Finding { level: Verdict::Incompatible, topic: Topic::Vocabulary, message });
@@ -194,8 +198,8 @@ pub fn diagnose(target: &GgufFile, draft: Option<&GgufFile>, ctx: u64, mem: &Mem
     let ds = draft.map(GgufFile::summary);
     let mut findings = Vec::new();
     if let Some(d) = draft {
-        findings.extend(vocab_findings(target, d));
         let ds = ds.as_ref().expect("draft summary");
+        findings.extend(vocab_findings_of(target, &ts.vocab, d, &ds.vocab));
         if ds.n_params >= ts.n_params {
             findings.push(Finding {
                 level: Verdict::Warning,

@@ -42,12 +42,15 @@ pub enum Event {
     Done { report: Box<Report> },
 }
 
+/// What measured costs depend on: strategy, context, batch, threads, largest verify batch.
+type CostsKey = (Strategy, u32, u32, u32, usize);
+
 /// A target and an optional draft, loaded and checked.
 pub struct Pair {
     pub target: Model,
     pub draft: Option<Model>,
-    /// Step costs measured for adaptive runs, per (context, batch, threads, max batch).
-    costs: RefCell<HashMap<(u32, u32, u32, usize), Costs>>,
+    /// Step costs measured for adaptive runs, per (strategy, context, batch, threads, max batch).
+    costs: RefCell<HashMap<CostsKey, Costs>>,
 }
 
 impl Pair {
@@ -140,13 +143,7 @@ impl Pair {
             }
         };
         let scheduler = match drafter.as_deref() {
-            Some(d) if settings.adaptive => {
-                let mut costs = self.costs(prompt, settings)?;
-                if d.is_cheap() {
-                    costs.draft_token_ms = 0.0;
-                }
-                Some(Scheduler::new(costs))
-            }
+            Some(_) if settings.adaptive => Some(Scheduler::new(self.costs(prompt, settings)?)),
             _ => None,
         };
         let run = Run { pair: self, mode, settings, prompt };
@@ -155,7 +152,7 @@ impl Pair {
 
     /// The step costs for these settings: measured once per pair and settings, then reused.
     pub fn costs(&self, prompt: &[Token], settings: &Settings) -> Result<Costs> {
-        let key = (settings.n_ctx, settings.n_batch, settings.threads, settings.n_draft + 1);
+        let key = (settings.strategy, settings.n_ctx, settings.n_batch, settings.threads, settings.n_draft + 1);
         if let Some(c) = self.costs.borrow().get(&key) {
             return Ok(c.clone());
         }

@@ -10,7 +10,7 @@ use crate::error::{Error, Result};
 use crate::llama::Token;
 
 /// The drafting strategy of a speculative run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
 #[serde(rename_all = "kebab-case")]
 pub enum Strategy {
     /// A small LLM with the target's vocabulary.
@@ -34,6 +34,16 @@ impl std::str::FromStr for Strategy {
             }
         }
     }
+}
+
+/// Checks the n-gram sizes of the n-gram strategies.
+pub fn check_ngram_sizes(min: usize, max: usize) -> Result<()> {
+    if min == 0 || max < min {
+        return Err(Error::InvalidSettings(format!(
+            "n-gram sizes must satisfy 1 ≤ min ≤ max (got min {min}, max {max})"
+        )));
+    }
+    Ok(())
 }
 
 /// What a drafter proposes for the next positions.

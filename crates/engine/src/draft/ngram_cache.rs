@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 
 use super::{Drafter, Proposal};
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::llama::Token;
 
 /// A continuation needs at least this share of what followed the n-gram to be drafted.
@@ -22,11 +22,7 @@ pub struct NgramCache {
 
 impl NgramCache {
     pub fn new(min_ngram: usize, max_ngram: usize) -> Result<Self> {
-        if min_ngram == 0 || max_ngram < min_ngram {
-            return Err(Error::InvalidSettings(format!(
-                "n-gram sizes must satisfy 1 ≤ min ≤ max (got min {min_ngram}, max {max_ngram})"
-            )));
-        }
+        super::check_ngram_sizes(min_ngram, max_ngram)?;
         Ok(NgramCache { min_ngram, max_ngram, table: HashMap::new(), learned: 0 })
     }
 

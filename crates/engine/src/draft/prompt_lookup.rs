@@ -3,7 +3,7 @@
 //! shines when the answer copies its input (rewrites, edits, refactors).
 
 use super::{Drafter, Proposal};
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::llama::Token;
 
 pub struct PromptLookup {
@@ -14,11 +14,7 @@ pub struct PromptLookup {
 impl PromptLookup {
     /// Matches n-grams of `max_ngram` tokens down to `min_ngram`.
     pub fn new(min_ngram: usize, max_ngram: usize) -> Result<Self> {
-        if min_ngram == 0 || max_ngram < min_ngram {
-            return Err(Error::InvalidSettings(format!(
-                "lookup n-gram sizes must satisfy 1 ≤ min ≤ max (got min {min_ngram}, max {max_ngram})"
-            )));
-        }
+        super::check_ngram_sizes(min_ngram, max_ngram)?;
         Ok(PromptLookup { min_ngram, max_ngram })
     }
 }
