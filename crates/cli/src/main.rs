@@ -10,9 +10,12 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 use draftlab_engine::bench::{self, BenchOptions};
 use draftlab_engine::compare::compare;
 use draftlab_engine::doctor::{self, Verdict};
+use draftlab_engine::draft::ngram::write_atomically;
+use draftlab_engine::draft::ngram_map::{self, BuildOptions, BuildProgress};
 use draftlab_engine::draft::Strategy;
 use draftlab_engine::generate::{Event, Pair};
 use draftlab_engine::gguf::GgufFile;
+use draftlab_engine::llama::Model;
 use draftlab_engine::machine::MemoryInfo;
 use draftlab_engine::report::{Mode, Report, Settings, TokenSource};
 use draftlab_engine::sampling::SamplingParams;
@@ -61,6 +64,41 @@ enum Command {
         #[arg(long)]
         json: Option<PathBuf>,
     },
+    /// N-gram maps: continuation statistics from a corpus, for `--strategy ngram-map` and `auto`.
+    #[command(subcommand)]
+    Ngram(NgramCommand),
+}
+
+#[derive(Subcommand)]
+enum NgramCommand {
+    /// Build a map from text files (folders are walked) with a model's tokenizer.
+    Build {
+        /// The model whose tokenizer to use: the target you will run the map with (or any model
+        /// with the same vocabulary).
+        #[arg(long, short = 'm')]
+        model: PathBuf,
+        /// Where to write the map.
+        #[arg(long, short = 'o')]
+        out: PathBuf,
+        /// The shortest n-gram to record.
+        #[arg(long, default_value_t = 1)]
+        min_ngram: usize,
+        /// The longest n-gram to record (at most 8).
+        #[arg(long, default_value_t = 4)]
+        max_ngram: usize,
+        /// Keep n-grams whose top continuation was seen at least this often.
+        #[arg(long, default_value_t = 2)]
+        min_count: u32,
+        /// Text files or folders.
+        #[arg(required = true)]
+        inputs: Vec<PathBuf>,
+    },
+    /// Show what a map file holds, after checking it.
+    Info {
+        file: PathBuf,
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 #[derive(Clone, Copy, ValueEnum, PartialEq)]
@@ -91,10 +129,18 @@ struct ModelArgs {
     /// maximum) to choose each round's length from observed acceptance and measured verify costs.
     #[arg(long, default_value = "8")]
     n_draft: String,
-    /// How to draft: `draft` (a draft model, --draft), `lookup` (copy from the prompt and output) or
-    /// `ngram-cache` (continuations learned from the text so far).
+    /// How to draft: `draft` (a draft model, --draft), `lookup` (copy from the prompt and output),
+    /// `ngram-cache` (continuations learned from the text so far), `ngram-map` (continuations from a
+    /// corpus, --ngram-map) or `auto` (n-gram strategies first, the draft model as fallback, chosen
+    /// each round by expected gain; best with --n-draft adaptive).
     #[arg(long, default_value = "draft")]
     strategy: String,
+    /// The n-gram map for `ngram-map` (and `auto`), built by `draftlab ngram build`.
+    #[arg(long)]
+    ngram_map: Option<PathBuf>,
+    /// Keep the n-gram cache across runs (per vocabulary, in the app data folder).
+    #[arg(long)]
+    keep_ngram_cache: bool,
     /// Lookup and n-gram cache: the shortest n-gram to match.
     #[arg(long, default_value_t = 1)]
     lookup_min: usize,
@@ -167,6 +213,8 @@ impl ModelArgs {
             threads: self.threads.unwrap_or(Settings::default().threads),
             raw: self.raw,
             gpu_layers: self.gpu_layers.parse()?,
+            ngram_map: self.ngram_map.clone(),
+            keep_ngram_cache: self.keep_ngram_cache,
             ..Settings::default()
         })
     }
@@ -196,8 +244,16 @@ impl ModelArgs {
             )
             .into());
         }
-        let draft = if needs_draft { self.draft.as_deref() } else { None };
+        let uses_draft = speculative && settings.strategy.uses_draft_model();
+        let draft = if uses_draft { self.draft.as_deref() } else { None };
+        if let Some(map) = settings.ngram_map.as_ref().filter(|_| speculative) {
+            // A broken map fails now, before minutes of loading and baseline generation.
+            draftlab_engine::draft::ngram::NgramTable::load(map)?;
+        }
         let pair = Pair::load(&self.target, draft, settings.n_ctx, settings.gpu_layers)?;
+        if speculative {
+            pair.prepare(&settings)?;
+        }
         let tokens = pair.prompt_tokens(&prompt, settings.raw)?;
         Ok((pair, tokens, settings))
     }
@@ -235,6 +291,10 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Doctor { target, draft, ctx, json } => doctor_cmd(target, draft, ctx, json),
         Command::Run(args) => run_cmd(args),
         Command::Bench { model, reps, warmup, json } => bench_cmd(model, reps, warmup, json),
+        Command::Ngram(NgramCommand::Build { model, out, min_ngram, max_ngram, min_count, inputs }) => {
+            ngram_build(model, out, inputs, BuildOptions { min_ngram, max_ngram, min_count, ..Default::default() })
+        }
+        Command::Ngram(NgramCommand::Info { file, json }) => ngram_info(file, json),
     }
 }
 
@@ -312,19 +372,24 @@ fn doctor_cmd(target: PathBuf, draft: Option<PathBuf>, ctx: u32, json: bool) -> 
     Ok(if dx.verdict == Verdict::Incompatible { ExitCode::from(1) } else { ExitCode::SUCCESS })
 }
 
-/// Streams tokens to stdout; accepted draft tokens are coloured when stdout is a terminal.
+/// Streams tokens to stdout; accepted draft tokens are coloured when stdout is a terminal: green
+/// from a draft model, cyan from an n-gram strategy.
 struct Printer {
     color: bool,
 }
 
 impl Printer {
     fn event(&self, e: &Event) {
-        if let Event::Token { text, source, .. } = e {
+        if let Event::Token { text, source, strategy, .. } = e {
             let mut out = std::io::stdout().lock();
-            let _ = if self.color && *source == TokenSource::Draft {
-                write!(out, "\x1b[32m{text}\x1b[0m")
-            } else {
-                write!(out, "{text}")
+            let colour = match strategy.as_deref() {
+                _ if !self.color || *source != TokenSource::Draft => None,
+                Some("draft-model") => Some(32),
+                _ => Some(36),
+            };
+            let _ = match colour {
+                Some(c) => write!(out, "\x1b[{c}m{text}\x1b[0m"),
+                None => write!(out, "{text}"),
             };
             let _ = out.flush();
         }
@@ -355,6 +420,17 @@ fn summary(r: &Report) {
             r.draft_ms,
             r.verify_ms
         ));
+        if r.by_strategy.len() > 1 {
+            let parts: Vec<String> = r
+                .by_strategy
+                .iter()
+                .map(|s| format!("{} {} rounds, {}/{} accepted", s.strategy, s.rounds, s.accepted, s.drafted))
+                .collect();
+            line.push_str(&format!("\n[{}] by strategy: {}", r.mode, parts.join("; ")));
+        }
+    }
+    for n in &r.notes {
+        line.push_str(&format!("\nnote: {n}"));
     }
     eprintln!("{line}");
 }
@@ -444,16 +520,60 @@ fn bench_cmd(model: ModelArgs, reps: usize, warmup: usize, json: Option<PathBuf>
     println!("predicted by fixed draft length (no p_min stop): {}", by_k.join(" "));
     println!("verdict      {}", b.comparison.verdict());
     if let Some(path) = json {
-        write_atomic(&path, serde_json::to_string_pretty(&b)?.as_bytes())?;
+        write_atomically(&path, serde_json::to_string_pretty(&b)?.as_bytes())?;
         eprintln!("results written to {}", path.display());
     }
     Ok(ExitCode::SUCCESS)
 }
 
-/// Writes through a temporary file and a rename, so a crash never leaves half a result.
-fn write_atomic(path: &std::path::Path, bytes: &[u8]) -> anyhow::Result<()> {
-    let tmp = path.with_extension("tmp");
-    std::fs::write(&tmp, bytes).with_context(|| format!("cannot write {}", tmp.display()))?;
-    std::fs::rename(&tmp, path).with_context(|| format!("cannot write {}", path.display()))?;
-    Ok(())
+fn ngram_build(model: PathBuf, out: PathBuf, inputs: Vec<PathBuf>, options: BuildOptions) -> anyhow::Result<ExitCode> {
+    // Check everything cheap before loading the tokenizer.
+    draftlab_engine::draft::ngram::NgramTable::new(options.min_ngram, options.max_ngram)?;
+    let files = draftlab_engine::draft::ngram_map::corpus_files(&inputs)?;
+    let m = Model::load_vocab_only(&model)?;
+    eprintln!("building an n-gram map from {} file(s) with the tokenizer of {}", files.len(), m.id.name);
+    let tty = std::io::stderr().is_terminal();
+    let started = std::time::Instant::now();
+    let mut last_print = std::time::Instant::now();
+    let mut on_progress = |p: &BuildProgress| {
+        if tty && (last_print.elapsed().as_millis() >= 100 || p.files_done == p.files_total) {
+            last_print = std::time::Instant::now();
+            eprint!("\r  {}/{} files, {} tokens", p.files_done, p.files_total, p.tokens);
+        }
+    };
+    let (header, skipped) = ngram_map::build(&m, &inputs, &out, &options, &mut on_progress)?;
+    if tty {
+        eprintln!();
+    }
+    for s in skipped.iter().take(5) {
+        eprintln!("  skipped (not UTF-8 text): {}", s.display());
+    }
+    if skipped.len() > 5 {
+        eprintln!("  … and {} more files that are not UTF-8 text", skipped.len() - 5);
+    }
+    println!(
+        "wrote {}: {} n-grams ({}..{}) from {} tokens in {} file(s), vocabulary {}, in {:.1} s",
+        out.display(),
+        header.entries,
+        header.min_ngram,
+        header.max_ngram,
+        header.tokens,
+        header.sources.len(),
+        header.vocab_fingerprint,
+        started.elapsed().as_secs_f64()
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+fn ngram_info(file: PathBuf, json: bool) -> anyhow::Result<ExitCode> {
+    let (_, h) = draftlab_engine::draft::ngram::NgramTable::load(&file)?;
+    if json {
+        println!("{}", serde_json::to_string_pretty(&h)?);
+    } else {
+        println!("file        {}", file.display());
+        println!("built with  {} (vocabulary {}, {} tokens)", h.model, h.vocab_fingerprint, h.vocab_size);
+        println!("n-grams     {} ({}..{} tokens)", h.entries, h.min_ngram, h.max_ngram);
+        println!("learned     from {} tokens in {} source(s)", h.tokens, h.sources.len());
+    }
+    Ok(ExitCode::SUCCESS)
 }

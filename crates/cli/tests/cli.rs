@@ -208,3 +208,134 @@ fn sampling_flags_are_checked_and_sampled_runs_say_so() {
     assert_clear_error(&draftlab(&[&base[..], &["--top-p", "0"]].concat()), "--top-p");
     assert_clear_error(&draftlab(&[&base[..], &["--top-p", "1.5"]].concat()), "--top-p");
 }
+
+#[test]
+fn ngram_build_info_and_run_with_a_map() {
+    let dir = tempfile::tempdir().unwrap();
+    let corpus = dir.path().join("corpus");
+    std::fs::create_dir(&corpus).unwrap();
+    std::fs::write(corpus.join("a.py"), "def add(a, b):\n    return a + b\n\n".repeat(20)).unwrap();
+    std::fs::write(corpus.join("blob.bin"), [0u8, 159, 146, 150, 0, 1]).unwrap();
+    let map = dir.path().join("py.dlngram");
+    let m = model(SMOLLM2);
+    let o = draftlab(&["ngram", "build", "--model", s(&m), "--out", s(&map), s(&corpus)]);
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{out}\n{err}");
+    assert!(out.contains("n-grams (1..4)"), "{out}");
+    assert!(err.contains("skipped (not UTF-8 text)") && err.contains("blob.bin"), "{err}");
+    let o = draftlab(&["ngram", "info", s(&map), "--json"]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert!(v["entries"].as_u64().unwrap() > 10 && v["tokens"].as_u64().unwrap() > 100, "{v}");
+
+    let prompt = "Write a Python function add(a, b) that returns a + b.";
+    let o = draftlab(&[
+        "run",
+        "-t",
+        s(&m),
+        "-p",
+        prompt,
+        "-n",
+        "24",
+        "--strategy",
+        "ngram-map",
+        "--ngram-map",
+        s(&map),
+        "--json",
+    ]);
+    assert!(o.status.success(), "{:?}", text(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["reports"][1]["strategy"], "ngram-map");
+    assert_eq!(v["reports"][1]["by_strategy"][0]["strategy"], "ngram-map");
+    assert!(v["comparison"]["verdict"].is_string() || v["comparison"].is_object(), "{}", v["comparison"]);
+
+    // Bad maps and map builds: clear errors before any generation.
+    let run_map = |map: &Path| {
+        draftlab(&["run", "-t", s(&model(QWEN_TARGET)), "-p", "hi", "--strategy", "ngram-map", "--ngram-map", s(map)])
+    };
+    assert_clear_error(&run_map(&map), "vocabulary");
+    let cut = dir.path().join("cut.dlngram");
+    let bytes = std::fs::read(&map).unwrap();
+    std::fs::write(&cut, &bytes[..bytes.len() / 2]).unwrap();
+    assert_clear_error(&run_map(&cut), "truncated or corrupt");
+    assert_clear_error(&draftlab(&["ngram", "info", s(&m)]), "magic");
+    assert_clear_error(&draftlab(&["run", "-t", s(&m), "-p", "hi", "--strategy", "ngram-map"]), "--ngram-map");
+    let only_binary = dir.path().join("bin");
+    std::fs::create_dir(&only_binary).unwrap();
+    std::fs::write(only_binary.join("x.bin"), [0u8, 255, 0]).unwrap();
+    let out2 = dir.path().join("x.dlngram");
+    assert_clear_error(&draftlab(&["ngram", "build", "-m", s(&m), "-o", s(&out2), s(&only_binary)]), "no text");
+    assert_clear_error(&draftlab(&["ngram", "build", "-m", s(&m), "-o", s(&out2), "/nonexistent/dir"]), "no such file");
+    assert_clear_error(
+        &draftlab(&["ngram", "build", "-m", s(&m), "-o", s(&out2), "--max-ngram", "12", s(&corpus)]),
+        "at most 8",
+    );
+    assert!(!out2.exists(), "no map is written when the build fails");
+}
+
+#[test]
+fn ngram_sizes_beyond_the_context_or_the_table_are_refused() {
+    let m = model(SMOLLM2);
+    let base = ["run", "-t", s(&m), "-p", "hi", "-n", "4", "--ctx", "64"];
+    let with = |extra: &[&str]| draftlab(&[&base[..], extra].concat());
+    assert_clear_error(&with(&["--strategy", "lookup", "--lookup-max", "100"]), "≤ context");
+    assert_clear_error(&with(&["--strategy", "ngram-cache", "--lookup-max", "9"]), "at most 8");
+    assert_clear_error(&with(&["--strategy", "ngram-cache", "--lookup-min", "0"]), "n-gram");
+}
+
+#[test]
+fn kept_ngram_cache_and_measured_costs_persist_across_runs() {
+    let data = tempfile::tempdir().unwrap();
+    let m = model(SMOLLM2);
+    let args = [
+        "run",
+        "-t",
+        s(&m),
+        "-p",
+        "Count: one two three one two three one two",
+        "-n",
+        "16",
+        "--mode",
+        "speculative",
+        "--strategy",
+        "auto",
+        "--n-draft",
+        "adaptive",
+        "--keep-ngram-cache",
+        "--json",
+    ];
+    let go = || {
+        let o = Command::new(env!("CARGO_BIN_EXE_draftlab"))
+            .args(args)
+            .env("DRAFTLAB_DATA_DIR", data.path())
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{:?}", text(&o));
+        serde_json::from_slice::<serde_json::Value>(&o.stdout).unwrap()
+    };
+    let first = go();
+    assert_eq!(first["reports"][0]["notes"], serde_json::json!([]));
+    let caches: Vec<_> = std::fs::read_dir(data.path().join("ngram-cache")).unwrap().collect();
+    assert_eq!(caches.len(), 1, "one cache file per vocabulary and n-gram sizes");
+    let cache = caches[0].as_ref().unwrap().path();
+    let info = |p: &Path| {
+        let o = draftlab(&["ngram", "info", s(p), "--json"]);
+        serde_json::from_slice::<serde_json::Value>(&o.stdout).unwrap()
+    };
+    let tokens_1 = info(&cache)["tokens"].as_u64().unwrap();
+    assert!(tokens_1 > 16, "the prompt and the output were learned ({tokens_1})");
+    let costs: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(data.path().join("costs.json")).unwrap()).unwrap();
+    assert_eq!(costs["entries"].as_object().unwrap().len(), 1, "{costs}");
+    // The second run adds to the same cache and reuses the costs.
+    go();
+    assert!(info(&cache)["tokens"].as_u64().unwrap() > tokens_1);
+    let again: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(data.path().join("costs.json")).unwrap()).unwrap();
+    assert_eq!(again, costs, "costs were reused, not measured again");
+    // A corrupt cache is replaced, with a note.
+    std::fs::write(&cache, b"DLNGRAM\0junk").unwrap();
+    let third = go();
+    let notes = third["reports"][0]["notes"].to_string();
+    assert!(notes.contains("starting afresh"), "{notes}");
+    assert!(info(&cache)["entries"].as_u64().unwrap() > 0);
+}

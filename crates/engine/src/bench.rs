@@ -83,6 +83,7 @@ pub fn measure_costs(
     settings: &Settings,
     max_batch: usize,
     reps: usize,
+    with_draft: bool,
 ) -> Result<Costs> {
     let reps = reps.max(1);
     let mid = (prompt.len() + settings.n_predict / 2).min((settings.n_ctx as usize).saturating_sub(max_batch + 1));
@@ -110,7 +111,7 @@ pub fn measure_costs(
     drop(tctx);
     // Only a draft model costs time per drafted token; n-gram drafts are free.
     let draft_token_ms = match &pair.draft {
-        _ if settings.strategy != crate::draft::Strategy::DraftModel => 0.0,
+        _ if !with_draft => 0.0,
         None => 0.0,
         Some(d) => {
             let mut dctx = d.context(settings.n_ctx, settings.n_batch, settings.threads)?;
@@ -131,6 +132,71 @@ pub fn measure_costs(
     };
     let c = if verify_ms[0] > 0.0 { draft_token_ms / verify_ms[0] } else { 0.0 };
     Ok(Costs { verify_ms, draft_token_ms, c })
+}
+
+/// The identity of a cost measurement on disk: the models (path, size, modification time), the
+/// settings the costs depend on, and the machine and build.
+pub fn costs_key(pair: &Pair, settings: &Settings, max_batch: usize, with_draft: bool) -> String {
+    let id = |m: &crate::llama::ModelId| format!("{}:{}:{}", m.path.display(), m.file_size, m.mtime);
+    let draft = match (&pair.draft, with_draft) {
+        (Some(d), true) => id(&d.id),
+        _ => "-".into(),
+    };
+    let machine = crate::machine::MachineInfo::now();
+    format!(
+        "v1|{}|{draft}|ctx{}|batch{}|t{}|gpu{:?}|max{max_batch}|{}|{}",
+        id(&pair.target.id),
+        settings.n_ctx,
+        settings.n_batch,
+        settings.threads,
+        settings.gpu_layers,
+        machine.cpu,
+        machine.gpu_backend,
+    )
+}
+
+/// Measured costs kept on disk (`costs.json` in the app data folder), so adaptive runs measure
+/// once per model, context and machine rather than at every start. Entries expire after a week
+/// (a driver or OS update changes speeds). A missing or unreadable file is an empty cache.
+#[derive(Debug, Default, Serialize, Deserialize)]
+pub struct CostsCache {
+    entries: std::collections::BTreeMap<String, CachedCosts>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct CachedCosts {
+    costs: Costs,
+    measured_at: u64,
+}
+
+const COSTS_MAX_AGE_S: u64 = 7 * 24 * 3600;
+
+impl CostsCache {
+    fn path() -> std::path::PathBuf {
+        crate::paths::data_dir().join("costs.json")
+    }
+
+    pub fn load() -> CostsCache {
+        std::fs::read(Self::path()).ok().and_then(|b| serde_json::from_slice(&b).ok()).unwrap_or_default()
+    }
+
+    pub fn get(&self, key: &str) -> Option<Costs> {
+        let e = self.entries.get(key)?;
+        let fresh = crate::paths::now_secs().saturating_sub(e.measured_at) < COSTS_MAX_AGE_S;
+        (fresh && !e.costs.verify_ms.is_empty() && e.costs.verify_ms.iter().all(|v| v.is_finite() && *v > 0.0))
+            .then(|| e.costs.clone())
+    }
+
+    /// Adds an entry and writes the file (atomically); failures only cost a re-measurement later.
+    pub fn store(key: &str, costs: &Costs) {
+        let mut cache = CostsCache::load();
+        let now = crate::paths::now_secs();
+        cache.entries.retain(|_, e| now.saturating_sub(e.measured_at) < COSTS_MAX_AGE_S);
+        cache.entries.insert(key.to_string(), CachedCosts { costs: costs.clone(), measured_at: now });
+        if let Ok(bytes) = serde_json::to_vec_pretty(&cache) {
+            let _ = crate::draft::ngram::write_atomically(&Self::path(), &bytes);
+        }
+    }
 }
 
 /// Expected accepted tokens in a round that drafts k tokens, each accepted with probability α
@@ -271,7 +337,8 @@ pub fn bench(
         }
     }
     progress("measuring step costs");
-    let costs = measure_costs(pair, prompt, settings, settings.n_draft + 1, 7)?;
+    let with_draft = settings.strategy.uses_draft_model() && pair.draft.is_some();
+    let costs = measure_costs(pair, prompt, settings, settings.n_draft + 1, 7, with_draft)?;
     let base: Vec<&Report> = runs.iter().filter(|r| r.mode == Mode::Baseline).collect();
     let spec: Vec<&Report> = runs.iter().filter(|r| r.mode == Mode::Speculative).collect();
     let baseline_tps: Vec<f64> = base.iter().map(|r| r.tokens_per_s).collect();

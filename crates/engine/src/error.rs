@@ -29,6 +29,9 @@ pub enum Error {
     #[error("llama.cpp could not load {path}: {reason}")]
     Load { path: PathBuf, reason: String },
 
+    #[error("{path}: not a usable n-gram map: {reason}")]
+    InvalidNgramMap { path: PathBuf, reason: String },
+
     #[error("llama.cpp failed: {0}")]
     Llama(String),
 }
@@ -45,6 +48,7 @@ impl Error {
             Error::InvalidSettings(_) => "invalid_settings",
             Error::InvalidPrompt(_) => "invalid_prompt",
             Error::Load { .. } => "load_failed",
+            Error::InvalidNgramMap { .. } => "invalid_ngram_map",
             Error::Llama(_) => "llama",
         }
     }
@@ -60,6 +64,7 @@ impl Error {
             Error::InvalidSettings(_) => "See `draftlab run --help` for the allowed values.",
             Error::InvalidPrompt(_) => "Give a non-empty prompt that fits the context, or raise --ctx.",
             Error::Load { .. } => "The file may use an architecture this llama.cpp does not know; update Draftlab or pick another model.",
+            Error::InvalidNgramMap { .. } => "Build the map again with this target's tokenizer: `draftlab ngram build --model TARGET.gguf --out MAP INPUTS…`.",
             Error::Llama(_) => "Try a smaller context or batch; if it persists, report it with the model name.",
         }
     }

@@ -6,8 +6,9 @@
 
 use std::cell::RefCell;
 use std::collections::HashMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
@@ -16,7 +17,9 @@ use crate::bench::{measure_costs, Costs};
 use crate::detok::Utf8Stream;
 use crate::doctor::{self, Topic, Verdict};
 use crate::draft::model::ModelDrafter;
+use crate::draft::ngram::{NgramHeader, NgramTable};
 use crate::draft::ngram_cache::NgramCache;
+use crate::draft::ngram_map::NgramMap;
 use crate::draft::prompt_lookup::PromptLookup;
 use crate::draft::Proposal;
 use crate::draft::{Drafter, Strategy};
@@ -24,9 +27,10 @@ use crate::error::{Error, Result};
 use crate::gguf::GgufFile;
 use crate::llama::{Context, GpuLayers, Logits, Model, Token};
 use crate::machine::{MachineInfo, MemoryInfo};
+use crate::report::StrategyStats;
 use crate::report::{Mode, Report, Settings, StopReason, TokenSource};
 use crate::sampling::{distribution, stochastic_round, Dist, Rng};
-use crate::schedule::Scheduler;
+use crate::schedule::{Bucket, Candidate, Scheduler};
 use crate::verify::{argmax_with_margin, greedy_round};
 
 /// What a run tells its listener as it goes.
@@ -34,23 +38,42 @@ use crate::verify::{argmax_with_margin, greedy_round};
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum Event {
     /// A generated token. `text` is what it adds to the output (possibly empty while a multi-byte
-    /// character is incomplete). `step` is the target pass that produced it.
-    Token { text: String, token: Token, source: TokenSource, step: usize },
-    /// A round finished.
-    Step { step: usize, drafted: usize, accepted: usize, draft_ms: f64, verify_ms: f64 },
+    /// character is incomplete). `step` is the target pass that produced it; `strategy` names the
+    /// drafter that proposed it when it is an accepted draft token.
+    Token {
+        text: String,
+        token: Token,
+        source: TokenSource,
+        step: usize,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        strategy: Option<String>,
+    },
+    /// A round finished. `strategy` drafted it (none when the round drafted nothing).
+    Step {
+        step: usize,
+        drafted: usize,
+        accepted: usize,
+        draft_ms: f64,
+        verify_ms: f64,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        strategy: Option<String>,
+    },
     /// The run finished (also after a cancel).
     Done { report: Box<Report> },
 }
 
-/// What measured costs depend on: strategy, context, batch, threads, largest verify batch.
-type CostsKey = (Strategy, u32, u32, u32, usize);
+/// What measured costs depend on: whether the draft model's cost is measured, context, batch,
+/// threads, largest verify batch.
+type CostsKey = (bool, u32, u32, u32, usize);
 
 /// A target and an optional draft, loaded and checked.
 pub struct Pair {
     pub target: Model,
     pub draft: Option<Model>,
-    /// Step costs measured for adaptive runs, per (strategy, context, batch, threads, max batch).
+    /// Step costs measured for adaptive runs, per (draft measured, context, batch, threads, max batch).
     costs: RefCell<HashMap<CostsKey, Costs>>,
+    /// N-gram maps loaded so far, by path (loaded once, shared read-only by runs).
+    maps: RefCell<HashMap<PathBuf, Arc<NgramTable>>>,
 }
 
 impl Pair {
@@ -78,7 +101,7 @@ impl Pair {
         drop((tg, dg));
         let target = Model::load(target, gpu_layers)?;
         let draft = draft.map(|d| Model::load(d, gpu_layers)).transpose()?;
-        Ok(Pair { target, draft, costs: RefCell::new(HashMap::new()) })
+        Ok(Pair { target, draft, costs: RefCell::new(HashMap::new()), maps: RefCell::new(HashMap::new()) })
     }
 
     /// The prompt as target tokens: through the target's chat template unless `raw` (or the model
@@ -124,39 +147,113 @@ impl Pair {
             )));
         }
         let mut tctx = self.target.context(n_ctx, settings.n_batch, settings.threads)?;
-        let mut drafter: Option<Box<dyn Drafter + '_>> = match (mode, settings.strategy) {
-            (Mode::Baseline, _) => None,
-            (Mode::Speculative, Strategy::DraftModel) => {
-                let draft = self.draft.as_ref().ok_or_else(|| {
-                    Error::InvalidSettings(
-                        "the draft-model strategy needs a draft model (--draft), or use --strategy lookup".into(),
-                    )
-                })?;
-                let dctx = draft.context(n_ctx, settings.n_batch, settings.threads)?;
-                Some(Box::new(ModelDrafter::new(dctx, settings.p_min, settings.sampling)))
-            }
-            (Mode::Speculative, Strategy::PromptLookup) => {
-                Some(Box::new(PromptLookup::new(settings.lookup_min, settings.lookup_max)?))
-            }
-            (Mode::Speculative, Strategy::NgramCache) => {
-                Some(Box::new(NgramCache::new(settings.lookup_min, settings.lookup_max)?))
-            }
+        let mut notes = Vec::new();
+        let mut drafters = match mode {
+            Mode::Baseline => Vec::new(),
+            Mode::Speculative => self.drafters(settings, &mut notes)?,
         };
-        let scheduler = match drafter.as_deref() {
-            Some(_) if settings.adaptive => Some(Scheduler::new(self.costs(prompt, settings)?)),
+        let scheduler = match drafters.is_empty() {
+            false if settings.adaptive => Some(Scheduler::new(self.costs(prompt, settings)?)),
             _ => None,
         };
         let run = Run { pair: self, mode, settings, prompt };
-        run.execute(&mut tctx, drafter.as_deref_mut(), scheduler, cancel, on_event)
+        let mut report = run.execute(&mut tctx, &mut drafters, scheduler, cancel, notes, on_event)?;
+        // A cache saves what it learned; a failure to save costs the next run, not this one.
+        let context: Vec<Token> = prompt.iter().chain(&report.tokens).copied().collect();
+        for d in &mut drafters {
+            if let Err(e) = d.finish(&context) {
+                report.notes.push(format!("{} not saved: {e}", d.name()));
+            }
+        }
+        Ok(report)
     }
 
-    /// The step costs for these settings: measured once per pair and settings, then reused.
+    /// Loads what speculative runs with these settings need besides the models (the n-gram map),
+    /// so a bad map fails before any generation.
+    pub fn prepare(&self, settings: &Settings) -> Result<()> {
+        self.ngram_map(settings).map(drop)
+    }
+
+    /// The drafters of a speculative run, in the order `auto` considers them.
+    fn drafters(&self, s: &Settings, notes: &mut Vec<String>) -> Result<Vec<Box<dyn Drafter + '_>>> {
+        let mut out: Vec<Box<dyn Drafter + '_>> = Vec::new();
+        match s.strategy {
+            Strategy::DraftModel => out.push(self.model_drafter(s)?.ok_or_else(|| {
+                Error::InvalidSettings(
+                    "the draft-model strategy needs a draft model (--draft), or use --strategy lookup".into(),
+                )
+            })?),
+            Strategy::PromptLookup => out.push(Box::new(PromptLookup::new(s.lookup_min, s.lookup_max)?)),
+            Strategy::NgramCache => out.push(self.ngram_cache(s, notes)?),
+            Strategy::NgramMap => out.push(
+                self.ngram_map(s)?
+                    .ok_or_else(|| Error::InvalidSettings("--strategy ngram-map needs --ngram-map FILE".into()))?,
+            ),
+            Strategy::Auto => {
+                out.push(Box::new(PromptLookup::new(s.lookup_min, s.lookup_max)?));
+                out.push(self.ngram_cache(s, notes)?);
+                if let Some(m) = self.ngram_map(s)? {
+                    out.push(m);
+                }
+                out.extend(self.model_drafter(s)?);
+            }
+        }
+        Ok(out)
+    }
+
+    fn model_drafter(&self, s: &Settings) -> Result<Option<Box<dyn Drafter + '_>>> {
+        let Some(draft) = self.draft.as_ref() else { return Ok(None) };
+        let dctx = draft.context(s.n_ctx, s.n_batch, s.threads)?;
+        Ok(Some(Box::new(ModelDrafter::new(dctx, s.p_min, s.sampling))))
+    }
+
+    fn ngram_cache(&self, s: &Settings, notes: &mut Vec<String>) -> Result<Box<dyn Drafter + '_>> {
+        if !s.keep_ngram_cache {
+            return Ok(Box::new(NgramCache::new(s.lookup_min, s.lookup_max)?));
+        }
+        let vocab = &self.target.summary.vocab;
+        let header = NgramHeader {
+            vocab_fingerprint: vocab.fingerprint.clone(),
+            vocab_size: vocab.size,
+            model: self.target.id.name.clone(),
+            ..Default::default()
+        };
+        let path = crate::paths::ngram_cache_file(&vocab.fingerprint, s.lookup_min, s.lookup_max);
+        let (cache, warning) = NgramCache::persistent(s.lookup_min, s.lookup_max, path, header)?;
+        notes.extend(warning);
+        Ok(Box::new(cache))
+    }
+
+    /// The map of `--ngram-map`, loaded once per path and checked against the target's vocabulary.
+    fn ngram_map(&self, s: &Settings) -> Result<Option<Box<dyn Drafter + '_>>> {
+        let Some(path) = s.ngram_map.as_ref() else { return Ok(None) };
+        if let Some(t) = self.maps.borrow().get(path) {
+            return Ok(Some(Box::new(NgramMap::new(Arc::clone(t)))));
+        }
+        let (table, _) = NgramMap::load(path, &self.target)?;
+        let table = Arc::new(table);
+        self.maps.borrow_mut().insert(path.clone(), Arc::clone(&table));
+        Ok(Some(Box::new(NgramMap::new(table))))
+    }
+
+    /// The step costs for these settings: measured once per pair and settings (and kept on disk
+    /// for a week, see `bench::CostsCache`), then reused.
     pub fn costs(&self, prompt: &[Token], settings: &Settings) -> Result<Costs> {
-        let key = (settings.strategy, settings.n_ctx, settings.n_batch, settings.threads, settings.n_draft + 1);
+        let with_draft = settings.strategy.uses_draft_model() && self.draft.is_some();
+        let max_batch = settings.n_draft + 1;
+        let key = (with_draft, settings.n_ctx, settings.n_batch, settings.threads, max_batch);
         if let Some(c) = self.costs.borrow().get(&key) {
             return Ok(c.clone());
         }
-        let c = measure_costs(self, prompt, settings, settings.n_draft + 1, 3)?;
+        let disk_key = crate::bench::costs_key(self, settings, max_batch, with_draft);
+        let c = match crate::bench::CostsCache::load().get(&disk_key) {
+            Some(c) => c,
+            None => {
+                let c = measure_costs(self, prompt, settings, max_batch, 3, with_draft)?;
+                crate::bench::CostsCache::store(&disk_key, &c);
+                c
+            }
+        };
         self.costs.borrow_mut().insert(key, c.clone());
         Ok(c)
     }
@@ -187,15 +284,17 @@ struct Tally {
     drafted_by_position: Vec<u64>,
     accepted_by_position: Vec<u64>,
     draft_len_histogram: Vec<u64>,
+    by_strategy: Vec<StrategyStats>,
 }
 
 impl Run<'_> {
     fn execute(
         &self,
         tctx: &mut Context<'_>,
-        mut drafter: Option<&mut (dyn Drafter + '_)>,
+        drafters: &mut [Box<dyn Drafter + '_>],
         mut scheduler: Option<Scheduler>,
         cancel: &AtomicBool,
+        notes: Vec<String>,
         on_event: &mut dyn FnMut(Event),
     ) -> Result<Report> {
         let started_at = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
@@ -216,6 +315,10 @@ impl Run<'_> {
             drafted_by_position: vec![0; s.n_draft],
             accepted_by_position: vec![0; s.n_draft],
             draft_len_histogram: vec![0; s.n_draft + 1],
+            by_strategy: drafters
+                .iter()
+                .map(|d| StrategyStats { strategy: d.name().to_string(), ..Default::default() })
+                .collect(),
         };
 
         // Prompt: once on the target (its last logits give the first token), once on the draft.
@@ -227,7 +330,10 @@ impl Run<'_> {
         if !sampling.is_greedy() {
             first = distribution(tctx.logits(tctx.last_index()), sampling).sample(rng.uniform());
         }
-        if let Some(d) = drafter.as_deref_mut() {
+        // With several drafters (`auto`) a model is the fallback: it reads the prompt when first
+        // asked to draft (its cache syncs to the context), not up front.
+        let several = drafters.len() > 1;
+        for d in drafters.iter_mut().filter(|d| !several || d.is_cheap()) {
             d.prefill(self.prompt)?;
         }
         let prompt_ms = ms(t0.elapsed());
@@ -240,7 +346,7 @@ impl Run<'_> {
         let mut step = 0usize;
 
         let mut stop =
-            self.emit(&mut t, &mut utf8, &mut context, first, first_margin, TokenSource::Target, 0, on_event);
+            self.emit(&mut t, &mut utf8, &mut context, first, first_margin, (TokenSource::Target, None), 0, on_event);
         while stop.is_none() {
             if cancel.load(Ordering::Relaxed) {
                 stop = Some(StopReason::Cancelled);
@@ -256,25 +362,8 @@ impl Run<'_> {
             let max_draft = s.n_draft.min(remaining - 1).min(room);
 
             let td = Instant::now();
-            let (proposal, bucket) = match (drafter.as_deref_mut(), scheduler.as_mut()) {
-                (None, _) => (Proposal::default(), 0),
-                (Some(_), _) if max_draft == 0 => (Proposal::default(), 0),
-                (Some(d), None) => (d.propose(&context, max_draft)?, 0),
-                // Cheap drafters propose first; the schedule keeps what is worth verifying.
-                (Some(d), Some(s)) if d.is_cheap() => {
-                    let mut p = d.propose(&context, max_draft)?;
-                    let k = if p.tokens.is_empty() { 0 } else { s.choose(p.match_len, p.tokens.len()) };
-                    p.tokens.truncate(k);
-                    p.dists.truncate(k);
-                    let m = p.match_len;
-                    (p, m)
-                }
-                // Model drafters cost time per token: decide the length before drafting.
-                (Some(d), Some(s)) => match s.choose(0, max_draft) {
-                    0 => (Proposal::default(), 0),
-                    k => (d.propose(&context, k)?, 0),
-                },
-            };
+            let (proposal, bucket) = draft_round(drafters, scheduler.as_mut(), &context, max_draft)?;
+            let strategy = (!proposal.tokens.is_empty()).then_some(proposal.strategy);
             let draft = proposal.tokens;
             let draft_ms = ms(td.elapsed());
 
@@ -301,10 +390,14 @@ impl Run<'_> {
             }
             n_past += m + 1;
             let verify_ms = ms(tv.elapsed());
-            if let Some(s) = scheduler.as_mut() {
-                if !draft.is_empty() {
+            if !draft.is_empty() {
+                if let Some(s) = scheduler.as_mut() {
                     s.record(bucket, draft.len(), m);
                 }
+                let st = &mut t.by_strategy[bucket.0];
+                st.rounds += 1;
+                st.drafted += draft.len();
+                st.accepted += m;
             }
 
             t.passes += 1;
@@ -320,14 +413,21 @@ impl Run<'_> {
                 }
             }
             for (i, &tok) in new_tokens.iter().enumerate() {
-                let source = if i < m { TokenSource::Draft } else { TokenSource::Target };
+                let source = if i < m { (TokenSource::Draft, strategy) } else { (TokenSource::Target, None) };
                 stop = self.emit(&mut t, &mut utf8, &mut context, tok, margins[i], source, step, on_event);
                 if stop.is_some() {
                     break;
                 }
             }
             last = *new_tokens.last().expect("a round yields at least one token");
-            on_event(Event::Step { step, drafted: draft.len(), accepted: m, draft_ms, verify_ms });
+            on_event(Event::Step {
+                step,
+                drafted: draft.len(),
+                accepted: m,
+                draft_ms,
+                verify_ms,
+                strategy: strategy.map(str::to_string),
+            });
         }
         let tail = utf8.finish();
         if !tail.is_empty() {
@@ -340,7 +440,11 @@ impl Run<'_> {
         let per_s = |tokens: usize, ms: f64| if ms > 0.0 { tokens as f64 * 1e3 / ms } else { 0.0 };
         let report = Report {
             mode: self.mode,
-            strategy: drafter.as_deref().map(|d| d.name().to_string()),
+            strategy: match drafters {
+                [] => None,
+                [d] => Some(d.name().to_string()),
+                _ => Some(s.strategy.name().to_string()),
+            },
             prompt_tokens: self.prompt.len(),
             prompt_ms,
             generated_tokens: n,
@@ -356,10 +460,12 @@ impl Run<'_> {
             tokens_per_pass: if t.passes > 0 { n.saturating_sub(1) as f64 / t.passes as f64 } else { 0.0 },
             draft_ms: t.draft_ms,
             verify_ms: t.verify_ms,
-            draft_decoded_tokens: drafter.as_deref().map_or(0, |d| d.decoded_tokens()),
+            draft_decoded_tokens: drafters.iter().map(|d| d.decoded_tokens()).sum(),
             drafted_by_position: t.drafted_by_position,
             accepted_by_position: t.accepted_by_position,
             draft_len_histogram: t.draft_len_histogram,
+            by_strategy: t.by_strategy,
+            notes,
             stop_reason: stop.unwrap_or(StopReason::MaxTokens),
             text: t.text,
             tokens: t.tokens,
@@ -367,7 +473,9 @@ impl Run<'_> {
             sources: t.sources,
             target: target.id.clone(),
             draft: match (self.mode, s.strategy) {
-                (Mode::Speculative, Strategy::DraftModel) => self.pair.draft.as_ref().map(|d| d.id.clone()),
+                (Mode::Speculative, Strategy::DraftModel | Strategy::Auto) => {
+                    self.pair.draft.as_ref().map(|d| d.id.clone())
+                }
                 _ => None,
             },
             settings: s.clone(),
@@ -387,7 +495,7 @@ impl Run<'_> {
         context: &mut Vec<Token>,
         tok: Token,
         margin: f32,
-        source: TokenSource,
+        (source, strategy): (TokenSource, Option<&'static str>),
         step: usize,
         on_event: &mut dyn FnMut(Event),
     ) -> Option<StopReason> {
@@ -401,7 +509,56 @@ impl Run<'_> {
         context.push(tok);
         let text = utf8.push(&target.piece(tok));
         t.text.push_str(&text);
-        on_event(Event::Token { text, token: tok, source, step });
+        on_event(Event::Token { text, token: tok, source, step, strategy: strategy.map(str::to_string) });
         (t.tokens.len() >= self.settings.n_predict).then_some(StopReason::MaxTokens)
     }
+}
+
+/// This round's draft: which drafter proposes and how many tokens. Without a schedule, the first
+/// drafter with a proposal drafts the fixed length. With one, the cheap (n-gram) drafters propose
+/// first and the schedule picks among them and the model drafters by expected tokens per
+/// millisecond, or drafts nothing. Returns the proposal and its statistics bucket.
+fn draft_round(
+    drafters: &mut [Box<dyn Drafter + '_>],
+    scheduler: Option<&mut Scheduler>,
+    context: &[Token],
+    max: usize,
+) -> Result<(Proposal, Bucket)> {
+    if drafters.is_empty() || max == 0 {
+        return Ok((Proposal::default(), (0, 0)));
+    }
+    let Some(s) = scheduler else {
+        for (i, d) in drafters.iter_mut().enumerate() {
+            let p = d.propose(context, max)?;
+            if !p.tokens.is_empty() {
+                let bucket = (i, p.match_len);
+                return Ok((p, bucket));
+            }
+        }
+        return Ok((Proposal::default(), (0, 0)));
+    };
+    let mut offers: Vec<Option<Proposal>> = Vec::with_capacity(drafters.len());
+    let mut candidates = Vec::with_capacity(drafters.len());
+    for (i, d) in drafters.iter_mut().enumerate() {
+        if d.is_cheap() {
+            let p = d.propose(context, max)?;
+            candidates.push(Candidate { bucket: (i, p.match_len), max: p.tokens.len(), token_ms: 0.0 });
+            offers.push(Some(p));
+        } else {
+            // A model costs time per drafted token: decide the length before drafting.
+            candidates.push(Candidate { bucket: (i, 0), max, token_ms: s.costs().draft_token_ms });
+            offers.push(None);
+        }
+    }
+    let Some((i, k)) = s.decide(&candidates) else { return Ok((Proposal::default(), (0, 0))) };
+    let p = match offers[i].take() {
+        Some(mut p) => {
+            p.tokens.truncate(k);
+            p.probs.truncate(k);
+            p.dists.truncate(k);
+            p
+        }
+        None => drafters[i].propose(context, k)?,
+    };
+    Ok((p, candidates[i].bucket))
 }

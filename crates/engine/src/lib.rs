@@ -15,6 +15,7 @@ pub mod generate;
 pub mod gguf;
 pub mod llama;
 pub mod machine;
+pub mod paths;
 pub mod report;
 pub mod sampling;
 pub mod schedule;

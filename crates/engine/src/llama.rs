@@ -93,11 +93,13 @@ pub struct Model {
 impl Model {
     /// Loads a GGUF file after validating its header (llama.cpp is never handed a broken file).
     pub fn load(path: impl AsRef<Path>, gpu_layers: GpuLayers) -> Result<Self> {
-        let path = path.as_ref();
+        Self::load_with(path.as_ref(), LlamaModelParams::default().with_n_gpu_layers(gpu_layers.n()))
+    }
+
+    fn load_with(path: &Path, params: LlamaModelParams) -> Result<Self> {
         let gguf = GgufFile::open(path)?;
         let summary = gguf.summary();
         drop(gguf);
-        let params = LlamaModelParams::default().with_n_gpu_layers(gpu_layers.n());
         let inner = LlamaModel::load_from_file(backend()?, path, &params).map_err(|e| Error::Load {
             path: path.to_path_buf(),
             reason: format!(
@@ -122,6 +124,11 @@ impl Model {
             mtime,
         };
         Ok(Model { inner, summary, id })
+    }
+
+    /// Loads only the vocabulary (for tokenising a corpus): fast, and no weights in memory.
+    pub fn load_vocab_only(path: impl AsRef<Path>) -> Result<Self> {
+        Self::load_with(path.as_ref(), LlamaModelParams::default().with_vocab_only(true))
     }
 
     pub fn n_vocab(&self) -> usize {

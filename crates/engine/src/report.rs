@@ -77,6 +77,13 @@ pub struct Settings {
     /// Temperature and filters; temperature 0 is greedy.
     #[serde(default)]
     pub sampling: crate::sampling::SamplingParams,
+    /// The n-gram map file (`ngram-map` strategy; also used by `auto` when given).
+    #[serde(default)]
+    pub ngram_map: Option<std::path::PathBuf>,
+    /// Start the n-gram cache from what earlier runs learned (per vocabulary, in the app data
+    /// folder) and save it when the run ends.
+    #[serde(default)]
+    pub keep_ngram_cache: bool,
 }
 
 fn default_lookup_min() -> usize {
@@ -103,6 +110,8 @@ impl Default for Settings {
             lookup_min: default_lookup_min(),
             lookup_max: default_lookup_max(),
             sampling: crate::sampling::SamplingParams::default(),
+            ngram_map: None,
+            keep_ngram_cache: false,
         }
     }
 }
@@ -139,6 +148,22 @@ impl Settings {
             )));
         }
         self.sampling.validate().map_err(Bad)?;
+        use crate::draft::Strategy;
+        if mode == Mode::Speculative {
+            let tables = matches!(self.strategy, Strategy::NgramCache | Strategy::Auto);
+            if tables && self.lookup_max > crate::draft::ngram::MAX_TABLE_NGRAM {
+                return Err(Bad(format!(
+                    "--lookup-max is {}, but the n-gram cache keeps n-grams of at most {} tokens",
+                    self.lookup_max,
+                    crate::draft::ngram::MAX_TABLE_NGRAM
+                )));
+            }
+            if self.strategy == Strategy::NgramMap && self.ngram_map.is_none() {
+                return Err(Bad(
+                    "--strategy ngram-map needs a map: --ngram-map FILE (build one with `draftlab ngram build`)".into(),
+                ));
+            }
+        }
         if self.threads == 0 {
             return Err(Bad("--threads must be at least 1".into()));
         }
@@ -185,6 +210,13 @@ pub struct Report {
     pub accepted_by_position: Vec<u64>,
     /// How many rounds drafted exactly k tokens (index k).
     pub draft_len_histogram: Vec<u64>,
+    /// Drafted and accepted tokens per strategy that proposed them (one entry for single
+    /// strategies; several for `auto`).
+    #[serde(default)]
+    pub by_strategy: Vec<StrategyStats>,
+    /// Things the user should know about the run (e.g. a saved n-gram cache that was unusable).
+    #[serde(default)]
+    pub notes: Vec<String>,
     pub stop_reason: StopReason,
     pub text: String,
     pub tokens: Vec<Token>,
@@ -197,6 +229,16 @@ pub struct Report {
     pub machine: MachineInfo,
     /// Seconds since the Unix epoch when the run started.
     pub started_at: u64,
+}
+
+/// What one strategy contributed to a run.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct StrategyStats {
+    pub strategy: String,
+    /// Rounds in which it proposed the draft.
+    pub rounds: usize,
+    pub drafted: usize,
+    pub accepted: usize,
 }
 
 /// Median of a sample (mean of the middle two for even sizes); NaN for none.

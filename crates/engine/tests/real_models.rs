@@ -310,3 +310,95 @@ fn sampled_speculative_tokens_follow_the_targets_distribution() {
     // Two samples of 300 from one distribution over ~20 tokens differ by about 0.1 in TV.
     assert!(tv < 0.2, "speculative sampling changed the distribution: total variation {tv:.3}");
 }
+
+/// Builds an n-gram map from `text` with `model_name`'s tokenizer.
+fn build_map(dir: &Path, model_name: &str, name: &str, text: &str) -> std::path::PathBuf {
+    use draftlab_engine::draft::ngram_map::{build, BuildOptions};
+    let corpus = dir.join(format!("{name}.txt"));
+    std::fs::write(&corpus, text).unwrap();
+    let out = dir.join(format!("{name}.dlngram"));
+    let m = Model::load_vocab_only(model(model_name)).unwrap();
+    let options = BuildOptions { min_count: 1, ..BuildOptions::default() };
+    let (header, skipped) = build(&m, &[corpus], &out, &options, &mut |_| {}).unwrap();
+    assert!(skipped.is_empty() && header.entries > 0 && header.tokens > 0, "{header:?}");
+    assert_eq!(header.vocab_fingerprint, m.summary.vocab.fingerprint);
+    out
+}
+
+#[test]
+fn ngram_map_and_auto_keep_the_output_and_count_per_strategy() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = pair(QWEN_TARGET, Some(QWEN_DRAFT));
+    let prompt = PROMPTS[0];
+    let s = settings(40, 6);
+    let (base, _) = run(&p, Mode::Baseline, prompt, &s);
+    // A corpus that holds the answer among other text: the map should draft most of it.
+    let corpus = format!("Some notes.\n\n{}\n\nMore notes about lists and loops.\n", base.text);
+    let map = build_map(dir.path(), QWEN_TARGET, "answers", &corpus);
+
+    let s_map = Settings { strategy: Strategy::NgramMap, ngram_map: Some(map.clone()), ..s.clone() };
+    let (spec, events) = run(&p, Mode::Speculative, prompt, &s_map);
+    assert_same_or_near_tie(&base, &spec, "ngram map");
+    assert_eq!(spec.strategy.as_deref(), Some("ngram-map"));
+    assert!(spec.accepted > 10, "a map that holds the answer: accepted {} of {}", spec.accepted, spec.drafted);
+    let from_map = events.iter().filter(
+        |e| matches!(e, Event::Token { source: TokenSource::Draft, strategy: Some(s), .. } if s == "ngram-map"),
+    );
+    assert_eq!(from_map.count(), spec.accepted, "every accepted token names its strategy");
+
+    for adaptive in [false, true] {
+        let s_auto = Settings { strategy: Strategy::Auto, adaptive, ngram_map: Some(map.clone()), ..s.clone() };
+        let (spec, events) = run(&p, Mode::Speculative, prompt, &s_auto);
+        let what = format!("auto adaptive={adaptive}");
+        assert_same_or_near_tie(&base, &spec, &what);
+        assert_eq!(spec.strategy.as_deref(), Some("auto"));
+        let names: Vec<&str> = spec.by_strategy.iter().map(|s| s.strategy.as_str()).collect();
+        assert_eq!(names, ["prompt-lookup", "ngram-cache", "ngram-map", "draft-model"], "{what}");
+        let sum =
+            |f: fn(&draftlab_engine::report::StrategyStats) -> usize| spec.by_strategy.iter().map(f).sum::<usize>();
+        assert_eq!(sum(|s| s.drafted), spec.drafted, "{what}");
+        assert_eq!(sum(|s| s.accepted), spec.accepted, "{what}");
+        if !adaptive {
+            // (Adaptive may rightly decline to draft: on a CPU, verifying k+1 tokens can cost
+            // nearly k+1 single passes, and the measured curve decides.)
+            assert!(spec.accepted > 10, "{what}: the map holds the answer, accepted {}", spec.accepted);
+        }
+        // Draft tokens in the events carry the strategy that proposed them, matching the report.
+        for st in &spec.by_strategy {
+            let n = events
+                .iter()
+                .filter(|e| matches!(e, Event::Token { source: TokenSource::Draft, strategy: Some(s), .. } if *s == st.strategy))
+                .count();
+            assert_eq!(n, st.accepted, "{what}: {}", st.strategy);
+        }
+    }
+}
+
+#[test]
+fn foreign_and_broken_maps_are_refused_before_generation() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = pair(QWEN_TARGET, None);
+    let tokens = p.prompt_tokens(PROMPTS[0], false).unwrap();
+    let attempt = |map: &Path| {
+        let s = Settings { strategy: Strategy::NgramMap, ngram_map: Some(map.to_path_buf()), ..settings(8, 4) };
+        let mut events = 0;
+        let r = p.run(Mode::Speculative, &tokens, &s, &AtomicBool::new(false), &mut |_| events += 1);
+        assert_eq!(events, 0, "no generation with a bad map");
+        let e = r.unwrap_err();
+        assert_eq!(e.code(), "invalid_ngram_map", "{e}");
+        e.to_string()
+    };
+    // Built with SmolLM2's tokenizer: its token ids mean other words for Qwen.
+    let smol = build_map(dir.path(), SMOLLM2, "smol", "def f(x):\n    return x + 1\n\ndef g(x):\n    return x + 1\n");
+    let msg = attempt(&smol);
+    assert!(msg.contains("vocabulary") && msg.to_lowercase().contains("smollm2"), "{msg}");
+    // A good Qwen map, truncated.
+    let good =
+        build_map(dir.path(), QWEN_TARGET, "qwen", "def f(x):\n    return x + 1\n\ndef g(x):\n    return x + 1\n");
+    let bytes = std::fs::read(&good).unwrap();
+    let cut = dir.path().join("cut.dlngram");
+    std::fs::write(&cut, &bytes[..bytes.len() - 7]).unwrap();
+    assert!(attempt(&cut).contains("truncated or corrupt"));
+    // Not a map at all.
+    assert!(attempt(&model(SMOLLM2)).contains("magic"));
+}

@@ -1,7 +1,9 @@
 //! Drafters propose the next tokens; the target verifies them. One trait, one file per strategy.
 
 pub mod model;
+pub mod ngram;
 pub mod ngram_cache;
+pub mod ngram_map;
 pub mod prompt_lookup;
 
 use serde::{Deserialize, Serialize};
@@ -20,6 +22,38 @@ pub enum Strategy {
     PromptLookup,
     /// Draft the most frequent continuations learned from the context so far.
     NgramCache,
+    /// Draft the most frequent continuations in a map built from a corpus (`--ngram-map FILE`).
+    NgramMap,
+    /// N-gram strategies first (lookup, cache, map when given), the draft model as fallback: each
+    /// round uses the one with the best expected tokens per second.
+    Auto,
+}
+
+impl Strategy {
+    pub const ALL: [Strategy; 5] =
+        [Strategy::DraftModel, Strategy::PromptLookup, Strategy::NgramCache, Strategy::NgramMap, Strategy::Auto];
+
+    /// The name the CLI takes and reports show.
+    pub fn name(self) -> &'static str {
+        match self {
+            Strategy::DraftModel => "draft",
+            Strategy::PromptLookup => "lookup",
+            Strategy::NgramCache => "ngram-cache",
+            Strategy::NgramMap => "ngram-map",
+            Strategy::Auto => "auto",
+        }
+    }
+
+    /// Whether the strategy drafts with a model (and so costs time per drafted token).
+    pub fn uses_draft_model(self) -> bool {
+        matches!(self, Strategy::DraftModel | Strategy::Auto)
+    }
+}
+
+impl std::fmt::Display for Strategy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
 }
 
 impl std::str::FromStr for Strategy {
@@ -29,9 +63,11 @@ impl std::str::FromStr for Strategy {
             "draft" | "draft-model" => Ok(Strategy::DraftModel),
             "lookup" | "prompt-lookup" => Ok(Strategy::PromptLookup),
             "ngram-cache" => Ok(Strategy::NgramCache),
-            _ => {
-                Err(Error::InvalidSettings(format!("--strategy must be `draft`, `lookup` or `ngram-cache`, not {s:?}")))
-            }
+            "ngram-map" => Ok(Strategy::NgramMap),
+            "auto" => Ok(Strategy::Auto),
+            _ => Err(Error::InvalidSettings(format!(
+                "--strategy must be `draft`, `lookup`, `ngram-cache`, `ngram-map` or `auto`, not {s:?}"
+            ))),
         }
     }
 }
@@ -57,6 +93,16 @@ pub struct Proposal {
     pub match_len: usize,
     /// When sampling: the distribution each token was drawn from (empty: one-hot, deterministic).
     pub dists: Vec<crate::sampling::Dist>,
+    /// The strategy that proposed the tokens (`Drafter::name`).
+    pub strategy: &'static str,
+}
+
+impl Proposal {
+    /// A deterministic proposal (n-gram strategies): probability 1 for each token.
+    pub fn deterministic(tokens: Vec<Token>, match_len: usize, strategy: &'static str) -> Self {
+        let probs = vec![1.0; tokens.len()];
+        Proposal { tokens, probs, match_len, dists: Vec::new(), strategy }
+    }
 }
 
 pub trait Drafter {
@@ -80,5 +126,10 @@ pub trait Drafter {
     /// own one-token step (on a CPU a decode costs about the same per token whatever the batch).
     fn decoded_tokens(&self) -> u64 {
         0
+    }
+
+    /// Called once when the run ends, with the whole context (a cache saves what it learned).
+    fn finish(&mut self, _context: &[Token]) -> Result<()> {
+        Ok(())
     }
 }

@@ -59,7 +59,7 @@ impl Drafter for ModelDrafter<'_> {
     }
 
     fn propose(&mut self, context: &[Token], max: usize) -> Result<Proposal> {
-        let mut p = Proposal::default();
+        let mut p = Proposal { strategy: self.name(), ..Default::default() };
         if max == 0 || context.is_empty() {
             return Ok(p);
         }

@@ -1,60 +1,91 @@
 //! N-gram cache: statistics learned from the running context (prompt and everything generated).
-//! For each n-gram seen, how often each token followed it. Drafting chains the most frequent
-//! continuation of the current suffix, longest n-gram first, while it is frequent enough.
+//! For each n-gram seen, how often each token followed it; drafting chains the most frequent
+//! continuation of the current suffix, longest n-gram first (see [`super::ngram`]).
+//!
+//! Optionally the statistics are kept per model vocabulary in the app data folder: a run starts
+//! from what earlier runs learned and adds what it learns when it ends.
 
-use std::collections::HashMap;
+use std::path::PathBuf;
 
+use super::ngram::{NgramHeader, NgramTable};
 use super::{Drafter, Proposal};
 use crate::error::Result;
 use crate::llama::Token;
 
-/// A continuation needs at least this share of what followed the n-gram to be drafted.
-const MIN_SHARE: f32 = 0.5;
+/// At most this many n-grams are kept in a saved cache (the most frequent): about 40 MB.
+const SAVED_LIMIT: usize = 2_000_000;
 
 pub struct NgramCache {
-    min_ngram: usize,
-    max_ngram: usize,
-    /// (n-gram) → (next token → count).
-    table: HashMap<Vec<Token>, HashMap<Token, u32>>,
+    table: NgramTable,
     /// How much of the context is already in the table.
     learned: usize,
+    /// Tokens learned since the cache was created (what a saved file adds to its count).
+    new_tokens: u64,
+    /// Where to keep the statistics across runs, and what to write in the file's header.
+    persist: Option<(PathBuf, NgramHeader)>,
 }
 
 impl NgramCache {
     pub fn new(min_ngram: usize, max_ngram: usize) -> Result<Self> {
-        super::check_ngram_sizes(min_ngram, max_ngram)?;
-        Ok(NgramCache { min_ngram, max_ngram, table: HashMap::new(), learned: 0 })
+        Ok(NgramCache { table: NgramTable::new(min_ngram, max_ngram)?, learned: 0, new_tokens: 0, persist: None })
+    }
+
+    /// A cache that starts from the statistics saved at `path` (when they exist, match the
+    /// vocabulary and the n-gram sizes) and saves its own there when the run ends. A missing,
+    /// corrupt or foreign file is not an error: the cache starts empty and replaces it. Returns the
+    /// cache and, if the saved file was unusable, why.
+    pub fn persistent(
+        min_ngram: usize,
+        max_ngram: usize,
+        path: PathBuf,
+        header: NgramHeader,
+    ) -> Result<(Self, Option<String>)> {
+        let mut cache = NgramCache::new(min_ngram, max_ngram)?;
+        let mut warning = None;
+        let mut header = header;
+        if path.exists() {
+            match NgramTable::load(&path) {
+                Ok((t, h)) => {
+                    if h.vocab_fingerprint != header.vocab_fingerprint {
+                        warning = Some(format!("{}: saved for another vocabulary; starting afresh", path.display()));
+                    } else if (t.min_ngram(), t.max_ngram()) != (min_ngram, max_ngram) {
+                        warning = Some(format!(
+                            "{}: saved with n-gram sizes {}..{}, this run uses {min_ngram}..{max_ngram}; starting afresh",
+                            path.display(),
+                            t.min_ngram(),
+                            t.max_ngram()
+                        ));
+                    } else {
+                        cache.table.merge(&t);
+                        header.tokens = h.tokens;
+                        header.sources = h.sources;
+                    }
+                }
+                Err(e) => warning = Some(format!("{e}; starting afresh")),
+            }
+        }
+        cache.persist = Some((path, header));
+        Ok((cache, warning))
+    }
+
+    /// N-grams known so far.
+    pub fn len(&self) -> usize {
+        self.table.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.table.is_empty()
     }
 
     /// Adds every (n-gram → next token) pair that ends in the new part of the context.
     fn learn(&mut self, context: &[Token]) {
         if context.len() < self.learned {
-            // The context was rolled back (should not happen: it only grows); start over.
-            self.table.clear();
+            // The context only grows during a run; a shorter one is a new run on the same cache.
             self.learned = 0;
         }
-        for end in self.learned.max(1)..context.len() {
-            let next = context[end];
-            for n in self.min_ngram..=self.max_ngram.min(end) {
-                let key = context[end - n..end].to_vec();
-                *self.table.entry(key).or_default().entry(next).or_default() += 1;
-            }
-        }
+        self.table.learn(context, self.learned);
+        self.new_tokens += (context.len() - self.learned) as u64;
         self.learned = context.len();
-    }
-
-    /// The most frequent continuation of the context's suffix, with the n-gram length used.
-    fn predict(&self, context: &[Token]) -> Option<(Token, usize)> {
-        for n in (self.min_ngram..=self.max_ngram.min(context.len())).rev() {
-            if let Some(next) = self.table.get(&context[context.len() - n..]) {
-                let total: u32 = next.values().sum();
-                let (&tok, &count) = next.iter().max_by_key(|&(t, c)| (*c, -*t))?;
-                if count as f32 >= MIN_SHARE * total as f32 {
-                    return Some((tok, n));
-                }
-            }
-        }
-        None
     }
 }
 
@@ -69,18 +100,18 @@ impl Drafter for NgramCache {
 
     fn propose(&mut self, context: &[Token], max: usize) -> Result<Proposal> {
         self.learn(context);
-        let mut p = Proposal::default();
-        let mut ctx = context.to_vec();
-        while p.tokens.len() < max {
-            let Some((tok, n)) = self.predict(&ctx) else { break };
-            if p.tokens.is_empty() {
-                p.match_len = n;
-            }
-            p.tokens.push(tok);
-            p.probs.push(1.0);
-            ctx.push(tok);
+        let (tokens, match_len) = self.table.chain(context, max, 1);
+        Ok(Proposal::deterministic(tokens, match_len, self.name()))
+    }
+
+    fn finish(&mut self, context: &[Token]) -> Result<()> {
+        self.learn(context);
+        if let Some((path, header)) = self.persist.as_mut() {
+            header.tokens += std::mem::take(&mut self.new_tokens);
+            header.created_at = crate::paths::now_secs();
+            *header = self.table.save(path, header, 1, SAVED_LIMIT)?;
         }
-        Ok(p)
+        Ok(())
     }
 }
 
@@ -108,5 +139,32 @@ mod tests {
         // After 5: 6, 7, 8 — none has half.
         assert!(c.propose(&[5, 6, 5, 7, 5, 8, 5], 3).unwrap().tokens.is_empty());
         assert!(NgramCache::new(0, 2).is_err());
+    }
+
+    #[test]
+    fn persists_across_runs_and_survives_a_corrupt_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("cache.dlngram");
+        let header = NgramHeader { vocab_fingerprint: "v1".into(), model: "toy".into(), ..Default::default() };
+        // Run 1 learns "4 5 6".
+        let (mut c, warn) = NgramCache::persistent(1, 2, path.clone(), header.clone()).unwrap();
+        assert!(warn.is_none());
+        c.propose(&[4, 5, 6, 1], 2).unwrap();
+        c.finish(&[4, 5, 6, 1, 4, 5, 6]).unwrap();
+        // Run 2 has never seen "4 5" in its own context, yet drafts "6".
+        let (mut c, warn) = NgramCache::persistent(1, 2, path.clone(), header.clone()).unwrap();
+        assert!(warn.is_none());
+        assert_eq!(c.propose(&[9, 4, 5], 1).unwrap().tokens, vec![6]);
+        // Another vocabulary: ignored with a warning.
+        let other = NgramHeader { vocab_fingerprint: "v2".into(), ..header.clone() };
+        let (mut c2, warn) = NgramCache::persistent(1, 2, path.clone(), other).unwrap();
+        assert!(warn.unwrap().contains("another vocabulary"));
+        assert!(c2.propose(&[9, 4, 5], 1).unwrap().tokens.is_empty());
+        // A corrupt file: a warning, an empty cache, and a good file again after the run.
+        std::fs::write(&path, b"DLNGRAM\0garbage").unwrap();
+        let (mut c, warn) = NgramCache::persistent(1, 2, path.clone(), header.clone()).unwrap();
+        assert!(warn.unwrap().contains("starting afresh"));
+        c.finish(&[1, 2, 1, 2]).unwrap();
+        assert!(NgramTable::load(&path).is_ok());
     }
 }

@@ -46,12 +46,7 @@ impl Drafter for PromptLookup {
     fn propose(&mut self, context: &[Token], max: usize) -> Result<Proposal> {
         for n in (self.min_ngram..=self.max_ngram).rev() {
             if let Some(cont) = lookup(context, n, max) {
-                return Ok(Proposal {
-                    tokens: cont.to_vec(),
-                    probs: vec![1.0; cont.len()],
-                    match_len: n,
-                    dists: Vec::new(),
-                });
+                return Ok(Proposal::deterministic(cont.to_vec(), n, self.name()));
             }
         }
         Ok(Proposal::default())

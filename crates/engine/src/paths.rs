@@ -1,0 +1,41 @@
+//! Where Draftlab keeps its own files: the app data folder (the desktop app's, so the CLI and the
+//! app share saved n-gram caches, measured costs and results).
+//!
+//! `$DRAFTLAB_DATA_DIR` overrides it (tests, portable setups). Otherwise, with the app's identifier
+//! [`APP_ID`]: `~/Library/Application Support/<id>` on macOS, `$XDG_DATA_HOME/<id>` (default
+//! `~/.local/share/<id>`) elsewhere, `%APPDATA%\<id>` on Windows — where Tauri's `app_data_dir` is.
+
+use std::path::PathBuf;
+
+/// The desktop app's bundle identifier.
+pub const APP_ID: &str = "app.draftlab.desktop";
+
+pub fn data_dir() -> PathBuf {
+    if let Some(d) = std::env::var_os("DRAFTLAB_DATA_DIR").filter(|d| !d.is_empty()) {
+        return PathBuf::from(d);
+    }
+    let home = || PathBuf::from(std::env::var_os("HOME").unwrap_or_default());
+    if cfg!(target_os = "macos") {
+        return home().join("Library/Application Support").join(APP_ID);
+    }
+    if cfg!(windows) {
+        if let Some(d) = std::env::var_os("APPDATA") {
+            return PathBuf::from(d).join(APP_ID);
+        }
+    }
+    match std::env::var_os("XDG_DATA_HOME").filter(|d| !d.is_empty()) {
+        Some(d) => PathBuf::from(d).join(APP_ID),
+        None => home().join(".local/share").join(APP_ID),
+    }
+}
+
+/// The saved n-gram cache for a vocabulary (caches are per vocabulary: any model that shares it
+/// can use them).
+pub fn ngram_cache_file(vocab_fingerprint: &str, min_ngram: usize, max_ngram: usize) -> PathBuf {
+    data_dir().join("ngram-cache").join(format!("{vocab_fingerprint}-{min_ngram}-{max_ngram}.dlngram"))
+}
+
+/// Seconds since the Unix epoch (0 if the clock is before it).
+pub fn now_secs() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs())
+}
