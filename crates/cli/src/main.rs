@@ -64,6 +64,9 @@ enum Command {
         #[arg(long)]
         json: Option<PathBuf>,
     },
+    /// The engine worker: JSON lines on stdin/stdout (what the desktop app runs its jobs in).
+    #[command(hide = true)]
+    Worker,
     /// N-gram maps: continuation statistics from a corpus, for `--strategy ngram-map` and `auto`.
     #[command(subcommand)]
     Ngram(NgramCommand),
@@ -295,6 +298,10 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             ngram_build(model, out, inputs, BuildOptions { min_ngram, max_ngram, min_count, ..Default::default() })
         }
         Command::Ngram(NgramCommand::Info { file, json }) => ngram_info(file, json),
+        Command::Worker => {
+            draftlab_engine::worker::serve_stdio();
+            Ok(ExitCode::SUCCESS)
+        }
     }
 }
 
@@ -481,7 +488,7 @@ fn bench_cmd(model: ModelArgs, reps: usize, warmup: usize, json: Option<PathBuf>
     let cancel = AtomicBool::new(false);
     let options = BenchOptions { reps, warmup };
     eprintln!(
-        "bench: target {}, draft {}, strategy {:?}, {} prompt tokens, n={} n_draft={}{} p_min={} threads={}",
+        "bench: target {}, draft {}, strategy {}, {} prompt tokens, n={} n_draft={}{} p_min={} threads={}",
         pair.target.id.name,
         pair.draft.as_ref().map_or("-", |d| d.id.name.as_str()),
         settings.strategy,

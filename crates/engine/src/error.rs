@@ -70,4 +70,19 @@ impl Error {
     }
 }
 
+/// An error as programs receive it (the worker protocol, the app's IPC): a stable `code`, the
+/// message, and what to do.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct ErrorInfo {
+    pub code: String,
+    pub message: String,
+    pub hint: String,
+}
+
+impl Error {
+    pub fn info(&self) -> ErrorInfo {
+        ErrorInfo { code: self.code().into(), message: self.to_string(), hint: self.hint().into() }
+    }
+}
+
 pub type Result<T, E = Error> = std::result::Result<T, E>;

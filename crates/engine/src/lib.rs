@@ -21,5 +21,6 @@ pub mod sampling;
 pub mod schedule;
 pub mod testing;
 pub mod verify;
+pub mod worker;
 
 pub use error::{Error, Result};

@@ -1,0 +1,148 @@
+//! The engine worker (`draftlab worker`): JSON lines in, JSON lines out, models kept warm, cancel
+//! mid-run, errors that leave the worker usable.
+#![allow(clippy::unwrap_used)]
+
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+
+use draftlab_engine::testing::{model, SMOLLM2};
+use serde_json::{json, Value};
+
+struct Worker {
+    child: Child,
+    stdin: ChildStdin,
+    stdout: BufReader<ChildStdout>,
+}
+
+impl Worker {
+    fn start() -> Worker {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_draftlab"))
+            .arg("worker")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let stdin = child.stdin.take().unwrap();
+        let stdout = BufReader::new(child.stdout.take().unwrap());
+        Worker { child, stdin, stdout }
+    }
+
+    fn send(&mut self, v: &Value) {
+        writeln!(self.stdin, "{v}").unwrap();
+        self.stdin.flush().unwrap();
+    }
+
+    fn send_raw(&mut self, line: &str) {
+        writeln!(self.stdin, "{line}").unwrap();
+        self.stdin.flush().unwrap();
+    }
+
+    fn next(&mut self) -> Value {
+        let mut line = String::new();
+        assert!(self.stdout.read_line(&mut line).unwrap() > 0, "the worker closed its output");
+        serde_json::from_str(&line).unwrap_or_else(|e| panic!("not JSON: {line:?}: {e}"))
+    }
+
+    /// Replies until (and including) the one that ends job `id`: its `done` event or an error.
+    fn until_end(&mut self, id: u64, mut each: impl FnMut(&Value)) -> Vec<Value> {
+        let mut all = Vec::new();
+        loop {
+            let m = self.next();
+            assert_eq!(m["id"], id, "{m}");
+            each(&m);
+            let end = m["type"] == "error" || (m["type"] == "event" && m["event"]["type"] == "done");
+            all.push(m);
+            if end {
+                return all;
+            }
+        }
+    }
+}
+
+fn run_request(id: u64, n: usize, prompt: &str) -> Value {
+    json!({
+        "id": id, "cmd": "run", "target": model(SMOLLM2), "mode": "baseline", "prompt": prompt,
+        "settings": { "n_predict": n, "n_draft": 4, "p_min": 0.75, "n_ctx": 2048, "n_batch": 512, "threads": 2,
+                      "raw": false, "gpu_layers": "all" }
+    })
+}
+
+#[test]
+fn worker_runs_jobs_keeps_models_warm_cancels_and_survives_errors() {
+    let mut w = Worker::start();
+    w.send(&json!({"id": 1, "cmd": "ping"}));
+    assert_eq!(w.next(), json!({"id": 1, "type": "pong"}));
+
+    // A run: loading, loaded, token events, done with the report.
+    w.send(&run_request(2, 12, "Name three colours."));
+    let replies = w.until_end(2, |_| {});
+    let kinds: Vec<&str> = replies.iter().map(|m| m["type"].as_str().unwrap()).collect();
+    assert_eq!(&kinds[..2], ["loading", "loaded"], "{kinds:?}");
+    assert_eq!(replies[1]["warm"], false);
+    let tokens = replies.iter().filter(|m| m["event"]["type"] == "token").count();
+    let report = &replies.last().unwrap()["event"]["report"];
+    assert_eq!(report["generated_tokens"].as_u64().unwrap() as usize, tokens);
+    assert!(tokens > 0);
+
+    // The same pair again: no loading, warm.
+    w.send(&run_request(3, 4, "Name three animals."));
+    let replies = w.until_end(3, |_| {});
+    assert_eq!(replies[0]["type"], "loaded");
+    assert_eq!(replies[0]["warm"], true);
+
+    // Bad requests and bad files are errors; the worker stays usable.
+    w.send_raw("{not json");
+    let m = w.next();
+    assert_eq!((m["type"].as_str(), m["error"]["code"].as_str()), (Some("error"), Some("bad_request")), "{m}");
+    let mut bad = run_request(6, 4, "hi");
+    bad["target"] = json!("/nonexistent/model.gguf");
+    w.send(&bad);
+    let replies = w.until_end(6, |_| {});
+    let err = &replies.last().unwrap()["error"];
+    assert_eq!(err["code"], "not_found", "{err}");
+    assert!(err["hint"].as_str().unwrap().contains(".gguf"));
+    let mut bad = run_request(7, 4, "hi");
+    bad["settings"]["n_predict"] = json!(0);
+    w.send(&bad);
+    assert_eq!(w.until_end(7, |_| {}).last().unwrap()["error"]["code"], "invalid_settings");
+    w.send(&json!({"id": 8, "cmd": "ping"}));
+    assert_eq!(w.next()["type"], "pong");
+
+    w.send(&json!({"id": 9, "cmd": "shutdown"}));
+    assert_eq!(w.next()["type"], "bye");
+    assert!(w.child.wait().unwrap().success());
+}
+
+#[test]
+fn cancel_reaches_a_running_job() {
+    let mut w = Worker::start();
+    w.send(&run_request(1, 1500, "Write a very long story about a lighthouse keeper."));
+    let mut tokens = 0;
+    loop {
+        let m = w.next();
+        if m["event"]["type"] == "token" {
+            tokens += 1;
+            if tokens == 3 {
+                w.send(&json!({"id": 2, "cmd": "cancel", "job": 1}));
+            }
+        }
+        if m["event"]["type"] == "done" {
+            let r = &m["event"]["report"];
+            assert_eq!(r["stop_reason"], "cancelled", "{}", r["stop_reason"]);
+            assert!(r["generated_tokens"].as_u64().unwrap() < 1500);
+            assert_eq!(r["generated_tokens"].as_u64().unwrap() as usize, tokens);
+            break;
+        }
+        assert_ne!(m["type"], "error", "{m}");
+    }
+    // A cancel for a job that has not started yet is kept for it.
+    w.send(&json!({"id": 4, "cmd": "cancel", "job": 3}));
+    w.send(&run_request(3, 1500, "Count to a thousand."));
+    let replies = w.until_end(3, |_| {});
+    let r = &replies.last().unwrap()["event"]["report"];
+    assert_eq!(r["stop_reason"], "cancelled");
+    assert!(r["generated_tokens"].as_u64().unwrap() <= 2, "stopped at the first check: {}", r["generated_tokens"]);
+    drop(w.stdin);
+    assert!(w.child.wait().unwrap().success(), "the worker ends when its input closes");
+}
