@@ -1,0 +1,126 @@
+#!/usr/bin/env python3
+"""End-to-end test of the real app under Xvfb through tauri-driver and WebKitWebDriver.
+
+Starts the app (tauri-driver launches it), sets SmolLM2 as target and draft, runs "both", waits
+for streamed tokens, stats and the verdict, then checks the bad-input paths (an incompatible pair
+disables the speculative buttons; a cancel mid-run ends cleanly) and saves a screenshot.
+Usage (scripts/e2e/run does the setup): run_app.py APP_BINARY MODELS_DIR OUT_DIR
+A W3C WebDriver client in the standard library: no browser-automation packages needed."""
+import base64
+import json
+import pathlib
+import sys
+import time
+import urllib.request
+
+DRIVER = "http://127.0.0.1:4444"
+
+
+def call(method, path, body=None):
+    data = None if body is None else json.dumps(body).encode()
+    req = urllib.request.Request(DRIVER + path, data=data, method=method, headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(req, timeout=120) as r:
+        return json.loads(r.read() or b"{}").get("value")
+
+
+class Session:
+    def __init__(self, app):
+        caps = {"capabilities": {"alwaysMatch": {"tauri:options": {"application": app}}}}
+        self.id = call("POST", "/session", caps)["sessionId"]
+
+    def find(self, testid):
+        v = call("POST", f"/session/{self.id}/element", {"using": "css selector", "value": f"[data-testid='{testid}']"})
+        return next(iter(v.values()))
+
+    def exists(self, testid):
+        v = call("POST", f"/session/{self.id}/elements", {"using": "css selector", "value": f"[data-testid='{testid}']"})
+        return len(v) > 0
+
+    def text(self, testid):
+        return call("GET", f"/session/{self.id}/element/{self.find(testid)}/text")
+
+    def attr(self, testid, name):
+        return call("GET", f"/session/{self.id}/element/{self.find(testid)}/attribute/{name}")
+
+    def prop(self, testid, name):
+        return call("GET", f"/session/{self.id}/element/{self.find(testid)}/property/{name}")
+
+    def click(self, testid):
+        call("POST", f"/session/{self.id}/element/{self.find(testid)}/click", {})
+
+    def set_value(self, testid, value):
+        el = self.find(testid)
+        call("POST", f"/session/{self.id}/element/{el}/clear", {})
+        call("POST", f"/session/{self.id}/element/{el}/value", {"text": value})
+
+    def screenshot(self, path):
+        path.write_bytes(base64.b64decode(call("GET", f"/session/{self.id}/screenshot")))
+
+    def close(self):
+        call("DELETE", f"/session/{self.id}")
+
+
+def wait(what, predicate, timeout=180):
+    t0 = time.time()
+    while time.time() - t0 < timeout:
+        try:
+            if predicate():
+                return
+        except Exception:  # the element may not exist yet
+            pass
+        time.sleep(0.2)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def main():
+    app, models, out = sys.argv[1], pathlib.Path(sys.argv[2]), pathlib.Path(sys.argv[3])
+    out.mkdir(parents=True, exist_ok=True)
+    smol = str(models / "SmolLM2-135M-Instruct.Q4_1.gguf")
+    qwen = str(models / "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf")
+    s = Session(app)
+    try:
+        # A pair: the doctor's verdict shows before anything loads.
+        s.set_value("target", smol)
+        s.set_value("draft", smol)
+        # (A model drafting for itself works but cannot save time: the doctor warns.)
+        wait("the doctor's verdict", lambda: "Works, with a warning" in s.text("doctor"))
+        s.set_value("prompt", "List three colours, one per line.")
+        s.click("run-both")
+        wait("baseline tokens", lambda: len(s.text("text-baseline")) > 5)
+        wait("speculative tokens", lambda: len(s.text("text-speculative")) > 5)
+        wait("the verdict", lambda: s.exists("verdict") and "×" in s.text("verdict"))
+        verdict = s.text("verdict")
+        tps = float(s.text("tps-speculative"))
+        assert tps > 0, tps
+        assert "identical" in verdict or "near-tie" in verdict, verdict
+        s.screenshot(out / "both.png")
+        print(f"e2e: both ran; verdict: {verdict}")
+
+        # An incompatible pair: the verdict says why and speculative runs are not offered.
+        s.set_value("target", qwen)
+        wait("incompatible verdict", lambda: "Incompatible" in s.text("doctor"))
+        assert s.prop("run-both", "disabled") is True
+        assert "token 5 differs" in s.text("doctor") or "vocabulary" in s.text("doctor")
+        s.screenshot(out / "incompatible.png")
+        print("e2e: incompatible pair refused before loading")
+
+        # Cancel mid-run: the run ends, the app stays usable.
+        s.set_value("target", smol)
+        s.set_value("prompt", "Write a very long story about a lighthouse keeper and the sea.")
+        s.click("run-baseline")
+        wait("streaming", lambda: len(s.text("text-baseline")) > 20)
+        s.click("cancel")
+        wait("cancelled", lambda: s.attr("pane-baseline", "data-status") == "done")
+        assert "cancelled" in s.text("pane-baseline"), s.text("pane-baseline")
+        assert s.prop("run-baseline", "disabled") is False
+        s.screenshot(out / "cancelled.png")
+        print("e2e: cancel ends the run and the app stays usable")
+    finally:
+        try:
+            s.screenshot(out / "last.png")
+        finally:
+            s.close()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,10 @@
+// One `allow-<command>` permission per command (see capabilities/main.json); a test checks that
+// every command is allowed.
+const COMMANDS: &[&str] = &["doctor", "run", "cancel", "history_list", "history_get", "app_info"];
+
+fn main() {
+    tauri_build::try_build(
+        tauri_build::Attributes::new().app_manifest(tauri_build::AppManifest::new().commands(COMMANDS)),
+    )
+    .expect("tauri build script");
+}

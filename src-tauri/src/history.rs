@@ -1,0 +1,132 @@
+//! Every run is saved in the app data folder (`runs/<id>.json`), written to a temporary file and
+//! renamed, so a crash never leaves half a result; the list shows the newest first.
+
+use std::path::{Path, PathBuf};
+
+use draftlab_engine::compare::Comparison;
+use draftlab_engine::report::{Mode, Report};
+use serde::{Deserialize, Serialize};
+
+use crate::error::ApiError;
+use crate::run::RunRequest;
+
+pub fn default_dir() -> PathBuf {
+    draftlab_engine::paths::data_dir().join("runs")
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct HistoryRun {
+    pub id: String,
+    /// Seconds since the Unix epoch.
+    pub saved_at: u64,
+    pub request: RunRequest,
+    pub reports: Vec<Report>,
+    pub comparison: Option<Comparison>,
+    pub speedup: Option<f64>,
+}
+
+/// One line of the history list.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct HistoryEntry {
+    pub id: String,
+    pub saved_at: u64,
+    pub target: String,
+    pub draft: Option<String>,
+    pub prompt: String,
+    pub modes: Vec<Mode>,
+    pub speedup: Option<f64>,
+    pub identical: Option<bool>,
+    pub tokens_per_s: Vec<f64>,
+}
+
+impl HistoryRun {
+    pub fn new(
+        request: &RunRequest,
+        reports: Vec<Report>,
+        comparison: Option<Comparison>,
+        speedup: Option<f64>,
+    ) -> Self {
+        let saved_at = draftlab_engine::paths::now_secs();
+        let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.subsec_nanos());
+        HistoryRun {
+            id: format!("{saved_at}-{nanos:09}"),
+            saved_at,
+            request: request.clone(),
+            reports,
+            comparison,
+            speedup,
+        }
+    }
+
+    fn entry(&self) -> HistoryEntry {
+        let name = |r: &Report| r.target.name.clone();
+        HistoryEntry {
+            id: self.id.clone(),
+            saved_at: self.saved_at,
+            target: self.reports.first().map_or_else(|| self.request.target.display().to_string(), name),
+            draft: self.reports.iter().find_map(|r| r.draft.as_ref().map(|d| d.name.clone())),
+            prompt: self.request.prompt.chars().take(120).collect(),
+            modes: self.reports.iter().map(|r| r.mode).collect(),
+            speedup: self.speedup,
+            identical: self.comparison.as_ref().map(|c| c.identical),
+            tokens_per_s: self.reports.iter().map(|r| r.tokens_per_s).collect(),
+        }
+    }
+}
+
+fn io_error(path: &Path, e: impl std::fmt::Display) -> ApiError {
+    ApiError::new(
+        "io",
+        format!("{}: {e}", path.display()),
+        "Check that the app data folder is writable and the disk is not full.",
+    )
+}
+
+/// Saves a run; returns its id.
+pub fn save(dir: &Path, run: &HistoryRun) -> Result<String, ApiError> {
+    let path = dir.join(format!("{}.json", run.id));
+    let bytes = serde_json::to_vec_pretty(run).map_err(|e| io_error(&path, e))?;
+    draftlab_engine::draft::ngram::write_atomically(&path, &bytes)?;
+    Ok(run.id.clone())
+}
+
+/// Valid ids are what `HistoryRun::new` makes: digits and one dash (never a path).
+fn check_id(id: &str) -> Result<(), ApiError> {
+    if id.is_empty() || !id.chars().all(|c| c.is_ascii_digit() || c == '-') {
+        return Err(ApiError::new("not_found", format!("no saved run {id:?}"), "Pick a run from the history list."));
+    }
+    Ok(())
+}
+
+pub fn get(dir: &Path, id: &str) -> Result<HistoryRun, ApiError> {
+    check_id(id)?;
+    let path = dir.join(format!("{id}.json"));
+    let bytes = std::fs::read(&path)
+        .map_err(|_| ApiError::new("not_found", format!("no saved run {id}"), "Pick a run from the history list."))?;
+    serde_json::from_slice(&bytes).map_err(|e| {
+        ApiError::new(
+            "corrupt_history",
+            format!("{}: unreadable: {e}", path.display()),
+            "Delete this file; other runs are not affected.",
+        )
+    })
+}
+
+/// Saved runs, newest first; unreadable files are skipped (they never hide the others).
+pub fn list(dir: &Path) -> Result<Vec<HistoryEntry>, ApiError> {
+    let rd = match std::fs::read_dir(dir) {
+        Ok(rd) => rd,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(io_error(dir, e)),
+    };
+    let mut entries: Vec<HistoryEntry> = rd
+        .filter_map(|e| e.ok())
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .filter_map(|p| std::fs::read(&p).ok())
+        .filter_map(|b| serde_json::from_slice::<HistoryRun>(&b).ok())
+        .map(|r| r.entry())
+        .collect();
+    entries.sort_by(|a, b| b.id.cmp(&a.id));
+    Ok(entries)
+}

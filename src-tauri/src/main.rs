@@ -1,0 +1,11 @@
+// The Draftlab app. Started with `--worker`, the same executable is the engine worker instead: a
+// separate process that owns the models, so a crash in native code never takes the window down.
+#![cfg_attr(not(debug_assertions), windows_subsystem = "windows")]
+
+fn main() {
+    if std::env::args().nth(1).as_deref() == Some(draftlab_app::WORKER_FLAG) {
+        draftlab_engine::worker::serve_stdio();
+        return;
+    }
+    draftlab_app::run_app(tauri::Builder::default());
+}

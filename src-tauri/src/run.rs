@@ -1,0 +1,263 @@
+//! A run from the UI: baseline and/or speculative on one prompt, in the worker. Engine events are
+//! batched per frame (tokens arrive faster than a screen refreshes) and sent with live stats.
+
+use std::path::PathBuf;
+use std::sync::mpsc::RecvTimeoutError;
+use std::time::{Duration, Instant};
+
+use draftlab_engine::compare::{compare, Comparison};
+use draftlab_engine::generate::Event;
+use draftlab_engine::llama::ModelId;
+use draftlab_engine::report::{Mode, Report, Settings, TokenSource};
+use draftlab_engine::worker::{Command, Reply};
+use serde::{Deserialize, Serialize};
+
+use crate::error::ApiError;
+use crate::history::{self, HistoryRun};
+use crate::AppState;
+
+/// One screen frame: token events are sent at most this often.
+pub const FRAME: Duration = Duration::from_millis(16);
+/// A cancelled run that has not stopped after this long has its engine process stopped.
+pub const CANCEL_GRACE: Duration = Duration::from_secs(5);
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct RunRequest {
+    pub target: PathBuf,
+    #[serde(default)]
+    pub draft: Option<PathBuf>,
+    pub prompt: String,
+    /// In order; `[baseline, speculative]` runs both and compares them.
+    pub modes: Vec<Mode>,
+    pub settings: Settings,
+}
+
+/// A generated token as the UI shows it.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct TokenView {
+    pub text: String,
+    pub source: TokenSource,
+    pub step: usize,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub strategy: Option<String>,
+}
+
+/// Live numbers of the run in progress.
+#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+pub struct LiveStats {
+    pub tokens: usize,
+    pub elapsed_ms: f64,
+    pub tokens_per_s: f64,
+    pub steps: usize,
+    pub drafted: usize,
+    pub accepted: usize,
+    pub acceptance_rate: f64,
+    pub mean_accepted_len: f64,
+    pub draft_ms: f64,
+    pub verify_ms: f64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum RunEvent {
+    Loading {
+        mode: Mode,
+    },
+    Loaded {
+        mode: Mode,
+        target: ModelId,
+        draft: Option<ModelId>,
+        load_ms: f64,
+        warm: bool,
+    },
+    /// Tokens produced since the last frame, and the stats after them.
+    Tokens {
+        mode: Mode,
+        tokens: Vec<TokenView>,
+        stats: LiveStats,
+    },
+    Done {
+        mode: Mode,
+        report: Box<Report>,
+    },
+    /// After baseline and speculative: identical or where they diverge, and the speedup.
+    Compared {
+        comparison: Comparison,
+        verdict: String,
+        speedup: f64,
+    },
+    Failed {
+        mode: Mode,
+        error: ApiError,
+    },
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct RunOutcome {
+    /// The history entry the run was saved as (none when nothing finished).
+    pub history_id: Option<String>,
+    pub cancelled: bool,
+}
+
+/// Accumulates one mode's events into frames.
+struct Frame {
+    mode: Mode,
+    tokens: Vec<TokenView>,
+    stats: LiveStats,
+    started: Instant,
+    last_flush: Instant,
+}
+
+impl Frame {
+    fn new(mode: Mode) -> Self {
+        let now = Instant::now();
+        Frame { mode, tokens: Vec::new(), stats: LiveStats::default(), started: now, last_flush: now }
+    }
+
+    fn add(&mut self, event: &Event) {
+        match event {
+            Event::Token { text, source, step, strategy, .. } => {
+                self.stats.tokens += 1;
+                self.tokens.push(TokenView {
+                    text: text.clone(),
+                    source: *source,
+                    step: *step,
+                    strategy: strategy.clone(),
+                });
+            }
+            Event::Step { drafted, accepted, draft_ms, verify_ms, .. } => {
+                let s = &mut self.stats;
+                s.steps += 1;
+                s.drafted += drafted;
+                s.accepted += accepted;
+                s.draft_ms += draft_ms;
+                s.verify_ms += verify_ms;
+                s.acceptance_rate = if s.drafted > 0 { s.accepted as f64 / s.drafted as f64 } else { 0.0 };
+                s.mean_accepted_len = s.accepted as f64 / s.steps as f64;
+            }
+            Event::Done { .. } => {}
+        }
+    }
+
+    fn due(&self) -> bool {
+        !self.tokens.is_empty() && self.last_flush.elapsed() >= FRAME
+    }
+
+    fn flush(&mut self, send: &mut dyn FnMut(RunEvent)) {
+        if self.tokens.is_empty() {
+            return;
+        }
+        let s = &mut self.stats;
+        s.elapsed_ms = self.started.elapsed().as_secs_f64() * 1e3;
+        // A live rate since the models were ready (prompt included); the report has the exact one.
+        s.tokens_per_s = if s.elapsed_ms > 0.0 { s.tokens as f64 * 1e3 / s.elapsed_ms } else { 0.0 };
+        send(RunEvent::Tokens { mode: self.mode, tokens: std::mem::take(&mut self.tokens), stats: s.clone() });
+        self.last_flush = Instant::now();
+    }
+}
+
+/// Runs the request's modes one after the other in the worker, streaming `RunEvent`s.
+pub fn execute(state: &AppState, request: RunRequest, send: &mut dyn FnMut(RunEvent)) -> Result<RunOutcome, ApiError> {
+    if request.modes.is_empty() {
+        return Err(ApiError::new("invalid_settings", "nothing to run", "Choose baseline, speculative or both."));
+    }
+    for &mode in &request.modes {
+        request.settings.validate(mode)?;
+    }
+    let mut reports: Vec<Report> = Vec::new();
+    let mut cancelled = false;
+    for &mode in &request.modes {
+        let (job, rx) = state.workers.submit(Command::Run {
+            target: request.target.clone(),
+            draft: request.draft.clone(),
+            mode,
+            prompt: request.prompt.clone(),
+            settings: request.settings.clone(),
+        })?;
+        *state.current_job.lock().unwrap_or_else(|e| e.into_inner()) = Some(job);
+        let mut frame = Frame::new(mode);
+        let mut failed = None;
+        loop {
+            let reply = match rx.recv_timeout(FRAME) {
+                Ok(r) => r,
+                Err(RecvTimeoutError::Timeout) => {
+                    frame.flush(send);
+                    continue;
+                }
+                Err(RecvTimeoutError::Disconnected) => break,
+            };
+            match reply {
+                Reply::Loading { .. } => send(RunEvent::Loading { mode }),
+                Reply::Loaded { target, draft, load_ms, warm } => {
+                    frame = Frame::new(mode);
+                    send(RunEvent::Loaded { mode, target, draft, load_ms, warm });
+                }
+                Reply::Event { event: Event::Done { report } } => {
+                    frame.flush(send);
+                    cancelled |= report.stop_reason == draftlab_engine::report::StopReason::Cancelled;
+                    send(RunEvent::Done { mode, report: report.clone() });
+                    reports.push(*report);
+                    break;
+                }
+                Reply::Event { event } => {
+                    frame.add(&event);
+                    if frame.due() {
+                        frame.flush(send);
+                    }
+                }
+                Reply::Error { error } => {
+                    frame.flush(send);
+                    let error = ApiError::from(error);
+                    send(RunEvent::Failed { mode, error: error.clone() });
+                    failed = Some(error);
+                    break;
+                }
+                Reply::Pong | Reply::Bye => {}
+            }
+        }
+        *state.current_job.lock().unwrap_or_else(|e| e.into_inner()) = None;
+        if let Some(e) = failed {
+            cancelled |= e.code == "cancelled";
+            if reports.is_empty() {
+                return Err(e);
+            }
+            break;
+        }
+        if cancelled {
+            break;
+        }
+    }
+    let (comparison, speedup) = match reports.as_slice() {
+        [b, s] if b.mode == Mode::Baseline && s.mode == Mode::Speculative => {
+            let c = compare(b, s);
+            let speedup = if b.tokens_per_s > 0.0 { s.tokens_per_s / b.tokens_per_s } else { 0.0 };
+            send(RunEvent::Compared { verdict: c.verdict(), comparison: c.clone(), speedup });
+            (Some(c), Some(speedup))
+        }
+        _ => (None, None),
+    };
+    let history_id = if reports.is_empty() {
+        None
+    } else {
+        let run = HistoryRun::new(&request, reports, comparison, speedup);
+        Some(history::save(&state.history_dir, &run)?)
+    };
+    Ok(RunOutcome { history_id, cancelled })
+}
+
+/// Asks the run in progress to stop; stops its engine process if it has not after `CANCEL_GRACE`.
+pub fn cancel(state: &std::sync::Arc<AppState>) {
+    let Some(job) = *state.current_job.lock().unwrap_or_else(|e| e.into_inner()) else { return };
+    state.workers.cancel(job);
+    let state = std::sync::Arc::clone(state);
+    std::thread::spawn(move || {
+        let until = Instant::now() + CANCEL_GRACE;
+        while Instant::now() < until {
+            if !state.workers.is_running(job) {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        state.workers.kill();
+    });
+}

@@ -1,0 +1,179 @@
+//! The app's side of the engine worker: starts it (this executable with `--worker`), sends it
+//! requests, routes its replies to the job that asked, and notices when it dies. A dead worker
+//! (a llama.cpp abort, the OOM killer, a kill after a cancel that did not stop in time) ends its
+//! jobs with a `worker_died` error; the next job starts a fresh worker.
+
+use std::collections::HashMap;
+use std::io::{BufRead, BufReader, Write};
+use std::path::PathBuf;
+use std::process::{Child, ChildStdin, Command as Process, Stdio};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{mpsc, Arc, Mutex};
+
+use draftlab_engine::error::ErrorInfo;
+use draftlab_engine::worker::{Command, Message, Reply, Request};
+
+use crate::error::ApiError;
+
+type Routes = Arc<Mutex<HashMap<u64, mpsc::Sender<Reply>>>>;
+
+struct Proc {
+    child: Child,
+    stdin: ChildStdin,
+    routes: Routes,
+    dead: Arc<AtomicBool>,
+    /// Set before a deliberate kill, so its jobs are told they were cancelled, not crashed.
+    killed: Arc<AtomicBool>,
+}
+
+/// Starts workers on demand and talks to the current one.
+pub struct Workers {
+    exe: PathBuf,
+    args: Vec<String>,
+    current: Mutex<Option<Proc>>,
+    next_id: AtomicU64,
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Whether a reply ends its job.
+pub fn is_final(reply: &Reply) -> bool {
+    matches!(reply, Reply::Error { .. } | Reply::Bye)
+        || matches!(reply, Reply::Event { event: draftlab_engine::generate::Event::Done { .. } })
+}
+
+impl Workers {
+    /// Workers will be `exe args…` (the app passes itself and `--worker`).
+    pub fn new(exe: PathBuf, args: Vec<String>) -> Self {
+        Workers { exe, args, current: Mutex::new(None), next_id: AtomicU64::new(1) }
+    }
+
+    fn spawn(&self) -> Result<Proc, ApiError> {
+        let mut child = Process::new(&self.exe)
+            .args(&self.args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .map_err(|e| {
+                ApiError::new(
+                    "worker_start",
+                    format!("cannot start the engine process {}: {e}", self.exe.display()),
+                    "Reinstall Draftlab; if it persists, report it.",
+                )
+            })?;
+        let stdin = child.stdin.take().expect("piped stdin");
+        let stdout = child.stdout.take().expect("piped stdout");
+        let routes: Routes = Arc::default();
+        let dead = Arc::new(AtomicBool::new(false));
+        let killed = Arc::new(AtomicBool::new(false));
+        {
+            let (routes, dead, killed) = (Arc::clone(&routes), Arc::clone(&dead), Arc::clone(&killed));
+            std::thread::spawn(move || {
+                for line in BufReader::new(stdout).lines() {
+                    let Ok(line) = line else { break };
+                    let Ok(msg) = serde_json::from_str::<Message>(&line) else { continue };
+                    let mut r = lock(&routes);
+                    let last = is_final(&msg.reply);
+                    if let Some(tx) = r.get(&msg.id) {
+                        let _ = tx.send(msg.reply);
+                    }
+                    if last {
+                        r.remove(&msg.id);
+                    }
+                }
+                // The worker's output closed: it exited or was killed.
+                dead.store(true, Ordering::SeqCst);
+                let (code, message, hint) = if killed.load(Ordering::SeqCst) {
+                    (
+                        "cancelled",
+                        "the run did not stop in time and its engine process was stopped",
+                        "Nothing was lost; the next run starts a fresh engine (models load again).",
+                    )
+                } else {
+                    (
+                        "worker_died",
+                        "the engine process stopped unexpectedly (a crash in llama.cpp, or the system ran out of memory)",
+                        "A fresh engine starts with the next run. If it happens again with this model, try a smaller context or quantisation.",
+                    )
+                };
+                for (_, tx) in lock(&routes).drain() {
+                    let error = ErrorInfo { code: code.into(), message: message.into(), hint: hint.into() };
+                    let _ = tx.send(Reply::Error { error });
+                }
+            });
+        }
+        Ok(Proc { child, stdin, routes, dead, killed })
+    }
+
+    /// Sends a command to the worker (starting one if none is alive) and returns the job id and the
+    /// stream of its replies, which ends with its final reply.
+    pub fn submit(&self, command: Command) -> Result<(u64, mpsc::Receiver<Reply>), ApiError> {
+        let mut current = lock(&self.current);
+        let alive = current
+            .as_mut()
+            .is_some_and(|p| !p.dead.load(Ordering::SeqCst) && p.child.try_wait().ok().flatten().is_none());
+        if !alive {
+            if let Some(mut old) = current.take() {
+                let _ = old.child.kill();
+                let _ = old.child.wait();
+            }
+            *current = Some(self.spawn()?);
+        }
+        let p = current.as_mut().expect("started above");
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let (tx, rx) = mpsc::channel();
+        lock(&p.routes).insert(id, tx);
+        let line = serde_json::to_string(&Request { id, command }).expect("requests serialise");
+        if writeln!(p.stdin, "{line}").and_then(|()| p.stdin.flush()).is_err() {
+            lock(&p.routes).remove(&id);
+            p.dead.store(true, Ordering::SeqCst);
+            return Err(ApiError::new(
+                "worker_died",
+                "the engine process is not responding",
+                "Try again: a fresh engine starts with the next run.",
+            ));
+        }
+        Ok((id, rx))
+    }
+
+    /// Asks job `job` to stop between rounds.
+    pub fn cancel(&self, job: u64) {
+        let mut current = lock(&self.current);
+        if let Some(p) = current.as_mut() {
+            let line = serde_json::to_string(&Request { id: 0, command: Command::Cancel { job } }).expect("serialise");
+            let _ = writeln!(p.stdin, "{line}").and_then(|()| p.stdin.flush());
+        }
+    }
+
+    /// Whether job `job` is still running in the current worker.
+    pub fn is_running(&self, job: u64) -> bool {
+        lock(&self.current).as_ref().is_some_and(|p| lock(&p.routes).contains_key(&job))
+    }
+
+    /// Stops the worker now (the last resort when a cancel does not take); its jobs end with a
+    /// `cancelled` error.
+    pub fn kill(&self) {
+        if let Some(mut p) = lock(&self.current).take() {
+            p.killed.store(true, Ordering::SeqCst);
+            let _ = p.child.kill();
+            let _ = p.child.wait();
+        }
+    }
+
+    /// The worker's process id (tests kill it to check recovery).
+    pub fn pid(&self) -> Option<u32> {
+        lock(&self.current).as_ref().map(|p| p.child.id())
+    }
+}
+
+impl Drop for Workers {
+    fn drop(&mut self) {
+        if let Some(mut p) = lock(&self.current).take() {
+            let _ = p.child.kill();
+            let _ = p.child.wait();
+        }
+    }
+}

@@ -1,0 +1,44 @@
+// The one module that talks to Tauri. Everything else uses the `Backend` interface, so the UI also
+// runs in a plain browser against `FakeBackend` (tests, design work).
+import type { Diagnosis, HistoryEntry, HistoryRun, RunEvent, RunOutcome, RunRequest } from "./types";
+
+export interface Backend {
+  doctor(target: string, draft: string | null, ctx: number): Promise<Diagnosis>;
+  run(request: RunRequest, onEvent: (e: RunEvent) => void): Promise<RunOutcome>;
+  cancel(): Promise<void>;
+  historyList(): Promise<HistoryEntry[]>;
+  historyGet(id: string): Promise<HistoryRun>;
+  /// Asks the user for a .gguf file; null when they cancel.
+  pickModel(title: string): Promise<string | null>;
+  /// Calls back with the paths of files dropped on the window; returns a function that stops it.
+  onFileDrop(handler: (paths: string[]) => void): Promise<() => void>;
+}
+
+export function isTauri(): boolean {
+  return typeof window !== "undefined" && "__TAURI_INTERNALS__" in window;
+}
+
+export async function tauriBackend(): Promise<Backend> {
+  const { invoke, Channel } = await import("@tauri-apps/api/core");
+  const { open } = await import("@tauri-apps/plugin-dialog");
+  const { getCurrentWebview } = await import("@tauri-apps/api/webview");
+  return {
+    doctor: (target, draft, ctx) => invoke<Diagnosis>("doctor", { target, draft, ctx }),
+    run: (request, onEvent) => {
+      const channel = new Channel<RunEvent>();
+      channel.onmessage = onEvent;
+      return invoke<RunOutcome>("run", { request, onEvent: channel });
+    },
+    cancel: () => invoke<void>("cancel"),
+    historyList: () => invoke<HistoryEntry[]>("history_list"),
+    historyGet: (id) => invoke<HistoryRun>("history_get", { id }),
+    pickModel: async (title) => {
+      const picked = await open({ title, multiple: false, directory: false, filters: [{ name: "GGUF model", extensions: ["gguf"] }] });
+      return typeof picked === "string" ? picked : null;
+    },
+    onFileDrop: async (handler) =>
+      getCurrentWebview().onDragDropEvent((e) => {
+        if (e.payload.type === "drop") handler(e.payload.paths);
+      }),
+  };
+}

@@ -1,0 +1,124 @@
+// A backend without Tauri: canned models and a simulated generation, for UI tests and for working
+// on the UI in a plain browser. It follows the same event order as the real one.
+import type { Backend } from "./backend";
+import type { Diagnosis, HistoryEntry, HistoryRun, LiveStats, Mode, Report, RunEvent, RunOutcome, RunRequest, TokenView } from "./types";
+
+const WORDS = "def fib(n):\n    if n < 2:\n        return n\n    return fib(n - 1) + fib(n - 2)\n".match(/\s*\S+|\s+/g) ?? [];
+
+export interface FakeOptions {
+  /// Milliseconds between simulated frames (0: as fast as possible).
+  frameMs?: number;
+  /// Make the speculative run diverge at this token.
+  divergeAt?: number;
+  /// Fail this mode with this error code.
+  failMode?: Mode;
+  failCode?: string;
+}
+
+export class FakeBackend implements Backend {
+  cancelled = false;
+  runs: RunRequest[] = [];
+  saved: HistoryRun[] = [];
+  dropHandler: ((paths: string[]) => void) | null = null;
+
+  constructor(private options: FakeOptions = {}) {}
+
+  async doctor(target: string, draft: string | null, ctx: number): Promise<Diagnosis> {
+    const incompatible = draft !== null && /smol/i.test(draft) !== /smol/i.test(target);
+    return {
+      verdict: incompatible ? "incompatible" : "ok",
+      findings: incompatible ? [{ level: "incompatible", topic: "vocabulary", message: "token 5 differs" }] : [],
+      memory: { needed: 2e9, available: 8e9, total: 16e9, context: ctx },
+      target: { name: target, architecture: "qwen2", n_params: 1.5e9, quantization: "Q4_K_M" },
+      draft: draft ? { name: draft, architecture: "qwen2", n_params: 0.5e9, quantization: "Q8_0" } : null,
+    };
+  }
+
+  async run(request: RunRequest, onEvent: (e: RunEvent) => void): Promise<RunOutcome> {
+    this.runs.push(request);
+    this.cancelled = false;
+    const reports: Report[] = [];
+    for (const mode of request.modes) {
+      onEvent({ type: "loading", mode });
+      const model = { path: request.target, name: "fake", architecture: "qwen2", quantization: "Q4_K_M", n_params: 1, file_size: 1 };
+      onEvent({ type: "loaded", mode, target: model, draft: null, load_ms: 5, warm: false });
+      if (this.options.failMode === mode) {
+        onEvent({ type: "failed", mode, error: { code: this.options.failCode ?? "worker_died", message: "the engine process stopped unexpectedly", hint: "A fresh engine starts with the next run." } });
+        if (reports.length === 0) throw { code: this.options.failCode ?? "worker_died", message: "failed", hint: "" };
+        break;
+      }
+      const tokens: TokenView[] = [];
+      const n = Math.min(request.settings.n_predict, WORDS.length);
+      const stats: LiveStats = { tokens: 0, elapsed_ms: 0, tokens_per_s: 0, steps: 0, drafted: 0, accepted: 0, acceptance_rate: 0, mean_accepted_len: 0, draft_ms: 0, verify_ms: 0 };
+      for (let i = 0; i < n && !this.cancelled; i++) {
+        let text = WORDS[i] ?? "";
+        if (mode === "speculative" && this.options.divergeAt !== undefined && i >= this.options.divergeAt) text = " other";
+        const draft = mode === "speculative" && i % 3 !== 0;
+        const t: TokenView = { text, source: draft ? "draft" : "target", step: Math.floor(i / 3) };
+        if (draft) t.strategy = "draft-model";
+        tokens.push(t);
+        stats.tokens = i + 1;
+        stats.steps = Math.floor(i / 3) + 1;
+        if (mode === "speculative") {
+          stats.drafted += draft ? 1 : 0;
+          stats.accepted += draft ? 1 : 0;
+          stats.acceptance_rate = stats.drafted ? stats.accepted / stats.drafted : 0;
+          stats.mean_accepted_len = stats.accepted / stats.steps;
+        }
+        stats.elapsed_ms += 10;
+        stats.tokens_per_s = (stats.tokens * 1000) / stats.elapsed_ms;
+        onEvent({ type: "tokens", mode, tokens: [t], stats: { ...stats } });
+        if (this.options.frameMs) await new Promise((r) => setTimeout(r, this.options.frameMs));
+      }
+      const report = {
+        mode, strategy: mode === "speculative" ? "draft-model" : null, prompt_tokens: 10, prompt_ms: 5,
+        generated_tokens: tokens.length, wall_ms: stats.elapsed_ms, generation_ms: stats.elapsed_ms,
+        tokens_per_s: mode === "speculative" ? 150 : 100, target_passes: stats.steps, drafted: stats.drafted,
+        accepted: stats.accepted, acceptance_rate: stats.acceptance_rate, mean_accepted_len: stats.mean_accepted_len,
+        draft_ms: 1, verify_ms: 2, stop_reason: this.cancelled ? "cancelled" : "max_tokens",
+        text: tokens.map((t) => t.text).join(""), tokens: tokens.map((_, i) => i), sources: tokens.map((t) => t.source),
+        by_strategy: [], notes: [], target: model, draft: null,
+      } satisfies Report;
+      onEvent({ type: "done", mode, report });
+      reports.push(report);
+      if (this.cancelled) break;
+    }
+    const [b, s] = reports;
+    if (b && s) {
+      const d = this.options.divergeAt;
+      const divergence = d === undefined ? null : { position: d, baseline_token: 1, speculative_token: 2, baseline_margin: 3.2, speculative_margin: 3.0, near_tie: false, common_text_len: 10 };
+      const comparison = { identical: d === undefined, compared: b.tokens.length, baseline_tokens: b.tokens.length, speculative_tokens: s.tokens.length, divergence, sampled_at: null };
+      const verdict = d === undefined ? `identical: ${b.tokens.length} tokens match the target alone` : `diverged at token ${d}`;
+      onEvent({ type: "compared", comparison, verdict, speedup: s.tokens_per_s / b.tokens_per_s });
+    }
+    const id = `${1700000000 + this.saved.length}-000000000`;
+    this.saved.push({ id, saved_at: 1700000000, request, reports, comparison: null, speedup: null });
+    return { history_id: id, cancelled: this.cancelled };
+  }
+
+  async cancel(): Promise<void> {
+    this.cancelled = true;
+  }
+
+  async historyList(): Promise<HistoryEntry[]> {
+    return this.saved.map((r) => ({
+      id: r.id, saved_at: r.saved_at, target: r.request.target, draft: r.request.draft, prompt: r.request.prompt,
+      modes: r.reports.map((x) => x.mode), speedup: r.speedup, identical: null, tokens_per_s: r.reports.map((x) => x.tokens_per_s),
+    })).reverse();
+  }
+
+  async historyGet(id: string): Promise<HistoryRun> {
+    const r = this.saved.find((x) => x.id === id);
+    if (!r) throw { code: "not_found", message: `no saved run ${id}`, hint: "Pick a run from the history list." };
+    return r;
+  }
+
+  async pickModel(): Promise<string | null> {
+    return "/models/picked.gguf";
+  }
+
+  async onFileDrop(handler: (paths: string[]) => void): Promise<() => void> {
+    this.dropHandler = handler;
+    return () => (this.dropHandler = null);
+  }
+}

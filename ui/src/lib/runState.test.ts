@@ -1,0 +1,92 @@
+import { describe, expect, it } from "vitest";
+import { FakeBackend } from "./fake";
+import { applyEvent, divergenceIndex, initialState, startRun, statsView, tokenClass } from "./runState";
+import { defaultSettings, settingsProblems } from "./settings";
+import type { RunEvent, RunRequest } from "./types";
+
+function request(over: Partial<RunRequest> = {}): RunRequest {
+  return { target: "/m/qwen.gguf", draft: "/m/qwen-draft.gguf", prompt: "fib", modes: ["baseline", "speculative"], settings: defaultSettings(), ...over };
+}
+
+describe("run state", () => {
+  it("streams both panes, then the verdict and the speedup", async () => {
+    const backend = new FakeBackend();
+    const state = startRun(initialState(), ["baseline", "speculative"]);
+    const events: RunEvent[] = [];
+    const outcome = await backend.run(request(), (e) => {
+      events.push(e);
+      applyEvent(state, e);
+    });
+    expect(events[0]).toEqual({ type: "loading", mode: "baseline" });
+    expect(state.panes.baseline.status).toBe("done");
+    expect(state.panes.speculative.status).toBe("done");
+    expect(state.panes.baseline.tokens.map((t) => t.text).join("")).toBe(state.panes.baseline.report?.text);
+    expect(state.panes.speculative.tokens.some((t) => t.source === "draft")).toBe(true);
+    expect(state.verdict).toMatch(/^identical/);
+    expect(state.speedup).toBeCloseTo(1.5);
+    expect(divergenceIndex(state)).toBeNull();
+    expect(outcome.history_id).not.toBeNull();
+    expect((await backend.historyList()).length).toBe(1);
+  });
+
+  it("marks the first divergence in both panes", async () => {
+    const backend = new FakeBackend({ divergeAt: 4 });
+    const state = initialState();
+    await backend.run(request(), (e) => applyEvent(state, e));
+    expect(divergenceIndex(state)).toBe(4);
+    expect(state.comparison?.identical).toBe(false);
+  });
+
+  it("shows a failure with its code and keeps the other pane", async () => {
+    const backend = new FakeBackend({ failMode: "speculative", failCode: "worker_died" });
+    const state = initialState();
+    await backend.run(request(), (e) => applyEvent(state, e));
+    expect(state.panes.baseline.status).toBe("done");
+    expect(state.panes.speculative.status).toBe("failed");
+    expect(state.panes.speculative.error?.code).toBe("worker_died");
+    expect(state.verdict).toBeNull();
+  });
+
+  it("stops streaming when cancelled and says so in the report", async () => {
+    const backend = new FakeBackend({ frameMs: 1 });
+    const state = initialState();
+    const run = backend.run(request({ modes: ["speculative"] }), (e) => {
+      applyEvent(state, e);
+      if (e.type === "tokens" && state.panes.speculative.tokens.length === 3) void backend.cancel();
+    });
+    const outcome = await run;
+    expect(outcome.cancelled).toBe(true);
+    expect(state.panes.speculative.report?.stop_reason).toBe("cancelled");
+    expect(state.panes.speculative.tokens.length).toBe(3);
+  });
+
+  it("prefers the final report's numbers over live ones", () => {
+    const state = initialState();
+    const stats = { tokens: 2, elapsed_ms: 10, tokens_per_s: 200, steps: 1, drafted: 2, accepted: 1, acceptance_rate: 0.5, mean_accepted_len: 1, draft_ms: 1, verify_ms: 2 };
+    applyEvent(state, { type: "tokens", mode: "speculative", tokens: [{ text: "a", source: "draft", step: 1, strategy: "ngram-cache" }], stats });
+    expect(statsView(state.panes.speculative)?.tokensPerS).toBe(200);
+    expect(statsView(state.panes.speculative)?.acceptance).toBe(0.5);
+    expect(statsView(state.panes.baseline)).toBeNull();
+  });
+
+  it("colours tokens by where they came from", () => {
+    expect(tokenClass({ text: "a", source: "target", step: 0 })).toBe("tok-target");
+    expect(tokenClass({ text: "a", source: "draft", step: 1, strategy: "draft-model" })).toBe("tok-draft");
+    expect(tokenClass({ text: "a", source: "draft", step: 1, strategy: "prompt-lookup" })).toBe("tok-ngram");
+  });
+});
+
+describe("settings", () => {
+  it("accepts the defaults and names what the engine would refuse", () => {
+    expect(settingsProblems(defaultSettings())).toEqual([]);
+    const bad = defaultSettings();
+    bad.sampling.temperature = -1;
+    bad.sampling.top_p = 0;
+    bad.strategy = "ngram-map";
+    expect(settingsProblems(bad)).toEqual([
+      "Temperature cannot be negative.",
+      "top-p must be in (0, 1].",
+      "The n-gram map strategy needs a map file.",
+    ]);
+  });
+});

@@ -1,0 +1,134 @@
+// What the Run view shows, built from the stream of `RunEvent`s (pure: tested without a backend).
+import type { ApiError, Comparison, LiveStats, Mode, Report, RunEvent, TokenView } from "./types";
+
+export type PaneStatus = "idle" | "loading" | "running" | "done" | "failed";
+
+export interface Pane {
+  mode: Mode;
+  status: PaneStatus;
+  tokens: TokenView[];
+  stats: LiveStats | null;
+  report: Report | null;
+  error: ApiError | null;
+  loadMs: number | null;
+  warm: boolean;
+}
+
+export interface RunState {
+  panes: Record<Mode, Pane>;
+  comparison: Comparison | null;
+  verdict: string | null;
+  speedup: number | null;
+}
+
+export function emptyPane(mode: Mode): Pane {
+  return { mode, status: "idle", tokens: [], stats: null, report: null, error: null, loadMs: null, warm: false };
+}
+
+export function initialState(): RunState {
+  return {
+    panes: { baseline: emptyPane("baseline"), speculative: emptyPane("speculative") },
+    comparison: null,
+    verdict: null,
+    speedup: null,
+  };
+}
+
+/// Applies one event to the state (in place, so a reactive proxy sees each change) and returns it.
+export function applyEvent(state: RunState, e: RunEvent): RunState {
+  switch (e.type) {
+    case "loading": {
+      const p = state.panes[e.mode];
+      Object.assign(p, emptyPane(e.mode), { status: "loading" });
+      break;
+    }
+    case "loaded": {
+      const p = state.panes[e.mode];
+      p.status = "running";
+      p.loadMs = e.load_ms;
+      p.warm = e.warm;
+      break;
+    }
+    case "tokens": {
+      const p = state.panes[e.mode];
+      p.status = "running";
+      p.tokens.push(...e.tokens);
+      p.stats = e.stats;
+      break;
+    }
+    case "done": {
+      const p = state.panes[e.mode];
+      p.status = "done";
+      p.report = e.report;
+      break;
+    }
+    case "compared":
+      state.comparison = e.comparison;
+      state.verdict = e.verdict;
+      state.speedup = e.speedup;
+      break;
+    case "failed": {
+      const p = state.panes[e.mode];
+      p.status = "failed";
+      p.error = e.error;
+      break;
+    }
+  }
+  return state;
+}
+
+/// Resets the panes that a run of `modes` will fill.
+export function startRun(state: RunState, modes: Mode[]): RunState {
+  for (const m of modes) state.panes[m] = emptyPane(m);
+  state.comparison = null;
+  state.verdict = null;
+  state.speedup = null;
+  return state;
+}
+
+/// The token index to highlight in both panes (the first divergence), if any.
+export function divergenceIndex(state: RunState): number | null {
+  return state.comparison?.divergence?.position ?? null;
+}
+
+/// The numbers under a pane: from the final report when there is one, else the live stats.
+export interface StatsView {
+  tokens: number;
+  tokensPerS: number;
+  acceptance: number | null;
+  meanAccepted: number | null;
+  draftMs: number;
+  verifyMs: number;
+}
+
+export function statsView(p: Pane): StatsView | null {
+  if (p.report) {
+    const r = p.report;
+    const spec = r.mode === "speculative";
+    return {
+      tokens: r.generated_tokens,
+      tokensPerS: r.tokens_per_s,
+      acceptance: spec ? r.acceptance_rate : null,
+      meanAccepted: spec ? r.mean_accepted_len : null,
+      draftMs: r.draft_ms,
+      verifyMs: r.verify_ms,
+    };
+  }
+  if (!p.stats) return null;
+  const s = p.stats;
+  const spec = p.mode === "speculative";
+  return {
+    tokens: s.tokens,
+    tokensPerS: s.tokens_per_s,
+    acceptance: spec ? s.acceptance_rate : null,
+    meanAccepted: spec ? s.mean_accepted_len : null,
+    draftMs: s.draft_ms,
+    verifyMs: s.verify_ms,
+  };
+}
+
+/// The CSS class of a token: where it came from (a model draft, an n-gram hit, the target).
+export function tokenClass(t: TokenView): string {
+  if (t.source !== "draft") return "tok-target";
+  return t.strategy === "draft-model" || t.strategy === undefined ? "tok-draft" : "tok-ngram";
+}
