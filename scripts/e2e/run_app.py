@@ -28,9 +28,16 @@ class Session:
         caps = {"capabilities": {"alwaysMatch": {"tauri:options": {"application": app}}}}
         self.id = call("POST", "/session", caps)["sessionId"]
 
-    def find(self, testid):
-        v = call("POST", f"/session/{self.id}/element", {"using": "css selector", "value": f"[data-testid='{testid}']"})
-        return next(iter(v.values()))
+    def find(self, testid, timeout=30):
+        """The element, waiting for it to appear (the page may still be loading)."""
+        t0 = time.time()
+        while True:
+            v = call("POST", f"/session/{self.id}/elements", {"using": "css selector", "value": f"[data-testid='{testid}']"})
+            if v:
+                return next(iter(v[0].values()))
+            if time.time() - t0 > timeout:
+                raise AssertionError(f"no element [data-testid={testid}]")
+            time.sleep(0.2)
 
     def exists(self, testid):
         v = call("POST", f"/session/{self.id}/elements", {"using": "css selector", "value": f"[data-testid='{testid}']"})

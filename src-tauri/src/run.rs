@@ -157,7 +157,15 @@ impl Frame {
 }
 
 /// Runs the request's modes one after the other in the worker, streaming `RunEvent`s.
-pub fn execute(state: &AppState, request: RunRequest, send: &mut dyn FnMut(RunEvent)) -> Result<RunOutcome, ApiError> {
+pub fn execute(
+    state: &AppState,
+    mut request: RunRequest,
+    send: &mut dyn FnMut(RunEvent),
+) -> Result<RunOutcome, ApiError> {
+    // Threads 0 (the UI's "auto"): this machine's physical cores.
+    if request.settings.threads == 0 {
+        request.settings.threads = draftlab_engine::machine::physical_cores() as u32;
+    }
     if request.modes.is_empty() {
         return Err(ApiError::new("invalid_settings", "nothing to run", "Choose baseline, speculative or both."));
     }

@@ -216,6 +216,13 @@ fn run_job<W: Write>(
     settings: &Settings,
     cancel: &AtomicBool,
 ) -> Result<(), Error> {
+    // Threads 0: this machine's physical cores (what the CLI defaults to). More threads than cores
+    // make ggml's workers spin against each other.
+    let mut settings = settings.clone();
+    if settings.threads == 0 {
+        settings.threads = crate::machine::physical_cores() as u32;
+    }
+    let settings = &settings;
     settings.validate(mode)?;
     // Only strategies that draft with a model need the draft loaded.
     let draft = draft.filter(|_| mode == Mode::Speculative && settings.strategy.uses_draft_model());

@@ -1,7 +1,8 @@
 // Defaults and presets of the Run view (the engine's defaults: report.rs `Settings::default`).
 import type { Settings } from "./types";
 
-export function defaultSettings(threads = 4): Settings {
+/// Threads 0 lets the engine use this machine's physical cores.
+export function defaultSettings(threads = 0): Settings {
   return {
     n_predict: 256,
     n_draft: 8,
