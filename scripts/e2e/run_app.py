@@ -7,8 +7,10 @@ disables the speculative buttons; a cancel mid-run ends cleanly) and saves a scr
 Usage (scripts/e2e/run does the setup): run_app.py APP_BINARY MODELS_DIR OUT_DIR
 A W3C WebDriver client in the standard library: no browser-automation packages needed."""
 import base64
+import http.client
 import json
 import pathlib
+import subprocess
 import sys
 import time
 import urllib.request
@@ -16,11 +18,20 @@ import urllib.request
 DRIVER = "http://127.0.0.1:4444"
 
 
-def call(method, path, body=None):
+def call(method, path, body=None, attempts=4):
+    """One WebDriver command. WebKitWebDriver sometimes drops the connection of a command sent while
+    the page is still settling; such a command is sent again (after a pause), a few times at most."""
     data = None if body is None else json.dumps(body).encode()
-    req = urllib.request.Request(DRIVER + path, data=data, method=method, headers={"Content-Type": "application/json"})
-    with urllib.request.urlopen(req, timeout=120) as r:
-        return json.loads(r.read() or b"{}").get("value")
+    for attempt in range(attempts):
+        req = urllib.request.Request(DRIVER + path, data=data, method=method, headers={"Content-Type": "application/json"})
+        try:
+            with urllib.request.urlopen(req, timeout=120) as r:
+                return json.loads(r.read() or b"{}").get("value")
+        except (http.client.RemoteDisconnected, ConnectionResetError) as e:
+            if attempt == attempts - 1:
+                raise
+            print(f"e2e: {method} {path}: {e!r}; sending again", file=sys.stderr)
+            time.sleep(1.0)
 
 
 class Session:
@@ -59,6 +70,9 @@ class Session:
         el = self.find(testid)
         call("POST", f"/session/{self.id}/element/{el}/clear", {})
         call("POST", f"/session/{self.id}/element/{el}/value", {"text": value})
+
+    def script(self, js):
+        return call("POST", f"/session/{self.id}/execute/sync", {"script": js, "args": []})
 
     def screenshot(self, path):
         path.write_bytes(base64.b64decode(call("GET", f"/session/{self.id}/screenshot")))
@@ -122,6 +136,29 @@ def main():
         assert s.prop("run-baseline", "disabled") is False
         s.screenshot(out / "cancelled.png")
         print("e2e: cancel ends the run and the app stays usable")
+
+        # The engine process killed mid-run (what the OOM killer does): the pane says so, and the
+        # next run gets a fresh engine.
+        s.click("run-baseline")
+        wait("streaming", lambda: s.attr("pane-baseline", "data-status") == "running" and len(s.text("text-baseline")) > 20)
+        subprocess.run(["pkill", "-9", "-f", "draftlab-app --worker"], check=True)
+        wait("the failure", lambda: s.attr("pane-baseline", "data-status") == "failed")
+        assert "stopped unexpectedly" in s.text("error-baseline"), s.text("error-baseline")
+        s.screenshot(out / "worker-killed.png")
+        s.set_value("prompt", "Say hello.")
+        s.click("run-baseline")
+        wait("a run on a fresh engine", lambda: s.attr("pane-baseline", "data-status") == "done")
+        assert len(s.text("text-baseline")) > 0
+        print("e2e: a killed engine is reported and replaced")
+
+        # A file that is not a model dropped on the window (the drop event as the webview sends it).
+        s.script(
+            "window.__TAURI_INTERNALS__.invoke('plugin:event|emit', {event: 'tauri://drag-drop', "
+            "payload: {paths: ['/tmp/notes.txt'], position: {x: 10, y: 10}}})"
+        )
+        wait("the drop message", lambda: "Not a model" in s.text("drop-error"), timeout=20)
+        s.screenshot(out / "dropped-text-file.png")
+        print("e2e: a dropped non-GGUF file gets a clear message")
     finally:
         try:
             s.screenshot(out / "last.png")
