@@ -116,6 +116,10 @@ def main():
         assert "identical" in verdict or "near-tie" in verdict, verdict
         s.screenshot(out / "both.png")
         print(f"e2e: both ran; verdict: {verdict}")
+        lat = sorted(s.script("return window.__draftlabTokenLatencies || []"))
+        assert lat, "no token latencies recorded"
+        print(f"e2e: engine → page latency over {len(lat)} frames: median {lat[len(lat) // 2]} ms, max {lat[-1]} ms")
+        (out / "latency.json").write_text(json.dumps(lat))
 
         # An incompatible pair: the verdict says why and speculative runs are not offered.
         s.set_value("target", qwen)

@@ -70,11 +70,14 @@ pub enum RunEvent {
         load_ms: f64,
         warm: bool,
     },
-    /// Tokens produced since the last frame, and the stats after them.
+    /// Tokens produced since the last frame, and the stats after them. `first_token_at_ms` is when
+    /// the first of them arrived from the engine (ms since the Unix epoch), so the page can measure
+    /// how long a token takes to reach it.
     Tokens {
         mode: Mode,
         tokens: Vec<TokenView>,
         stats: LiveStats,
+        first_token_at_ms: f64,
     },
     Done {
         mode: Mode,
@@ -106,17 +109,32 @@ struct Frame {
     stats: LiveStats,
     started: Instant,
     last_flush: Instant,
+    first_token_at_ms: f64,
+}
+
+fn epoch_ms() -> f64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0.0, |d| d.as_secs_f64() * 1e3)
 }
 
 impl Frame {
     fn new(mode: Mode) -> Self {
         let now = Instant::now();
-        Frame { mode, tokens: Vec::new(), stats: LiveStats::default(), started: now, last_flush: now }
+        Frame {
+            mode,
+            tokens: Vec::new(),
+            stats: LiveStats::default(),
+            started: now,
+            last_flush: now,
+            first_token_at_ms: 0.0,
+        }
     }
 
     fn add(&mut self, event: &Event) {
         match event {
             Event::Token { text, source, step, strategy, .. } => {
+                if self.tokens.is_empty() {
+                    self.first_token_at_ms = epoch_ms();
+                }
                 self.stats.tokens += 1;
                 self.tokens.push(TokenView {
                     text: text.clone(),
@@ -151,7 +169,12 @@ impl Frame {
         s.elapsed_ms = self.started.elapsed().as_secs_f64() * 1e3;
         // A live rate since the models were ready (prompt included); the report has the exact one.
         s.tokens_per_s = if s.elapsed_ms > 0.0 { s.tokens as f64 * 1e3 / s.elapsed_ms } else { 0.0 };
-        send(RunEvent::Tokens { mode: self.mode, tokens: std::mem::take(&mut self.tokens), stats: s.clone() });
+        send(RunEvent::Tokens {
+            mode: self.mode,
+            tokens: std::mem::take(&mut self.tokens),
+            stats: s.clone(),
+            first_token_at_ms: self.first_token_at_ms,
+        });
         self.last_flush = Instant::now();
     }
 }

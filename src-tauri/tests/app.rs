@@ -68,7 +68,7 @@ fn both_modes_stream_in_frames_compare_and_are_saved() {
     let mut done = Vec::new();
     for e in &events {
         match e {
-            RunEvent::Tokens { mode, tokens, stats } => {
+            RunEvent::Tokens { mode, tokens, stats, .. } => {
                 frames += 1;
                 streamed[(*mode == Mode::Speculative) as usize] += tokens.len();
                 assert_eq!(stats.tokens, streamed[(*mode == Mode::Speculative) as usize]);

@@ -14,6 +14,10 @@ export interface Backend {
   onFileDrop(handler: (paths: string[]) => void): Promise<() => void>;
 }
 
+/// Milliseconds from the engine producing a frame's first token to the page receiving it.
+export const tokenLatencies: number[] = [];
+(globalThis as { __draftlabTokenLatencies?: number[] }).__draftlabTokenLatencies = tokenLatencies;
+
 export function isTauri(): boolean {
   return typeof window !== "undefined" && "__TAURI_INTERNALS__" in window;
 }
@@ -26,7 +30,11 @@ export async function tauriBackend(): Promise<Backend> {
     doctor: (target, draft, ctx) => invoke<Diagnosis>("doctor", { target, draft, ctx }),
     run: (request, onEvent) => {
       const channel = new Channel<RunEvent>();
-      channel.onmessage = onEvent;
+      channel.onmessage = (e) => {
+        // How long tokens take from the engine to this page (read by the end-to-end benchmark).
+        if (e.type === "tokens") tokenLatencies.push(Date.now() - e.first_token_at_ms);
+        onEvent(e);
+      };
       return invoke<RunOutcome>("run", { request, onEvent: channel });
     },
     cancel: () => invoke<void>("cancel"),

@@ -67,7 +67,7 @@ export class FakeBackend implements Backend {
         }
         stats.elapsed_ms += 10;
         stats.tokens_per_s = (stats.tokens * 1000) / stats.elapsed_ms;
-        onEvent({ type: "tokens", mode, tokens: [t], stats: { ...stats } });
+        onEvent({ type: "tokens", mode, tokens: [t], stats: { ...stats }, first_token_at_ms: Date.now() });
         if (this.options.frameMs) await new Promise((r) => setTimeout(r, this.options.frameMs));
       }
       const report = {

@@ -134,7 +134,7 @@ export interface Comparison {
 export type RunEvent =
   | { type: "loading"; mode: Mode }
   | { type: "loaded"; mode: Mode; target: ModelId; draft: ModelId | null; load_ms: number; warm: boolean }
-  | { type: "tokens"; mode: Mode; tokens: TokenView[]; stats: LiveStats }
+  | { type: "tokens"; mode: Mode; tokens: TokenView[]; stats: LiveStats; first_token_at_ms: number }
   | { type: "done"; mode: Mode; report: Report }
   | { type: "compared"; comparison: Comparison; verdict: string; speedup: number }
   | { type: "failed"; mode: Mode; error: ApiError };
