@@ -102,28 +102,22 @@ export interface StatsView {
 }
 
 export function statsView(p: Pane): StatsView | null {
-  if (p.report) {
-    const r = p.report;
-    const spec = r.mode === "speculative";
-    return {
-      tokens: r.generated_tokens,
-      tokensPerS: r.tokens_per_s,
-      acceptance: spec ? r.acceptance_rate : null,
-      meanAccepted: spec ? r.mean_accepted_len : null,
-      draftMs: r.draft_ms,
-      verifyMs: r.verify_ms,
-    };
-  }
-  if (!p.stats) return null;
+  const r = p.report;
   const s = p.stats;
+  const src = r
+    ? { tokens: r.generated_tokens, tps: r.tokens_per_s, acc: r.acceptance_rate, mal: r.mean_accepted_len, draft: r.draft_ms, verify: r.verify_ms }
+    : s
+      ? { tokens: s.tokens, tps: s.tokens_per_s, acc: s.acceptance_rate, mal: s.mean_accepted_len, draft: s.draft_ms, verify: s.verify_ms }
+      : null;
+  if (!src) return null;
   const spec = p.mode === "speculative";
   return {
-    tokens: s.tokens,
-    tokensPerS: s.tokens_per_s,
-    acceptance: spec ? s.acceptance_rate : null,
-    meanAccepted: spec ? s.mean_accepted_len : null,
-    draftMs: s.draft_ms,
-    verifyMs: s.verify_ms,
+    tokens: src.tokens,
+    tokensPerS: src.tps,
+    acceptance: spec ? src.acc : null,
+    meanAccepted: spec ? src.mal : null,
+    draftMs: src.draft,
+    verifyMs: src.verify,
   };
 }
 
