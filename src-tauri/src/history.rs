@@ -46,8 +46,8 @@ impl HistoryRun {
         comparison: Option<Comparison>,
         speedup: Option<f64>,
     ) -> Self {
-        let saved_at = draftlab_engine::paths::now_secs();
-        let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.subsec_nanos());
+        let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+        let (saved_at, nanos) = (now.as_secs(), now.subsec_nanos());
         HistoryRun {
             id: format!("{saved_at}-{nanos:09}"),
             saved_at,
@@ -86,7 +86,7 @@ fn io_error(path: &Path, e: impl std::fmt::Display) -> ApiError {
 pub fn save(dir: &Path, run: &HistoryRun) -> Result<String, ApiError> {
     let path = dir.join(format!("{}.json", run.id));
     let bytes = serde_json::to_vec_pretty(run).map_err(|e| io_error(&path, e))?;
-    draftlab_engine::draft::ngram::write_atomically(&path, &bytes)?;
+    draftlab_engine::paths::write_atomically(&path, &bytes)?;
     Ok(run.id.clone())
 }
 

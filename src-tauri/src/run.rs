@@ -185,10 +185,7 @@ pub fn execute(
     mut request: RunRequest,
     send: &mut dyn FnMut(RunEvent),
 ) -> Result<RunOutcome, ApiError> {
-    // Threads 0 (the UI's "auto"): this machine's physical cores.
-    if request.settings.threads == 0 {
-        request.settings.threads = draftlab_engine::machine::physical_cores() as u32;
-    }
+    request.settings.resolve_auto();
     if request.modes.is_empty() {
         return Err(ApiError::new("invalid_settings", "nothing to run", "Choose baseline, speculative or both."));
     }
@@ -238,7 +235,6 @@ pub fn execute(
                 }
                 Reply::Error { error } => {
                     frame.flush(send);
-                    let error = ApiError::from(error);
                     send(RunEvent::Failed { mode, error: error.clone() });
                     failed = Some(error);
                     break;

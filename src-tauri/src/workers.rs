@@ -100,7 +100,7 @@ impl Workers {
                     )
                 };
                 for (_, tx) in lock(&routes).drain() {
-                    let error = ErrorInfo { code: code.into(), message: message.into(), hint: hint.into() };
+                    let error = ErrorInfo::new(code, message, hint);
                     let _ = tx.send(Reply::Error { error });
                 }
             });

@@ -10,13 +10,13 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 use draftlab_engine::bench::{self, BenchOptions};
 use draftlab_engine::compare::compare;
 use draftlab_engine::doctor::{self, Verdict};
-use draftlab_engine::draft::ngram::write_atomically;
 use draftlab_engine::draft::ngram_map::{self, BuildOptions, BuildProgress};
 use draftlab_engine::draft::Strategy;
 use draftlab_engine::generate::{Event, Pair};
 use draftlab_engine::gguf::GgufFile;
 use draftlab_engine::llama::Model;
 use draftlab_engine::machine::MemoryInfo;
+use draftlab_engine::paths::write_atomically;
 use draftlab_engine::report::{Mode, Report, Settings, TokenSource};
 use draftlab_engine::sampling::SamplingParams;
 use draftlab_engine::Error;
@@ -249,12 +249,9 @@ impl ModelArgs {
         }
         let uses_draft = speculative && settings.strategy.uses_draft_model();
         let draft = if uses_draft { self.draft.as_deref() } else { None };
-        if let Some(map) = settings.ngram_map.as_ref().filter(|_| speculative) {
-            // A broken map fails now, before minutes of loading and baseline generation.
-            draftlab_engine::draft::ngram::NgramTable::load(map)?;
-        }
         let pair = Pair::load(&self.target, draft, settings.n_ctx, settings.gpu_layers)?;
         if speculative {
+            // A broken or foreign n-gram map fails now, before any generation.
             pair.prepare(&settings)?;
         }
         let tokens = pair.prompt_tokens(&prompt, settings.raw)?;
@@ -548,7 +545,7 @@ fn ngram_build(model: PathBuf, out: PathBuf, inputs: Vec<PathBuf>, options: Buil
             eprint!("\r  {}/{} files, {} tokens", p.files_done, p.files_total, p.tokens);
         }
     };
-    let (header, skipped) = ngram_map::build(&m, &inputs, &out, &options, &mut on_progress)?;
+    let (header, skipped) = ngram_map::build(&m, &files, &out, &options, &mut on_progress)?;
     if tty {
         eprintln!();
     }

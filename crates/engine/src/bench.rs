@@ -194,7 +194,7 @@ impl CostsCache {
         cache.entries.retain(|_, e| now.saturating_sub(e.measured_at) < COSTS_MAX_AGE_S);
         cache.entries.insert(key.to_string(), CachedCosts { costs: costs.clone(), measured_at: now });
         if let Ok(bytes) = serde_json::to_vec_pretty(&cache) {
-            let _ = crate::draft::ngram::write_atomically(&Self::path(), &bytes);
+            let _ = crate::paths::write_atomically(&Self::path(), &bytes);
         }
     }
 }
@@ -337,8 +337,7 @@ pub fn bench(
         }
     }
     progress("measuring step costs");
-    let with_draft = settings.strategy.uses_draft_model() && pair.draft.is_some();
-    let costs = measure_costs(pair, prompt, settings, settings.n_draft + 1, 7, with_draft)?;
+    let costs = measure_costs(pair, prompt, settings, settings.n_draft + 1, 7, pair.drafts_with_model(settings))?;
     let base: Vec<&Report> = runs.iter().filter(|r| r.mode == Mode::Baseline).collect();
     let spec: Vec<&Report> = runs.iter().filter(|r| r.mode == Mode::Speculative).collect();
     let baseline_tps: Vec<f64> = base.iter().map(|r| r.tokens_per_s).collect();

@@ -79,9 +79,27 @@ pub struct ErrorInfo {
     pub hint: String,
 }
 
+impl ErrorInfo {
+    pub fn new(code: &str, message: impl Into<String>, hint: &str) -> Self {
+        ErrorInfo { code: code.into(), message: message.into(), hint: hint.into() }
+    }
+}
+
+impl std::fmt::Display for ErrorInfo {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} ({})", self.message, self.code)
+    }
+}
+
 impl Error {
     pub fn info(&self) -> ErrorInfo {
-        ErrorInfo { code: self.code().into(), message: self.to_string(), hint: self.hint().into() }
+        ErrorInfo::new(self.code(), self.to_string(), self.hint())
+    }
+}
+
+impl From<Error> for ErrorInfo {
+    fn from(e: Error) -> Self {
+        e.info()
     }
 }
 

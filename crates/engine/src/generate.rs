@@ -9,7 +9,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::{Instant, SystemTime, UNIX_EPOCH};
+use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
 
@@ -168,6 +168,11 @@ impl Pair {
         Ok(report)
     }
 
+    /// Whether speculative runs with these settings draft with the draft model (so its cost counts).
+    pub fn drafts_with_model(&self, settings: &Settings) -> bool {
+        settings.strategy.uses_draft_model() && self.draft.is_some()
+    }
+
     /// Loads what speculative runs with these settings need besides the models (the n-gram map),
     /// so a bad map fails before any generation.
     pub fn prepare(&self, settings: &Settings) -> Result<()> {
@@ -239,7 +244,7 @@ impl Pair {
     /// The step costs for these settings: measured once per pair and settings (and kept on disk
     /// for a week, see `bench::CostsCache`), then reused.
     pub fn costs(&self, prompt: &[Token], settings: &Settings) -> Result<Costs> {
-        let with_draft = settings.strategy.uses_draft_model() && self.draft.is_some();
+        let with_draft = self.drafts_with_model(settings);
         let max_batch = settings.n_draft + 1;
         let key = (with_draft, settings.n_ctx, settings.n_batch, settings.threads, max_batch);
         if let Some(c) = self.costs.borrow().get(&key) {
@@ -297,7 +302,7 @@ impl Run<'_> {
         notes: Vec<String>,
         on_event: &mut dyn FnMut(Event),
     ) -> Result<Report> {
-        let started_at = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
+        let started_at = crate::paths::now_secs();
         let s = self.settings;
         let target = &self.pair.target;
         let n_ctx = tctx.n_ctx() as usize;
@@ -554,7 +559,6 @@ fn draft_round(
     let p = match offers[i].take() {
         Some(mut p) => {
             p.tokens.truncate(k);
-            p.probs.truncate(k);
             p.dists.truncate(k);
             p
         }

@@ -1,11 +1,15 @@
-//! Where Draftlab keeps its own files: the app data folder (the desktop app's, so the CLI and the
+//! Where Draftlab keeps its own files, and how it writes them (temporary file, then rename: a crash
+//! never leaves half a file). The folder is the app data folder (the desktop app's, so the CLI and the
 //! app share saved n-gram caches, measured costs and results).
 //!
 //! `$DRAFTLAB_DATA_DIR` overrides it (tests, portable setups). Otherwise, with the app's identifier
 //! [`APP_ID`]: `~/Library/Application Support/<id>` on macOS, `$XDG_DATA_HOME/<id>` (default
 //! `~/.local/share/<id>`) elsewhere, `%APPDATA%\<id>` on Windows — where Tauri's `app_data_dir` is.
 
-use std::path::PathBuf;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use crate::error::{Error, Result};
 
 /// The desktop app's bundle identifier.
 pub const APP_ID: &str = "app.draftlab.desktop";
@@ -38,4 +42,27 @@ pub fn ngram_cache_file(vocab_fingerprint: &str, min_ngram: usize, max_ngram: us
 /// Seconds since the Unix epoch (0 if the clock is before it).
 pub fn now_secs() -> u64 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs())
+}
+
+/// Writes `bytes` to `path` through a temporary file in the same folder and a rename.
+pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
+    let io = |e: std::io::Error| Error::Io { path: path.to_path_buf(), source: e };
+    let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    std::fs::create_dir_all(dir).map_err(io)?;
+    let mut tmp = PathBuf::from(path);
+    tmp.set_file_name(format!(
+        ".{}.{}.tmp",
+        path.file_name().map_or_else(|| "out".into(), |n| n.to_string_lossy().into_owned()),
+        std::process::id()
+    ));
+    let result = (|| {
+        let mut f = std::fs::File::create(&tmp)?;
+        f.write_all(bytes)?;
+        f.sync_all()?;
+        std::fs::rename(&tmp, path)
+    })();
+    if result.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    result.map_err(io)
 }

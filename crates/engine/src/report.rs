@@ -120,6 +120,15 @@ impl Default for Settings {
 pub const MAX_DRAFT: usize = 128;
 
 impl Settings {
+    /// Fills in what a caller may leave to the machine: threads 0 (the app's and the worker
+    /// protocol's "auto") becomes the physical core count, the CLI's default. More threads than
+    /// cores make ggml's workers spin against each other.
+    pub fn resolve_auto(&mut self) {
+        if self.threads == 0 {
+            self.threads = crate::machine::physical_cores() as u32;
+        }
+    }
+
     /// Checks the settings; speculative runs need a draft length of at least 1.
     pub fn validate(&self, mode: Mode) -> crate::Result<()> {
         use crate::Error::InvalidSettings as Bad;

@@ -105,17 +105,6 @@ impl Scheduler {
         (1..=self.longest(max)).filter(|&k| rate(k) > base).max_by(|&a, &b| rate(a).total_cmp(&rate(b)))
     }
 
-    /// Whether drafting can pay at all on this machine: a draft that is always right beats not
-    /// drafting for some length up to `max`.
-    pub fn can_pay(&self, max: usize, token_ms: f64) -> bool {
-        self.best_if_perfect(max, token_ms).is_some()
-    }
-
-    /// The draft length (≤ `max`) with the best expected rate, for a single drafter.
-    pub fn choose(&mut self, bucket: Bucket, max: usize, token_ms: f64) -> usize {
-        self.decide(&[Candidate { bucket, max, token_ms }]).map_or(0, |(_, k)| k)
-    }
-
     /// Which candidate drafts this round and how many tokens: the (candidate, length) with the
     /// most expected tokens per millisecond, or `None` when not drafting is best. After a while
     /// without drafting, one short draft is tried (the first candidate that could pay), so a
@@ -181,6 +170,11 @@ impl Scheduler {
 mod tests {
     use super::*;
 
+    /// The draft length the schedule picks for a single drafter.
+    fn choose(s: &mut Scheduler, bucket: Bucket, max: usize, token_ms: f64) -> usize {
+        s.decide(&[Candidate { bucket, max, token_ms }]).map_or(0, |(_, k)| k)
+    }
+
     fn costs(verify_ms: Vec<f64>, draft_token_ms: f64) -> Costs {
         Costs { c: draft_token_ms / verify_ms[0], verify_ms, draft_token_ms }
     }
@@ -191,7 +185,7 @@ mod tests {
         for _ in 0..50 {
             s.record((0, 0), 8, 8);
         }
-        assert_eq!(s.choose((0, 0), 8, 1.0), 8);
+        assert_eq!(choose(&mut s, (0, 0), 8, 1.0), 8);
     }
 
     #[test]
@@ -204,7 +198,7 @@ mod tests {
         }
         let mut picks = Vec::new();
         for _ in 0..64 {
-            let k = s.choose((0, 1), 8, 0.0);
+            let k = choose(&mut s, (0, 1), 8, 0.0);
             if k > 0 {
                 s.record((0, 1), k, 0);
             }
@@ -219,15 +213,15 @@ mod tests {
         for _ in 0..50 {
             s.record((0, 4), 8, 8);
         }
-        assert!(s.choose((0, 4), 8, 0.0) >= 6);
+        assert!(choose(&mut s, (0, 4), 8, 0.0) >= 6);
     }
 
     #[test]
     fn never_explores_when_even_perfect_drafts_cannot_pay() {
         // Verifying 2 costs 2.2× one: no draft length can pay, however good the draft.
         let mut s = Scheduler::new(costs(vec![10.0, 22.0, 34.0], 5.0));
-        assert!(!s.can_pay(2, 5.0));
-        assert!((0..100).all(|_| s.choose((0, 0), 2, 5.0) == 0));
+        assert!(s.best_if_perfect(2, 5.0).is_none());
+        assert!((0..100).all(|_| choose(&mut s, (0, 0), 2, 5.0) == 0));
     }
 
     #[test]

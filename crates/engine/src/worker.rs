@@ -175,7 +175,7 @@ pub fn serve<R: BufRead + Send + 'static, W: Write>(input: R, output: W) {
         let request = match request {
             Ok(r) => r,
             Err(message) => {
-                let e = ErrorInfo { code: "bad_request".into(), message, hint: "This is a bug in the caller.".into() };
+                let e = ErrorInfo::new("bad_request", message, "This is a bug in the caller.");
                 out.send(0, Reply::Error { error: e });
                 continue;
             }
@@ -194,7 +194,7 @@ pub fn serve<R: BufRead + Send + 'static, W: Write>(input: R, output: W) {
             Command::Cancel { .. } => {}
             Command::Run { target, draft, mode, prompt, settings } => {
                 let cancel = cancels.flag(id);
-                let result = run_job(&mut out, id, &mut warm, target, draft, mode, &prompt, &settings, &cancel);
+                let result = run_job(&mut out, id, &mut warm, target, draft, mode, &prompt, settings, &cancel);
                 if let Err(e) = result {
                     out.send(id, Reply::Error { error: e.info() });
                 }
@@ -213,15 +213,10 @@ fn run_job<W: Write>(
     draft: Option<PathBuf>,
     mode: Mode,
     prompt: &str,
-    settings: &Settings,
+    mut settings: Settings,
     cancel: &AtomicBool,
 ) -> Result<(), Error> {
-    // Threads 0: this machine's physical cores (what the CLI defaults to). More threads than cores
-    // make ggml's workers spin against each other.
-    let mut settings = settings.clone();
-    if settings.threads == 0 {
-        settings.threads = crate::machine::physical_cores() as u32;
-    }
+    settings.resolve_auto();
     let settings = &settings;
     settings.validate(mode)?;
     // Only strategies that draft with a model need the draft loaded.

@@ -86,8 +86,6 @@ pub fn check_ngram_sizes(min: usize, max: usize) -> Result<()> {
 #[derive(Debug, Clone, Default)]
 pub struct Proposal {
     pub tokens: Vec<Token>,
-    /// The drafter's probability for each proposed token (1.0 for deterministic strategies).
-    pub probs: Vec<f32>,
     /// For n-gram strategies, the length of the matched n-gram (0 otherwise): longer matches are
     /// more reliable, so acceptance is tracked per match length.
     pub match_len: usize,
@@ -98,10 +96,9 @@ pub struct Proposal {
 }
 
 impl Proposal {
-    /// A deterministic proposal (n-gram strategies): probability 1 for each token.
+    /// A deterministic proposal (n-gram strategies: one-hot, so no distributions).
     pub fn deterministic(tokens: Vec<Token>, match_len: usize, strategy: &'static str) -> Self {
-        let probs = vec![1.0; tokens.len()];
-        Proposal { tokens, probs, match_len, dists: Vec::new(), strategy }
+        Proposal { tokens, match_len, dists: Vec::new(), strategy }
     }
 }
 

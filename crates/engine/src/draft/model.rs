@@ -68,13 +68,13 @@ impl Drafter for ModelDrafter<'_> {
         self.sync(context)?;
         loop {
             let logits = self.ctx.logits(self.ctx.last_index());
-            let (tok, prob) = match self.sampling.as_mut() {
+            let tok = match self.sampling.as_mut() {
                 None => {
                     let (tok, prob) = top_probability(logits);
                     if prob < self.p_min {
                         break;
                     }
-                    (tok, prob)
+                    tok
                 }
                 Some((params, rng)) => {
                     let q = distribution(logits, params);
@@ -83,13 +83,11 @@ impl Drafter for ModelDrafter<'_> {
                         break;
                     }
                     let tok = q.sample(rng.uniform());
-                    let prob = q.prob(tok);
                     p.dists.push(q);
-                    (tok, prob)
+                    tok
                 }
             };
             p.tokens.push(tok);
-            p.probs.push(prob);
             if p.tokens.len() >= max {
                 break;
             }

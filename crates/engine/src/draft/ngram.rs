@@ -19,8 +19,7 @@
 //! Files are written to a temporary name and renamed, so a crash never leaves half a file.
 
 use std::collections::HashMap;
-use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
@@ -215,7 +214,7 @@ impl NgramTable {
         }
         let digest = Sha256::digest(&bytes);
         bytes.extend_from_slice(&digest);
-        write_atomically(path, &bytes)?;
+        crate::paths::write_atomically(path, &bytes)?;
         Ok(header)
     }
 
@@ -305,29 +304,6 @@ impl NgramHeader {
         }
         Ok(())
     }
-}
-
-/// Writes `bytes` to `path` through a temporary file in the same folder and a rename.
-pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
-    let io = |e: std::io::Error| Error::Io { path: path.to_path_buf(), source: e };
-    let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    std::fs::create_dir_all(dir).map_err(io)?;
-    let mut tmp = PathBuf::from(path);
-    tmp.set_file_name(format!(
-        ".{}.{}.tmp",
-        path.file_name().map_or_else(|| "out".into(), |n| n.to_string_lossy().into_owned()),
-        std::process::id()
-    ));
-    let result = (|| {
-        let mut f = std::fs::File::create(&tmp)?;
-        f.write_all(bytes)?;
-        f.sync_all()?;
-        std::fs::rename(&tmp, path)
-    })();
-    if result.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    result.map_err(io)
 }
 
 #[cfg(test)]

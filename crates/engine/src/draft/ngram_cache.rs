@@ -68,15 +68,6 @@ impl NgramCache {
         Ok((cache, warning))
     }
 
-    /// N-grams known so far.
-    pub fn len(&self) -> usize {
-        self.table.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.table.is_empty()
-    }
-
     /// Adds every (n-gram → next token) pair that ends in the new part of the context.
     fn learn(&mut self, context: &[Token]) {
         if context.len() < self.learned {

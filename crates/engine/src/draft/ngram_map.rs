@@ -103,16 +103,15 @@ pub fn corpus_files(inputs: &[PathBuf]) -> Result<Vec<PathBuf>> {
     Ok(files)
 }
 
-/// Builds a map from the files under `inputs` with `model`'s tokenizer and writes it to `out`.
+/// Builds a map from `files` (see [`corpus_files`]) with `model`'s tokenizer and writes it to `out`.
 /// Files that are not UTF-8 text (binaries, images) are skipped and listed in the result.
 pub fn build(
     model: &Model,
-    inputs: &[PathBuf],
+    files: &[PathBuf],
     out: &Path,
     options: &BuildOptions,
     on_progress: &mut dyn FnMut(&BuildProgress),
 ) -> Result<(NgramHeader, Vec<PathBuf>)> {
-    let files = corpus_files(inputs)?;
     let mut table = NgramTable::new(options.min_ngram, options.max_ngram)?;
     let mut tokens_total = 0u64;
     let mut sources = Vec::new();
