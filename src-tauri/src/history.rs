@@ -14,7 +14,7 @@ pub fn default_dir() -> PathBuf {
     draftlab_engine::paths::data_dir().join("runs")
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, ts_rs::TS)]
 pub struct HistoryRun {
     pub id: String,
     /// Seconds since the Unix epoch.
@@ -26,7 +26,7 @@ pub struct HistoryRun {
 }
 
 /// One line of the history list.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, PartialEq, ts_rs::TS)]
 pub struct HistoryEntry {
     pub id: String,
     pub saved_at: u64,

@@ -2,6 +2,7 @@
 //! (a separate process, see `workers`), and stream what it reports to the UI over a typed
 //! `Channel`, batched to screen rate. Results are saved in the app data folder.
 
+pub mod bindings;
 pub mod error;
 pub mod history;
 pub mod run;
@@ -97,7 +98,7 @@ fn history_get(state: State<'_, Arc<AppState>>, id: String) -> Result<HistoryRun
     history::get(&state.history_dir, &id)
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, ts_rs::TS)]
 pub struct AppInfo {
     pub version: String,
     pub data_dir: PathBuf,

@@ -21,7 +21,7 @@ pub const FRAME: Duration = Duration::from_millis(16);
 /// A cancelled run that has not stopped after this long has its engine process stopped.
 pub const CANCEL_GRACE: Duration = Duration::from_secs(5);
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, ts_rs::TS)]
 pub struct RunRequest {
     pub target: PathBuf,
     #[serde(default)]
@@ -33,17 +33,18 @@ pub struct RunRequest {
 }
 
 /// A generated token as the UI shows it.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, PartialEq, ts_rs::TS)]
 pub struct TokenView {
     pub text: String,
     pub source: TokenSource,
     pub step: usize,
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
     pub strategy: Option<String>,
 }
 
 /// Live numbers of the run in progress.
-#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+#[derive(Debug, Clone, Default, Serialize, PartialEq, ts_rs::TS)]
 pub struct LiveStats {
     pub tokens: usize,
     pub elapsed_ms: f64,
@@ -57,7 +58,7 @@ pub struct LiveStats {
     pub verify_ms: f64,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, ts_rs::TS)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum RunEvent {
     Loading {
@@ -95,7 +96,7 @@ pub enum RunEvent {
     },
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, ts_rs::TS)]
 pub struct RunOutcome {
     /// The history entry the run was saved as (none when nothing finished).
     pub history_id: Option<String>,
@@ -157,6 +158,11 @@ impl Frame {
         }
     }
 
+    /// When the tokens waiting to be sent must go (none waiting: no deadline).
+    fn pending_until(&self) -> Option<Instant> {
+        (!self.tokens.is_empty()).then(|| self.last_flush + FRAME)
+    }
+
     fn due(&self) -> bool {
         !self.tokens.is_empty() && self.last_flush.elapsed() >= FRAME
     }
@@ -206,13 +212,21 @@ pub fn execute(
         let mut frame = Frame::new(mode);
         let mut failed = None;
         loop {
-            let reply = match rx.recv_timeout(FRAME) {
-                Ok(r) => r,
-                Err(RecvTimeoutError::Timeout) => {
-                    frame.flush(send);
-                    continue;
-                }
-                Err(RecvTimeoutError::Disconnected) => break,
+            // Sleep until the next reply, or until the pending frame is due: no wake-ups while
+            // nothing is pending (this thread shares the cores with generation).
+            let reply = match frame.pending_until() {
+                None => match rx.recv() {
+                    Ok(r) => r,
+                    Err(_) => break,
+                },
+                Some(due) => match rx.recv_timeout(due.saturating_duration_since(Instant::now())) {
+                    Ok(r) => r,
+                    Err(RecvTimeoutError::Timeout) => {
+                        frame.flush(send);
+                        continue;
+                    }
+                    Err(RecvTimeoutError::Disconnected) => break,
+                },
             };
             match reply {
                 Reply::Loading { .. } => send(RunEvent::Loading { mode }),

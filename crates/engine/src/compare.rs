@@ -17,6 +17,7 @@ use crate::report::Report;
 /// margin cannot be noise: it is a bug in the loop (wrong position, stale KV cache, off-by-one).
 pub const NEAR_TIE_MARGIN: f32 = 1.5;
 
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Divergence {
     /// Index of the first differing generated token.
@@ -33,6 +34,7 @@ pub struct Divergence {
     pub common_text_len: usize,
 }
 
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Comparison {
     /// Both runs produced the same tokens over `compared` positions.

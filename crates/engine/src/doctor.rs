@@ -16,6 +16,7 @@ pub const MAX_VOCAB_SIZE_DIFFERENCE: u64 = 128;
 /// Token texts are compared from this id on (the first ids are often special tokens that differ).
 pub const FIRST_CHECKED_TOKEN: usize = 5;
 
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Verdict {
@@ -35,6 +36,7 @@ impl std::fmt::Display for Verdict {
 }
 
 /// What a finding is about (programs decide on this, never on the message text).
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Topic {
@@ -44,6 +46,7 @@ pub enum Topic {
     Memory,
 }
 
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, Serialize)]
 pub struct Finding {
     pub level: Verdict,
@@ -52,6 +55,7 @@ pub struct Finding {
 }
 
 /// How much memory the pair needs at a context size, against what the machine has.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, Serialize)]
 pub struct MemoryFit {
     pub context: u64,
@@ -68,6 +72,7 @@ pub struct MemoryFit {
     pub gpu_budget: Option<u64>,
 }
 
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, Serialize)]
 pub struct Diagnosis {
     pub verdict: Verdict,

@@ -72,6 +72,7 @@ impl Error {
 
 /// An error as programs receive it (the worker protocol, the app's IPC): a stable `code`, the
 /// message, and what to do.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct ErrorInfo {
     pub code: String,

@@ -576,6 +576,7 @@ pub(crate) fn hex(bytes: &[u8]) -> String {
 }
 
 /// What the header says about a model, for people and for the doctor.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, Serialize)]
 pub struct ModelSummary {
     pub path: PathBuf,
@@ -597,6 +598,7 @@ pub struct ModelSummary {
     pub vocab: VocabSummary,
 }
 
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct VocabSummary {
     /// `tokenizer.ggml.model` as written in the file (`gpt2`, `llama`, …).

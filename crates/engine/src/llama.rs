@@ -40,6 +40,7 @@ pub fn backend() -> Result<&'static LlamaBackend> {
 }
 
 /// How many layers to offload to the GPU (Metal on macOS, CUDA when built with it).
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "lowercase")]
 pub enum GpuLayers {
@@ -71,6 +72,7 @@ impl std::str::FromStr for GpuLayers {
 }
 
 /// A model identity for reports: enough to tell whether two runs used the same file.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ModelId {
     pub path: PathBuf,

@@ -22,6 +22,7 @@ impl MemoryInfo {
     }
 }
 
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct MachineInfo {
     pub cpu: String,

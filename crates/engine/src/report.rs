@@ -5,6 +5,7 @@ use serde::{Deserialize, Serialize};
 use crate::llama::{ModelId, Token};
 use crate::machine::MachineInfo;
 
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Mode {
@@ -21,6 +22,7 @@ impl std::fmt::Display for Mode {
     }
 }
 
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum StopReason {
@@ -35,6 +37,7 @@ pub enum StopReason {
 }
 
 /// Where a generated token came from.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum TokenSource {
@@ -45,6 +48,7 @@ pub enum TokenSource {
 }
 
 /// The settings a run used.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Settings {
     /// Tokens to generate at most.
@@ -180,6 +184,7 @@ impl Settings {
     }
 }
 
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Report {
     pub mode: Mode,
@@ -241,6 +246,7 @@ pub struct Report {
 }
 
 /// What one strategy contributed to a run.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct StrategyStats {
     pub strategy: String,

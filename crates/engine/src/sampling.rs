@@ -13,6 +13,7 @@ use serde::{Deserialize, Serialize};
 use crate::llama::Token;
 
 /// How to turn logits into a distribution.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct SamplingParams {
     /// 0 means greedy (the argmax, no randomness).

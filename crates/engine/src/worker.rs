@@ -117,7 +117,9 @@ impl CancelFlags {
     }
 }
 
-/// Writes replies, one line each, flushed at once (the reader is waiting for them).
+/// Writes replies, one line each, flushed at once (the reader is waiting for them) except a round's
+/// `step` statistics, which travel with the next token: one pipe write and one wake-up of the app
+/// per token, not two (the app's threads share the cores with generation).
 pub struct Output<W: Write> {
     out: W,
 }
@@ -128,10 +130,11 @@ impl<W: Write> Output<W> {
     }
 
     pub fn send(&mut self, id: u64, reply: Reply) {
+        let flush = !matches!(reply, Reply::Event { event: Event::Step { .. } });
         let msg = Message { id, reply };
         // Serialising our own types cannot fail; a closed stdout means the app is gone: stop.
         let line = serde_json::to_string(&msg).expect("replies serialise");
-        if writeln!(self.out, "{line}").and_then(|()| self.out.flush()).is_err() {
+        if writeln!(self.out, "{line}").and_then(|()| if flush { self.out.flush() } else { Ok(()) }).is_err() {
             std::process::exit(0);
         }
     }

@@ -8,11 +8,18 @@ export interface Backend {
   cancel(): Promise<void>;
   historyList(): Promise<HistoryEntry[]>;
   historyGet(id: string): Promise<HistoryRun>;
-  /// Asks the user for a .gguf file; null when they cancel.
-  pickModel(title: string): Promise<string | null>;
+  /// Asks the user for a file (a .gguf model or an n-gram map); null when they cancel.
+  pickFile(title: string, kind: FileKind): Promise<string | null>;
   /// Calls back with the paths of files dropped on the window; returns a function that stops it.
   onFileDrop(handler: (paths: string[]) => void): Promise<() => void>;
 }
+
+export type FileKind = "model" | "ngram-map";
+
+const FILE_FILTERS: Record<FileKind, { name: string; extensions: string[] }[]> = {
+  model: [{ name: "GGUF model", extensions: ["gguf"] }],
+  "ngram-map": [{ name: "N-gram map (draftlab ngram build)", extensions: ["dlngram"] }, { name: "All files", extensions: ["*"] }],
+};
 
 /// Milliseconds from the engine producing a frame's first token to the page receiving it.
 export const tokenLatencies: number[] = [];
@@ -40,8 +47,8 @@ export async function tauriBackend(): Promise<Backend> {
     cancel: () => invoke<void>("cancel"),
     historyList: () => invoke<HistoryEntry[]>("history_list"),
     historyGet: (id) => invoke<HistoryRun>("history_get", { id }),
-    pickModel: async (title) => {
-      const picked = await open({ title, multiple: false, directory: false, filters: [{ name: "GGUF model", extensions: ["gguf"] }] });
+    pickFile: async (title, kind) => {
+      const picked = await open({ title, multiple: false, directory: false, filters: FILE_FILTERS[kind] });
       return typeof picked === "string" ? picked : null;
     },
     onFileDrop: async (handler) =>

@@ -1,7 +1,21 @@
 // A backend without Tauri: canned models and a simulated generation, for UI tests and for working
 // on the UI in a plain browser. It follows the same event order as the real one.
-import type { Backend } from "./backend";
-import type { Diagnosis, HistoryEntry, HistoryRun, LiveStats, Mode, Report, RunEvent, RunOutcome, RunRequest, TokenView } from "./types";
+import type { Backend, FileKind } from "./backend";
+import type { Diagnosis, HistoryEntry, MachineInfo, ModelSummary, HistoryRun, LiveStats, Mode, Report, RunEvent, RunOutcome, RunRequest, TokenView } from "./types";
+
+const MACHINE: MachineInfo = {
+  cpu: "fake CPU", arch: "aarch64", physical_cores: 8, logical_cores: 8, memory_total: 16e9, memory_available: 8e9,
+  os: "macOS", gpu_backend: "Metal",
+};
+
+function summary(path: string, n_params: number, quantization: string): ModelSummary {
+  return {
+    path, file_size: n_params / 2, gguf_version: 3, name: path, architecture: "qwen2", n_params, quantization,
+    context_length: 32768, n_layer: 28, n_embd: 1536, n_head: 12, n_head_kv: 2, kv_bytes_per_token: 28672,
+    n_tensors: 338, has_chat_template: true,
+    vocab: { tokenizer_model: "gpt2", vocab_type: "BPE", size: 151936, bos_id: 151643, eos_id: 151645, add_bos: false, add_eos: false, fingerprint: /smol/i.test(path) ? "smol" : "qwen" },
+  };
+}
 
 const WORDS = "def fib(n):\n    if n < 2:\n        return n\n    return fib(n - 1) + fib(n - 2)\n".match(/\s*\S+|\s+/g) ?? [];
 
@@ -28,9 +42,12 @@ export class FakeBackend implements Backend {
     return {
       verdict: incompatible ? "incompatible" : "ok",
       findings: incompatible ? [{ level: "incompatible", topic: "vocabulary", message: "token 5 differs" }] : [],
-      memory: { needed: 2e9, available: 8e9, total: 16e9, context: ctx },
-      target: { name: target, architecture: "qwen2", n_params: 1.5e9, quantization: "Q4_K_M" },
-      draft: draft ? { name: draft, architecture: "qwen2", n_params: 0.5e9, quantization: "Q8_0" } : null,
+      memory: {
+        context: ctx, target_weights: 1.5e9, target_kv: 1e8, draft_weights: draft ? 3e8 : 0, draft_kv: draft ? 5e7 : 0,
+        overhead: 5e7, needed: 2e9, available: 8e9, total: 16e9, gpu_budget: null,
+      },
+      target: summary(target, 1.5e9, "Q4_K_M"),
+      draft: draft ? summary(draft, 0.5e9, "Q8_0") : null,
     };
   }
 
@@ -40,7 +57,7 @@ export class FakeBackend implements Backend {
     const reports: Report[] = [];
     for (const mode of request.modes) {
       onEvent({ type: "loading", mode });
-      const model = { path: request.target, name: "fake", architecture: "qwen2", quantization: "Q4_K_M", n_params: 1, file_size: 1 };
+      const model = { path: request.target, name: "fake", architecture: "qwen2", quantization: "Q4_K_M", n_params: 1, file_size: 1, mtime: 0 };
       onEvent({ type: "loaded", mode, target: model, draft: null, load_ms: 5, warm: false });
       if (this.options.failMode === mode) {
         onEvent({ type: "failed", mode, error: { code: this.options.failCode ?? "worker_died", message: "the engine process stopped unexpectedly", hint: "A fresh engine starts with the next run." } });
@@ -78,6 +95,9 @@ export class FakeBackend implements Backend {
         draft_ms: 1, verify_ms: 2, stop_reason: this.cancelled ? "cancelled" : "max_tokens",
         text: tokens.map((t) => t.text).join(""), tokens: tokens.map((_, i) => i), sources: tokens.map((t) => t.source),
         by_strategy: [], notes: [], target: model, draft: null,
+        e2e_tokens_per_s: 90, tokens_per_pass: stats.steps ? tokens.length / stats.steps : 0, draft_decoded_tokens: 0,
+        drafted_by_position: [], accepted_by_position: [], draft_len_histogram: [], margins: tokens.map(() => 5),
+        settings: request.settings, machine: MACHINE, started_at: 1700000000,
       } satisfies Report;
       onEvent({ type: "done", mode, report });
       reports.push(report);
@@ -113,8 +133,8 @@ export class FakeBackend implements Backend {
     return r;
   }
 
-  async pickModel(): Promise<string | null> {
-    return "/models/picked.gguf";
+  async pickFile(_title: string, kind: FileKind): Promise<string | null> {
+    return kind === "model" ? "/models/picked.gguf" : "/maps/picked.dlngram";
   }
 
   async onFileDrop(handler: (paths: string[]) => void): Promise<() => void> {

@@ -86,7 +86,7 @@ describe("settings", () => {
     expect(settingsProblems(bad)).toEqual([
       "Temperature cannot be negative.",
       "top-p must be in (0, 1].",
-      "The n-gram map strategy needs a map file.",
+      "The n-gram map strategy needs a map file (draftlab ngram build).",
     ]);
   });
 });

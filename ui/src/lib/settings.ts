@@ -1,5 +1,5 @@
 // Defaults and presets of the Run view (the engine's defaults: report.rs `Settings::default`).
-import type { Settings } from "./types";
+import type { GpuLayers, Settings } from "./types";
 
 /// Threads 0 lets the engine use this machine's physical cores.
 export function defaultSettings(threads = 0): Settings {
@@ -32,6 +32,19 @@ export const PRESETS: { name: string; prompt: string }[] = [
   },
 ];
 
+/// GPU layers as the user types them: "all" (the default: every layer on Metal or CUDA), or a
+/// number (0 = CPU only), like llama.cpp's `-ngl`. Null when it is neither.
+export function parseGpuLayers(text: string): GpuLayers | null {
+  const t = text.trim().toLowerCase();
+  if (t === "" || t === "all") return "all";
+  if (!/^\d+$/.test(t)) return null;
+  return { count: Number(t) };
+}
+
+export function formatGpuLayers(g: GpuLayers): string {
+  return g === "all" ? "all" : String(g.count);
+}
+
 /// Problems with the settings the engine would refuse, said the way the UI shows them.
 export function settingsProblems(s: Settings): string[] {
   const out: string[] = [];
@@ -41,6 +54,11 @@ export function settingsProblems(s: Settings): string[] {
   if (!(s.n_ctx >= 16)) out.push("Context must be at least 16 tokens.");
   if (!(s.sampling.temperature >= 0)) out.push("Temperature cannot be negative.");
   if (!(s.sampling.top_p > 0 && s.sampling.top_p <= 1)) out.push("top-p must be in (0, 1].");
-  if (s.strategy === "ngram-map" && !s.ngram_map) out.push("The n-gram map strategy needs a map file.");
+  if (!(s.sampling.min_p >= 0 && s.sampling.min_p <= 1)) out.push("min-p must be between 0 and 1.");
+  if (!(Number.isInteger(s.sampling.top_k) && s.sampling.top_k >= 0)) out.push("top-k must be 0 (no limit) or more.");
+  if (!(s.lookup_min >= 1 && s.lookup_min <= s.lookup_max)) out.push("Lookup n-gram sizes: 1 ≤ min ≤ max.");
+  if (s.lookup_max > 8 && (s.strategy === "ngram-cache" || s.strategy === "auto")) out.push("The n-gram cache keeps n-grams of at most 8 tokens: lower the lookup max.");
+  if (s.lookup_max > s.n_ctx) out.push("Lookup max cannot exceed the context.");
+  if (s.strategy === "ngram-map" && !s.ngram_map) out.push("The n-gram map strategy needs a map file (draftlab ngram build).");
   return out;
 }

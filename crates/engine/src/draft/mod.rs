@@ -12,6 +12,7 @@ use crate::error::{Error, Result};
 use crate::llama::Token;
 
 /// The drafting strategy of a speculative run.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
 #[serde(rename_all = "kebab-case")]
 pub enum Strategy {

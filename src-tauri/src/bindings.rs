@@ -1,0 +1,64 @@
+//! TypeScript declarations of everything the UI sends and receives, generated from the Rust types
+//! into `ui/src/lib/bindings.ts`. `scripts/gen-types` rewrites that file; the test
+//! `typescript_bindings_are_fresh` fails when it no longer matches the Rust side.
+
+use draftlab_engine::{compare, doctor, draft, error, gguf, llama, machine, report, sampling};
+use ts_rs::{Config, TS};
+
+use crate::{history, run, AppInfo};
+
+/// Where the file lives, relative to the workspace root.
+pub const PATH: &str = "ui/src/lib/bindings.ts";
+
+const HEADER: &str =
+    "// Generated from the Rust types by `scripts/gen-types` (src-tauri/src/bindings.rs). Do not edit.\n\
+// 64-bit integers are `number`: serde_json writes them as plain JSON numbers.\n";
+
+/// The whole file.
+pub fn typescript() -> String {
+    // serde_json sends u64 as a JSON number, which JSON.parse turns into a number, never a bigint.
+    let cfg = Config::new().with_large_int("number");
+    let mut out = String::from(HEADER);
+    macro_rules! declare {
+        ($($t:ty),* $(,)?) => {
+            $(
+                out.push('\n');
+                out.push_str("export ");
+                out.push_str(&<$t as TS>::decl(&cfg));
+                out.push('\n');
+            )*
+        };
+    }
+    declare!(
+        report::Mode,
+        report::TokenSource,
+        report::StopReason,
+        draft::Strategy,
+        llama::GpuLayers,
+        sampling::SamplingParams,
+        report::Settings,
+        error::ErrorInfo,
+        llama::ModelId,
+        machine::MachineInfo,
+        report::StrategyStats,
+        report::Report,
+        compare::Divergence,
+        compare::Comparison,
+        doctor::Verdict,
+        doctor::Topic,
+        doctor::Finding,
+        doctor::MemoryFit,
+        gguf::VocabSummary,
+        gguf::ModelSummary,
+        doctor::Diagnosis,
+        run::RunRequest,
+        run::TokenView,
+        run::LiveStats,
+        run::RunEvent,
+        run::RunOutcome,
+        history::HistoryEntry,
+        history::HistoryRun,
+        AppInfo,
+    );
+    out
+}

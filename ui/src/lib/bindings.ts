@@ -1,0 +1,287 @@
+// Generated from the Rust types by `scripts/gen-types` (src-tauri/src/bindings.rs). Do not edit.
+// 64-bit integers are `number`: serde_json writes them as plain JSON numbers.
+
+export type Mode = "baseline" | "speculative";
+
+export type TokenSource = "target" | "draft";
+
+export type StopReason = "max_tokens" | "end_of_generation" | "context_full" | "cancelled";
+
+export type Strategy = "draft-model" | "prompt-lookup" | "ngram-cache" | "ngram-map" | "auto";
+
+export type GpuLayers = "all" | { "count": number };
+
+export type SamplingParams = { 
+/**
+ * 0 means greedy (the argmax, no randomness).
+ */
+temperature: number, 
+/**
+ * Keep the k most likely tokens (0: no limit).
+ */
+top_k: number, 
+/**
+ * Keep the smallest set of most likely tokens whose probability reaches top_p (1: no limit).
+ */
+top_p: number, 
+/**
+ * Drop tokens less likely than min_p × the most likely one (0: no limit).
+ */
+min_p: number, seed: number, };
+
+export type Settings = { 
+/**
+ * Tokens to generate at most.
+ */
+n_predict: number, 
+/**
+ * Tokens to draft per round at most.
+ */
+n_draft: number, 
+/**
+ * Stop drafting when the draft's top probability is below this.
+ */
+p_min: number, 
+/**
+ * Context size (tokens) of each model.
+ */
+n_ctx: number, 
+/**
+ * Largest batch of one decode call (prompt chunks).
+ */
+n_batch: number, 
+/**
+ * CPU threads per model.
+ */
+threads: number, 
+/**
+ * Skip the chat template.
+ */
+raw: boolean, gpu_layers: GpuLayers, 
+/**
+ * How speculative runs draft.
+ */
+strategy: Strategy, 
+/**
+ * Choose each round's draft length (up to `n_draft`) from observed acceptance and measured
+ * verify costs, instead of always drafting `n_draft`.
+ */
+adaptive: boolean, 
+/**
+ * Prompt lookup: the shortest and longest n-gram to match.
+ */
+lookup_min: number, lookup_max: number, 
+/**
+ * Temperature and filters; temperature 0 is greedy.
+ */
+sampling: SamplingParams, 
+/**
+ * The n-gram map file (`ngram-map` strategy; also used by `auto` when given).
+ */
+ngram_map: string | null, 
+/**
+ * Start the n-gram cache from what earlier runs learned (per vocabulary, in the app data
+ * folder) and save it when the run ends.
+ */
+keep_ngram_cache: boolean, };
+
+export type ErrorInfo = { code: string, message: string, hint: string, };
+
+export type ModelId = { path: string, name: string, architecture: string, quantization: string, n_params: number, file_size: number, 
+/**
+ * Seconds since the epoch of the file's last modification (with the size: a cheap identity).
+ */
+mtime: number, };
+
+export type MachineInfo = { cpu: string, arch: string, physical_cores: number, logical_cores: number, memory_total: number, memory_available: number, os: string, 
+/**
+ * Which llama.cpp backend this build offloads to.
+ */
+gpu_backend: string, };
+
+export type StrategyStats = { strategy: string, 
+/**
+ * Rounds in which it proposed the draft.
+ */
+rounds: number, drafted: number, accepted: number, };
+
+export type Report = { mode: Mode, 
+/**
+ * The drafting strategy (speculative runs).
+ */
+strategy: string | null, prompt_tokens: number, 
+/**
+ * Prompt processing on the target (and the draft, for speculative runs), in ms.
+ */
+prompt_ms: number, generated_tokens: number, 
+/**
+ * From the start of prompt processing to the last token, in ms.
+ */
+wall_ms: number, 
+/**
+ * After prompt processing, in ms.
+ */
+generation_ms: number, 
+/**
+ * Generation speed: tokens after the first (which comes from the prompt pass) ÷ generation time.
+ */
+tokens_per_s: number, 
+/**
+ * End to end: all generated tokens ÷ wall time (prompt included).
+ */
+e2e_tokens_per_s: number, 
+/**
+ * Target forward passes during generation (one per round).
+ */
+target_passes: number, drafted: number, accepted: number, 
+/**
+ * accepted ÷ drafted.
+ */
+acceptance_rate: number, 
+/**
+ * Accepted draft tokens per target pass.
+ */
+mean_accepted_len: number, 
+/**
+ * Generated tokens per target pass (1 for baseline).
+ */
+tokens_per_pass: number, 
+/**
+ * Time spent drafting, in ms.
+ */
+draft_ms: number, 
+/**
+ * Time spent in the target's verify passes, in ms.
+ */
+verify_ms: number, 
+/**
+ * Tokens the drafter's model decoded during generation (its cost in its own token steps).
+ */
+draft_decoded_tokens: number, 
+/**
+ * `drafted_by_position[i]`: rounds that drafted a token at position i.
+ */
+drafted_by_position: Array<number>, 
+/**
+ * `accepted_by_position[i]`: rounds whose token at position i was accepted.
+ */
+accepted_by_position: Array<number>, 
+/**
+ * How many rounds drafted exactly k tokens (index k).
+ */
+draft_len_histogram: Array<number>, 
+/**
+ * Drafted and accepted tokens per strategy that proposed them (one entry for single
+ * strategies; several for `auto`).
+ */
+by_strategy: Array<StrategyStats>, 
+/**
+ * Things the user should know about the run (e.g. a saved n-gram cache that was unusable).
+ */
+notes: Array<string>, stop_reason: StopReason, text: string, tokens: Array<number>, 
+/**
+ * The target's top-2 logit margin at each generated token (see `compare`).
+ */
+margins: Array<number>, sources: Array<TokenSource>, target: ModelId, draft: ModelId | null, settings: Settings, machine: MachineInfo, 
+/**
+ * Seconds since the Unix epoch when the run started.
+ */
+started_at: number, };
+
+export type Divergence = { 
+/**
+ * Index of the first differing generated token.
+ */
+position: number, baseline_token: number, speculative_token: number, 
+/**
+ * The target's top-2 margin there in the baseline run (one-token decoding).
+ */
+baseline_margin: number, 
+/**
+ * The same in the speculative run (batched verify).
+ */
+speculative_margin: number, 
+/**
+ * True when the divergence is explained by numerical noise (see [`NEAR_TIE_MARGIN`]).
+ */
+near_tie: boolean, 
+/**
+ * The text both runs agreed on before the divergence.
+ */
+common_text_len: number, };
+
+export type Comparison = { 
+/**
+ * Both runs produced the same tokens over `compared` positions.
+ */
+identical: boolean, compared: number, baseline_tokens: number, speculative_tokens: number, divergence: Divergence | null, 
+/**
+ * The runs sampled (temperature > 0): token-for-token equality is not expected.
+ */
+sampled_at: number | null, };
+
+export type Verdict = "ok" | "warning" | "incompatible";
+
+export type Topic = "vocabulary" | "size" | "context" | "memory";
+
+export type Finding = { level: Verdict, topic: Topic, message: string, };
+
+export type MemoryFit = { context: number, target_weights: number, target_kv: number, draft_weights: number, draft_kv: number, 
+/**
+ * Compute buffers and other overhead (an estimate).
+ */
+overhead: number, needed: number, available: number, total: number, 
+/**
+ * The most a GPU may use (Metal's working-set limit on Apple Silicon), when that binds.
+ */
+gpu_budget: number | null, };
+
+export type VocabSummary = { 
+/**
+ * `tokenizer.ggml.model` as written in the file (`gpt2`, `llama`, …).
+ */
+tokenizer_model: string, 
+/**
+ * llama.cpp's name for the vocabulary type (BPE, SPM, …).
+ */
+vocab_type: string, size: number, bos_id: number | null, eos_id: number | null, add_bos: boolean, add_eos: boolean, 
+/**
+ * First 8 bytes of the SHA-256 of all token texts: equal fingerprints, equal vocabularies.
+ */
+fingerprint: string, };
+
+export type ModelSummary = { path: string, file_size: number, gguf_version: number, name: string | null, architecture: string, n_params: number, quantization: string, context_length: number | null, n_layer: number | null, n_embd: number | null, n_head: number | null, n_head_kv: number | null, 
+/**
+ * Bytes of f16 KV cache per context token (all layers, K and V).
+ */
+kv_bytes_per_token: number | null, n_tensors: number, has_chat_template: boolean, vocab: VocabSummary, };
+
+export type Diagnosis = { verdict: Verdict, findings: Array<Finding>, memory: MemoryFit, target: ModelSummary, draft: ModelSummary | null, };
+
+export type RunRequest = { target: string, draft: string | null, prompt: string, 
+/**
+ * In order; `[baseline, speculative]` runs both and compares them.
+ */
+modes: Array<Mode>, settings: Settings, };
+
+export type TokenView = { text: string, source: TokenSource, step: number, strategy?: string, };
+
+export type LiveStats = { tokens: number, elapsed_ms: number, tokens_per_s: number, steps: number, drafted: number, accepted: number, acceptance_rate: number, mean_accepted_len: number, draft_ms: number, verify_ms: number, };
+
+export type RunEvent = { "type": "loading", mode: Mode, } | { "type": "loaded", mode: Mode, target: ModelId, draft: ModelId | null, load_ms: number, warm: boolean, } | { "type": "tokens", mode: Mode, tokens: Array<TokenView>, stats: LiveStats, first_token_at_ms: number, } | { "type": "done", mode: Mode, report: Report, } | { "type": "compared", comparison: Comparison, verdict: string, speedup: number, } | { "type": "failed", mode: Mode, error: ErrorInfo, };
+
+export type RunOutcome = { 
+/**
+ * The history entry the run was saved as (none when nothing finished).
+ */
+history_id: string | null, cancelled: boolean, };
+
+export type HistoryEntry = { id: string, saved_at: number, target: string, draft: string | null, prompt: string, modes: Array<Mode>, speedup: number | null, identical: boolean | null, tokens_per_s: Array<number>, };
+
+export type HistoryRun = { id: string, 
+/**
+ * Seconds since the Unix epoch.
+ */
+saved_at: number, request: RunRequest, reports: Array<Report>, comparison: Comparison | null, speedup: number | null, };
+
+export type AppInfo = { version: string, data_dir: string, machine: MachineInfo, };
