@@ -8,6 +8,7 @@ use std::sync::atomic::AtomicBool;
 use anyhow::Context as _;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use draftlab_engine::bench::{self, BenchOptions};
+use draftlab_engine::charts::{self, data::Results};
 use draftlab_engine::compare::compare;
 use draftlab_engine::doctor::{self, Verdict};
 use draftlab_engine::draft::ngram_map::{self, BuildOptions, BuildProgress};
@@ -19,6 +20,7 @@ use draftlab_engine::machine::MemoryInfo;
 use draftlab_engine::paths::write_atomically;
 use draftlab_engine::report::{Mode, Report, Settings, TokenSource};
 use draftlab_engine::sampling::SamplingParams;
+use draftlab_engine::sweep::{self, CellOutcome, SweepEvent, SweepSpec};
 use draftlab_engine::Error;
 
 #[derive(Parser)]
@@ -63,6 +65,31 @@ enum Command {
         /// Write the full results as JSON to this file.
         #[arg(long)]
         json: Option<PathBuf>,
+    },
+    /// Sweep targets × drafts × draft lengths × strategies. Each cell is a bench; every cell is
+    /// predicted first, then measured. Writes OUT/results.json after every cell (run the same
+    /// command again to resume), then the heat map, charts and a CSV.
+    Sweep(SweepArgs),
+    /// Draw a chart from a results file: `run --json` output, `bench --json`, or a sweep's
+    /// results.json. PNG (2× scale) or SVG, by the --out extension.
+    Chart {
+        results: PathBuf,
+        /// heatmap, draft-length, bars (sweeps); bars, timeline, positions, lengths (runs, benches).
+        #[arg(long)]
+        kind: String,
+        #[arg(long, short = 'o')]
+        out: PathBuf,
+        /// Width in CSS pixels (a PNG has twice as many).
+        #[arg(long, default_value_t = draftlab_engine::charts::WIDTH)]
+        width: u32,
+        #[arg(long, default_value_t = draftlab_engine::charts::HEIGHT)]
+        height: u32,
+    },
+    /// Export a results file (runs, bench or sweep) as CSV or JSON, by the --out extension.
+    Export {
+        results: PathBuf,
+        #[arg(long, short = 'o')]
+        out: PathBuf,
     },
     /// The engine worker: JSON lines on stdin/stdout (what the desktop app runs its jobs in).
     #[command(hide = true)]
@@ -119,15 +146,8 @@ struct ModelArgs {
     /// The draft model (.gguf): a small model with the same vocabulary.
     #[arg(long, short = 'd')]
     draft: Option<PathBuf>,
-    /// The prompt.
-    #[arg(long, short = 'p', conflicts_with = "prompt_file")]
-    prompt: Option<String>,
-    /// Read the prompt from a file.
-    #[arg(long, short = 'f')]
-    prompt_file: Option<PathBuf>,
-    /// Tokens to generate at most.
-    #[arg(short = 'n', long = "n-predict", default_value_t = 256)]
-    n_predict: usize,
+    #[command(flatten)]
+    prompt: PromptArgs,
     /// Tokens drafted per round: a number, or `adaptive` (up to 8; `adaptive:16` for another
     /// maximum) to choose each round's length from observed acceptance and measured verify costs.
     #[arg(long, default_value = "8")]
@@ -138,6 +158,16 @@ struct ModelArgs {
     /// each round by expected gain; best with --n-draft adaptive).
     #[arg(long, default_value = "draft")]
     strategy: String,
+    #[command(flatten)]
+    gen: GenArgs,
+}
+
+/// Generation settings shared by `run`, `bench` and `sweep`.
+#[derive(Args)]
+struct GenArgs {
+    /// Tokens to generate at most.
+    #[arg(short = 'n', long = "n-predict", default_value_t = 256)]
+    n_predict: usize,
     /// The n-gram map for `ngram-map` (and `auto`), built by `draftlab ngram build`.
     #[arg(long)]
     ngram_map: Option<PathBuf>,
@@ -183,6 +213,45 @@ struct ModelArgs {
 }
 
 #[derive(Args)]
+struct SweepArgs {
+    /// Target models (.gguf), comma-separated.
+    #[arg(long, value_delimiter = ',', required = true)]
+    targets: Vec<PathBuf>,
+    /// Draft models (.gguf), comma-separated (for the `draft` and `auto` strategies).
+    #[arg(long, value_delimiter = ',')]
+    drafts: Vec<PathBuf>,
+    /// Draft lengths, comma-separated.
+    #[arg(long = "n-draft", value_delimiter = ',', default_value = "2,4,8")]
+    n_drafts: Vec<usize>,
+    /// Strategies, comma-separated: draft, lookup, ngram-cache, ngram-map, auto.
+    #[arg(long, value_delimiter = ',', default_value = "draft")]
+    strategies: Vec<String>,
+    /// Counted baseline/speculative pairs per cell.
+    #[arg(long, default_value_t = 3)]
+    reps: usize,
+    /// Pairs run first in each cell and not counted.
+    #[arg(long, default_value_t = 1)]
+    warmup: usize,
+    /// The sweep's folder: results.json (resumable), charts, cells.csv.
+    #[arg(long, short = 'o')]
+    out: PathBuf,
+    #[command(flatten)]
+    prompt: PromptArgs,
+    #[command(flatten)]
+    gen: GenArgs,
+}
+
+#[derive(Args)]
+struct PromptArgs {
+    /// The prompt.
+    #[arg(long, short = 'p', conflicts_with = "prompt_file")]
+    prompt: Option<String>,
+    /// Read the prompt from a file.
+    #[arg(long, short = 'f')]
+    prompt_file: Option<PathBuf>,
+}
+
+#[derive(Args)]
 struct RunArgs {
     #[command(flatten)]
     model: ModelArgs,
@@ -194,14 +263,14 @@ struct RunArgs {
     json: bool,
 }
 
-impl ModelArgs {
-    fn settings(&self) -> Result<Settings, Error> {
-        let (n_draft, adaptive) = parse_n_draft(&self.n_draft)?;
+impl GenArgs {
+    /// The settings, with the draft length and strategy given apart (`sweep` varies them).
+    fn settings(&self, n_draft: usize, adaptive: bool, strategy: Strategy) -> Result<Settings, Error> {
         Ok(Settings {
             n_predict: self.n_predict,
             n_draft,
             adaptive,
-            strategy: self.strategy.parse()?,
+            strategy,
             lookup_min: self.lookup_min,
             lookup_max: self.lookup_max,
             sampling: SamplingParams {
@@ -221,8 +290,10 @@ impl ModelArgs {
             ..Settings::default()
         })
     }
+}
 
-    fn prompt(&self) -> anyhow::Result<String> {
+impl PromptArgs {
+    fn read(&self) -> anyhow::Result<String> {
         match (&self.prompt, &self.prompt_file) {
             (Some(p), _) => Ok(p.clone()),
             (None, Some(f)) => {
@@ -231,13 +302,20 @@ impl ModelArgs {
             (None, None) => anyhow::bail!("give a prompt with --prompt TEXT or --prompt-file FILE"),
         }
     }
+}
+
+impl ModelArgs {
+    fn settings(&self) -> Result<Settings, Error> {
+        let (n_draft, adaptive) = parse_n_draft(&self.n_draft)?;
+        self.gen.settings(n_draft, adaptive, self.strategy.parse()?)
+    }
 
     /// Validates everything that can be checked before loading, then loads the pair.
     fn load(&self, speculative: bool) -> anyhow::Result<(Pair, Vec<i32>, Settings)> {
         let settings = self.settings()?;
         settings.validate(if speculative { Mode::Speculative } else { Mode::Baseline })?;
         let needs_draft = speculative && settings.strategy == Strategy::DraftModel;
-        let prompt = self.prompt()?;
+        let prompt = self.prompt.read()?;
         if prompt.trim().is_empty() {
             return Err(Error::InvalidPrompt("the prompt is empty".into()).into());
         }
@@ -295,6 +373,9 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             ngram_build(model, out, inputs, BuildOptions { min_ngram, max_ngram, min_count, ..Default::default() })
         }
         Command::Ngram(NgramCommand::Info { file, json }) => ngram_info(file, json),
+        Command::Sweep(args) => sweep_cmd(args),
+        Command::Chart { results, kind, out, width, height } => chart_cmd(results, &kind, out, width, height),
+        Command::Export { results, out } => export_cmd(results, out),
         Command::Worker => {
             draftlab_engine::worker::serve_stdio();
             Ok(ExitCode::SUCCESS)
@@ -579,5 +660,114 @@ fn ngram_info(file: PathBuf, json: bool) -> anyhow::Result<ExitCode> {
         println!("n-grams     {} ({}..{} tokens)", h.entries, h.min_ngram, h.max_ngram);
         println!("learned     from {} tokens in {} source(s)", h.tokens, h.sources.len());
     }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn sweep_cmd(args: SweepArgs) -> anyhow::Result<ExitCode> {
+    let strategies = args.strategies.iter().map(|s| s.parse()).collect::<Result<Vec<Strategy>, Error>>()?;
+    let max_k = args.n_drafts.iter().copied().max().unwrap_or(1);
+    let spec = SweepSpec {
+        targets: args.targets.clone(),
+        drafts: args.drafts.clone(),
+        n_drafts: args.n_drafts.clone(),
+        strategies,
+        reps: args.reps,
+        warmup: args.warmup,
+        prompt: args.prompt.read()?,
+        settings: args.gen.settings(max_k, false, Strategy::DraftModel)?,
+    };
+    let total = spec.cells().len();
+    eprintln!(
+        "sweep: {} target(s) × {} draft(s) × {} length(s) × {} strateg(ies) = {total} cells, {} reps + {} warm-up each → {}",
+        spec.targets.len(),
+        spec.drafts.len(),
+        spec.n_drafts.len(),
+        spec.strategies.len(),
+        spec.reps,
+        spec.warmup,
+        args.out.display()
+    );
+    let cancel = AtomicBool::new(false);
+    let started = std::time::Instant::now();
+    let results = sweep::run(&spec, &args.out, &cancel, &mut |e| match e {
+        SweepEvent::Resumed { done } => eprintln!("resuming: {done} of {total} cells already done"),
+        SweepEvent::Loading { target, draft } => {
+            eprintln!("loading {target}{}", draft.map(|d| format!(" + {d}")).unwrap_or_default())
+        }
+        SweepEvent::Predicted { cells } => {
+            let parts: Vec<String> =
+                cells.iter().map(|(k, p)| format!("{} k={}: {p:.2}×", k.strategy.name(), k.n_draft)).collect();
+            eprintln!("  predicted: {}", parts.join(", "));
+        }
+        SweepEvent::Cell { label, .. } => eprintln!("  measuring {label}"),
+        SweepEvent::Progress { done, total, eta_s, record } => {
+            let what = match &record.outcome {
+                CellOutcome::Measured { speedup, acceptance_rate, .. } => format!(
+                    "{:.2}× ({:.2}–{:.2}), acceptance {:.0} %{}",
+                    speedup.median,
+                    speedup.min,
+                    speedup.max,
+                    100.0 * acceptance_rate,
+                    record.predicted_speedup.map(|p| format!(", predicted {p:.2}×")).unwrap_or_default()
+                ),
+                CellOutcome::Incompatible { reason } => format!("incompatible: {reason}"),
+                CellOutcome::TooBig { reason } => format!("not run: {reason}"),
+                CellOutcome::Failed { error } => format!("failed: {}", error.message),
+            };
+            eprintln!(
+                "[{done}/{total}] {}: {what} · {:.0} s elapsed, ETA {:.0} s",
+                spec.label(&record.key),
+                started.elapsed().as_secs_f64(),
+                eta_s
+            );
+        }
+        SweepEvent::Log { .. } => {}
+    })?;
+    for (kind, name) in [("heatmap", "heatmap"), ("draft-length", "draft-length"), ("bars", "best")] {
+        let chart = Results::Sweep(Box::new(results.clone())).chart(kind)?;
+        for ext in ["png", "svg"] {
+            charts::save(&chart, &args.out.join(format!("{name}.{ext}")), charts::WIDTH, charts::HEIGHT)?;
+        }
+    }
+    write_atomically(&args.out.join("cells.csv"), results.csv().as_bytes())?;
+    println!(
+        "sweep {} in {:.0} s: {}",
+        if results.complete { "complete" } else { "incomplete" },
+        started.elapsed().as_secs_f64(),
+        args.out.display()
+    );
+    for rec in results.recommendations() {
+        println!("best  {}", rec.advice);
+        if let Some(cmd) = rec.llama_cpp {
+            println!("      reproduce with llama.cpp: {cmd}");
+        }
+    }
+    println!("charts {}/heatmap.png, draft-length.png, best.png (and .svg); cells.csv", args.out.display());
+    Ok(ExitCode::SUCCESS)
+}
+
+fn chart_cmd(results: PathBuf, kind: &str, out: PathBuf, width: u32, height: u32) -> anyhow::Result<ExitCode> {
+    if !charts::Chart::KINDS.contains(&kind) {
+        return Err(Error::InvalidSettings(format!(
+            "--kind must be one of {}, not {kind:?}",
+            charts::Chart::KINDS.join(", ")
+        ))
+        .into());
+    }
+    let chart = Results::load(&results)?.chart(kind)?;
+    charts::save(&chart, &out, width, height)?;
+    println!("{}", out.display());
+    Ok(ExitCode::SUCCESS)
+}
+
+fn export_cmd(results: PathBuf, out: PathBuf) -> anyhow::Result<ExitCode> {
+    let r = Results::load(&results)?;
+    let bytes = match out.extension().and_then(|e| e.to_str()).map(str::to_ascii_lowercase).as_deref() {
+        Some("csv") => r.csv().into_bytes(),
+        Some("json") => r.json()?.into_bytes(),
+        _ => return Err(Error::InvalidSettings(format!("{}: export writes .csv or .json files", out.display())).into()),
+    };
+    write_atomically(&out, &bytes)?;
+    println!("{}", out.display());
     Ok(ExitCode::SUCCESS)
 }

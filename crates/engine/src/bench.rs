@@ -36,7 +36,8 @@ impl Default for BenchOptions {
 }
 
 /// Median, min and max of a sample.
-#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct Spread {
     pub median: f64,
     pub min: f64,

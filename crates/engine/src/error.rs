@@ -34,6 +34,12 @@ pub enum Error {
 
     #[error("llama.cpp failed: {0}")]
     Llama(String),
+
+    #[error("could not draw the chart: {0}")]
+    Chart(String),
+
+    #[error("{path}: not a usable results file: {reason}")]
+    InvalidResults { path: PathBuf, reason: String },
 }
 
 impl Error {
@@ -50,6 +56,8 @@ impl Error {
             Error::Load { .. } => "load_failed",
             Error::InvalidNgramMap { .. } => "invalid_ngram_map",
             Error::Llama(_) => "llama",
+            Error::Chart(_) => "chart_failed",
+            Error::InvalidResults { .. } => "invalid_results",
         }
     }
 
@@ -66,6 +74,8 @@ impl Error {
             Error::Load { .. } => "The file may use an architecture this llama.cpp does not know; update Draftlab or pick another model.",
             Error::InvalidNgramMap { .. } => "Build the map again with this target's tokenizer: `draftlab ngram build --model TARGET.gguf --out MAP INPUTS…`.",
             Error::Llama(_) => "Try a smaller context or batch; if it persists, report it with the model name.",
+            Error::Chart(_) => "Try another size; if it persists, report it with the results file.",
+            Error::InvalidResults { .. } => "Give a file written by `draftlab bench --json`, `draftlab run --json` or `draftlab sweep` (its results.json).",
         }
     }
 }

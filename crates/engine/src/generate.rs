@@ -289,6 +289,8 @@ struct Tally {
     drafted_by_position: Vec<u64>,
     accepted_by_position: Vec<u64>,
     draft_len_histogram: Vec<u64>,
+    accepted_len_histogram: Vec<u64>,
+    token_ms: Vec<f32>,
     by_strategy: Vec<StrategyStats>,
 }
 
@@ -320,6 +322,8 @@ impl Run<'_> {
             drafted_by_position: vec![0; s.n_draft],
             accepted_by_position: vec![0; s.n_draft],
             draft_len_histogram: vec![0; s.n_draft + 1],
+            accepted_len_histogram: vec![0; s.n_draft + 1],
+            token_ms: Vec::new(),
             by_strategy: drafters
                 .iter()
                 .map(|d| StrategyStats { strategy: d.name().to_string(), ..Default::default() })
@@ -352,6 +356,7 @@ impl Run<'_> {
 
         let mut stop =
             self.emit(&mut t, &mut utf8, &mut context, first, first_margin, (TokenSource::Target, None), 0, on_event);
+        t.token_ms.push(0.0);
         while stop.is_none() {
             if cancel.load(Ordering::Relaxed) {
                 stop = Some(StopReason::Cancelled);
@@ -411,6 +416,9 @@ impl Run<'_> {
             t.draft_ms += draft_ms;
             t.verify_ms += verify_ms;
             t.draft_len_histogram[draft.len()] += 1;
+            if !draft.is_empty() {
+                t.accepted_len_histogram[m] += 1;
+            }
             for i in 0..draft.len() {
                 t.drafted_by_position[i] += 1;
                 if i < m {
@@ -424,6 +432,8 @@ impl Run<'_> {
                     break;
                 }
             }
+            let known_at = ms(t_gen.elapsed()) as f32;
+            t.token_ms.resize(t.tokens.len(), known_at);
             last = *new_tokens.last().expect("a round yields at least one token");
             on_event(Event::Step {
                 step,
@@ -469,6 +479,8 @@ impl Run<'_> {
             drafted_by_position: t.drafted_by_position,
             accepted_by_position: t.accepted_by_position,
             draft_len_histogram: t.draft_len_histogram,
+            accepted_len_histogram: t.accepted_len_histogram,
+            token_ms: t.token_ms,
             by_strategy: t.by_strategy,
             notes,
             stop_reason: stop.unwrap_or(StopReason::MaxTokens),

@@ -23,7 +23,7 @@ impl MemoryInfo {
 }
 
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct MachineInfo {
     pub cpu: String,
     pub arch: String,

@@ -49,7 +49,7 @@ pub enum TokenSource {
 
 /// The settings a run used.
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Settings {
     /// Tokens to generate at most.
     pub n_predict: usize,
@@ -224,6 +224,12 @@ pub struct Report {
     pub accepted_by_position: Vec<u64>,
     /// How many rounds drafted exactly k tokens (index k).
     pub draft_len_histogram: Vec<u64>,
+    /// How many drafting rounds accepted exactly k tokens (index k).
+    #[serde(default)]
+    pub accepted_len_histogram: Vec<u64>,
+    /// When each generated token was known, in ms since generation started (after the prompt).
+    #[serde(default)]
+    pub token_ms: Vec<f32>,
     /// Drafted and accepted tokens per strategy that proposed them (one entry for single
     /// strategies; several for `auto`).
     #[serde(default)]

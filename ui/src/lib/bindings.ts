@@ -171,6 +171,14 @@ accepted_by_position: Array<number>,
  */
 draft_len_histogram: Array<number>, 
 /**
+ * How many drafting rounds accepted exactly k tokens (index k).
+ */
+accepted_len_histogram: Array<number>, 
+/**
+ * When each generated token was known, in ms since generation started (after the prompt).
+ */
+token_ms: Array<number>, 
+/**
  * Drafted and accepted tokens per strategy that proposed them (one entry for single
  * strategies; several for `auto`).
  */

@@ -96,7 +96,8 @@ export class FakeBackend implements Backend {
         text: tokens.map((t) => t.text).join(""), tokens: tokens.map((_, i) => i), sources: tokens.map((t) => t.source),
         by_strategy: [], notes: [], target: model, draft: null,
         e2e_tokens_per_s: 90, tokens_per_pass: stats.steps ? tokens.length / stats.steps : 0, draft_decoded_tokens: 0,
-        drafted_by_position: [], accepted_by_position: [], draft_len_histogram: [], margins: tokens.map(() => 5),
+        drafted_by_position: [], accepted_by_position: [], draft_len_histogram: [], accepted_len_histogram: [],
+        token_ms: tokens.map((_, i) => i * 10), margins: tokens.map(() => 5),
         settings: request.settings, machine: MACHINE, started_at: 1700000000,
       } satisfies Report;
       onEvent({ type: "done", mode, report });

@@ -1,0 +1,167 @@
+use super::*;
+
+fn spread(median: f64, min: f64, max: f64) -> Spread {
+    Spread { median, min, max }
+}
+
+fn heatmap(fast: f64) -> Chart {
+    Chart::Heatmap(HeatmapChart {
+        title: "Speedup by target and draft".into(),
+        rows: vec!["qwen2.5-coder-1.5b".into(), "qwen2.5-7b".into()],
+        cols: vec!["qwen2.5-coder-0.5b".into(), "SmolLM2-135M".into(), "lookup (no draft)".into()],
+        cells: vec![
+            vec![
+                HeatCell::Speedup { speedup: spread(fast, fast - 0.1, fast + 0.1), setting: "k=4".into() },
+                HeatCell::Incompatible,
+                HeatCell::Speedup { speedup: spread(0.8, 0.75, 0.85), setting: "k=2".into() },
+            ],
+            vec![HeatCell::Pending, HeatCell::TooBig, HeatCell::Failed],
+        ],
+    })
+}
+
+fn all_kinds() -> Vec<Chart> {
+    vec![
+        Chart::Bars(BarsChart {
+            title: "Tokens/s".into(),
+            groups: vec![BarGroup {
+                label: "qwen".into(),
+                baseline: spread(30.0, 28.0, 31.0),
+                speculative: spread(36.0, 33.0, 38.0),
+            }],
+        }),
+        Chart::Timeline(TimelineChart {
+            title: "Tokens/s over the run".into(),
+            series: vec![
+                Series { label: "baseline".into(), points: vec![(0.1, 28.0), (0.5, 30.0), (1.0, 31.0)] },
+                Series { label: "speculative".into(), points: vec![(0.1, 20.0), (0.4, 45.0), (0.8, 40.0)] },
+            ],
+        }),
+        Chart::Positions(PositionsChart {
+            title: "Acceptance by position".into(),
+            drafted: vec![40, 30, 20, 0],
+            accepted: vec![30, 15, 5, 0],
+        }),
+        Chart::Lengths(LengthsChart { title: "Accepted per round".into(), histogram: vec![10, 5, 3, 8] }),
+        heatmap(1.4),
+        Chart::DraftLength(DraftLengthChart {
+            title: "Speedup by draft length".into(),
+            series: vec![DraftLengthSeries {
+                label: "qwen + 0.5b".into(),
+                measured: vec![(2.0, 1.1), (4.0, 1.2), (8.0, 0.9)],
+                predicted: vec![(2.0, 1.15), (4.0, 1.25), (8.0, 1.0)],
+            }],
+        }),
+    ]
+}
+
+/// Decodes a PNG: (width, height, RGB(A) bytes, bytes per pixel).
+fn decode(bytes: &[u8]) -> (u32, u32, Vec<u8>, usize) {
+    let decoder = png::Decoder::new(std::io::Cursor::new(bytes));
+    let mut reader = decoder.read_info().expect("a PNG header");
+    let mut buf = vec![0; reader.output_buffer_size().expect("a buffer size")];
+    let info = reader.next_frame(&mut buf).expect("PNG data");
+    buf.truncate(info.buffer_size());
+    (info.width, info.height, buf, info.color_type.samples())
+}
+
+#[test]
+fn every_kind_draws_a_png_of_the_asked_size_that_is_not_blank() {
+    for chart in all_kinds() {
+        let bytes = png(&chart, 640, 360, 2).expect("png");
+        let (w, h, pixels, bpp) = decode(&bytes);
+        assert_eq!((w, h), (1280, 720), "{}", chart.kind());
+        let non_white = pixels.chunks(bpp).filter(|p| p[..3] != [255, 255, 255]).count();
+        let share = non_white as f64 / (w * h) as f64;
+        assert!(share > 0.01, "{}: only {:.3} % of the pixels are drawn", chart.kind(), 100.0 * share);
+        let colours: std::collections::HashSet<&[u8]> = pixels.chunks(bpp).collect();
+        assert!(colours.len() > 8, "{}: {} colours", chart.kind(), colours.len());
+    }
+}
+
+#[test]
+fn different_data_draws_different_pixels_and_the_same_data_the_same_bytes() {
+    let a = png(&heatmap(1.4), WIDTH, HEIGHT, 1).expect("png");
+    let b = png(&heatmap(0.6), WIDTH, HEIGHT, 1).expect("png");
+    assert_ne!(decode(&a).2, decode(&b).2);
+    assert_eq!(a, png(&heatmap(1.4), WIDTH, HEIGHT, 1).expect("png"));
+    for chart in all_kinds() {
+        assert_eq!(svg(&chart, WIDTH, HEIGHT).expect("svg"), svg(&chart, WIDTH, HEIGHT).expect("svg"));
+    }
+}
+
+#[test]
+fn svg_holds_the_labels_and_cell_values() {
+    let s = svg(&heatmap(1.4), WIDTH, HEIGHT).expect("svg");
+    assert!(s.starts_with("<svg"), "{}", &s[..80.min(s.len())]);
+    for text in [
+        "qwen2.5-coder-1.5b",
+        "SmolLM2-135M",
+        "lookup (no draft)",
+        "1.40×",
+        "0.80×",
+        "incompatible",
+        "too big",
+        "speedup",
+    ] {
+        assert!(s.contains(text), "the heat map SVG lacks {text:?}");
+    }
+    let bars = svg(&all_kinds()[0], WIDTH, HEIGHT).expect("svg");
+    for text in ["tokens/s", "baseline (target alone)", "speculative", "1.20×"] {
+        assert!(bars.contains(text), "the bars SVG lacks {text:?}");
+    }
+    let dl = svg(&all_kinds()[5], WIDTH, HEIGHT).expect("svg");
+    for text in ["draft length (tokens)", "qwen + 0.5b measured", "qwen + 0.5b predicted"] {
+        assert!(dl.contains(text), "the draft-length SVG lacks {text:?}");
+    }
+}
+
+#[test]
+fn empty_data_draws_a_message_and_bad_sizes_are_refused() {
+    let empty = Chart::Bars(BarsChart { title: "Tokens/s".into(), groups: vec![] });
+    assert!(svg(&empty, WIDTH, HEIGHT).expect("svg").contains("no runs yet"));
+    let empty = Chart::Positions(PositionsChart { title: "p".into(), drafted: vec![0, 0], accepted: vec![0, 0] });
+    assert!(svg(&empty, WIDTH, HEIGHT).expect("svg").contains("nothing drafted"));
+    assert_eq!(svg(&heatmap(1.0), 10, 10).unwrap_err().code(), "invalid_settings");
+    assert_eq!(png(&heatmap(1.0), WIDTH, HEIGHT, 9).unwrap_err().code(), "invalid_settings");
+}
+
+#[test]
+fn speedup_colours_are_red_below_one_and_green_above() {
+    let one = draw::speedup_color(1.0);
+    assert_eq!((one.0, one.1, one.2), (247, 247, 247));
+    let slow = draw::speedup_color(0.5);
+    assert!(slow.0 > 200 && slow.1 < 80, "{slow:?}");
+    let fast = draw::speedup_color(2.0);
+    assert!(fast.1 > 140 && fast.0 < 60, "{fast:?}");
+    // Beyond ½× and 2× the colour saturates.
+    assert_eq!(draw::speedup_color(0.1), slow);
+}
+
+#[test]
+fn charts_round_trip_through_json() {
+    for chart in all_kinds() {
+        let json = serde_json::to_string(&chart).expect("serialise");
+        assert!(json.contains(&format!("\"kind\":\"{}\"", chart.kind())));
+        assert_eq!(serde_json::from_str::<Chart>(&json).expect("parse"), chart);
+    }
+}
+
+#[test]
+fn timeline_rates_come_from_token_times() {
+    // One token every 50 ms: 20 tokens/s at every point.
+    let times: Vec<f32> = (0..20).map(|i| i as f32 * 50.0).collect();
+    let points = data::rate_points(&times, 4);
+    assert_eq!(points.len(), 16);
+    assert!(points.iter().all(|&(_, r)| (r - 20.0).abs() < 1e-9), "{points:?}");
+    assert!((points[0].0 - 0.2).abs() < 1e-9);
+}
+
+/// Writes every kind as PNG to $DRAFTLAB_CHART_SAMPLES (to look at them); does nothing otherwise.
+#[test]
+fn write_samples_when_asked() {
+    let Some(dir) = std::env::var_os("DRAFTLAB_CHART_SAMPLES") else { return };
+    for chart in all_kinds() {
+        save(&chart, &std::path::Path::new(&dir).join(format!("{}.png", chart.kind())), WIDTH, HEIGHT).expect("save");
+    }
+}

@@ -1,0 +1,850 @@
+//! Sweeps: targets × drafts × draft lengths × strategies. Each cell is a bench (warm-up, then
+//! repetitions alternating baseline and speculative; medians and spread). Before measuring, every
+//! cell's speedup is *predicted* from the measured step costs and a short probe run; afterwards
+//! the results show predicted next to measured.
+//!
+//! Results are written after every cell (temp file + rename) to `<out>/results.json`, so a sweep
+//! that was killed or quit resumes where it stopped: cells already in the file are not run again.
+//! Pairs the doctor refuses (another vocabulary, too big for memory) are recorded as such, not run.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Instant;
+
+use serde::{Deserialize, Serialize};
+
+use crate::bench::{self, expected_accepted, fit_alpha, BenchOptions, Costs, Spread};
+use crate::charts::data::csv_field;
+use crate::charts::{BarGroup, Chart, DraftLengthChart, DraftLengthSeries, HeatCell, HeatmapChart};
+use crate::draft::Strategy;
+use crate::error::{Error, ErrorInfo, Result};
+use crate::generate::Pair;
+use crate::machine::MachineInfo;
+use crate::report::{Mode, Report, Settings};
+
+/// The results file format; a file of another version is refused with a clear error.
+pub const VERSION: u32 = 1;
+/// The results file inside a sweep's folder.
+pub const RESULTS_FILE: &str = "results.json";
+/// Tokens of the probe run that estimates acceptance before a pair is measured.
+const PROBE_TOKENS: usize = 48;
+
+/// What to sweep.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+pub struct SweepSpec {
+    pub targets: Vec<PathBuf>,
+    /// Draft models (used by the `draft-model` and `auto` strategies).
+    pub drafts: Vec<PathBuf>,
+    /// Fixed draft lengths to try.
+    pub n_drafts: Vec<usize>,
+    pub strategies: Vec<Strategy>,
+    pub reps: usize,
+    pub warmup: usize,
+    pub prompt: String,
+    /// Everything else (tokens to generate, context, threads, sampling, …); `n_draft`,
+    /// `strategy` and `adaptive` are set per cell.
+    pub settings: Settings,
+}
+
+/// One cell of the grid: indices into the spec's lists.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+pub struct CellKey {
+    pub target: usize,
+    /// None for strategies that need no draft model.
+    pub draft: Option<usize>,
+    pub strategy: Strategy,
+    pub n_draft: usize,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[serde(tag = "state", rename_all = "snake_case")]
+pub enum CellOutcome {
+    Measured {
+        /// Tokens/s.
+        baseline: Spread,
+        speculative: Spread,
+        /// Speculative ÷ baseline, per alternating repetition.
+        speedup: Spread,
+        acceptance_rate: f64,
+        mean_accepted_len: f64,
+        /// Greedy output identical to the target alone (or explained by a near tie).
+        identical: bool,
+    },
+    /// The doctor refused the pair (vocabulary): not run.
+    Incompatible {
+        reason: String,
+    },
+    /// The pair does not fit in memory: not run.
+    TooBig {
+        reason: String,
+    },
+    Failed {
+        error: ErrorInfo,
+    },
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+pub struct CellRecord {
+    pub key: CellKey,
+    pub outcome: CellOutcome,
+    /// Predicted before measuring (none when the pair was not run).
+    pub predicted_speedup: Option<f64>,
+    /// Wall time the cell took, loading excluded.
+    pub seconds: f64,
+}
+
+/// The best setting found for one target.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+pub struct Recommendation {
+    pub target: String,
+    /// None when nothing beat the target alone.
+    pub best: Option<CellKey>,
+    pub speedup: Option<f64>,
+    /// What to do, for people.
+    pub advice: String,
+    /// The same setting with llama.cpp's own tools, when it has one.
+    pub llama_cpp: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+pub struct SweepResults {
+    pub version: u32,
+    pub spec: SweepSpec,
+    pub machine: MachineInfo,
+    /// Seconds since the Unix epoch.
+    pub started_at: u64,
+    pub updated_at: u64,
+    /// Cells measured (or refused) so far, in the order they finished.
+    pub cells: Vec<CellRecord>,
+    /// Predictions made before measuring, for every cell of a pair that loaded.
+    #[serde(default)]
+    pub predictions: Vec<(CellKey, f64)>,
+    pub complete: bool,
+}
+
+/// What a running sweep reports.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum SweepEvent {
+    /// Resumed from a results file: these cells are done already.
+    Resumed { done: usize },
+    /// Loading a pair.
+    Loading { target: String, draft: Option<String> },
+    /// Predicted speedups of the cells about to be measured.
+    Predicted { cells: Vec<(CellKey, f64)> },
+    /// A cell starts.
+    Cell { key: CellKey, label: String },
+    /// A cell finished; `eta_s`: the estimated seconds left.
+    Progress { done: usize, total: usize, eta_s: f64, record: CellRecord },
+    /// A line for logs.
+    Log { message: String },
+}
+
+impl SweepSpec {
+    pub fn validate(&self) -> Result<()> {
+        let bad = |m: &str| Err(Error::InvalidSettings(m.to_string()));
+        if self.targets.is_empty() {
+            return bad("a sweep needs at least one target (--targets)");
+        }
+        if self.strategies.is_empty() {
+            return bad("a sweep needs at least one strategy (--strategies)");
+        }
+        if self.n_drafts.is_empty() || self.n_drafts.iter().any(|&k| k == 0 || k > crate::report::MAX_DRAFT) {
+            return bad("draft lengths (--n-draft) must be 1 to 128");
+        }
+        if self.reps == 0 {
+            return bad("--reps must be at least 1");
+        }
+        if self.drafts.is_empty() && self.strategies.contains(&Strategy::DraftModel) {
+            return bad("the draft-model strategy needs at least one draft (--drafts)");
+        }
+        if self.strategies.contains(&Strategy::NgramMap) && self.settings.ngram_map.is_none() {
+            return bad("the ngram-map strategy needs --ngram-map FILE");
+        }
+        let mut s = self.settings.clone();
+        s.n_draft = self.n_drafts.iter().copied().max().unwrap_or(1);
+        s.validate(Mode::Speculative)
+    }
+
+    /// Every cell, in the order they run: by target, then draft (draftless strategies first), then
+    /// strategy and draft length.
+    pub fn cells(&self) -> Vec<CellKey> {
+        let mut out = Vec::new();
+        for t in 0..self.targets.len() {
+            for draft in std::iter::once(None).chain((0..self.drafts.len()).map(Some)) {
+                for &strategy in &self.strategies {
+                    // `auto` without a draft would be the n-gram strategies again.
+                    if strategy.uses_draft_model() != draft.is_some() {
+                        continue;
+                    }
+                    for &n_draft in &self.n_drafts {
+                        out.push(CellKey { target: t, draft, strategy, n_draft });
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    /// The settings of one cell.
+    pub fn cell_settings(&self, key: &CellKey) -> Settings {
+        let mut s = self.settings.clone();
+        s.strategy = key.strategy;
+        s.n_draft = key.n_draft;
+        s.adaptive = false;
+        s
+    }
+
+    pub fn label(&self, key: &CellKey) -> String {
+        format!(
+            "{} + {} · {} k={}",
+            file_label(&self.targets[key.target]),
+            key.draft.map_or_else(|| "no draft".to_string(), |d| file_label(&self.drafts[d])),
+            key.strategy.name(),
+            key.n_draft
+        )
+    }
+}
+
+/// A short name for a model file: its file name without `.gguf`.
+pub fn file_label(p: &Path) -> String {
+    let name = p.file_name().map_or_else(|| p.display().to_string(), |n| n.to_string_lossy().into_owned());
+    name.strip_suffix(".gguf").map(str::to_string).unwrap_or(name)
+}
+
+impl SweepResults {
+    fn new(spec: SweepSpec) -> Self {
+        let now = crate::paths::now_secs();
+        SweepResults {
+            version: VERSION,
+            spec,
+            machine: MachineInfo::now(),
+            started_at: now,
+            updated_at: now,
+            cells: Vec::new(),
+            predictions: Vec::new(),
+            complete: false,
+        }
+    }
+
+    /// Reads a results file, refusing other versions and files that are not sweep results.
+    pub fn load(path: &Path) -> Result<SweepResults> {
+        let bad = |reason: String| Error::InvalidResults { path: path.to_path_buf(), reason };
+        let text = std::fs::read_to_string(path).map_err(|e| match e.kind() {
+            std::io::ErrorKind::NotFound => Error::NotFound { path: path.to_path_buf() },
+            _ => bad(format!("cannot read it: {e}")),
+        })?;
+        let value: serde_json::Value = serde_json::from_str(&text).map_err(|e| bad(format!("not JSON ({e})")))?;
+        match value.get("version").and_then(serde_json::Value::as_u64) {
+            Some(v) if v == u64::from(VERSION) => {}
+            Some(v) => return Err(bad(format!("written by another Draftlab (format {v}, this one reads {VERSION})"))),
+            None => return Err(bad("not sweep results (no format version)".into())),
+        }
+        serde_json::from_value(value).map_err(|e| bad(format!("sweep results that do not parse: {e}")))
+    }
+
+    pub fn save(&self, path: &Path) -> Result<()> {
+        let bytes = serde_json::to_vec_pretty(self).map_err(|e| Error::Chart(e.to_string()))?;
+        crate::paths::write_atomically(path, &bytes)
+    }
+
+    pub fn record(&self, key: &CellKey) -> Option<&CellRecord> {
+        self.cells.iter().find(|c| c.key == *key)
+    }
+
+    pub fn predicted(&self, key: &CellKey) -> Option<f64> {
+        self.predictions.iter().find(|(k, _)| k == key).map(|(_, p)| *p)
+    }
+
+    /// Heat map columns: one per draft, then one per draftless strategy.
+    fn columns(&self) -> Vec<(Option<usize>, Option<Strategy>)> {
+        let spec = &self.spec;
+        let mut cols: Vec<(Option<usize>, Option<Strategy>)> = Vec::new();
+        if spec.strategies.iter().any(|s| s.uses_draft_model()) {
+            cols.extend((0..spec.drafts.len()).map(|d| (Some(d), None)));
+        }
+        cols.extend(spec.strategies.iter().filter(|s| !s.uses_draft_model()).map(|&s| (None, Some(s))));
+        cols
+    }
+
+    /// The heat map: targets × drafts (and draftless strategies), the best speedup of each.
+    pub fn heatmap(&self) -> Chart {
+        let spec = &self.spec;
+        let cols = self.columns();
+        let cells = (0..spec.targets.len())
+            .map(|t| {
+                cols.iter()
+                    .map(|&(draft, strategy)| {
+                        let in_cell: Vec<CellKey> = spec
+                            .cells()
+                            .into_iter()
+                            .filter(|k| k.target == t && k.draft == draft && strategy.is_none_or(|s| s == k.strategy))
+                            .collect();
+                        self.heat_cell(&in_cell)
+                    })
+                    .collect()
+            })
+            .collect();
+        Chart::Heatmap(HeatmapChart {
+            title: format!("Speedup by target and draft ({} reps per cell)", spec.reps),
+            rows: spec.targets.iter().map(|p| file_label(p)).collect(),
+            cols: cols
+                .iter()
+                .map(|&(d, s)| match (d, s) {
+                    (Some(d), _) => file_label(&spec.drafts[d]),
+                    (None, Some(s)) => format!("{} (no draft)", s.name()),
+                    (None, None) => String::new(),
+                })
+                .collect(),
+            cells,
+        })
+    }
+
+    fn heat_cell(&self, keys: &[CellKey]) -> HeatCell {
+        let records: Vec<&CellRecord> = keys.iter().filter_map(|k| self.record(k)).collect();
+        let best = records
+            .iter()
+            .filter_map(|r| match &r.outcome {
+                CellOutcome::Measured { speedup, .. } => Some((r.key, *speedup)),
+                _ => None,
+            })
+            .max_by(|a, b| a.1.median.total_cmp(&b.1.median));
+        if let Some((key, speedup)) = best {
+            let draftless = key.draft.is_none();
+            let setting = if draftless || self.spec.strategies.len() == 1 {
+                format!("k={}", key.n_draft)
+            } else {
+                format!("{} k={}", key.strategy.name(), key.n_draft)
+            };
+            return HeatCell::Speedup { speedup, setting };
+        }
+        match records.first().map(|r| &r.outcome) {
+            Some(CellOutcome::Incompatible { .. }) => HeatCell::Incompatible,
+            Some(CellOutcome::TooBig { .. }) => HeatCell::TooBig,
+            Some(CellOutcome::Failed { .. }) => HeatCell::Failed,
+            _ => HeatCell::Pending,
+        }
+    }
+
+    /// Speedup against draft length for each (target, draft, strategy), measured and predicted.
+    pub fn draft_length_chart(&self) -> Chart {
+        let spec = &self.spec;
+        let mut series = Vec::new();
+        let mut seen: Vec<(usize, Option<usize>, Strategy)> = Vec::new();
+        for key in spec.cells() {
+            let id = (key.target, key.draft, key.strategy);
+            if seen.contains(&id) {
+                continue;
+            }
+            seen.push(id);
+            let keys: Vec<CellKey> =
+                spec.cells().into_iter().filter(|k| (k.target, k.draft, k.strategy) == id).collect();
+            let measured: Vec<(f64, f64)> = keys
+                .iter()
+                .filter_map(|k| match self.record(k).map(|r| &r.outcome) {
+                    Some(CellOutcome::Measured { speedup, .. }) => Some((k.n_draft as f64, speedup.median)),
+                    _ => None,
+                })
+                .collect();
+            let predicted: Vec<(f64, f64)> =
+                keys.iter().filter_map(|k| self.predicted(k).map(|p| (k.n_draft as f64, p))).collect();
+            if measured.is_empty() && predicted.is_empty() {
+                continue;
+            }
+            let label = format!(
+                "{} + {} {}",
+                file_label(&spec.targets[key.target]),
+                key.draft.map_or_else(|| "-".to_string(), |d| file_label(&spec.drafts[d])),
+                key.strategy.name()
+            );
+            series.push(DraftLengthSeries { label, measured, predicted });
+        }
+        Chart::DraftLength(DraftLengthChart { title: "Speedup by draft length: measured and predicted".into(), series })
+    }
+
+    /// Baseline and speculative tokens/s of the best cell of each target.
+    pub fn bars(&self) -> Chart {
+        let groups = self
+            .recommendations()
+            .into_iter()
+            .filter_map(|rec| {
+                let key = rec.best.or_else(|| self.best_cell(&rec.target))?;
+                match &self.record(&key)?.outcome {
+                    CellOutcome::Measured { baseline, speculative, .. } => Some(BarGroup {
+                        label: format!("{} ({} k={})", rec.target, key.strategy.name(), key.n_draft),
+                        baseline: *baseline,
+                        speculative: *speculative,
+                    }),
+                    _ => None,
+                }
+            })
+            .collect();
+        crate::charts::data::bars("Best setting per target: tokens/s", groups)
+    }
+
+    fn best_cell(&self, target_label: &str) -> Option<CellKey> {
+        self.measured()
+            .filter(|(k, _)| file_label(&self.spec.targets[k.target]) == target_label)
+            .max_by(|a, b| a.1.median.total_cmp(&b.1.median))
+            .map(|(k, _)| k)
+    }
+
+    fn measured(&self) -> impl Iterator<Item = (CellKey, Spread)> + '_ {
+        self.cells.iter().filter_map(|c| match &c.outcome {
+            CellOutcome::Measured { speedup, identical: true, .. } => Some((c.key, *speedup)),
+            _ => None,
+        })
+    }
+
+    /// The best setting per target (only settings whose output matched the target alone count).
+    pub fn recommendations(&self) -> Vec<Recommendation> {
+        let spec = &self.spec;
+        (0..spec.targets.len())
+            .map(|t| {
+                let target = file_label(&spec.targets[t]);
+                let best =
+                    self.measured().filter(|(k, _)| k.target == t).max_by(|a, b| a.1.median.total_cmp(&b.1.median));
+                match best {
+                    Some((key, speedup)) if speedup.median > 1.0 => Recommendation {
+                        advice: format!(
+                            "{} with {} (k={}): {:.2}× (runs {:.2}–{:.2}×)",
+                            target,
+                            key.draft.map_or_else(
+                                || key.strategy.name().to_string(),
+                                |d| format!("draft {} ({})", file_label(&spec.drafts[d]), key.strategy.name())
+                            ),
+                            key.n_draft,
+                            speedup.median,
+                            speedup.min,
+                            speedup.max
+                        ),
+                        llama_cpp: llama_cpp_command(spec, &key),
+                        target,
+                        best: Some(key),
+                        speedup: Some(speedup.median),
+                    },
+                    Some((_, speedup)) => Recommendation {
+                        advice: format!(
+                            "{target}: no setting beat the target alone (best {:.2}×): run it without speculation",
+                            speedup.median
+                        ),
+                        target,
+                        best: None,
+                        speedup: Some(speedup.median),
+                        llama_cpp: None,
+                    },
+                    None => Recommendation {
+                        advice: format!("{target}: nothing measured"),
+                        target,
+                        best: None,
+                        speedup: None,
+                        llama_cpp: None,
+                    },
+                }
+            })
+            .collect()
+    }
+
+    /// One line per cell, with a header: for spreadsheets.
+    pub fn csv(&self) -> String {
+        let mut out = String::from(
+            "target,draft,strategy,n_draft,state,baseline_tps,speculative_tps,speedup_median,speedup_min,speedup_max,predicted_speedup,acceptance_rate,mean_accepted_len,identical,seconds,note\n",
+        );
+        for c in &self.cells {
+            let k = &c.key;
+            let draft = k.draft.map_or_else(String::new, |d| file_label(&self.spec.drafts[d]));
+            let predicted = c.predicted_speedup.map_or_else(String::new, |p| format!("{p:.4}"));
+            let row = match &c.outcome {
+                CellOutcome::Measured {
+                    baseline,
+                    speculative,
+                    speedup,
+                    acceptance_rate,
+                    mean_accepted_len,
+                    identical,
+                } => {
+                    format!(
+                        "measured,{:.3},{:.3},{:.4},{:.4},{:.4},{predicted},{:.4},{:.4},{identical},{:.1},",
+                        baseline.median,
+                        speculative.median,
+                        speedup.median,
+                        speedup.min,
+                        speedup.max,
+                        acceptance_rate,
+                        mean_accepted_len,
+                        c.seconds
+                    )
+                }
+                CellOutcome::Incompatible { reason } => format!("incompatible,,,,,,,,,,,{}", csv_field(reason)),
+                CellOutcome::TooBig { reason } => format!("too_big,,,,,,,,,,,{}", csv_field(reason)),
+                CellOutcome::Failed { error } => format!("failed,,,,,,,,,,,{}", csv_field(&error.message)),
+            };
+            out.push_str(&format!(
+                "{},{},{},{},{row}\n",
+                csv_field(&file_label(&self.spec.targets[k.target])),
+                csv_field(&draft),
+                k.strategy.name(),
+                k.n_draft
+            ));
+        }
+        out
+    }
+}
+
+/// The setting as a llama.cpp command line (llama-server for a draft model, llama-lookup for
+/// n-gram drafting); none for `auto`, which llama.cpp has no equivalent of.
+pub fn llama_cpp_command(spec: &SweepSpec, key: &CellKey) -> Option<String> {
+    let s = &spec.settings;
+    let target = spec.targets[key.target].display();
+    let ngl = match s.gpu_layers {
+        crate::llama::GpuLayers::All => "99".to_string(),
+        crate::llama::GpuLayers::Count(n) => n.to_string(),
+    };
+    match key.strategy {
+        Strategy::DraftModel => {
+            let draft = spec.drafts[key.draft?].display();
+            Some(format!(
+                "llama-server -m {target} -md {draft} -ngl {ngl} -ngld {ngl} -c {} --draft-max {} --draft-min 0 --draft-p-min {}",
+                s.n_ctx, key.n_draft, s.p_min
+            ))
+        }
+        Strategy::PromptLookup => Some(format!(
+            "llama-lookup -m {target} -ngl {ngl} -c {} --draft {} -p \"…\"",
+            s.n_ctx, key.n_draft
+        )),
+        Strategy::NgramCache => Some(format!(
+            "llama-lookup -m {target} -ngl {ngl} -c {} --draft {} -lcd ngram-cache.bin -p \"…\"",
+            s.n_ctx, key.n_draft
+        )),
+        Strategy::NgramMap => Some(format!(
+            "llama-lookup-create -m {target} -f CORPUS.txt -lcs ngram-static.bin && llama-lookup -m {target} -ngl {ngl} -c {} --draft {} -lcs ngram-static.bin -p \"…\"",
+            s.n_ctx, key.n_draft
+        )),
+        Strategy::Auto => None,
+    }
+}
+
+/// The predicted speedup of drafting `k` tokens per round, from a probe run's acceptance and the
+/// measured costs: Leviathan's expected tokens per round, against the measured verify cost of a
+/// batch of k + 1 (not a flat cost), for the share of rounds that drafted at all.
+pub fn predict_cell(costs: &Costs, probe: &Report, k: usize, model_drafts: bool) -> f64 {
+    let rounds = probe.target_passes.max(1) as f64;
+    let drafting_rounds = probe.draft_len_histogram.iter().skip(1).sum::<u64>() as f64;
+    let f = (drafting_rounds / rounds).clamp(0.0, 1.0);
+    let alpha = fit_alpha(&probe.draft_len_histogram, probe.accepted);
+    // Draft-model tokens decoded per drafted token (1 for a plain draft model; less in `auto`,
+    // where n-gram drafts cost nothing).
+    let decode_share = if model_drafts && probe.drafted > 0 {
+        (probe.draft_decoded_tokens as f64 / probe.drafted as f64).min(1.5)
+    } else {
+        0.0
+    };
+    let v1 = costs.verify(1);
+    let tokens = f * (1.0 + expected_accepted(alpha, k)) + (1.0 - f);
+    let cost = f * (k as f64 * decode_share * costs.draft_token_ms + costs.verify(k + 1)) + (1.0 - f) * v1;
+    if cost > 0.0 {
+        tokens * v1 / cost
+    } else {
+        0.0
+    }
+}
+
+/// Runs (or resumes) a sweep, writing `<out>/results.json` after every cell. Returns the results;
+/// when cancelled, the cells finished so far are kept and `complete` is false.
+pub fn run(
+    spec: &SweepSpec,
+    out: &Path,
+    cancel: &AtomicBool,
+    on_event: &mut dyn FnMut(SweepEvent),
+) -> Result<SweepResults> {
+    spec.validate()?;
+    for p in spec.targets.iter().chain(&spec.drafts) {
+        if !p.is_file() {
+            return Err(Error::NotFound { path: p.clone() });
+        }
+    }
+    let path = out.join(RESULTS_FILE);
+    let mut results = if path.exists() {
+        let r = SweepResults::load(&path)?;
+        if r.spec != *spec {
+            return Err(Error::InvalidSettings(format!(
+                "{} holds another sweep (different models or settings): choose another --out folder, or delete it to start over",
+                out.display()
+            )));
+        }
+        on_event(SweepEvent::Resumed { done: r.cells.len() });
+        r
+    } else {
+        SweepResults::new(spec.clone())
+    };
+    results.complete = false;
+    let all = spec.cells();
+    let total = all.len();
+    // Groups of cells that share loaded models, in order.
+    let mut groups: Vec<(PairIds, Vec<CellKey>)> = Vec::new();
+    for key in all.iter().filter(|k| results.record(k).is_none()) {
+        let id = (key.target, key.draft);
+        match groups.iter_mut().find(|(g, _)| *g == id) {
+            Some((_, v)) => v.push(*key),
+            None => groups.push((id, vec![*key])),
+        }
+    }
+    let mut timing = Timing { groups_left: groups.len(), ..Timing::default() };
+    for ((t, d), keys) in groups {
+        timing.groups_left -= 1;
+        let group_started = Instant::now();
+        if cancel.load(Ordering::Relaxed) {
+            break;
+        }
+        let target = &spec.targets[t];
+        let draft = d.map(|d| spec.drafts[d].as_path());
+        on_event(SweepEvent::Loading { target: file_label(target), draft: draft.map(file_label) });
+        // The doctor's checks (vocabulary, memory now) happen in `Pair::load`, before loading.
+        let loaded = Pair::load(target, draft, spec.settings.n_ctx, spec.settings.gpu_layers)
+            .and_then(|pair| pair.prompt_tokens(&spec.prompt, spec.settings.raw).map(|p| (pair, p)));
+        let (pair, prompt) = match loaded {
+            Ok(x) => x,
+            Err(e) => {
+                let outcome = match &e {
+                    Error::Incompatible { reason } => CellOutcome::Incompatible { reason: reason.clone() },
+                    Error::OutOfMemory { reason } => CellOutcome::TooBig { reason: reason.clone() },
+                    _ => CellOutcome::Failed { error: e.info() },
+                };
+                for key in keys {
+                    let record = CellRecord { key, outcome: outcome.clone(), predicted_speedup: None, seconds: 0.0 };
+                    results.cells.push(record.clone());
+                    results.updated_at = crate::paths::now_secs();
+                    results.save(&path)?;
+                    let eta_s = timing.eta(&results, &all);
+                    on_event(SweepEvent::Progress { done: results.cells.len(), total, eta_s, record });
+                }
+                continue;
+            }
+        };
+        // Predict every cell of the pair first: costs (measured once, cached) and a short probe
+        // per strategy at the longest draft length.
+        let max_k = keys.iter().map(|k| k.n_draft).max().unwrap_or(1);
+        let mut cost_settings = spec.cell_settings(&keys[0]);
+        cost_settings.n_draft = max_k;
+        let mut predictions = Vec::new();
+        match pair.costs(&prompt, &cost_settings) {
+            Ok(costs) => {
+                let mut strategies: Vec<Strategy> = keys.iter().map(|k| k.strategy).collect();
+                strategies.dedup();
+                for strategy in strategies {
+                    let mut probe_settings =
+                        spec.cell_settings(&CellKey { target: t, draft: d, strategy, n_draft: max_k });
+                    probe_settings.n_predict = probe_settings.n_predict.min(PROBE_TOKENS);
+                    let probe = pair.run(Mode::Speculative, &prompt, &probe_settings, cancel, &mut |_| {});
+                    let Ok(probe) = probe else { continue };
+                    let model_drafts = pair.drafts_with_model(&probe_settings);
+                    for key in keys.iter().filter(|k| k.strategy == strategy) {
+                        predictions.push((*key, predict_cell(&costs, &probe, key.n_draft, model_drafts)));
+                    }
+                }
+            }
+            Err(e) => on_event(SweepEvent::Log { message: format!("could not measure costs: {e}") }),
+        }
+        if !predictions.is_empty() {
+            results.predictions.retain(|(k, _)| !predictions.iter().any(|(p, _)| p == k));
+            results.predictions.extend(predictions.iter().copied());
+            on_event(SweepEvent::Predicted { cells: predictions.clone() });
+        }
+        timing.overheads.push(group_started.elapsed().as_secs_f64());
+        for key in keys {
+            if cancel.load(Ordering::Relaxed) {
+                break;
+            }
+            on_event(SweepEvent::Cell { key, label: spec.label(&key) });
+            let settings = spec.cell_settings(&key);
+            let t0 = Instant::now();
+            let options = BenchOptions { reps: spec.reps, warmup: spec.warmup };
+            let measured = bench::bench(&pair, &prompt, &settings, &options, cancel, &mut |m| {
+                on_event(SweepEvent::Log { message: m.to_string() })
+            });
+            if cancel.load(Ordering::Relaxed) {
+                break; // a cancelled cell is not recorded: a resume runs it again
+            }
+            let outcome = match measured {
+                Ok(b) => CellOutcome::Measured {
+                    baseline: b.baseline,
+                    speculative: b.speculative,
+                    speedup: b.speedup,
+                    acceptance_rate: b.acceptance_rate,
+                    mean_accepted_len: b.mean_accepted_len,
+                    identical: b.comparison.identical || b.comparison.divergence.as_ref().is_some_and(|d| d.near_tie),
+                },
+                Err(e) => CellOutcome::Failed { error: e.info() },
+            };
+            let seconds = t0.elapsed().as_secs_f64();
+            timing.cells.push(seconds);
+            let predicted_speedup = predictions.iter().find(|(k, _)| *k == key).map(|(_, p)| *p);
+            let record = CellRecord { key, outcome, predicted_speedup, seconds };
+            results.cells.push(record.clone());
+            results.updated_at = crate::paths::now_secs();
+            results.save(&path)?;
+            let eta_s = timing.eta(&results, &all);
+            on_event(SweepEvent::Progress { done: results.cells.len(), total, eta_s, record });
+        }
+    }
+    results.complete = all.iter().all(|k| results.record(k).is_some());
+    results.updated_at = crate::paths::now_secs();
+    results.save(&path)?;
+    Ok(results)
+}
+
+/// A target and a draft (none for draftless strategies), as indices into the spec.
+type PairIds = (usize, Option<usize>);
+
+/// What the sweep has taken so far, for its estimate of the time left.
+#[derive(Default)]
+struct Timing {
+    /// Seconds of each cell measured in this session.
+    cells: Vec<f64>,
+    /// Seconds of each pair's loading, cost measurement and probes.
+    overheads: Vec<f64>,
+    /// Pairs not started yet.
+    groups_left: usize,
+}
+
+impl Timing {
+    /// Seconds left: the mean cell time times the cells left, plus the mean load-and-predict time
+    /// times the pairs left (0 until a cell has been measured).
+    fn eta(&self, results: &SweepResults, all: &[CellKey]) -> f64 {
+        let mean = |v: &[f64]| if v.is_empty() { 0.0 } else { v.iter().sum::<f64>() / v.len() as f64 };
+        if self.cells.is_empty() {
+            return 0.0;
+        }
+        let left = all.iter().filter(|k| results.record(k).is_none()).count();
+        mean(&self.cells) * left as f64 + mean(&self.overheads) * self.groups_left as f64
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec() -> SweepSpec {
+        SweepSpec {
+            targets: vec!["/m/qwen-7b.gguf".into(), "/m/qwen-14b.gguf".into()],
+            drafts: vec!["/m/qwen-0.5b.gguf".into(), "/m/smol.gguf".into()],
+            n_drafts: vec![2, 4],
+            strategies: vec![Strategy::DraftModel, Strategy::PromptLookup],
+            reps: 3,
+            warmup: 1,
+            prompt: "hi".into(),
+            settings: Settings::default(),
+        }
+    }
+
+    fn measured(key: CellKey, median: f64) -> CellRecord {
+        let s = |m: f64| Spread { median: m, min: m - 0.1, max: m + 0.1 };
+        CellRecord {
+            key,
+            outcome: CellOutcome::Measured {
+                baseline: s(20.0),
+                speculative: s(20.0 * median),
+                speedup: s(median),
+                acceptance_rate: 0.5,
+                mean_accepted_len: 1.0,
+                identical: true,
+            },
+            predicted_speedup: Some(median + 0.05),
+            seconds: 10.0,
+        }
+    }
+
+    #[test]
+    fn cells_cover_the_grid_with_draftless_strategies_once_per_target() {
+        let cells = spec().cells();
+        // Per target: lookup × 2 lengths, then draft-model × 2 drafts × 2 lengths.
+        assert_eq!(cells.len(), 2 * (2 + 4));
+        assert_eq!(cells[0], CellKey { target: 0, draft: None, strategy: Strategy::PromptLookup, n_draft: 2 });
+        assert!(cells.iter().all(|c| c.draft.is_some() == (c.strategy == Strategy::DraftModel)));
+        let s = spec().cell_settings(&cells[3]);
+        assert_eq!((s.strategy, s.n_draft, s.adaptive), (Strategy::DraftModel, 4, false));
+        let mut bad = spec();
+        bad.n_drafts = vec![0];
+        assert!(bad.validate().is_err());
+        let mut bad = spec();
+        bad.drafts.clear();
+        assert!(bad.validate().unwrap_err().to_string().contains("needs at least one draft"));
+    }
+
+    #[test]
+    fn heatmap_best_cells_recommendations_and_csv() {
+        let sp = spec();
+        let mut r = SweepResults::new(sp.clone());
+        let cells = sp.cells();
+        let key = |t, d, st, k| CellKey { target: t, draft: d, strategy: st, n_draft: k };
+        r.cells.push(measured(key(0, Some(0), Strategy::DraftModel, 2), 1.3));
+        r.cells.push(measured(key(0, Some(0), Strategy::DraftModel, 4), 1.1));
+        r.cells.push(measured(key(0, None, Strategy::PromptLookup, 2), 0.9));
+        for k in [2, 4] {
+            r.cells.push(CellRecord {
+                key: key(0, Some(1), Strategy::DraftModel, k),
+                outcome: CellOutcome::Incompatible { reason: "token 5 differs".into() },
+                predicted_speedup: None,
+                seconds: 0.0,
+            });
+        }
+        r.cells.push(measured(key(1, None, Strategy::PromptLookup, 4), 0.95));
+        let Chart::Heatmap(h) = r.heatmap() else { panic!("a heat map") };
+        assert_eq!(h.rows, ["qwen-7b", "qwen-14b"]);
+        assert_eq!(h.cols, ["qwen-0.5b", "smol", "lookup (no draft)"]);
+        match &h.cells[0][0] {
+            HeatCell::Speedup { speedup, setting } => {
+                assert_eq!(speedup.median, 1.3);
+                assert_eq!(setting, "draft k=2");
+            }
+            c => panic!("{c:?}"),
+        }
+        assert_eq!(h.cells[0][1], HeatCell::Incompatible);
+        assert_eq!(h.cells[1][0], HeatCell::Pending);
+        let recs = r.recommendations();
+        assert_eq!(recs[0].best, Some(key(0, Some(0), Strategy::DraftModel, 2)));
+        let cmd = recs[0].llama_cpp.as_deref().unwrap();
+        assert!(
+            cmd.starts_with("llama-server -m /m/qwen-7b.gguf -md /m/qwen-0.5b.gguf") && cmd.contains("--draft-max 2"),
+            "{cmd}"
+        );
+        assert_eq!(recs[1].best, None);
+        assert!(recs[1].advice.contains("no setting beat the target alone"), "{}", recs[1].advice);
+        let csv = r.csv();
+        assert_eq!(csv.lines().count(), 1 + r.cells.len());
+        let header_fields = csv.lines().next().unwrap().split(',').count();
+        assert!(csv.lines().all(|l| l.split(',').count() == header_fields), "{csv}");
+        let Chart::DraftLength(d) = r.draft_length_chart() else { panic!("draft-length") };
+        let qwen = d.series.iter().find(|s| s.label == "qwen-7b + qwen-0.5b draft").expect("a series");
+        assert_eq!(qwen.measured, [(2.0, 1.3), (4.0, 1.1)]);
+        assert!(cells.len() > r.cells.len());
+    }
+
+    #[test]
+    fn predictions_follow_acceptance_and_verify_costs() {
+        // Verify costs grow with the batch as on this CPU; a free drafter (n-gram).
+        let costs = Costs { verify_ms: vec![33.0, 62.0, 76.0, 99.0, 116.0], draft_token_ms: 0.0, c: 0.0 };
+        let mut probe: Report = serde_json::from_str(include_str!("../tests/data/probe_report.json")).expect("report");
+        // Every round drafted 4 tokens and all were accepted: α = 1.
+        probe.draft_len_histogram = vec![0, 0, 0, 0, 10];
+        probe.target_passes = 10;
+        probe.accepted = 40;
+        probe.drafted = 40;
+        let p4 = predict_cell(&costs, &probe, 4, false);
+        assert!((p4 - 5.0 * 33.0 / 116.0).abs() < 1e-9, "{p4}");
+        // Nothing accepted: each round costs a verify of k + 1 for one token.
+        probe.accepted = 0;
+        let p2 = predict_cell(&costs, &probe, 2, false);
+        assert!((p2 - 33.0 / 76.0).abs() < 1e-9, "{p2}");
+        // No round drafted: the baseline's speed.
+        probe.draft_len_histogram = vec![10];
+        assert!((predict_cell(&costs, &probe, 4, false) - 1.0).abs() < 1e-9);
+    }
+}
