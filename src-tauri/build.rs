@@ -1,6 +1,18 @@
 // One `allow-<command>` permission per command (see capabilities/main.json); a test checks that
 // every command is allowed.
-const COMMANDS: &[&str] = &["doctor", "run", "cancel", "history_list", "history_get", "app_info"];
+const COMMANDS: &[&str] = &[
+    "doctor",
+    "run",
+    "cancel",
+    "history_list",
+    "history_get",
+    "app_info",
+    "sweep",
+    "sweep_list",
+    "sweep_get",
+    "save_chart",
+    "export_results",
+];
 
 fn main() {
     tauri_build::try_build(

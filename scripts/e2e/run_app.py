@@ -12,6 +12,7 @@ import json
 import pathlib
 import subprocess
 import sys
+import os
 import time
 import urllib.request
 
@@ -93,6 +94,35 @@ def wait(what, predicate, timeout=180):
     raise AssertionError(f"timed out waiting for {what}")
 
 
+
+def sweep_view(s, models, out):
+    """A sweep from the Sweep view: SmolLM2 target, SmolLM2 and Qwen drafts (the second
+    incompatible), one draft length; the heat map fills in and the best setting shows."""
+    smol = str(models / "SmolLM2-135M-Instruct.Q4_1.gguf")
+    draft_qwen = str(models / "qwen2.5-coder-0.5b-instruct.gguf")
+    s.click("nav-sweep")
+    s.set_value("sweep-targets", smol)
+    # (WebKitWebDriver types no newline into a textarea: set the two lines as a paste would.)
+    s.script(
+        "const el = document.querySelector('[data-testid=sweep-drafts]');"
+        f"el.value = {json.dumps(smol + chr(10) + draft_qwen)};"
+        "el.dispatchEvent(new Event('input', {bubbles: true}));"
+    )
+    s.set_value("sweep-lengths", "2")
+    for testid, value in [("sweep-reps", "1"), ("sweep-warmup", "0"), ("sweep-tokens", "8")]:
+        s.set_value(testid, value)
+    s.screenshot(out / "sweep-form.png")
+    assert s.prop("sweep-start", "disabled") is False, s.text("sweep-start")
+    s.click("sweep-start")
+    wait("the sweep to end", lambda: s.attr("sweep-progress", "data-status") in ("done", "failed", "cancelled"), timeout=300)
+    status = s.attr("sweep-progress", "data-status")
+    assert status == "done", f"{status}: {s.text('sweep-error') if s.exists('sweep-error') else ''}"
+    heat = s.script("return document.querySelector('[data-testid=chart-heatmap] svg').outerHTML")
+    assert "incompatible" in heat and "×" in heat, heat[:300]
+    assert "Best for" in s.text("sweep-best"), s.text("sweep-best")
+    s.screenshot(out / "sweep.png")
+    print("e2e: a sweep ran from the Sweep view: heat map with an incompatible cell, best setting")
+
 def main():
     app, models, out = sys.argv[1], pathlib.Path(sys.argv[2]), pathlib.Path(sys.argv[3])
     out.mkdir(parents=True, exist_ok=True)
@@ -100,6 +130,9 @@ def main():
     qwen = str(models / "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf")
     s = Session(app)
     try:
+        if os.environ.get("E2E_ONLY") == "sweep":  # to work on one part
+            sweep_view(s, models, out)
+            return
         # A pair: the doctor's verdict shows before anything loads.
         s.set_value("target", smol)
         s.set_value("draft", smol)
@@ -114,8 +147,11 @@ def main():
         tps = float(s.text("tps-speculative"))
         assert tps > 0, tps
         assert "identical" in verdict or "near-tie" in verdict, verdict
+        # Charts drawn by the backend: tokens/s over time, acceptance by position, the speedup bars.
+        wait("the charts", lambda: s.exists("chart-bars") and s.exists("chart-timeline"))
+        assert "tokens/s" in s.script("return document.querySelector('[data-testid=chart-bars] svg').outerHTML")
         s.screenshot(out / "both.png")
-        print(f"e2e: both ran; verdict: {verdict}")
+        print(f"e2e: both ran; verdict: {verdict}; charts shown")
         lat = sorted(s.script("return window.__draftlabTokenLatencies || []"))
         assert lat, "no token latencies recorded"
         print(f"e2e: engine → page latency over {len(lat)} frames: median {lat[len(lat) // 2]} ms, max {lat[-1]} ms")
@@ -163,6 +199,8 @@ def main():
         wait("the drop message", lambda: "Not a model" in s.text("drop-error"), timeout=20)
         s.screenshot(out / "dropped-text-file.png")
         print("e2e: a dropped non-GGUF file gets a clear message")
+
+        sweep_view(s, models, out)
     finally:
         try:
             s.screenshot(out / "last.png")

@@ -27,32 +27,48 @@ fn main() {
     let state = AppState::new(app, vec![WORKER_FLAG.into()], history.clone());
     let pair = Pair::load(&target, None, settings.n_ctx, GpuLayers::All).expect("load the target");
     let tokens = pair.prompt_tokens(&prompt, false).expect("prompt");
-    let request = RunRequest { target, draft: None, prompt, modes: vec![Mode::Baseline], settings: settings.clone() };
-    let (mut app_tps, mut cli_tps, mut frames) = (Vec::new(), Vec::new(), 0usize);
+    let request = RunRequest {
+        target,
+        draft: None,
+        prompt,
+        modes: vec![Mode::Baseline],
+        settings: settings.clone(),
+        charts: None,
+    };
+    let (mut app_tps, mut plain_tps, mut cli_tps, mut frames, mut charts) =
+        (Vec::new(), Vec::new(), Vec::new(), 0usize, 0usize);
     for rep in 0..=reps {
-        // The app: worker process, frames, and each event serialised as the IPC channel does.
-        let mut tps = 0.0;
-        run::execute(&state, request.clone(), &mut |e| {
-            std::hint::black_box(serde_json::to_string(&e).expect("serialise"));
-            match e {
-                RunEvent::Done { report, .. } => tps = report.tokens_per_s,
-                RunEvent::Tokens { .. } => frames += 1,
-                _ => {}
-            }
-        })
-        .expect("app run");
+        // The app: worker process, frames, and each event serialised as the IPC channel does; with
+        // live charts, then without.
+        let (mut tps, mut plain) = (0.0, 0.0);
+        for (with_charts, out) in [(true, &mut tps), (false, &mut plain)] {
+            let request = RunRequest { charts: Some(with_charts), ..request.clone() };
+            run::execute(&state, request, &mut |e| {
+                std::hint::black_box(serde_json::to_string(&e).expect("serialise"));
+                match e {
+                    RunEvent::Done { report, .. } => *out = report.tokens_per_s,
+                    RunEvent::Tokens { .. } => frames += 1,
+                    RunEvent::Charts { .. } => charts += 1,
+                    _ => {}
+                }
+            })
+            .expect("app run");
+        }
         // The CLI: the engine in this process.
         let r = pair.run(Mode::Baseline, &tokens, &settings, &AtomicBool::new(false), &mut |_| {}).expect("cli run");
         if rep == 0 {
             continue; // warm-up (the worker loads the model on its first run)
         }
-        eprintln!("rep {rep}: app {tps:.2} tok/s, cli {:.2} tok/s", r.tokens_per_s);
+        eprintln!("rep {rep}: app {tps:.2} tok/s (no charts {plain:.2}), cli {:.2} tok/s", r.tokens_per_s);
         app_tps.push(tps);
+        plain_tps.push(plain);
         cli_tps.push(r.tokens_per_s);
     }
     let (a, c) = (median(&app_tps), median(&cli_tps));
     println!("app  {a:.2} tok/s (median of {reps}), cli {c:.2} tok/s; app ÷ cli = {:.3}", a / c);
-    println!("{frames} frames for {} tokens", n * (reps + 1));
+    let p = median(&plain_tps);
+    println!("app with live charts ÷ app without = {:.3} ({a:.2} vs {p:.2} tok/s)", a / p);
+    println!("{frames} frames and {charts} chart events for {} tokens", 2 * n * (reps + 1));
     let _ = std::fs::remove_dir_all(history);
 }
 

@@ -2,10 +2,11 @@
 //! into `ui/src/lib/bindings.ts`. `scripts/gen-types` rewrites that file; the test
 //! `typescript_bindings_are_fresh` fails when it no longer matches the Rust side.
 
-use draftlab_engine::{compare, doctor, draft, error, gguf, llama, machine, report, sampling};
+use draftlab_engine::sweep as engine_sweep;
+use draftlab_engine::{bench, charts, compare, doctor, draft, error, gguf, llama, machine, report, sampling};
 use ts_rs::{Config, TS};
 
-use crate::{history, run, AppInfo};
+use crate::{history, run, sweep, AppInfo, ExportSource};
 
 /// Where the file lives, relative to the workspace root.
 pub const PATH: &str = "ui/src/lib/bindings.ts";
@@ -59,6 +60,32 @@ pub fn typescript() -> String {
         history::HistoryEntry,
         history::HistoryRun,
         AppInfo,
+        bench::Spread,
+        charts::BarGroup,
+        charts::BarsChart,
+        charts::Series,
+        charts::TimelineChart,
+        charts::PositionsChart,
+        charts::LengthsChart,
+        charts::HeatCell,
+        charts::HeatmapChart,
+        charts::DraftLengthSeries,
+        charts::DraftLengthChart,
+        charts::Chart,
+        sweep::RenderedChart,
+        engine_sweep::SweepSpec,
+        engine_sweep::CellKey,
+        engine_sweep::CellOutcome,
+        engine_sweep::CellRecord,
+        engine_sweep::Recommendation,
+        engine_sweep::SweepResults,
+        engine_sweep::SweepEvent,
+        sweep::SweepRequest,
+        sweep::SweepUiEvent,
+        sweep::SweepOutcome,
+        sweep::SweepEntry,
+        sweep::SweepView,
+        ExportSource,
     );
     out
 }

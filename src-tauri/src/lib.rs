@@ -6,28 +6,43 @@ pub mod bindings;
 pub mod error;
 pub mod history;
 pub mod run;
+pub mod sweep;
 pub mod workers;
 
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use draftlab_engine::charts::{self, data::Results, Chart};
 use draftlab_engine::doctor::{self, Diagnosis};
 use draftlab_engine::gguf::GgufFile;
 use draftlab_engine::machine::{MachineInfo, MemoryInfo};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use tauri::ipc::Channel;
 use tauri::{Runtime, State};
 
 use crate::error::ApiError;
 use crate::history::{HistoryEntry, HistoryRun};
 use crate::run::{RunEvent, RunOutcome, RunRequest};
+use crate::sweep::{SweepEntry, SweepOutcome, SweepRequest, SweepUiEvent, SweepView};
 use crate::workers::Workers;
 
 /// The argument that makes this executable the engine worker.
 pub const WORKER_FLAG: &str = "--worker";
 
 /// Every command the UI may call (each has an `allow-<name>` permission; a test checks them).
-pub const COMMANDS: &[&str] = &["doctor", "run", "cancel", "history_list", "history_get", "app_info"];
+pub const COMMANDS: &[&str] = &[
+    "doctor",
+    "run",
+    "cancel",
+    "history_list",
+    "history_get",
+    "app_info",
+    "sweep",
+    "sweep_list",
+    "sweep_get",
+    "save_chart",
+    "export_results",
+];
 
 /// What the app keeps between commands.
 pub struct AppState {
@@ -35,6 +50,8 @@ pub struct AppState {
     /// The worker job of the run in progress (for cancel).
     pub current_job: std::sync::Mutex<Option<u64>>,
     pub history_dir: PathBuf,
+    /// Where sweeps are kept, one folder each.
+    pub sweeps_dir: PathBuf,
 }
 
 impl AppState {
@@ -48,6 +65,8 @@ impl AppState {
         AppState {
             workers: Workers::new(worker_exe, worker_args),
             current_job: std::sync::Mutex::new(None),
+            // Next to the runs: `<data>/sweeps` for the app's `<data>/runs`.
+            sweeps_dir: history_dir.parent().map_or_else(|| history_dir.join("sweeps"), |p| p.join("sweeps")),
             history_dir,
         }
     }
@@ -98,6 +117,69 @@ fn history_get(state: State<'_, Arc<AppState>>, id: String) -> Result<HistoryRun
     history::get(&state.history_dir, &id)
 }
 
+/// Runs (or resumes) a sweep in the engine worker; progress and redrawn charts stream on
+/// `on_event`. Cancel stops it between rounds; finished cells are kept for a resume.
+#[tauri::command]
+async fn sweep(
+    state: State<'_, Arc<AppState>>,
+    request: SweepRequest,
+    on_event: Channel<SweepUiEvent>,
+) -> Result<SweepOutcome, ApiError> {
+    let state = Arc::clone(state.inner());
+    tauri::async_runtime::spawn_blocking(move || {
+        sweep::execute(&state, request, &mut |e| {
+            let _ = on_event.send(e);
+        })
+    })
+    .await
+    .map_err(|e| ApiError::new("internal", format!("the sweep task failed: {e}"), "Report this as a bug."))?
+}
+
+#[tauri::command]
+fn sweep_list(state: State<'_, Arc<AppState>>) -> Result<Vec<SweepEntry>, ApiError> {
+    sweep::list(&state.sweeps_dir)
+}
+
+#[tauri::command]
+fn sweep_get(state: State<'_, Arc<AppState>>, id: String) -> Result<SweepView, ApiError> {
+    sweep::get(&state.sweeps_dir, &id)
+}
+
+/// Writes a chart the UI shows to a file the user chose: PNG (at 2× for Retina) or SVG.
+#[tauri::command]
+fn save_chart(chart: Chart, path: PathBuf) -> Result<(), ApiError> {
+    Ok(charts::save(&chart, &path, charts::WIDTH, charts::HEIGHT)?)
+}
+
+/// What to export: a saved run or a saved sweep.
+#[derive(Debug, Clone, Deserialize, ts_rs::TS)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum ExportSource {
+    Run { id: String },
+    Sweep { id: String },
+}
+
+/// Writes a saved run or sweep as CSV or JSON (by the file's extension) to a file the user chose.
+#[tauri::command]
+fn export_results(state: State<'_, Arc<AppState>>, source: ExportSource, path: PathBuf) -> Result<(), ApiError> {
+    let results = match source {
+        ExportSource::Run { id } => Results::Runs(history::get(&state.history_dir, &id)?.reports),
+        ExportSource::Sweep { id } => sweep::results(&state.sweeps_dir, &id)?,
+    };
+    let bytes = match path.extension().and_then(|e| e.to_str()).map(str::to_ascii_lowercase).as_deref() {
+        Some("csv") => results.csv().into_bytes(),
+        Some("json") => results.json()?.into_bytes(),
+        _ => {
+            return Err(ApiError::new(
+                "invalid_settings",
+                format!("{}: export writes .csv or .json files", path.display()),
+                "Choose a file name ending in .csv or .json.",
+            ))
+        }
+    };
+    Ok(draftlab_engine::paths::write_atomically(&path, &bytes)?)
+}
+
 #[derive(Debug, Clone, Serialize, ts_rs::TS)]
 pub struct AppInfo {
     pub version: String,
@@ -123,7 +205,12 @@ pub fn build_app<R: Runtime>(builder: tauri::Builder<R>, state: AppState) -> tau
         cancel,
         history_list,
         history_get,
-        app_info
+        app_info,
+        sweep,
+        sweep_list,
+        sweep_get,
+        save_chart,
+        export_results
     ])
 }
 

@@ -12,8 +12,11 @@ use draftlab_engine::report::{Mode, Report, Settings, TokenSource};
 use draftlab_engine::worker::{Command, Reply};
 use serde::{Deserialize, Serialize};
 
+use draftlab_engine::charts::{data as chart_data, Chart, Series};
+
 use crate::error::ApiError;
 use crate::history::{self, HistoryRun};
+use crate::sweep::RenderedChart;
 use crate::AppState;
 
 /// One screen frame: token events are sent at most this often.
@@ -30,7 +33,18 @@ pub struct RunRequest {
     /// In order; `[baseline, speculative]` runs both and compares them.
     pub modes: Vec<Mode>,
     pub settings: Settings,
+    /// Draw charts while it runs (tokens/s over time) and after (acceptance, lengths, speedup).
+    #[serde(default = "yes")]
+    #[ts(optional)]
+    pub charts: Option<bool>,
 }
+
+fn yes() -> Option<bool> {
+    Some(true)
+}
+
+/// How often the live tokens/s chart is redrawn.
+pub const CHART_EVERY: Duration = Duration::from_millis(500);
 
 /// A generated token as the UI shows it.
 #[derive(Debug, Clone, Serialize, PartialEq, ts_rs::TS)]
@@ -94,6 +108,10 @@ pub enum RunEvent {
         mode: Mode,
         error: ApiError,
     },
+    /// Charts drawn by the backend (replacing earlier ones of the same kind).
+    Charts {
+        charts: Vec<RenderedChart>,
+    },
 }
 
 #[derive(Debug, Clone, Serialize, ts_rs::TS)]
@@ -110,6 +128,8 @@ struct Frame {
     stats: LiveStats,
     started: Instant,
     last_flush: Instant,
+    /// When each token arrived, in ms since the models were ready (for the live chart).
+    token_ms: Vec<f32>,
     first_token_at_ms: f64,
 }
 
@@ -126,6 +146,7 @@ impl Frame {
             stats: LiveStats::default(),
             started: now,
             last_flush: now,
+            token_ms: Vec::new(),
             first_token_at_ms: 0.0,
         }
     }
@@ -137,6 +158,7 @@ impl Frame {
                     self.first_token_at_ms = epoch_ms();
                 }
                 self.stats.tokens += 1;
+                self.token_ms.push(self.started.elapsed().as_secs_f32() * 1e3);
                 self.tokens.push(TokenView {
                     text: text.clone(),
                     source: *source,
@@ -185,6 +207,24 @@ impl Frame {
     }
 }
 
+/// The tokens/s timeline of the finished runs and, live, of the one in progress.
+fn timeline(done: &[Report], live: Option<&Frame>) -> Chart {
+    let refs: Vec<&Report> = done.iter().collect();
+    let mut chart = chart_data::timeline("Tokens/s over the run", &refs);
+    if let (Chart::Timeline(t), Some(f)) = (&mut chart, live) {
+        t.series.push(Series { label: f.mode.to_string(), points: chart_data::rate_points(&f.token_ms, 8) });
+    }
+    chart
+}
+
+/// Sends charts, unless they cannot be drawn (a chart never fails a run).
+fn send_charts(send: &mut dyn FnMut(RunEvent), charts: Vec<Chart>) {
+    let charts: Vec<RenderedChart> = charts.into_iter().filter_map(|c| RenderedChart::of(c).ok()).collect();
+    if !charts.is_empty() {
+        send(RunEvent::Charts { charts });
+    }
+}
+
 /// Runs the request's modes one after the other in the worker, streaming `RunEvent`s.
 pub fn execute(
     state: &AppState,
@@ -200,6 +240,7 @@ pub fn execute(
     }
     let mut reports: Vec<Report> = Vec::new();
     let mut cancelled = false;
+    let charts = request.charts.unwrap_or(true);
     for &mode in &request.modes {
         let (job, rx) = state.workers.submit(Command::Run {
             target: request.target.clone(),
@@ -211,7 +252,12 @@ pub fn execute(
         *state.current_job.lock().unwrap_or_else(|e| e.into_inner()) = Some(job);
         let mut frame = Frame::new(mode);
         let mut failed = None;
+        let mut last_chart = Instant::now();
         loop {
+            if charts && !frame.token_ms.is_empty() && last_chart.elapsed() >= CHART_EVERY {
+                send_charts(send, vec![timeline(&reports, Some(&frame))]);
+                last_chart = Instant::now();
+            }
             // Sleep until the next reply, or until the pending frame is due: no wake-ups while
             // nothing is pending (this thread shares the cores with generation).
             let reply = match frame.pending_until() {
@@ -239,6 +285,15 @@ pub fn execute(
                     cancelled |= report.stop_reason == draftlab_engine::report::StopReason::Cancelled;
                     send(RunEvent::Done { mode, report: report.clone() });
                     reports.push(*report);
+                    if charts {
+                        let mut kinds = vec![timeline(&reports, None)];
+                        if mode == Mode::Speculative {
+                            let r = reports.last().expect("pushed above");
+                            kinds.push(chart_data::positions("Acceptance by draft position", r));
+                            kinds.push(chart_data::lengths("Draft tokens accepted per round", r));
+                        }
+                        send_charts(send, kinds);
+                    }
                     break;
                 }
                 Reply::Event { event } => {
@@ -253,7 +308,7 @@ pub fn execute(
                     failed = Some(error);
                     break;
                 }
-                Reply::Pong | Reply::Bye => {}
+                Reply::Pong | Reply::Bye | Reply::Sweep { .. } | Reply::SweepDone { .. } => {}
             }
         }
         *state.current_job.lock().unwrap_or_else(|e| e.into_inner()) = None;
@@ -273,6 +328,10 @@ pub fn execute(
             let c = compare(b, s);
             let speedup = if b.tokens_per_s > 0.0 { s.tokens_per_s / b.tokens_per_s } else { 0.0 };
             send(RunEvent::Compared { verdict: c.verdict(), comparison: c.clone(), speedup });
+            if charts {
+                let group = chart_data::runs_group(&b.target.name, b, s);
+                send_charts(send, vec![chart_data::bars("Tokens/s: baseline vs speculative", vec![group])]);
+            }
             (Some(c), Some(speedup))
         }
         _ => (None, None),

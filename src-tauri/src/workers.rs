@@ -40,7 +40,7 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 
 /// Whether a reply ends its job.
 pub fn is_final(reply: &Reply) -> bool {
-    matches!(reply, Reply::Error { .. } | Reply::Bye)
+    matches!(reply, Reply::Error { .. } | Reply::Bye | Reply::SweepDone { .. })
         || matches!(reply, Reply::Event { event: draftlab_engine::generate::Event::Done { .. } })
 }
 

@@ -24,6 +24,7 @@ fn request(modes: &[Mode], n: usize, prompt: &str) -> RunRequest {
         prompt: prompt.into(),
         modes: modes.to_vec(),
         settings: Settings { n_predict: n, n_draft: 4, n_ctx: 1024, threads: 2, ..Settings::default() },
+        charts: Some(true),
     }
 }
 
@@ -82,7 +83,11 @@ fn both_modes_stream_in_frames_compare_and_are_saved() {
     assert_eq!(streamed[0], done[0].generated_tokens);
     assert_eq!(streamed[1], done[1].generated_tokens);
     assert!(frames <= streamed[0] + streamed[1], "tokens are batched per frame, never split");
-    let Some(RunEvent::Compared { comparison, speedup, .. }) = events.last() else { panic!("no comparison last") };
+    let Some(RunEvent::Compared { comparison, speedup, .. }) =
+        events.iter().rev().find(|e| matches!(e, RunEvent::Compared { .. }))
+    else {
+        panic!("no comparison")
+    };
     assert!(*speedup > 0.0);
     assert!(comparison.identical || comparison.divergence.as_ref().is_some_and(|d| d.near_tie));
     assert!(matches!(events[0], RunEvent::Loading { mode: Mode::Baseline }));
@@ -90,6 +95,23 @@ fn both_modes_stream_in_frames_compare_and_are_saved() {
     let warm: Vec<bool> =
         events.iter().filter_map(|e| if let RunEvent::Loaded { warm, .. } = e { Some(*warm) } else { None }).collect();
     assert_eq!(warm.len(), 2);
+    // Charts drawn by the backend: the timeline after each run, acceptance and lengths after the
+    // speculative one, the bars after the comparison.
+    let kinds: Vec<&str> = events
+        .iter()
+        .filter_map(|e| if let RunEvent::Charts { charts } = e { Some(charts) } else { None })
+        .flatten()
+        .map(|c| c.chart.kind())
+        .collect();
+    for kind in ["timeline", "positions", "lengths", "bars"] {
+        assert!(kinds.contains(&kind), "no {kind} chart in {kinds:?}");
+    }
+    let svg = events
+        .iter()
+        .rev()
+        .find_map(|e| if let RunEvent::Charts { charts } = e { Some(charts[0].svg.clone()) } else { None })
+        .unwrap();
+    assert!(svg.starts_with("<svg") && svg.contains("baseline (target alone)"), "the bars chart: {svg}");
 
     let id = outcome.history_id.unwrap();
     let list = history::list(&st.history_dir).unwrap();
@@ -218,6 +240,84 @@ fn commands_work_through_the_mock_runtime() {
     assert!(err["hint"].is_string());
     let list = invoke("history_list", serde_json::json!({})).unwrap();
     assert_eq!(list, serde_json::json!([]));
+    // Charts and results are written where the user chose (after a save dialog).
+    let chart = serde_json::json!({ "kind": "lengths", "title": "Accepted", "histogram": [3, 2, 1] });
+    let png = dir.path().join("out/lengths.png");
+    invoke("save_chart", serde_json::json!({ "chart": chart, "path": png })).unwrap();
+    assert_eq!(&std::fs::read(&png).unwrap()[..4], b"\x89PNG");
+    let err =
+        invoke("save_chart", serde_json::json!({ "chart": chart, "path": dir.path().join("x.gif") })).unwrap_err();
+    assert_eq!(err["code"], "invalid_settings", "{err}");
+    let err = invoke(
+        "export_results",
+        serde_json::json!({ "source": { "kind": "run", "id": "1-2" }, "path": dir.path().join("r.csv") }),
+    )
+    .unwrap_err();
+    assert_eq!(err["code"], "not_found", "{err}");
+    assert_eq!(invoke("sweep_list", serde_json::json!({})).unwrap(), serde_json::json!([]));
     let info = invoke("app_info", serde_json::json!({})).unwrap();
     assert!(info["machine"]["physical_cores"].as_u64().unwrap() >= 1);
+}
+
+#[test]
+fn a_sweep_streams_progress_and_charts_is_listed_and_resumes() {
+    use draftlab_app::sweep::{self, SweepRequest, SweepUiEvent};
+    use draftlab_engine::draft::Strategy;
+    use draftlab_engine::sweep::{CellOutcome, SweepEvent, SweepSpec};
+    use draftlab_engine::testing::QWEN_DRAFT;
+    let dir = tempfile::tempdir().unwrap();
+    let st = state(dir.path());
+    let spec = SweepSpec {
+        targets: vec![model(SMOLLM2)],
+        drafts: vec![model(SMOLLM2), model(QWEN_DRAFT)],
+        n_drafts: vec![2],
+        strategies: vec![Strategy::DraftModel],
+        reps: 1,
+        warmup: 0,
+        prompt: "List three colours.".into(),
+        settings: Settings { n_predict: 8, n_ctx: 512, threads: 2, ..Settings::default() },
+    };
+    let mut events = Vec::new();
+    let outcome =
+        sweep::execute(&st, SweepRequest { spec: Some(spec), resume: None }, &mut |e| events.push(e)).unwrap();
+    assert!(outcome.complete);
+    assert!(matches!(&events[0], SweepUiEvent::Started { total: 2, .. }));
+    let outcomes: Vec<&CellOutcome> = events
+        .iter()
+        .filter_map(|e| match e {
+            SweepUiEvent::Engine { event: SweepEvent::Progress { record, .. } } => Some(&record.outcome),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(outcomes.len(), 2);
+    assert!(matches!(outcomes[0], CellOutcome::Measured { .. }), "{:?}", outcomes[0]);
+    assert!(matches!(outcomes[1], CellOutcome::Incompatible { .. }), "{:?}", outcomes[1]);
+    let heat = events
+        .iter()
+        .rev()
+        .find_map(|e| match e {
+            SweepUiEvent::Charts { charts, .. } => charts.iter().find(|c| c.chart.kind() == "heatmap").cloned(),
+            _ => None,
+        })
+        .unwrap();
+    assert!(heat.svg.contains("incompatible") && heat.svg.contains("×"), "{}", heat.svg);
+    assert!(matches!(events.last(), Some(SweepUiEvent::Finished { complete: true })));
+
+    let list = sweep::list(&st.sweeps_dir).unwrap();
+    assert_eq!(list.len(), 1);
+    assert_eq!((list[0].done, list[0].total, list[0].complete), (2, 2, true));
+    let view = sweep::get(&st.sweeps_dir, &outcome.id).unwrap();
+    assert_eq!(view.charts.len(), 3);
+    assert_eq!(sweep::get(&st.sweeps_dir, "../x").unwrap_err().code, "not_found");
+    // Resuming a complete sweep runs nothing and says so.
+    let mut again = Vec::new();
+    let o = sweep::execute(&st, SweepRequest { spec: None, resume: Some(outcome.id.clone()) }, &mut |e| again.push(e))
+        .unwrap();
+    assert!(o.complete);
+    assert!(again.iter().any(|e| matches!(e, SweepUiEvent::Engine { event: SweepEvent::Resumed { done: 2 } })));
+    assert!(!again.iter().any(|e| matches!(e, SweepUiEvent::Engine { event: SweepEvent::Progress { .. } })));
+    // A broken results file: listed no more, and a clear error when opened.
+    std::fs::write(st.sweeps_dir.join(&outcome.id).join("results.json"), b"{ half").unwrap();
+    assert!(sweep::list(&st.sweeps_dir).unwrap().is_empty());
+    assert_eq!(sweep::get(&st.sweeps_dir, &outcome.id).unwrap_err().code, "invalid_results");
 }

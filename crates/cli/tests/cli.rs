@@ -517,3 +517,39 @@ fn run_json_gives_every_run_chart_and_a_csv() {
     assert_clear_error(&draftlab(&["chart", s(&runs), "--kind", "pie", "--out", "x.png"]), "--kind must be one of");
     assert_clear_error(&draftlab(&["export", s(&runs), "--out", "x.txt"]), "writes .csv or .json");
 }
+
+#[test]
+fn models_lists_disk_models_by_vocabulary_and_the_catalog_with_fits() {
+    let home = tempfile::tempdir().unwrap();
+    let lms = home.path().join(".lmstudio/models/Qwen/coder");
+    std::fs::create_dir_all(&lms).unwrap();
+    std::os::unix::fs::symlink(model(QWEN_DRAFT), lms.join("qwen2.5-coder-0.5b-instruct.gguf")).unwrap();
+    let folder = home.path().join("more");
+    std::fs::create_dir_all(&folder).unwrap();
+    std::os::unix::fs::symlink(model(QWEN_TARGET), folder.join("target.gguf")).unwrap();
+    let run = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_draftlab"))
+            .args(args)
+            .env("HOME", home.path())
+            .env_remove("HF_HUB_CACHE")
+            .env_remove("HF_HOME")
+            .env_remove("OLLAMA_MODELS")
+            .output()
+            .unwrap()
+    };
+    let o = run(&["models", "--json", "--folder", s(&folder)]);
+    assert!(o.status.success(), "{:?}", text(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let groups = v["on_disk"].as_array().unwrap();
+    assert_eq!(groups.len(), 1, "both Qwen models share a vocabulary: {groups:?}");
+    let labels: Vec<&str> =
+        groups[0]["models"].as_array().unwrap().iter().map(|m| m["label"].as_str().unwrap()).collect();
+    assert_eq!(labels, ["target.gguf", "Qwen/coder/qwen2.5-coder-0.5b-instruct.gguf"], "largest first");
+    let catalog = v["catalog"].as_array().unwrap();
+    assert!(catalog.len() >= 25);
+    assert!(catalog.iter().all(|c| c["fit"]["fits"].is_boolean()));
+    let o = run(&["models", "--catalog"]);
+    let (out, _) = text(&o);
+    assert!(out.contains("Qwen2.5-Coder Instruct") && out.contains("qwen2.5-coder-7b-instruct"), "{out}");
+    assert!(!out.contains("On disk"), "{out}");
+}

@@ -7,9 +7,11 @@
 //! targets × drafts × draft lengths × strategies; `charts` draws what they measured (SVG and PNG).
 
 pub mod bench;
+pub mod catalog;
 pub mod charts;
 pub mod compare;
 pub mod detok;
+pub mod discover;
 pub mod doctor;
 pub mod draft;
 pub mod error;

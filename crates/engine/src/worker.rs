@@ -40,6 +40,11 @@ pub enum Command {
         prompt: String,
         settings: Settings,
     },
+    /// Runs (or resumes) a sweep into the folder `out` (see `sweep::run`); frees warm models first.
+    Sweep {
+        spec: crate::sweep::SweepSpec,
+        out: PathBuf,
+    },
     /// Stops job `job` between rounds (its report says `cancelled`).
     Cancel {
         job: u64,
@@ -76,6 +81,14 @@ pub enum Reply {
     },
     Error {
         error: ErrorInfo,
+    },
+    /// Progress of a sweep job.
+    Sweep {
+        event: crate::sweep::SweepEvent,
+    },
+    /// A sweep job ended (all cells done, or cancelled); its results are in its folder.
+    SweepDone {
+        complete: bool,
     },
     Pong,
     /// The worker stopped on request.
@@ -195,6 +208,15 @@ pub fn serve<R: BufRead + Send + 'static, W: Write>(input: R, output: W) {
                 out.send(id, Reply::Pong);
             }
             Command::Cancel { .. } => {}
+            Command::Sweep { spec, out: dir } => {
+                warm = None; // a sweep loads its own pairs; never hold two sets of models
+                let cancel = cancels.flag(id);
+                match crate::sweep::run(&spec, &dir, &cancel, &mut |event| out.send(id, Reply::Sweep { event })) {
+                    Ok(r) => out.send(id, Reply::SweepDone { complete: r.complete }),
+                    Err(e) => out.send(id, Reply::Error { error: e.info() }),
+                }
+                cancels.forget(id);
+            }
             Command::Run { target, draft, mode, prompt, settings } => {
                 let cancel = cancels.flag(id);
                 let result = run_job(&mut out, id, &mut warm, target, draft, mode, &prompt, settings, &cancel);

@@ -1,6 +1,9 @@
 // The one module that talks to Tauri. Everything else uses the `Backend` interface, so the UI also
 // runs in a plain browser against `FakeBackend` (tests, design work).
-import type { Diagnosis, HistoryEntry, HistoryRun, RunEvent, RunOutcome, RunRequest } from "./types";
+import type {
+  Chart, Diagnosis, ExportSource, HistoryEntry, HistoryRun, RunEvent, RunOutcome, RunRequest, SweepEntry, SweepOutcome,
+  SweepRequest, SweepUiEvent, SweepView,
+} from "./types";
 
 export interface Backend {
   doctor(target: string, draft: string | null, ctx: number): Promise<Diagnosis>;
@@ -10,6 +13,15 @@ export interface Backend {
   historyGet(id: string): Promise<HistoryRun>;
   /// Asks the user for a file (a .gguf model or an n-gram map); null when they cancel.
   pickFile(title: string, kind: FileKind): Promise<string | null>;
+  /// Asks the user for several .gguf files; empty when they cancel.
+  pickModels(title: string): Promise<string[]>;
+  sweep(request: SweepRequest, onEvent: (e: SweepUiEvent) => void): Promise<SweepOutcome>;
+  sweepList(): Promise<SweepEntry[]>;
+  sweepGet(id: string): Promise<SweepView>;
+  /// Asks where to save the chart (PNG or SVG) and saves it; false when the user cancels.
+  saveChart(chart: Chart, name: string): Promise<boolean>;
+  /// Asks where to save a run's or sweep's results (CSV or JSON) and saves them; false on cancel.
+  exportResults(source: ExportSource, name: string, format: "csv" | "json"): Promise<boolean>;
   /// Calls back with the paths of files dropped on the window; returns a function that stops it.
   onFileDrop(handler: (paths: string[]) => void): Promise<() => void>;
 }
@@ -31,7 +43,7 @@ export function isTauri(): boolean {
 
 export async function tauriBackend(): Promise<Backend> {
   const { invoke, Channel } = await import("@tauri-apps/api/core");
-  const { open } = await import("@tauri-apps/plugin-dialog");
+  const { open, save } = await import("@tauri-apps/plugin-dialog");
   const { getCurrentWebview } = await import("@tauri-apps/api/webview");
   return {
     doctor: (target, draft, ctx) => invoke<Diagnosis>("doctor", { target, draft, ctx }),
@@ -50,6 +62,29 @@ export async function tauriBackend(): Promise<Backend> {
     pickFile: async (title, kind) => {
       const picked = await open({ title, multiple: false, directory: false, filters: FILE_FILTERS[kind] });
       return typeof picked === "string" ? picked : null;
+    },
+    pickModels: async (title) => {
+      const picked = await open({ title, multiple: true, directory: false, filters: FILE_FILTERS.model });
+      return Array.isArray(picked) ? picked : typeof picked === "string" ? [picked] : [];
+    },
+    sweep: (request, onEvent) => {
+      const channel = new Channel<SweepUiEvent>();
+      channel.onmessage = onEvent;
+      return invoke<SweepOutcome>("sweep", { request, onEvent: channel });
+    },
+    sweepList: () => invoke<SweepEntry[]>("sweep_list"),
+    sweepGet: (id) => invoke<SweepView>("sweep_get", { id }),
+    saveChart: async (chart, name) => {
+      const path = await save({ title: "Export the chart", defaultPath: `${name}.png`, filters: [{ name: "PNG image (2×)", extensions: ["png"] }, { name: "SVG", extensions: ["svg"] }] });
+      if (!path) return false;
+      await invoke<void>("save_chart", { chart, path });
+      return true;
+    },
+    exportResults: async (source, name, format) => {
+      const path = await save({ title: "Export the results", defaultPath: `${name}.${format}`, filters: [{ name: format.toUpperCase(), extensions: [format] }] });
+      if (!path) return false;
+      await invoke<void>("export_results", { source, path });
+      return true;
     },
     onFileDrop: async (handler) =>
       getCurrentWebview().onDragDropEvent((e) => {

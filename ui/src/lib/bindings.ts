@@ -270,13 +270,17 @@ export type RunRequest = { target: string, draft: string | null, prompt: string,
 /**
  * In order; `[baseline, speculative]` runs both and compares them.
  */
-modes: Array<Mode>, settings: Settings, };
+modes: Array<Mode>, settings: Settings, 
+/**
+ * Draw charts while it runs (tokens/s over time) and after (acceptance, lengths, speedup).
+ */
+charts?: boolean, };
 
 export type TokenView = { text: string, source: TokenSource, step: number, strategy?: string, };
 
 export type LiveStats = { tokens: number, elapsed_ms: number, tokens_per_s: number, steps: number, drafted: number, accepted: number, acceptance_rate: number, mean_accepted_len: number, draft_ms: number, verify_ms: number, };
 
-export type RunEvent = { "type": "loading", mode: Mode, } | { "type": "loaded", mode: Mode, target: ModelId, draft: ModelId | null, load_ms: number, warm: boolean, } | { "type": "tokens", mode: Mode, tokens: Array<TokenView>, stats: LiveStats, first_token_at_ms: number, } | { "type": "done", mode: Mode, report: Report, } | { "type": "compared", comparison: Comparison, verdict: string, speedup: number, } | { "type": "failed", mode: Mode, error: ErrorInfo, };
+export type RunEvent = { "type": "loading", mode: Mode, } | { "type": "loaded", mode: Mode, target: ModelId, draft: ModelId | null, load_ms: number, warm: boolean, } | { "type": "tokens", mode: Mode, tokens: Array<TokenView>, stats: LiveStats, first_token_at_ms: number, } | { "type": "done", mode: Mode, report: Report, } | { "type": "compared", comparison: Comparison, verdict: string, speedup: number, } | { "type": "failed", mode: Mode, error: ErrorInfo, } | { "type": "charts", charts: Array<RenderedChart>, };
 
 export type RunOutcome = { 
 /**
@@ -293,3 +297,172 @@ export type HistoryRun = { id: string,
 saved_at: number, request: RunRequest, reports: Array<Report>, comparison: Comparison | null, speedup: number | null, };
 
 export type AppInfo = { version: string, data_dir: string, machine: MachineInfo, };
+
+export type Spread = { median: number, min: number, max: number, };
+
+export type BarGroup = { label: string, 
+/**
+ * Tokens/s of the baseline runs.
+ */
+baseline: Spread, 
+/**
+ * Tokens/s of the speculative runs.
+ */
+speculative: Spread, };
+
+export type BarsChart = { title: string, groups: Array<BarGroup>, };
+
+export type Series = { label: string, 
+/**
+ * (x, y) points in order of x.
+ */
+points: Array<[number, number]>, };
+
+export type TimelineChart = { title: string, 
+/**
+ * x: seconds since generation started; y: tokens/s.
+ */
+series: Array<Series>, };
+
+export type PositionsChart = { title: string, 
+/**
+ * `drafted[i]`: rounds that drafted a token at position i (0-based).
+ */
+drafted: Array<number>, 
+/**
+ * `accepted[i]`: rounds whose token at position i was accepted.
+ */
+accepted: Array<number>, };
+
+export type LengthsChart = { title: string, 
+/**
+ * `histogram[k]`: rounds that accepted exactly k draft tokens.
+ */
+histogram: Array<number>, };
+
+export type HeatCell = { "state": "speedup", speedup: Spread, setting: string, } | { "state": "incompatible" } | { "state": "too_big" } | { "state": "failed" } | { "state": "pending" };
+
+export type HeatmapChart = { title: string, 
+/**
+ * Targets, top to bottom.
+ */
+rows: Array<string>, 
+/**
+ * Drafts (and draftless strategies), left to right.
+ */
+cols: Array<string>, 
+/**
+ * `cells[row][col]`.
+ */
+cells: Array<Array<HeatCell>>, };
+
+export type DraftLengthSeries = { label: string, 
+/**
+ * (draft length, measured speedup).
+ */
+measured: Array<[number, number]>, 
+/**
+ * (draft length, predicted speedup).
+ */
+predicted: Array<[number, number]>, };
+
+export type DraftLengthChart = { title: string, series: Array<DraftLengthSeries>, };
+
+export type Chart = { "kind": "bars" } & BarsChart | { "kind": "timeline" } & TimelineChart | { "kind": "positions" } & PositionsChart | { "kind": "lengths" } & LengthsChart | { "kind": "heatmap" } & HeatmapChart | { "kind": "draft-length" } & DraftLengthChart;
+
+export type RenderedChart = { chart: Chart, svg: string, };
+
+export type SweepSpec = { targets: Array<string>, 
+/**
+ * Draft models (used by the `draft-model` and `auto` strategies).
+ */
+drafts: Array<string>, 
+/**
+ * Fixed draft lengths to try.
+ */
+n_drafts: Array<number>, strategies: Array<Strategy>, reps: number, warmup: number, prompt: string, 
+/**
+ * Everything else (tokens to generate, context, threads, sampling, …); `n_draft`,
+ * `strategy` and `adaptive` are set per cell.
+ */
+settings: Settings, };
+
+export type CellKey = { target: number, 
+/**
+ * None for strategies that need no draft model.
+ */
+draft: number | null, strategy: Strategy, n_draft: number, };
+
+export type CellOutcome = { "state": "measured", 
+/**
+ * Tokens/s.
+ */
+baseline: Spread, speculative: Spread, 
+/**
+ * Speculative ÷ baseline, per alternating repetition.
+ */
+speedup: Spread, acceptance_rate: number, mean_accepted_len: number, 
+/**
+ * Greedy output identical to the target alone (or explained by a near tie).
+ */
+identical: boolean, } | { "state": "incompatible", reason: string, } | { "state": "too_big", reason: string, } | { "state": "failed", error: ErrorInfo, };
+
+export type CellRecord = { key: CellKey, outcome: CellOutcome, 
+/**
+ * Predicted before measuring (none when the pair was not run).
+ */
+predicted_speedup: number | null, 
+/**
+ * Wall time the cell took, loading excluded.
+ */
+seconds: number, };
+
+export type Recommendation = { target: string, 
+/**
+ * None when nothing beat the target alone.
+ */
+best: CellKey | null, speedup: number | null, 
+/**
+ * What to do, for people.
+ */
+advice: string, 
+/**
+ * The same setting with llama.cpp's own tools, when it has one.
+ */
+llama_cpp: string | null, };
+
+export type SweepResults = { version: number, spec: SweepSpec, machine: MachineInfo, 
+/**
+ * Seconds since the Unix epoch.
+ */
+started_at: number, updated_at: number, 
+/**
+ * Cells measured (or refused) so far, in the order they finished.
+ */
+cells: Array<CellRecord>, 
+/**
+ * Predictions made before measuring, for every cell of a pair that loaded.
+ */
+predictions: Array<[CellKey, number]>, complete: boolean, };
+
+export type SweepEvent = { "type": "resumed", done: number, } | { "type": "loading", target: string, draft: string | null, } | { "type": "predicted", cells: Array<[CellKey, number]>, } | { "type": "cell", key: CellKey, label: string, } | { "type": "progress", done: number, total: number, eta_s: number, record: CellRecord, } | { "type": "log", message: string, };
+
+export type SweepRequest = { 
+/**
+ * A new sweep.
+ */
+spec: SweepSpec | null, 
+/**
+ * Or the id of a saved sweep to resume.
+ */
+resume: string | null, };
+
+export type SweepUiEvent = { "type": "started", id: string, total: number, spec: SweepSpec, } | { "type": "engine", event: SweepEvent, } | { "type": "charts", charts: Array<RenderedChart>, recommendations: Array<Recommendation>, } | { "type": "finished", complete: boolean, };
+
+export type SweepOutcome = { id: string, complete: boolean, };
+
+export type SweepEntry = { id: string, updated_at: number, targets: Array<string>, drafts: Array<string>, done: number, total: number, complete: boolean, };
+
+export type SweepView = { id: string, results: SweepResults, charts: Array<RenderedChart>, recommendations: Array<Recommendation>, };
+
+export type ExportSource = { "kind": "run", id: string, } | { "kind": "sweep", id: string, };

@@ -1,6 +1,7 @@
 // A backend without Tauri: canned models and a simulated generation, for UI tests and for working
 // on the UI in a plain browser. It follows the same event order as the real one.
 import type { Backend, FileKind } from "./backend";
+import type { Chart, ExportSource, SweepEntry, SweepOutcome, SweepRequest, SweepUiEvent, SweepView } from "./types";
 import type { Diagnosis, HistoryEntry, MachineInfo, ModelSummary, HistoryRun, LiveStats, Mode, Report, RunEvent, RunOutcome, RunRequest, TokenView } from "./types";
 
 const MACHINE: MachineInfo = {
@@ -101,6 +102,10 @@ export class FakeBackend implements Backend {
         settings: request.settings, machine: MACHINE, started_at: 1700000000,
       } satisfies Report;
       onEvent({ type: "done", mode, report });
+      if (request.charts !== false) {
+        const series = reports.concat(report).map((r) => ({ label: r.mode, points: r.token_ms.map((t, i) => [t / 1000, i] as [number, number]) }));
+        onEvent({ type: "charts", charts: [{ chart: { kind: "timeline", title: "Tokens/s over the run", series }, svg: `<svg data-kind="timeline"><text>${mode}</text></svg>` }] });
+      }
       reports.push(report);
       if (this.cancelled) break;
     }
@@ -136,6 +141,62 @@ export class FakeBackend implements Backend {
 
   async pickFile(_title: string, kind: FileKind): Promise<string | null> {
     return kind === "model" ? "/models/picked.gguf" : "/maps/picked.dlngram";
+  }
+
+  async pickModels(): Promise<string[]> {
+    return ["/models/a.gguf", "/models/b.gguf"];
+  }
+
+  sweeps: SweepView[] = [];
+  savedCharts: { chart: Chart; name: string }[] = [];
+  exports: { source: ExportSource; name: string; format: string }[] = [];
+
+  async sweep(request: SweepRequest, onEvent: (e: SweepUiEvent) => void): Promise<SweepOutcome> {
+    const spec = request.spec ?? this.sweeps.find((x) => x.id === request.resume)?.results.spec;
+    if (!spec) throw { code: "not_found", message: "no saved sweep", hint: "Pick a sweep from the list." };
+    const id = request.resume ?? `${1700000000 + this.sweeps.length}-000000000`;
+    const cells = spec.targets.flatMap((_, t) => spec.drafts.flatMap((_, d) => spec.n_drafts.map((k) => ({ target: t, draft: d as number | null, strategy: "draft-model" as const, n_draft: k }))));
+    this.cancelled = false;
+    onEvent({ type: "started", id, total: cells.length, spec });
+    let done = 0;
+    for (const key of cells) {
+      if (this.cancelled) break;
+      onEvent({ type: "engine", event: { type: "cell", key, label: `cell ${done + 1}` } });
+      const m = 1 + key.n_draft / 10;
+      const sp = { median: m, min: m - 0.05, max: m + 0.05 };
+      const record = { key, outcome: { state: "measured" as const, baseline: sp, speculative: sp, speedup: sp, acceptance_rate: 0.6, mean_accepted_len: 1.5, identical: true }, predicted_speedup: m + 0.02, seconds: 1 };
+      done += 1;
+      onEvent({ type: "engine", event: { type: "progress", done, total: cells.length, eta_s: cells.length - done, record } });
+      onEvent({
+        type: "charts",
+        charts: [{ chart: { kind: "heatmap", title: "Speedup", rows: [], cols: [], cells: [] }, svg: `<svg data-kind="heatmap"><text>${done} cells</text></svg>` }],
+        recommendations: [{ target: "a", best: key, speedup: m, advice: `a with b (k=${key.n_draft}): ${m.toFixed(2)}×`, llama_cpp: "llama-server -m a.gguf -md b.gguf" }],
+      });
+      if (this.options.frameMs) await new Promise((r) => setTimeout(r, this.options.frameMs));
+    }
+    const complete = done === cells.length;
+    onEvent({ type: "finished", complete });
+    return { id, complete };
+  }
+
+  async sweepList(): Promise<SweepEntry[]> {
+    return this.sweeps.map((v) => ({ id: v.id, updated_at: v.results.updated_at, targets: v.results.spec.targets, drafts: v.results.spec.drafts, done: v.results.cells.length, total: 1, complete: v.results.complete }));
+  }
+
+  async sweepGet(id: string): Promise<SweepView> {
+    const v = this.sweeps.find((x) => x.id === id);
+    if (!v) throw { code: "not_found", message: `no saved sweep ${id}`, hint: "Pick a sweep from the list." };
+    return v;
+  }
+
+  async saveChart(chart: Chart, name: string): Promise<boolean> {
+    this.savedCharts.push({ chart, name });
+    return true;
+  }
+
+  async exportResults(source: ExportSource, name: string, format: "csv" | "json"): Promise<boolean> {
+    this.exports.push({ source, name, format });
+    return true;
   }
 
   async onFileDrop(handler: (paths: string[]) => void): Promise<() => void> {

@@ -1,5 +1,5 @@
 // What the Run view shows, built from the stream of `RunEvent`s (pure: tested without a backend).
-import type { ApiError, Comparison, LiveStats, Mode, Report, RunEvent, TokenView } from "./types";
+import type { ApiError, Comparison, LiveStats, Mode, RenderedChart, Report, RunEvent, TokenView } from "./types";
 
 export type PaneStatus = "idle" | "loading" | "running" | "done" | "failed";
 
@@ -19,6 +19,8 @@ export interface RunState {
   comparison: Comparison | null;
   verdict: string | null;
   speedup: number | null;
+  /// The latest chart of each kind the backend drew, in the order they first came.
+  charts: RenderedChart[];
 }
 
 export function emptyPane(mode: Mode): Pane {
@@ -31,6 +33,7 @@ export function initialState(): RunState {
     comparison: null,
     verdict: null,
     speedup: null,
+    charts: [],
   };
 }
 
@@ -73,8 +76,21 @@ export function applyEvent(state: RunState, e: RunEvent): RunState {
       p.error = e.error;
       break;
     }
+    case "charts":
+      mergeCharts(state.charts, e.charts);
+      break;
   }
   return state;
+}
+
+/// Replaces charts of the same kind and appends new kinds (in place).
+export function mergeCharts(into: RenderedChart[], charts: RenderedChart[]): RenderedChart[] {
+  for (const c of charts) {
+    const i = into.findIndex((x) => x.chart.kind === c.chart.kind);
+    if (i >= 0) into[i] = c;
+    else into.push(c);
+  }
+  return into;
 }
 
 /// Resets the panes that a run of `modes` will fill.
@@ -83,6 +99,7 @@ export function startRun(state: RunState, modes: Mode[]): RunState {
   state.comparison = null;
   state.verdict = null;
   state.speedup = null;
+  state.charts = [];
   return state;
 }
 

@@ -483,6 +483,7 @@ where
         .build_cartesian_2d(0f64..xmax + 1.0, 0f64..nice_max(ymax * 1.15))?;
     ch.configure_mesh()
         .x_desc("draft length (tokens)")
+        .x_labels(((xmax + 1.0) as usize + 1).min(12))
         .x_label_formatter(&|x| format!("{x:.0}"))
         .y_desc("speedup (×)")
         .label_style(font(s, 12.0))
@@ -506,6 +507,7 @@ where
             .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + px(s, 16.0), y)], stroke(color, s, 2.0)));
         ch.draw_series(measured.iter().map(|&p| Circle::new(p, upx(s, 3.5), color.filled())))?;
         if !predicted.is_empty() {
+            ch.draw_series(predicted.iter().map(|&p| Circle::new(p, upx(s, 4.0), stroke(color, s, 1.5))))?;
             ch.draw_series(DashedLineSeries::new(predicted, upx(s, 6.0), upx(s, 4.0), stroke(color, s, 1.5)))?
                 .label(format!("{} predicted", series.label))
                 .legend(move |(x, y)| {

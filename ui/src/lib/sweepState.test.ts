@@ -1,0 +1,55 @@
+import { describe, expect, it } from "vitest";
+import { FakeBackend } from "./fake";
+import { applySweepEvent, cellLabel, formatDuration, initialSweep, parseLengths } from "./sweepState";
+import { defaultSettings } from "./settings";
+import type { SweepSpec } from "./types";
+
+const spec: SweepSpec = {
+  targets: ["/m/qwen-7b.gguf"], drafts: ["/m/qwen-0.5b.gguf", "/m/smol.gguf"], n_drafts: [2, 4], strategies: ["draft-model"],
+  reps: 2, warmup: 1, prompt: "hi", settings: defaultSettings(),
+};
+
+describe("sweep state", () => {
+  it("follows a sweep from start to finish: progress, ETA, charts and the best setting", async () => {
+    const backend = new FakeBackend();
+    const state = initialSweep();
+    const etas: (number | null)[] = [];
+    const outcome = await backend.sweep({ spec, resume: null }, (e) => {
+      applySweepEvent(state, e);
+      etas.push(state.etaS);
+    });
+    expect(outcome.complete).toBe(true);
+    expect(state.status).toBe("done");
+    expect([state.done, state.total]).toEqual([4, 4]);
+    expect(state.lines).toHaveLength(4);
+    expect(state.lines[0]).toBe("1/4 qwen-7b + qwen-0.5b · draft-model k=2: 1.20× (1.15–1.25), predicted 1.22×, acceptance 60 %");
+    expect(etas).toContain(3);
+    // Each redraw replaces the chart of its kind.
+    expect(state.charts).toHaveLength(1);
+    expect(state.charts[0]?.svg).toContain("4 cells");
+    expect(state.recommendations[0]?.llama_cpp).toContain("llama-server");
+  });
+
+  it("a cancelled sweep says so and keeps its cells", async () => {
+    const backend = new FakeBackend({ frameMs: 5 });
+    const state = initialSweep();
+    const done = backend.sweep({ spec, resume: null }, (e) => {
+      applySweepEvent(state, e);
+      if (state.done === 1) void backend.cancel();
+    });
+    expect((await done).complete).toBe(false);
+    expect(state.status).toBe("cancelled");
+    expect(state.done).toBe(1);
+  });
+
+  it("parses draft lengths and labels cells", () => {
+    expect(parseLengths("2, 4,8")).toEqual([2, 4, 8]);
+    expect(parseLengths("4,4")).toEqual([4]);
+    expect(parseLengths("0,2")).toBeNull();
+    expect(parseLengths("two")).toBeNull();
+    expect(parseLengths("")).toBeNull();
+    expect(cellLabel(spec, { target: 0, draft: null, strategy: "prompt-lookup", n_draft: 3 })).toBe("qwen-7b + no draft · prompt-lookup k=3");
+    expect(formatDuration(125)).toBe("2 min 5 s");
+    expect(formatDuration(4.4)).toBe("4 s");
+  });
+});
