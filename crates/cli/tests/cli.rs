@@ -386,7 +386,8 @@ fn sweep_measures_compatible_cells_marks_incompatible_ones_and_resumes_after_a_k
         "--prompt",
         "Write a Python function that adds two numbers.",
     ];
-    // Kill the first attempt once two cells are written.
+    // Kill the first attempt once three cells are written (the two SmolLM2 cells, refused by
+    // the doctor at the start, and a measured one).
     let mut child = Command::new(env!("CARGO_BIN_EXE_draftlab"))
         .args(args)
         .env("NO_COLOR", "1")
@@ -395,7 +396,7 @@ fn sweep_measures_compatible_cells_marks_incompatible_ones_and_resumes_after_a_k
         .spawn()
         .unwrap();
     let results = out.join("results.json");
-    let before = wait_for_cells(&results, 2, &mut child);
+    let before = wait_for_cells(&results, 3, &mut child);
     child.kill().unwrap();
     child.wait().unwrap();
     let before: Vec<serde_json::Value> = {

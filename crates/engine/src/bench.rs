@@ -321,6 +321,20 @@ pub fn bench(
     cancel: &AtomicBool,
     progress: &mut dyn FnMut(&str),
 ) -> Result<BenchReport> {
+    bench_with_costs(pair, prompt, settings, options, None, cancel, progress)
+}
+
+/// `bench` with step costs already measured (covering batches up to `n_draft + 1`), as a sweep
+/// has them for every cell of a pair; `None` measures them after the runs.
+pub fn bench_with_costs(
+    pair: &Pair,
+    prompt: &[Token],
+    settings: &Settings,
+    options: &BenchOptions,
+    costs: Option<Costs>,
+    cancel: &AtomicBool,
+    progress: &mut dyn FnMut(&str),
+) -> Result<BenchReport> {
     settings.validate(Mode::Speculative)?;
     let total = options.warmup + options.reps.max(1);
     let mut runs = Vec::new();
@@ -337,8 +351,13 @@ pub fn bench(
             }
         }
     }
-    progress("measuring step costs");
-    let costs = measure_costs(pair, prompt, settings, settings.n_draft + 1, 7, pair.drafts_with_model(settings))?;
+    let costs = match costs {
+        Some(c) if c.verify_ms.len() > settings.n_draft => c,
+        _ => {
+            progress("measuring step costs");
+            measure_costs(pair, prompt, settings, settings.n_draft + 1, 7, pair.drafts_with_model(settings))?
+        }
+    };
     let base: Vec<&Report> = runs.iter().filter(|r| r.mode == Mode::Baseline).collect();
     let spec: Vec<&Report> = runs.iter().filter(|r| r.mode == Mode::Speculative).collect();
     let baseline_tps: Vec<f64> = base.iter().map(|r| r.tokens_per_s).collect();

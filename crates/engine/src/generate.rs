@@ -80,6 +80,15 @@ impl Pair {
     /// Checks the pair with the doctor (refusing an incompatible vocabulary or a pair that cannot
     /// fit in memory), then loads both models.
     pub fn load(target: &Path, draft: Option<&Path>, n_ctx: u32, gpu_layers: GpuLayers) -> Result<Pair> {
+        Self::check(target, draft, n_ctx)?;
+        let target = Model::load(target, gpu_layers)?;
+        let draft = draft.map(|d| Model::load(d, gpu_layers)).transpose()?;
+        Ok(Pair { target, draft, costs: RefCell::new(HashMap::new()), maps: RefCell::new(HashMap::new()) })
+    }
+
+    /// The doctor's verdict from the headers alone (nothing loads): an incompatible vocabulary or a
+    /// pair that cannot fit in memory now is an error.
+    pub fn check(target: &Path, draft: Option<&Path>, n_ctx: u32) -> Result<()> {
         let tg = GgufFile::open(target)?;
         let dg = draft.map(GgufFile::open).transpose()?;
         let dx = doctor::diagnose(&tg, dg.as_ref(), u64::from(n_ctx), &MemoryInfo::now());
@@ -98,10 +107,7 @@ impl Pair {
         if let Some(reason) = blocking(Topic::Memory) {
             return Err(Error::OutOfMemory { reason });
         }
-        drop((tg, dg));
-        let target = Model::load(target, gpu_layers)?;
-        let draft = draft.map(|d| Model::load(d, gpu_layers)).transpose()?;
-        Ok(Pair { target, draft, costs: RefCell::new(HashMap::new()), maps: RefCell::new(HashMap::new()) })
+        Ok(())
     }
 
     /// The prompt as target tokens: through the target's chat template unless `raw` (or the model

@@ -596,9 +596,34 @@ pub fn run(
             None => groups.push((id, vec![*key])),
         }
     }
-    let mut timing = Timing { groups_left: groups.len(), ..Timing::default() };
-    for ((t, d), keys) in groups {
-        timing.groups_left -= 1;
+    // How much work each pair is: the bytes of its models (generation reads all the weights
+    // for every token), so the time of pairs not measured yet scales from those that were.
+    // Plus a fixed allowance for what does not scale with the weights (per-token graph work,
+    // sampling over the vocabulary): worth about 256 MiB of weights on the machines measured.
+    let bytes = |p: &Path| std::fs::metadata(p).map_or(1.0, |m| m.len() as f64);
+    let weight =
+        |(t, d): PairIds| bytes(&spec.targets[t]) + d.map_or(0.0, |d| bytes(&spec.drafts[d])) + f64::from(256u32 << 20);
+    let mut timing = Timing::default();
+    // The doctor first, for every pair (headers only): refused pairs are recorded at once and
+    // cost nothing, so the heat map shows them from the start and the ETA leaves them out.
+    let mut runnable = Vec::new();
+    for (ids, keys) in groups {
+        let draft = ids.1.map(|d| spec.drafts[d].as_path());
+        match Pair::check(&spec.targets[ids.0], draft, spec.settings.n_ctx) {
+            Ok(()) => {
+                timing.pending.push(ids);
+                timing.weights.insert(ids, weight(ids));
+                runnable.push((ids, keys));
+            }
+            Err(e) => {
+                for key in keys {
+                    record_refusal(&mut results, &path, key, &e, total, &timing, &all, on_event)?;
+                }
+            }
+        }
+    }
+    for ((t, d), keys) in runnable {
+        timing.pending.retain(|&g| g != (t, d));
         let group_started = Instant::now();
         if cancel.load(Ordering::Relaxed) {
             break;
@@ -606,24 +631,14 @@ pub fn run(
         let target = &spec.targets[t];
         let draft = d.map(|d| spec.drafts[d].as_path());
         on_event(SweepEvent::Loading { target: file_label(target), draft: draft.map(file_label) });
-        // The doctor's checks (vocabulary, memory now) happen in `Pair::load`, before loading.
+        // `Pair::load` checks again (memory now, before each pair loads).
         let loaded = Pair::load(target, draft, spec.settings.n_ctx, spec.settings.gpu_layers)
             .and_then(|pair| pair.prompt_tokens(&spec.prompt, spec.settings.raw).map(|p| (pair, p)));
         let (pair, prompt) = match loaded {
             Ok(x) => x,
             Err(e) => {
-                let outcome = match &e {
-                    Error::Incompatible { reason } => CellOutcome::Incompatible { reason: reason.clone() },
-                    Error::OutOfMemory { reason } => CellOutcome::TooBig { reason: reason.clone() },
-                    _ => CellOutcome::Failed { error: e.info() },
-                };
                 for key in keys {
-                    let record = CellRecord { key, outcome: outcome.clone(), predicted_speedup: None, seconds: 0.0 };
-                    results.cells.push(record.clone());
-                    results.updated_at = crate::paths::now_secs();
-                    results.save(&path)?;
-                    let eta_s = timing.eta(&results, &all);
-                    on_event(SweepEvent::Progress { done: results.cells.len(), total, eta_s, record });
+                    record_refusal(&mut results, &path, key, &e, total, &timing, &all, on_event)?;
                 }
                 continue;
             }
@@ -634,8 +649,10 @@ pub fn run(
         let mut cost_settings = spec.cell_settings(&keys[0]);
         cost_settings.n_draft = max_k;
         let mut predictions = Vec::new();
+        let mut pair_costs = None;
         match pair.costs(&prompt, &cost_settings) {
             Ok(costs) => {
+                pair_costs = Some(costs.clone());
                 let mut strategies: Vec<Strategy> = keys.iter().map(|k| k.strategy).collect();
                 strategies.dedup();
                 for strategy in strategies {
@@ -652,12 +669,13 @@ pub fn run(
             }
             Err(e) => on_event(SweepEvent::Log { message: format!("could not measure costs: {e}") }),
         }
+        timing.predicted.extend(predictions.iter().copied());
         if !predictions.is_empty() {
             results.predictions.retain(|(k, _)| !predictions.iter().any(|(p, _)| p == k));
             results.predictions.extend(predictions.iter().copied());
             on_event(SweepEvent::Predicted { cells: predictions.clone() });
         }
-        timing.overheads.push(group_started.elapsed().as_secs_f64());
+        timing.overheads.push((group_started.elapsed().as_secs_f64(), weight((t, d))));
         for key in keys {
             if cancel.load(Ordering::Relaxed) {
                 break;
@@ -666,7 +684,10 @@ pub fn run(
             let settings = spec.cell_settings(&key);
             let t0 = Instant::now();
             let options = BenchOptions { reps: spec.reps, warmup: spec.warmup };
-            let measured = bench::bench(&pair, &prompt, &settings, &options, cancel, &mut |m| {
+            // A draft model's token cost depends on whether the cell drafts with it; the pair's
+            // costs were measured for the first strategy's case.
+            let costs = pair_costs.clone().filter(|c| (c.draft_token_ms > 0.0) == pair.drafts_with_model(&settings));
+            let measured = bench::bench_with_costs(&pair, &prompt, &settings, &options, costs, cancel, &mut |m| {
                 on_event(SweepEvent::Log { message: m.to_string() })
             });
             if cancel.load(Ordering::Relaxed) {
@@ -684,7 +705,7 @@ pub fn run(
                 Err(e) => CellOutcome::Failed { error: e.info() },
             };
             let seconds = t0.elapsed().as_secs_f64();
-            timing.cells.push(seconds);
+            timing.cells.push((seconds, timing.cell_weight(&key)));
             let predicted_speedup = predictions.iter().find(|(k, _)| *k == key).map(|(_, p)| *p);
             let record = CellRecord { key, outcome, predicted_speedup, seconds };
             results.cells.push(record.clone());
@@ -706,145 +727,73 @@ type PairIds = (usize, Option<usize>);
 /// What the sweep has taken so far, for its estimate of the time left.
 #[derive(Default)]
 struct Timing {
-    /// Seconds of each cell measured in this session.
-    cells: Vec<f64>,
-    /// Seconds of each pair's loading, cost measurement and probes.
-    overheads: Vec<f64>,
-    /// Pairs not started yet.
-    groups_left: usize,
+    /// (seconds, cell weight) of each cell measured in this session.
+    cells: Vec<(f64, f64)>,
+    /// (seconds, pair weight) of each pair's loading, cost measurement and probes.
+    overheads: Vec<(f64, f64)>,
+    /// Pairs that will run and have not started.
+    pending: Vec<PairIds>,
+    /// Pair weights: the bytes of their models (see `run`).
+    weights: std::collections::HashMap<PairIds, f64>,
+    /// Predicted speedups of the cells predicted so far.
+    predicted: std::collections::HashMap<CellKey, f64>,
 }
 
 impl Timing {
-    /// Seconds left: the mean cell time times the cells left, plus the mean load-and-predict time
-    /// times the pairs left (0 until a cell has been measured).
+    /// A cell's work: its pair's weight × (1 + 1/predicted speedup), since a cell runs the
+    /// baseline and the speculative generation alike often (an unpredicted cell counts as 1×).
+    fn cell_weight(&self, key: &CellKey) -> f64 {
+        let pair = self.weights.get(&(key.target, key.draft)).copied().unwrap_or(0.0);
+        let p = self.predicted.get(key).copied().unwrap_or(1.0).max(0.2);
+        pair * (1.0 + 1.0 / p)
+    }
+
+    /// Seconds left: the work left times the seconds per unit of work measured so far, for the
+    /// cells and for loading the pairs not started (0 until a cell has been measured).
     fn eta(&self, results: &SweepResults, all: &[CellKey]) -> f64 {
-        let mean = |v: &[f64]| if v.is_empty() { 0.0 } else { v.iter().sum::<f64>() / v.len() as f64 };
+        let rate = |v: &[(f64, f64)]| {
+            let w: f64 = v.iter().map(|x| x.1).sum();
+            if w > 0.0 {
+                v.iter().map(|x| x.0).sum::<f64>() / w
+            } else {
+                0.0
+            }
+        };
         if self.cells.is_empty() {
             return 0.0;
         }
-        let left = all.iter().filter(|k| results.record(k).is_none()).count();
-        mean(&self.cells) * left as f64 + mean(&self.overheads) * self.groups_left as f64
+        let cells_left: f64 = all
+            .iter()
+            .filter(|k| results.record(k).is_none() && self.weights.contains_key(&(k.target, k.draft)))
+            .map(|k| self.cell_weight(k))
+            .sum();
+        let loads_left: f64 = self.pending.iter().map(|g| self.weights.get(g).copied().unwrap_or(0.0)).sum();
+        rate(&self.cells) * cells_left + rate(&self.overheads) * loads_left
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn spec() -> SweepSpec {
-        SweepSpec {
-            targets: vec!["/m/qwen-7b.gguf".into(), "/m/qwen-14b.gguf".into()],
-            drafts: vec!["/m/qwen-0.5b.gguf".into(), "/m/smol.gguf".into()],
-            n_drafts: vec![2, 4],
-            strategies: vec![Strategy::DraftModel, Strategy::PromptLookup],
-            reps: 3,
-            warmup: 1,
-            prompt: "hi".into(),
-            settings: Settings::default(),
-        }
-    }
-
-    fn measured(key: CellKey, median: f64) -> CellRecord {
-        let s = |m: f64| Spread { median: m, min: m - 0.1, max: m + 0.1 };
-        CellRecord {
-            key,
-            outcome: CellOutcome::Measured {
-                baseline: s(20.0),
-                speculative: s(20.0 * median),
-                speedup: s(median),
-                acceptance_rate: 0.5,
-                mean_accepted_len: 1.0,
-                identical: true,
-            },
-            predicted_speedup: Some(median + 0.05),
-            seconds: 10.0,
-        }
-    }
-
-    #[test]
-    fn cells_cover_the_grid_with_draftless_strategies_once_per_target() {
-        let cells = spec().cells();
-        // Per target: lookup × 2 lengths, then draft-model × 2 drafts × 2 lengths.
-        assert_eq!(cells.len(), 2 * (2 + 4));
-        assert_eq!(cells[0], CellKey { target: 0, draft: None, strategy: Strategy::PromptLookup, n_draft: 2 });
-        assert!(cells.iter().all(|c| c.draft.is_some() == (c.strategy == Strategy::DraftModel)));
-        let s = spec().cell_settings(&cells[3]);
-        assert_eq!((s.strategy, s.n_draft, s.adaptive), (Strategy::DraftModel, 4, false));
-        let mut bad = spec();
-        bad.n_drafts = vec![0];
-        assert!(bad.validate().is_err());
-        let mut bad = spec();
-        bad.drafts.clear();
-        assert!(bad.validate().unwrap_err().to_string().contains("needs at least one draft"));
-    }
-
-    #[test]
-    fn heatmap_best_cells_recommendations_and_csv() {
-        let sp = spec();
-        let mut r = SweepResults::new(sp.clone());
-        let cells = sp.cells();
-        let key = |t, d, st, k| CellKey { target: t, draft: d, strategy: st, n_draft: k };
-        r.cells.push(measured(key(0, Some(0), Strategy::DraftModel, 2), 1.3));
-        r.cells.push(measured(key(0, Some(0), Strategy::DraftModel, 4), 1.1));
-        r.cells.push(measured(key(0, None, Strategy::PromptLookup, 2), 0.9));
-        for k in [2, 4] {
-            r.cells.push(CellRecord {
-                key: key(0, Some(1), Strategy::DraftModel, k),
-                outcome: CellOutcome::Incompatible { reason: "token 5 differs".into() },
-                predicted_speedup: None,
-                seconds: 0.0,
-            });
-        }
-        r.cells.push(measured(key(1, None, Strategy::PromptLookup, 4), 0.95));
-        let Chart::Heatmap(h) = r.heatmap() else { panic!("a heat map") };
-        assert_eq!(h.rows, ["qwen-7b", "qwen-14b"]);
-        assert_eq!(h.cols, ["qwen-0.5b", "smol", "lookup (no draft)"]);
-        match &h.cells[0][0] {
-            HeatCell::Speedup { speedup, setting } => {
-                assert_eq!(speedup.median, 1.3);
-                assert_eq!(setting, "draft k=2");
-            }
-            c => panic!("{c:?}"),
-        }
-        assert_eq!(h.cells[0][1], HeatCell::Incompatible);
-        assert_eq!(h.cells[1][0], HeatCell::Pending);
-        let recs = r.recommendations();
-        assert_eq!(recs[0].best, Some(key(0, Some(0), Strategy::DraftModel, 2)));
-        let cmd = recs[0].llama_cpp.as_deref().unwrap();
-        assert!(
-            cmd.starts_with("llama-server -m /m/qwen-7b.gguf -md /m/qwen-0.5b.gguf") && cmd.contains("--draft-max 2"),
-            "{cmd}"
-        );
-        assert_eq!(recs[1].best, None);
-        assert!(recs[1].advice.contains("no setting beat the target alone"), "{}", recs[1].advice);
-        let csv = r.csv();
-        assert_eq!(csv.lines().count(), 1 + r.cells.len());
-        let header_fields = csv.lines().next().unwrap().split(',').count();
-        assert!(csv.lines().all(|l| l.split(',').count() == header_fields), "{csv}");
-        let Chart::DraftLength(d) = r.draft_length_chart() else { panic!("draft-length") };
-        let qwen = d.series.iter().find(|s| s.label == "qwen-7b + qwen-0.5b draft").expect("a series");
-        assert_eq!(qwen.measured, [(2.0, 1.3), (4.0, 1.1)]);
-        assert!(cells.len() > r.cells.len());
-    }
-
-    #[test]
-    fn predictions_follow_acceptance_and_verify_costs() {
-        // Verify costs grow with the batch as on this CPU; a free drafter (n-gram).
-        let costs = Costs { verify_ms: vec![33.0, 62.0, 76.0, 99.0, 116.0], draft_token_ms: 0.0, c: 0.0 };
-        let mut probe: Report = serde_json::from_str(include_str!("../tests/data/probe_report.json")).expect("report");
-        // Every round drafted 4 tokens and all were accepted: α = 1.
-        probe.draft_len_histogram = vec![0, 0, 0, 0, 10];
-        probe.target_passes = 10;
-        probe.accepted = 40;
-        probe.drafted = 40;
-        let p4 = predict_cell(&costs, &probe, 4, false);
-        assert!((p4 - 5.0 * 33.0 / 116.0).abs() < 1e-9, "{p4}");
-        // Nothing accepted: each round costs a verify of k + 1 for one token.
-        probe.accepted = 0;
-        let p2 = predict_cell(&costs, &probe, 2, false);
-        assert!((p2 - 33.0 / 76.0).abs() < 1e-9, "{p2}");
-        // No round drafted: the baseline's speed.
-        probe.draft_len_histogram = vec![10];
-        assert!((predict_cell(&costs, &probe, 4, false) - 1.0).abs() < 1e-9);
-    }
+/// Records a cell of a pair that cannot run (the doctor refused it, or it failed to load).
+#[allow(clippy::too_many_arguments)]
+fn record_refusal(
+    results: &mut SweepResults,
+    path: &Path,
+    key: CellKey,
+    e: &Error,
+    total: usize,
+    timing: &Timing,
+    all: &[CellKey],
+    on_event: &mut dyn FnMut(SweepEvent),
+) -> Result<()> {
+    let outcome = match e {
+        Error::Incompatible { reason } => CellOutcome::Incompatible { reason: reason.clone() },
+        Error::OutOfMemory { reason } => CellOutcome::TooBig { reason: reason.clone() },
+        _ => CellOutcome::Failed { error: e.info() },
+    };
+    let record = CellRecord { key, outcome, predicted_speedup: None, seconds: 0.0 };
+    results.cells.push(record.clone());
+    results.updated_at = crate::paths::now_secs();
+    results.save(path)?;
+    let eta_s = timing.eta(results, all);
+    on_event(SweepEvent::Progress { done: results.cells.len(), total, eta_s, record });
+    Ok(())
 }
