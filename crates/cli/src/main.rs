@@ -22,7 +22,7 @@ use draftlab_engine::report::{Mode, Report, Settings, TokenSource};
 use draftlab_engine::sampling::SamplingParams;
 use draftlab_engine::sweep::{self, CellOutcome, SweepEvent, SweepSpec};
 use draftlab_engine::Error;
-use draftlab_engine::{catalog, discover};
+use draftlab_engine::{catalog, discover, hub};
 
 #[derive(Parser)]
 #[command(name = "draftlab", version, about = "Speculative decoding for local GGUF models: run, measure, compare")]
@@ -106,6 +106,20 @@ enum Command {
         on_disk: bool,
         #[arg(long)]
         json: bool,
+    },
+    /// Download a model into the Hugging Face cache: a catalog id (`draftlab models --catalog`),
+    /// or a hub repo and a file. Progress on stderr; an interrupted download resumes; the SHA-256
+    /// is checked. Honours HF_ENDPOINT (mirrors), HF_TOKEN (gated repos) and HF_HOME.
+    Pull {
+        /// A catalog id, or a hub repo (`org/name`) followed by the file.
+        #[arg(required = true, num_args = 1..=2)]
+        what: Vec<String>,
+        /// The quantisation of a catalog model (default Q4_K_M).
+        #[arg(long)]
+        quant: Option<String>,
+        /// Also download the catalog model's first recommended draft.
+        #[arg(long)]
+        with_draft: bool,
     },
     /// The engine worker: JSON lines on stdin/stdout (what the desktop app runs its jobs in).
     #[command(hide = true)]
@@ -393,6 +407,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Chart { results, kind, out, width, height } => chart_cmd(results, &kind, out, width, height),
         Command::Export { results, out } => export_cmd(results, out),
         Command::Models { folder, catalog, on_disk, json } => models_cmd(&folder, !on_disk, !catalog, json),
+        Command::Pull { what, quant, with_draft } => pull_cmd(&what, quant.as_deref(), with_draft),
         Command::Worker => {
             draftlab_engine::worker::serve_stdio();
             Ok(ExitCode::SUCCESS)
@@ -875,6 +890,71 @@ fn models_cmd(folders: &[PathBuf], show_catalog: bool, show_disk: bool, json: bo
             );
         }
         println!("\nDownload: draftlab pull ID [--quant Q8_0]");
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn pull_cmd(what: &[String], quant: Option<&str>, with_draft: bool) -> anyhow::Result<ExitCode> {
+    let mut jobs: Vec<(String, String)> = Vec::new();
+    match what {
+        [id] => {
+            let m = catalog::find(id)?;
+            jobs.push((m.repo.clone(), m.file(quant)?.file.clone()));
+            if with_draft {
+                let Some(d) = m.drafts.first() else {
+                    return Err(Error::InvalidSettings(format!("{} has no recommended draft", m.id)).into());
+                };
+                let d = catalog::find(d)?;
+                jobs.push((d.repo.clone(), d.file(quant).or_else(|_| d.file(None))?.file.clone()));
+            }
+        }
+        [repo, file] => {
+            if quant.is_some() || with_draft {
+                return Err(Error::InvalidSettings("--quant and --with-draft are for catalog ids".into()).into());
+            }
+            jobs.push((repo.clone(), file.clone()));
+        }
+        _ => unreachable!("clap takes one or two values"),
+    }
+    let opts = hub::HubOptions::default();
+    let cancel = AtomicBool::new(false);
+    let tty = std::io::stderr().is_terminal();
+    for (repo, file) in jobs {
+        let mut last_line = std::time::Instant::now();
+        let path = hub::download(&opts, &repo, &file, &cancel, &mut |e| match e {
+            hub::DownloadEvent::Started { total, resumed_from, .. } => {
+                eprintln!(
+                    "pull: {repo}/{file} ({}){}",
+                    gib(total),
+                    if resumed_from > 0 { format!(", resuming at {}", gib(resumed_from)) } else { String::new() }
+                );
+            }
+            hub::DownloadEvent::Progress { downloaded, total, bytes_per_s, eta_s } => {
+                let pct = if total > 0 { 100.0 * downloaded as f64 / total as f64 } else { 100.0 };
+                let line = format!(
+                    "  {pct:5.1} %  {} of {}  {:.1} MB/s  ETA {:.0} s",
+                    gib(downloaded),
+                    gib(total),
+                    bytes_per_s / 1e6,
+                    eta_s
+                );
+                if tty {
+                    eprint!("\r{line}   ");
+                } else if last_line.elapsed().as_secs() >= 5 || downloaded == total {
+                    eprintln!("{line}");
+                    last_line = std::time::Instant::now();
+                }
+            }
+            hub::DownloadEvent::Verifying => {
+                if tty {
+                    eprintln!();
+                }
+                eprintln!("  checking the SHA-256…");
+            }
+            hub::DownloadEvent::Done { already: true, .. } => eprintln!("pull: {repo}/{file} is already in the cache"),
+            hub::DownloadEvent::Done { .. } => {}
+        })?;
+        println!("{}", path.display());
     }
     Ok(ExitCode::SUCCESS)
 }

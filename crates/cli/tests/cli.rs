@@ -554,3 +554,35 @@ fn models_lists_disk_models_by_vocabulary_and_the_catalog_with_fits() {
     assert!(out.contains("Qwen2.5-Coder Instruct") && out.contains("qwen2.5-coder-7b-instruct"), "{out}");
     assert!(!out.contains("On disk"), "{out}");
 }
+
+#[test]
+fn pull_downloads_from_a_hub_mirror_and_says_what_went_wrong() {
+    use draftlab_engine::testing::mock_hub::MockHub;
+    let hub = MockHub::start(vec![("test/smol".into(), "smol.gguf".into(), model(SMOLLM2))]);
+    let home = tempfile::tempdir().unwrap();
+    let pull = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_draftlab"))
+            .arg("pull")
+            .args(args)
+            .env("HF_ENDPOINT", &hub.url)
+            .env("HF_HOME", home.path())
+            .env("HF_HUB_CACHE", home.path().join("hub"))
+            .env_remove("HF_TOKEN")
+            .output()
+            .unwrap()
+    };
+    let o = pull(&["test/smol", "smol.gguf"]);
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{out}\n{err}");
+    let path = std::path::PathBuf::from(out.trim());
+    assert!(path.starts_with(home.path().join("hub/models--test--smol/snapshots")), "{out}");
+    assert!(err.contains("checking the SHA-256") && err.contains("100.0 %"), "{err}");
+    // The file is a usable model, found again by `models`.
+    let o = draftlab(&["inspect", out.trim()]);
+    assert!(o.status.success(), "{:?}", text(&o));
+    let o = pull(&["test/smol", "smol.gguf"]);
+    assert!(text(&o).1.contains("already in the cache"), "{:?}", text(&o));
+    assert_clear_error(&pull(&["test/smol", "nope.gguf"]), "not on");
+    assert_clear_error(&pull(&["no-such-model"]), "no catalog model");
+    assert_clear_error(&pull(&["qwen2.5-7b-instruct", "--quant", "Q2_K"]), "comes in");
+}

@@ -40,6 +40,11 @@ pub enum Error {
 
     #[error("{path}: not a usable results file: {reason}")]
     InvalidResults { path: PathBuf, reason: String },
+
+    /// A download failed; `code` says how (`hub_unauthorized`, `hub_not_found`, `network`,
+    /// `disk_full`, `checksum_mismatch`, `cancelled`, `download_failed`).
+    #[error("download failed: {message}")]
+    Download { code: &'static str, message: String },
 }
 
 impl Error {
@@ -58,6 +63,7 @@ impl Error {
             Error::Llama(_) => "llama",
             Error::Chart(_) => "chart_failed",
             Error::InvalidResults { .. } => "invalid_results",
+            Error::Download { code, .. } => code,
         }
     }
 
@@ -76,6 +82,15 @@ impl Error {
             Error::Llama(_) => "Try a smaller context or batch; if it persists, report it with the model name.",
             Error::Chart(_) => "Try another size; if it persists, report it with the results file.",
             Error::InvalidResults { .. } => "Give a file written by `draftlab bench --json`, `draftlab run --json` or `draftlab sweep` (its results.json).",
+            Error::Download { code, .. } => match *code {
+                "hub_unauthorized" => "Accept the model's licence on its hub page, then set HF_TOKEN (or run `huggingface-cli login`).",
+                "hub_not_found" => "Check the repo and file names (`draftlab models --catalog` lists known ones).",
+                "network" => "Check the connection (or HF_ENDPOINT for a mirror), then run the download again: it resumes.",
+                "disk_full" => "Free some space on that disk, or point HF_HOME at a larger one.",
+                "checksum_mismatch" => "Run the download again; if it persists, the mirror serves a different file.",
+                "cancelled" => "Run the download again to resume where it stopped.",
+                _ => "Run the download again: it resumes where it stopped.",
+            },
         }
     }
 }

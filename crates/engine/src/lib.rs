@@ -17,6 +17,7 @@ pub mod draft;
 pub mod error;
 pub mod generate;
 pub mod gguf;
+pub mod hub;
 pub mod llama;
 pub mod machine;
 pub mod paths;
