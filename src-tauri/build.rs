@@ -12,6 +12,10 @@ const COMMANDS: &[&str] = &[
     "sweep_get",
     "save_chart",
     "export_results",
+    "models_on_disk",
+    "catalog",
+    "download",
+    "cancel_download",
 ];
 
 fn main() {

@@ -123,13 +123,33 @@ def sweep_view(s, models, out):
     s.screenshot(out / "sweep.png")
     print("e2e: a sweep ran from the Sweep view: heat map with an incompatible cell, best setting")
 
+def models_view(s):
+    """The Models view: the catalog with fit badges, a model found in the Hugging Face cache, and
+    "Target" fills the Run view."""
+    s.click("nav-models")
+    wait("the catalog", lambda: s.exists("catalog-qwen2.5-coder-7b-instruct"), timeout=30)
+    assert "fits" in s.text("catalog-qwen2.5-0.5b-instruct"), s.text("catalog-qwen2.5-0.5b-instruct")
+    wait("the cached model", lambda: "SmolLM2-135M-Instruct.Q4_1.gguf" in s.text("disk-group"), timeout=30)
+    s.screenshot(out_dir[0] / "models.png")
+    s.script("[...document.querySelectorAll('[data-testid=disk-group] button')].find(b => b.textContent === 'Target').click()")
+    wait("the Run view's target", lambda: "SmolLM2" in s.prop("target", "value"), timeout=10)
+    print("e2e: the Models view lists the catalog with fit badges and the cached model; Target fills the Run view")
+
+
+out_dir = [None]
+
+
 def main():
     app, models, out = sys.argv[1], pathlib.Path(sys.argv[2]), pathlib.Path(sys.argv[3])
     out.mkdir(parents=True, exist_ok=True)
     smol = str(models / "SmolLM2-135M-Instruct.Q4_1.gguf")
     qwen = str(models / "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf")
+    out_dir[0] = out
     s = Session(app)
     try:
+        if os.environ.get("E2E_ONLY") == "models":
+            models_view(s)
+            return
         if os.environ.get("E2E_ONLY") == "sweep":  # to work on one part
             sweep_view(s, models, out)
             return
@@ -201,6 +221,7 @@ def main():
         print("e2e: a dropped non-GGUF file gets a clear message")
 
         sweep_view(s, models, out)
+        models_view(s)
     finally:
         try:
             s.screenshot(out / "last.png")

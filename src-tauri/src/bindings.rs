@@ -3,10 +3,12 @@
 //! `typescript_bindings_are_fresh` fails when it no longer matches the Rust side.
 
 use draftlab_engine::sweep as engine_sweep;
-use draftlab_engine::{bench, charts, compare, doctor, draft, error, gguf, llama, machine, report, sampling};
+use draftlab_engine::{
+    bench, catalog, charts, compare, discover, doctor, draft, error, gguf, hub, llama, machine, report, sampling,
+};
 use ts_rs::{Config, TS};
 
-use crate::{history, run, sweep, AppInfo, ExportSource};
+use crate::{history, models, run, sweep, AppInfo, ExportSource};
 
 /// Where the file lives, relative to the workspace root.
 pub const PATH: &str = "ui/src/lib/bindings.ts";
@@ -86,6 +88,15 @@ pub fn typescript() -> String {
         sweep::SweepEntry,
         sweep::SweepView,
         ExportSource,
+        discover::Source,
+        discover::FoundModel,
+        discover::VocabGroup,
+        catalog::CatalogFile,
+        catalog::CatalogModel,
+        catalog::Fit,
+        models::CatalogEntry,
+        models::CatalogView,
+        hub::DownloadEvent,
     );
     out
 }

@@ -5,6 +5,7 @@
 pub mod bindings;
 pub mod error;
 pub mod history;
+pub mod models;
 pub mod run;
 pub mod sweep;
 pub mod workers;
@@ -22,9 +23,12 @@ use tauri::{Runtime, State};
 
 use crate::error::ApiError;
 use crate::history::{HistoryEntry, HistoryRun};
+use crate::models::CatalogView;
 use crate::run::{RunEvent, RunOutcome, RunRequest};
 use crate::sweep::{SweepEntry, SweepOutcome, SweepRequest, SweepUiEvent, SweepView};
 use crate::workers::Workers;
+use draftlab_engine::discover::VocabGroup;
+use draftlab_engine::hub::DownloadEvent;
 
 /// The argument that makes this executable the engine worker.
 pub const WORKER_FLAG: &str = "--worker";
@@ -42,6 +46,10 @@ pub const COMMANDS: &[&str] = &[
     "sweep_get",
     "save_chart",
     "export_results",
+    "models_on_disk",
+    "catalog",
+    "download",
+    "cancel_download",
 ];
 
 /// What the app keeps between commands.
@@ -52,6 +60,9 @@ pub struct AppState {
     pub history_dir: PathBuf,
     /// Where sweeps are kept, one folder each.
     pub sweeps_dir: PathBuf,
+    pub downloads: models::Downloads,
+    /// Where downloads go and come from (the Hugging Face cache and hub by default).
+    pub hub: draftlab_engine::hub::HubOptions,
 }
 
 impl AppState {
@@ -68,6 +79,8 @@ impl AppState {
             // Next to the runs: `<data>/sweeps` for the app's `<data>/runs`.
             sweeps_dir: history_dir.parent().map_or_else(|| history_dir.join("sweeps"), |p| p.join("sweeps")),
             history_dir,
+            downloads: models::Downloads::default(),
+            hub: draftlab_engine::hub::HubOptions::default(),
         }
     }
 }
@@ -180,6 +193,44 @@ fn export_results(state: State<'_, Arc<AppState>>, source: ExportSource, path: P
     Ok(draftlab_engine::paths::write_atomically(&path, &bytes)?)
 }
 
+/// GGUF files on disk (Hugging Face cache, LM Studio, Ollama, and `folders`), by vocabulary.
+#[tauri::command]
+async fn models_on_disk(folders: Vec<PathBuf>) -> Result<Vec<VocabGroup>, ApiError> {
+    tauri::async_runtime::spawn_blocking(move || models::on_disk(&folders))
+        .await
+        .map_err(|e| ApiError::new("internal", format!("the scan failed: {e}"), "Report this as a bug."))
+}
+
+/// The built-in catalog with what fits this machine.
+#[tauri::command]
+fn catalog() -> CatalogView {
+    models::catalog_view()
+}
+
+/// Downloads a file into the Hugging Face cache (resuming a partial one), streaming progress.
+#[tauri::command]
+async fn download(
+    state: State<'_, Arc<AppState>>,
+    repo: String,
+    file: String,
+    on_event: Channel<DownloadEvent>,
+) -> Result<PathBuf, ApiError> {
+    let state = Arc::clone(state.inner());
+    tauri::async_runtime::spawn_blocking(move || {
+        models::download(&state.downloads, &state.hub, &repo, &file, &mut |e| {
+            let _ = on_event.send(e);
+        })
+    })
+    .await
+    .map_err(|e| ApiError::new("internal", format!("the download task failed: {e}"), "Report this as a bug."))?
+}
+
+/// Stops a download; what was downloaded is kept for the next try.
+#[tauri::command]
+fn cancel_download(state: State<'_, Arc<AppState>>, repo: String, file: String) -> bool {
+    state.downloads.cancel(&format!("{repo}/{file}"))
+}
+
 #[derive(Debug, Clone, Serialize, ts_rs::TS)]
 pub struct AppInfo {
     pub version: String,
@@ -210,7 +261,11 @@ pub fn build_app<R: Runtime>(builder: tauri::Builder<R>, state: AppState) -> tau
         sweep_list,
         sweep_get,
         save_chart,
-        export_results
+        export_results,
+        models_on_disk,
+        catalog,
+        download,
+        cancel_download
     ])
 }
 

@@ -322,3 +322,47 @@ fn a_sweep_streams_progress_and_charts_is_listed_and_resumes() {
     assert!(sweep::list(&st.sweeps_dir).unwrap().is_empty());
     assert_eq!(sweep::get(&st.sweeps_dir, &outcome.id).unwrap_err().code, "invalid_results");
 }
+
+#[test]
+fn models_on_disk_the_catalog_and_downloads_with_cancel() {
+    use draftlab_app::models::{self, Downloads};
+    use draftlab_engine::hub::{DownloadEvent, HubOptions};
+    use draftlab_engine::testing::mock_hub::MockHub;
+    let dir = tempfile::tempdir().unwrap();
+    let hub = MockHub::start(vec![("test/smol".into(), "smol.gguf".into(), model(SMOLLM2))]);
+    let opts = HubOptions {
+        endpoint: Some(hub.url.clone()),
+        cache_dir: Some(dir.path().join("hub")),
+        token: None,
+        chunk_size: Some(1 << 20),
+    };
+    *hub.faults.bytes_per_s.lock().unwrap() = Some(40 << 20);
+    let downloads = Arc::new(Downloads::default());
+    // Cancel from another thread once a few MB are in: the part is kept.
+    let d2 = Arc::clone(&downloads);
+    let mut events = Vec::new();
+    let err = models::download(&downloads, &opts, "test/smol", "smol.gguf", &mut |e| {
+        if let DownloadEvent::Progress { downloaded, .. } = e {
+            if downloaded > 8 << 20 {
+                assert!(d2.cancel("test/smol/smol.gguf"));
+            }
+        }
+        events.push(e);
+    })
+    .unwrap_err();
+    assert_eq!(err.code, "cancelled", "{err}");
+    *hub.faults.bytes_per_s.lock().unwrap() = None;
+    let path = models::download(&downloads, &opts, "test/smol", "smol.gguf", &mut |e| events.push(e)).unwrap();
+    let resumed: Vec<u64> = events
+        .iter()
+        .filter_map(|e| if let DownloadEvent::Started { resumed_from, .. } = e { Some(*resumed_from) } else { None })
+        .collect();
+    assert_eq!(resumed[0], 0);
+    assert!(resumed[1] > 0, "{resumed:?}");
+    // The downloaded model is found on disk, in its vocabulary's group.
+    let groups = models::on_disk(&[dir.path().join("hub")]);
+    assert!(groups.iter().any(|g| g.models.iter().any(|m| m.path == path)), "{groups:?}");
+    let cat = models::catalog_view();
+    assert!(cat.models.len() >= 25 && cat.budget > 0);
+    assert!(cat.models.iter().any(|e| e.model.id == "qwen2.5-coder-7b-instruct"));
+}

@@ -47,6 +47,8 @@ pub mod mock_hub {
         pub corrupt_at: Mutex<Option<u64>>,
         /// Answer 401 unless `Authorization: Bearer <token>`.
         pub token: Mutex<Option<String>>,
+        /// Serve at most this many bytes per second (a slow link), so tests can act mid-download.
+        pub bytes_per_s: Mutex<Option<u64>>,
     }
 
     pub struct MockHub {
@@ -189,6 +191,9 @@ pub mod mock_hub {
                     }
                 }
                 drop(cut);
+                if let Some(rate) = *faults.bytes_per_s.lock().unwrap_or_else(|e| e.into_inner()) {
+                    std::thread::sleep(std::time::Duration::from_secs_f64(k as f64 / rate.max(1) as f64));
+                }
                 out.write_all(&buf[..k])?;
                 bytes_served.fetch_add(k as u64, Ordering::Relaxed);
                 left -= k as u64;

@@ -114,7 +114,9 @@ fn cancel_keeps_the_part_and_the_next_download_resumes_it() {
     let hub = server();
     let cache = tempfile::tempdir().unwrap();
     let o = HubOptions { chunk_size: Some(1 << 20), ..opts(&hub, cache.path()) };
+    *hub.faults.bytes_per_s.lock().unwrap() = Some(40 << 20); // a slow link: cancel lands mid-file
     let (r, _) = fetch(&o, Some(20 << 20));
+    *hub.faults.bytes_per_s.lock().unwrap() = None;
     assert_eq!(r.unwrap_err().code(), "cancelled");
     let (r, events) = fetch(&o, None);
     assert_eq!(hub::sha256_file(&r.unwrap()).unwrap(), original_sha());

@@ -1,7 +1,7 @@
 // The one module that talks to Tauri. Everything else uses the `Backend` interface, so the UI also
 // runs in a plain browser against `FakeBackend` (tests, design work).
 import type {
-  Chart, Diagnosis, ExportSource, HistoryEntry, HistoryRun, RunEvent, RunOutcome, RunRequest, SweepEntry, SweepOutcome,
+  CatalogView, Chart, Diagnosis, DownloadEvent, ExportSource, VocabGroup, HistoryEntry, HistoryRun, RunEvent, RunOutcome, RunRequest, SweepEntry, SweepOutcome,
   SweepRequest, SweepUiEvent, SweepView,
 } from "./types";
 
@@ -22,6 +22,14 @@ export interface Backend {
   saveChart(chart: Chart, name: string): Promise<boolean>;
   /// Asks where to save a run's or sweep's results (CSV or JSON) and saves them; false on cancel.
   exportResults(source: ExportSource, name: string, format: "csv" | "json"): Promise<boolean>;
+  /// GGUF files already on disk (Hugging Face cache, LM Studio, Ollama, `folders`), by vocabulary.
+  modelsOnDisk(folders: string[]): Promise<VocabGroup[]>;
+  catalog(): Promise<CatalogView>;
+  /// Downloads into the Hugging Face cache (resuming a partial file); resolves to the model's path.
+  download(repo: string, file: string, onEvent: (e: DownloadEvent) => void): Promise<string>;
+  cancelDownload(repo: string, file: string): Promise<boolean>;
+  /// Asks the user for a folder; null when they cancel.
+  pickFolder(title: string): Promise<string | null>;
   /// Calls back with the paths of files dropped on the window; returns a function that stops it.
   onFileDrop(handler: (paths: string[]) => void): Promise<() => void>;
 }
@@ -85,6 +93,18 @@ export async function tauriBackend(): Promise<Backend> {
       if (!path) return false;
       await invoke<void>("export_results", { source, path });
       return true;
+    },
+    modelsOnDisk: (folders) => invoke<VocabGroup[]>("models_on_disk", { folders }),
+    catalog: () => invoke<CatalogView>("catalog"),
+    download: (repo, file, onEvent) => {
+      const channel = new Channel<DownloadEvent>();
+      channel.onmessage = onEvent;
+      return invoke<string>("download", { repo, file, onEvent: channel });
+    },
+    cancelDownload: (repo, file) => invoke<boolean>("cancel_download", { repo, file }),
+    pickFolder: async (title) => {
+      const picked = await open({ title, multiple: false, directory: true });
+      return typeof picked === "string" ? picked : null;
     },
     onFileDrop: async (handler) =>
       getCurrentWebview().onDragDropEvent((e) => {

@@ -466,3 +466,78 @@ export type SweepEntry = { id: string, updated_at: number, targets: Array<string
 export type SweepView = { id: string, results: SweepResults, charts: Array<RenderedChart>, recommendations: Array<Recommendation>, };
 
 export type ExportSource = { "kind": "run", id: string, } | { "kind": "sweep", id: string, };
+
+export type Source = "hugging_face" | "lm_studio" | "ollama" | "folder";
+
+export type FoundModel = { 
+/**
+ * The file to load (for Ollama, the blob).
+ */
+path: string, source: Source, 
+/**
+ * How its source names it: `org/repo/file.gguf`, `publisher/folder/file.gguf`, `name:tag`.
+ */
+label: string, file_size: number, 
+/**
+ * What the header says; none when the file is not a usable GGUF (then `error` says why).
+ */
+summary: ModelSummary | null, error: string | null, };
+
+export type VocabGroup = { 
+/**
+ * The vocabulary fingerprint (see `gguf::VocabSummary`); empty for unreadable files.
+ */
+fingerprint: string, tokenizer: string, vocab_size: number, 
+/**
+ * Largest first.
+ */
+models: Array<FoundModel>, };
+
+export type CatalogFile = { quant: string, file: string, 
+/**
+ * Estimated from the parameters and the quantisation's bits per weight (the hub says the
+ * exact size when the download starts).
+ */
+approx_size: number, };
+
+export type CatalogModel = { 
+/**
+ * What `draftlab pull` takes, e.g. `qwen2.5-7b-instruct`.
+ */
+id: string, family: string, family_name: string, params: number, 
+/**
+ * Training context in tokens.
+ */
+context: number, 
+/**
+ * The hub repository.
+ */
+repo: string, 
+/**
+ * Files by quantisation, the default (Q4_K_M) first.
+ */
+files: Array<CatalogFile>, 
+/**
+ * Recommended drafts (catalog ids, best first).
+ */
+drafts: Array<string>, };
+
+export type Fit = { id: string, 
+/**
+ * Bytes needed for the default file at a 4096-token context (weights, cache, buffers).
+ */
+needed: number, fits: boolean, 
+/**
+ * Fits together with its first recommended draft.
+ */
+fits_with_draft: boolean | null, };
+
+export type CatalogEntry = { model: CatalogModel, fit: Fit, };
+
+export type CatalogView = { models: Array<CatalogEntry>, 
+/**
+ * Bytes this machine can give models (what the fit badges compare against).
+ */
+budget: number, };
+
+export type DownloadEvent = { "type": "started", repo: string, file: string, total: number, resumed_from: number, } | { "type": "progress", downloaded: number, total: number, bytes_per_s: number, eta_s: number, } | { "type": "verifying" } | { "type": "done", path: string, already: boolean, };

@@ -1,6 +1,7 @@
 // A backend without Tauri: canned models and a simulated generation, for UI tests and for working
 // on the UI in a plain browser. It follows the same event order as the real one.
 import type { Backend, FileKind } from "./backend";
+import type { CatalogView, DownloadEvent, VocabGroup } from "./types";
 import type { Chart, ExportSource, SweepEntry, SweepOutcome, SweepRequest, SweepUiEvent, SweepView } from "./types";
 import type { Diagnosis, HistoryEntry, MachineInfo, ModelSummary, HistoryRun, LiveStats, Mode, Report, RunEvent, RunOutcome, RunRequest, TokenView } from "./types";
 
@@ -197,6 +198,43 @@ export class FakeBackend implements Backend {
   async exportResults(source: ExportSource, name: string, format: "csv" | "json"): Promise<boolean> {
     this.exports.push({ source, name, format });
     return true;
+  }
+
+  disk: VocabGroup[] = [];
+  catalogView: CatalogView = { models: [], budget: 16e9 };
+  downloads: string[] = [];
+
+  async modelsOnDisk(): Promise<VocabGroup[]> {
+    return this.disk;
+  }
+
+  async catalog(): Promise<CatalogView> {
+    return this.catalogView;
+  }
+
+  async download(repo: string, file: string, onEvent: (e: DownloadEvent) => void): Promise<string> {
+    this.downloads.push(`${repo}/${file}`);
+    this.cancelled = false;
+    const total = 1000;
+    onEvent({ type: "started", repo, file, total, resumed_from: 0 });
+    for (let d = 250; d <= total; d += 250) {
+      if (this.cancelled) throw { code: "cancelled", message: `${file}: download cancelled`, hint: "Run the download again to resume where it stopped." };
+      onEvent({ type: "progress", downloaded: d, total, bytes_per_s: 100, eta_s: (total - d) / 100 });
+      if (this.options.frameMs) await new Promise((r) => setTimeout(r, this.options.frameMs));
+    }
+    onEvent({ type: "verifying" });
+    const path = `/hf/models--${repo.replace("/", "--")}/snapshots/abc/${file}`;
+    onEvent({ type: "done", path, already: false });
+    return path;
+  }
+
+  async cancelDownload(): Promise<boolean> {
+    this.cancelled = true;
+    return true;
+  }
+
+  async pickFolder(): Promise<string | null> {
+    return "/models/more";
   }
 
   async onFileDrop(handler: (paths: string[]) => void): Promise<() => void> {

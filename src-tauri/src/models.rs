@@ -1,0 +1,82 @@
+//! The Models view's backend: GGUF files already on disk (grouped by vocabulary), the built-in
+//! catalog with what fits this machine, and downloads into the Hugging Face cache. Downloads run
+//! in the app process (they never touch llama.cpp), one cancel flag each.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+
+use draftlab_engine::catalog::{self, CatalogModel, Fit};
+use draftlab_engine::discover::{self, VocabGroup};
+use draftlab_engine::hub::{self, DownloadEvent, HubOptions};
+use draftlab_engine::machine::MemoryInfo;
+use serde::Serialize;
+
+use crate::error::ApiError;
+
+#[derive(Debug, Clone, Serialize, ts_rs::TS)]
+pub struct CatalogEntry {
+    pub model: CatalogModel,
+    pub fit: Fit,
+}
+
+#[derive(Debug, Clone, Serialize, ts_rs::TS)]
+pub struct CatalogView {
+    pub models: Vec<CatalogEntry>,
+    /// Bytes this machine can give models (what the fit badges compare against).
+    pub budget: u64,
+}
+
+pub fn catalog_view() -> CatalogView {
+    let models = catalog::models();
+    let budget = catalog::memory_budget(MemoryInfo::now().total);
+    let fits = catalog::fit(&models, budget);
+    CatalogView {
+        models: models.into_iter().zip(fits).map(|(model, fit)| CatalogEntry { model, fit }).collect(),
+        budget,
+    }
+}
+
+pub fn on_disk(folders: &[PathBuf]) -> Vec<VocabGroup> {
+    discover::group_by_vocab(discover::scan(&discover::default_roots(folders)))
+}
+
+/// Cancel flags of the downloads in progress, by `repo/file`.
+#[derive(Default)]
+pub struct Downloads(Mutex<HashMap<String, Arc<AtomicBool>>>);
+
+impl Downloads {
+    fn start(&self, key: &str) -> Result<Arc<AtomicBool>, ApiError> {
+        let mut m = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        if m.contains_key(key) {
+            return Err(ApiError::new("busy", format!("{key} is already downloading"), "Wait for it, or cancel it."));
+        }
+        let flag = Arc::new(AtomicBool::new(false));
+        m.insert(key.to_string(), Arc::clone(&flag));
+        Ok(flag)
+    }
+
+    fn finish(&self, key: &str) {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).remove(key);
+    }
+
+    pub fn cancel(&self, key: &str) -> bool {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).get(key).map(|f| f.store(true, Ordering::Relaxed)).is_some()
+    }
+}
+
+/// Downloads a file (or finds it in the cache), streaming progress; returns its path.
+pub fn download(
+    downloads: &Downloads,
+    opts: &HubOptions,
+    repo: &str,
+    file: &str,
+    send: &mut dyn FnMut(DownloadEvent),
+) -> Result<PathBuf, ApiError> {
+    let key = format!("{repo}/{file}");
+    let cancel = downloads.start(&key)?;
+    let r = hub::download(opts, repo, file, &cancel, send);
+    downloads.finish(&key);
+    Ok(r?)
+}
