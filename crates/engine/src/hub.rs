@@ -199,18 +199,21 @@ impl Progress for Reporter {
 fn partial(cache_dir: &Path, repo: &str, etag: &str, size: u64) -> (PathBuf, u64) {
     let blob = cache_dir.join(format!("models--{}", repo.replace('/', "--"))).join("blobs").join(etag);
     let part = blob.with_extension("sync.part");
-    let committed = (|| {
-        use std::io::{Read, Seek, SeekFrom};
-        let mut f = std::fs::File::open(&part).ok()?;
-        if f.metadata().ok()?.len() != size + 8 {
-            return None;
-        }
-        f.seek(SeekFrom::Start(size)).ok()?;
-        let mut b = [0u8; 8];
-        f.read_exact(&mut b).ok()?;
-        Some(u64::from_le_bytes(b))
-    })();
+    let committed = std::fs::File::open(&part).ok().and_then(|mut f| committed_len(&mut f, size));
     (blob, committed.unwrap_or(0))
+}
+
+/// How much of hf-hub's partial file is final: the little-endian u64 after the file's `size` bytes
+/// (none when the file is not a partial file of that size).
+fn committed_len(f: &mut std::fs::File, size: u64) -> Option<u64> {
+    use std::io::{Read, Seek, SeekFrom};
+    if f.metadata().ok()?.len() != size + 8 {
+        return None;
+    }
+    f.seek(SeekFrom::Start(size)).ok()?;
+    let mut b = [0u8; 8];
+    f.read_exact(&mut b).ok()?;
+    Some(u64::from_le_bytes(b))
 }
 
 /// SHA-256 of a file, hex.
@@ -259,21 +262,12 @@ fn follow_and_hash(part: &Path, size: u64, done: &AtomicBool) -> Option<String> 
         }
         std::thread::sleep(Duration::from_millis(20));
     };
-    let committed = |f: &mut std::fs::File| -> Option<u64> {
-        if f.metadata().ok()?.len() != size + 8 {
-            return None;
-        }
-        f.seek(SeekFrom::Start(size)).ok()?;
-        let mut b = [0u8; 8];
-        f.read_exact(&mut b).ok()?;
-        Some(u64::from_le_bytes(b))
-    };
     let mut h = Sha256::new();
     let mut hashed = 0u64;
     let mut buf = vec![0u8; 4 << 20];
     loop {
         let finished = done.load(Ordering::Relaxed);
-        let limit = if finished { size } else { committed(&mut f).unwrap_or(hashed).min(size) };
+        let limit = if finished { size } else { committed_len(&mut f, size).unwrap_or(hashed).min(size) };
         if hashed < limit {
             f.seek(SeekFrom::Start(hashed)).ok()?;
             while hashed < limit {

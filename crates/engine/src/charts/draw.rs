@@ -3,6 +3,7 @@
 
 use std::sync::Once;
 
+use plotters::coord::types::RangedCoordf64;
 use plotters::coord::Shift;
 use plotters::element::DashedPathElement;
 use plotters::prelude::*;
@@ -83,6 +84,46 @@ fn finite_or(v: f64, fallback: f64) -> f64 {
     }
 }
 
+type Ctx<'a, DB> = ChartContext<'a, DB, Cartesian2d<RangedCoordf64, RangedCoordf64>>;
+
+/// A titled chart on `area` with label areas of (x, y) CSS pixels and the given axis ranges.
+fn chart_on<'a, DB: DrawingBackend>(
+    area: &'a DrawingArea<DB, Shift>,
+    title: &str,
+    s: f64,
+    (x_area, y_area): (f64, f64),
+    x: std::ops::Range<f64>,
+    y: std::ops::Range<f64>,
+) -> std::result::Result<Ctx<'a, DB>, DrawingAreaErrorKind<DB::ErrorType>> {
+    ChartBuilder::on(area)
+        .caption(title, font(s, 16.0))
+        .margin(px(s, 12.0))
+        .x_label_area_size(px(s, x_area))
+        .y_label_area_size(px(s, y_area))
+        .build_cartesian_2d(x, y)
+}
+
+/// The series legend, in one style for every chart.
+fn legend<'a, DB: DrawingBackend + 'a>(
+    ch: &mut Ctx<'a, DB>,
+    position: SeriesLabelPosition,
+    key_width: f64,
+    s: f64,
+) -> DrawResult
+where
+    DB::ErrorType: 'static,
+{
+    ch.configure_series_labels()
+        .position(position)
+        .label_font(font(s, 11.0))
+        .background_style(WHITE.mix(0.85))
+        .border_style(stroke(RGBColor(210, 210, 210), s, 1.0))
+        .margin(px(s, 6.0))
+        .legend_area_size(px(s, key_width))
+        .draw()?;
+    Ok(())
+}
+
 pub(super) fn draw<DB: DrawingBackend>(backend: DB, chart: &Chart, s: f64) -> DrawResult
 where
     DB::ErrorType: 'static,
@@ -134,12 +175,7 @@ where
         .flat_map(|g| [g.baseline.max, g.speculative.max, g.baseline.median, g.speculative.median])
         .filter(|v| v.is_finite())
         .fold(0.0, f64::max);
-    let mut ch = ChartBuilder::on(root)
-        .caption(&c.title, font(s, 16.0))
-        .margin(px(s, 12.0))
-        .x_label_area_size(px(s, 40.0))
-        .y_label_area_size(px(s, 56.0))
-        .build_cartesian_2d(0f64..n as f64, 0f64..nice_max(top * 1.18))?;
+    let mut ch = chart_on(root, &c.title, s, (40.0, 56.0), 0f64..n as f64, 0f64..nice_max(top * 1.18))?;
     ch.configure_mesh()
         .disable_x_mesh()
         .x_labels(0)
@@ -200,14 +236,7 @@ where
             font(s, 11.0).pos(Pos::new(HPos::Center, VPos::Top)),
         ))?;
     }
-    ch.configure_series_labels()
-        .position(SeriesLabelPosition::UpperLeft)
-        .label_font(font(s, 11.0))
-        .background_style(WHITE.mix(0.85))
-        .border_style(stroke(RGBColor(210, 210, 210), s, 1.0))
-        .margin(px(s, 6.0))
-        .legend_area_size(px(s, 18.0))
-        .draw()?;
+    legend(&mut ch, SeriesLabelPosition::UpperLeft, 18.0, s)?;
     Ok(())
 }
 
@@ -221,12 +250,7 @@ where
     }
     let xmax = points().map(|p| p.0).fold(0.0, f64::max);
     let ymax = points().map(|p| p.1).fold(0.0, f64::max);
-    let mut ch = ChartBuilder::on(root)
-        .caption(&c.title, font(s, 16.0))
-        .margin(px(s, 12.0))
-        .x_label_area_size(px(s, 40.0))
-        .y_label_area_size(px(s, 56.0))
-        .build_cartesian_2d(0f64..nice_max(xmax), 0f64..nice_max(ymax * 1.1))?;
+    let mut ch = chart_on(root, &c.title, s, (40.0, 56.0), 0f64..nice_max(xmax), 0f64..nice_max(ymax * 1.1))?;
     ch.configure_mesh()
         .x_desc("seconds")
         .y_desc("tokens/s")
@@ -243,14 +267,7 @@ where
             .label(series.label.clone())
             .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + px(s, 16.0), y)], stroke(color, s, 2.0)));
     }
-    ch.configure_series_labels()
-        .position(SeriesLabelPosition::LowerRight)
-        .label_font(font(s, 11.0))
-        .background_style(WHITE.mix(0.85))
-        .border_style(stroke(RGBColor(210, 210, 210), s, 1.0))
-        .margin(px(s, 6.0))
-        .legend_area_size(px(s, 22.0))
-        .draw()?;
+    legend(&mut ch, SeriesLabelPosition::LowerRight, 22.0, s)?;
     Ok(())
 }
 
@@ -271,12 +288,7 @@ where
     DB::ErrorType: 'static,
 {
     let n = values.len().max(1);
-    let mut ch = ChartBuilder::on(root)
-        .caption(title, font(s, 16.0))
-        .margin(px(s, 12.0))
-        .x_label_area_size(px(s, 44.0))
-        .y_label_area_size(px(s, 56.0))
-        .build_cartesian_2d(0f64..n as f64, 0f64..y_top)?;
+    let mut ch = chart_on(root, title, s, (44.0, 56.0), 0f64..n as f64, 0f64..y_top)?;
     ch.configure_mesh()
         .disable_x_mesh()
         .x_labels(0)
@@ -475,12 +487,7 @@ where
     }
     let xmax = all().map(|p| p.0).fold(1.0, f64::max);
     let ymax = all().map(|p| p.1).fold(1.0, f64::max);
-    let mut ch = ChartBuilder::on(root)
-        .caption(&c.title, font(s, 16.0))
-        .margin(px(s, 12.0))
-        .x_label_area_size(px(s, 40.0))
-        .y_label_area_size(px(s, 56.0))
-        .build_cartesian_2d(0f64..xmax + 1.0, 0f64..nice_max(ymax * 1.15))?;
+    let mut ch = chart_on(root, &c.title, s, (40.0, 56.0), 0f64..xmax + 1.0, 0f64..nice_max(ymax * 1.15))?;
     ch.configure_mesh()
         .x_desc("draft length (tokens)")
         .x_labels(((xmax + 1.0) as usize + 1).min(12))
@@ -520,13 +527,6 @@ where
                 });
         }
     }
-    ch.configure_series_labels()
-        .position(SeriesLabelPosition::UpperRight)
-        .label_font(font(s, 11.0))
-        .background_style(WHITE.mix(0.85))
-        .border_style(stroke(RGBColor(210, 210, 210), s, 1.0))
-        .margin(px(s, 6.0))
-        .legend_area_size(px(s, 22.0))
-        .draw()?;
+    legend(&mut ch, SeriesLabelPosition::UpperRight, 22.0, s)?;
     Ok(())
 }
