@@ -418,6 +418,8 @@ pub fn download(
             ));
         }
     }
+    // hf-hub leaves its lock file beside the blob; the blob is whole now.
+    let _ = std::fs::remove_file(blob.with_extension("lock"));
     on_event(DownloadEvent::Done { path: path.clone(), already: false });
     Ok(path)
 }

@@ -72,6 +72,8 @@ fn a_download_reports_progress_lands_in_the_hf_cache_and_is_found_there_next_tim
     assert!(matches!(events.last(), Some(DownloadEvent::Done { already: false, .. })));
     // The blob is named by its SHA-256, the snapshot links to it, refs/main names the commit.
     assert!(cache.path().join(format!("models--test--smol/blobs/{}", original_sha())).is_file());
+    let blobs: Vec<_> = std::fs::read_dir(cache.path().join("models--test--smol/blobs")).unwrap().flatten().collect();
+    assert_eq!(blobs.len(), 1, "only the blob is left: {blobs:?}");
     assert_eq!(std::fs::read_to_string(cache.path().join("models--test--smol/refs/main")).unwrap(), COMMIT);
     // Found in the cache next time: nothing requested.
     let before = hub.ranges.lock().unwrap().len();
