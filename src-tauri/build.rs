@@ -1,22 +1,6 @@
 // One `allow-<command>` permission per command (see capabilities/main.json); a test checks that
-// every command is allowed.
-const COMMANDS: &[&str] = &[
-    "doctor",
-    "run",
-    "cancel",
-    "history_list",
-    "history_get",
-    "app_info",
-    "sweep",
-    "sweep_list",
-    "sweep_get",
-    "save_chart",
-    "export_results",
-    "models_on_disk",
-    "catalog",
-    "download",
-    "cancel_download",
-];
+// every command is allowed. The names are shared with the app (src/command_names.rs).
+include!("src/command_names.rs");
 
 fn main() {
     tauri_build::try_build(

@@ -33,24 +33,7 @@ use draftlab_engine::hub::DownloadEvent;
 /// The argument that makes this executable the engine worker.
 pub const WORKER_FLAG: &str = "--worker";
 
-/// Every command the UI may call (each has an `allow-<name>` permission; a test checks them).
-pub const COMMANDS: &[&str] = &[
-    "doctor",
-    "run",
-    "cancel",
-    "history_list",
-    "history_get",
-    "app_info",
-    "sweep",
-    "sweep_list",
-    "sweep_get",
-    "save_chart",
-    "export_results",
-    "models_on_disk",
-    "catalog",
-    "download",
-    "cancel_download",
-];
+include!("command_names.rs");
 
 /// What the app keeps between commands.
 pub struct AppState {

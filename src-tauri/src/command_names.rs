@@ -1,0 +1,20 @@
+// The commands the UI may call, each with an `allow-<name>` permission. Included by build.rs
+// (which generates the permissions) and by lib.rs (`COMMANDS`, checked against the capabilities
+// and the handler by tests).
+pub const COMMANDS: &[&str] = &[
+    "doctor",
+    "run",
+    "cancel",
+    "history_list",
+    "history_get",
+    "app_info",
+    "sweep",
+    "sweep_list",
+    "sweep_get",
+    "save_chart",
+    "export_results",
+    "models_on_disk",
+    "catalog",
+    "download",
+    "cancel_download",
+];
