@@ -46,16 +46,8 @@ impl HistoryRun {
         comparison: Option<Comparison>,
         speedup: Option<f64>,
     ) -> Self {
-        let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
-        let (saved_at, nanos) = (now.as_secs(), now.subsec_nanos());
-        HistoryRun {
-            id: format!("{saved_at}-{nanos:09}"),
-            saved_at,
-            request: request.clone(),
-            reports,
-            comparison,
-            speedup,
-        }
+        let (id, saved_at) = new_id();
+        HistoryRun { id, saved_at, request: request.clone(), reports, comparison, speedup }
     }
 
     fn entry(&self) -> HistoryEntry {
@@ -90,16 +82,23 @@ pub fn save(dir: &Path, run: &HistoryRun) -> Result<String, ApiError> {
     Ok(run.id.clone())
 }
 
-/// Valid ids are what `HistoryRun::new` makes: digits and one dash (never a path).
-fn check_id(id: &str) -> Result<(), ApiError> {
+/// A new id for a saved run or sweep, `<seconds>-<nanoseconds>` (sorts by time), and the seconds.
+pub fn new_id() -> (String, u64) {
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+    (format!("{}-{:09}", now.as_secs(), now.subsec_nanos()), now.as_secs())
+}
+
+/// Valid ids are what `new_id` makes: digits and one dash (never a path). `what` names the kind
+/// of thing for the error ("saved run"), `hint` where to pick one.
+pub fn check_id(id: &str, what: &str, hint: &str) -> Result<(), ApiError> {
     if id.is_empty() || !id.chars().all(|c| c.is_ascii_digit() || c == '-') {
-        return Err(ApiError::new("not_found", format!("no saved run {id:?}"), "Pick a run from the history list."));
+        return Err(ApiError::new("not_found", format!("no {what} {id:?}"), hint));
     }
     Ok(())
 }
 
 pub fn get(dir: &Path, id: &str) -> Result<HistoryRun, ApiError> {
-    check_id(id)?;
+    check_id(id, "saved run", "Pick a run from the history list.")?;
     let path = dir.join(format!("{id}.json"));
     let bytes = std::fs::read(&path)
         .map_err(|_| ApiError::new("not_found", format!("no saved run {id}"), "Pick a run from the history list."))?;

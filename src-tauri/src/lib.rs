@@ -68,6 +68,13 @@ impl AppState {
     }
 }
 
+/// Runs blocking work (engine replies, file scans, downloads) off the async runtime.
+async fn blocking<T: Send + 'static>(what: &str, f: impl FnOnce() -> T + Send + 'static) -> Result<T, ApiError> {
+    tauri::async_runtime::spawn_blocking(f)
+        .await
+        .map_err(|e| ApiError::new("internal", format!("the {what} task failed: {e}"), "Report this as a bug."))
+}
+
 /// Checks a target (and draft) from their GGUF headers, before anything loads: vocabulary rules and
 /// memory fit at the context size.
 #[tauri::command]
@@ -86,14 +93,7 @@ async fn run(
     on_event: Channel<RunEvent>,
 ) -> Result<RunOutcome, ApiError> {
     let state = Arc::clone(state.inner());
-    // The engine reports block: keep them off the async runtime.
-    tauri::async_runtime::spawn_blocking(move || {
-        run::execute(&state, request, &mut |e| {
-            let _ = on_event.send(e);
-        })
-    })
-    .await
-    .map_err(|e| ApiError::new("internal", format!("the run task failed: {e}"), "Report this as a bug."))?
+    blocking("run", move || run::execute(&state, request, &mut |e| drop(on_event.send(e)))).await?
 }
 
 /// Stops the run in progress between rounds; if it has not stopped within a few seconds, its
@@ -122,13 +122,7 @@ async fn sweep(
     on_event: Channel<SweepUiEvent>,
 ) -> Result<SweepOutcome, ApiError> {
     let state = Arc::clone(state.inner());
-    tauri::async_runtime::spawn_blocking(move || {
-        sweep::execute(&state, request, &mut |e| {
-            let _ = on_event.send(e);
-        })
-    })
-    .await
-    .map_err(|e| ApiError::new("internal", format!("the sweep task failed: {e}"), "Report this as a bug."))?
+    blocking("sweep", move || sweep::execute(&state, request, &mut |e| drop(on_event.send(e)))).await?
 }
 
 #[tauri::command]
@@ -179,9 +173,7 @@ fn export_results(state: State<'_, Arc<AppState>>, source: ExportSource, path: P
 /// GGUF files on disk (Hugging Face cache, LM Studio, Ollama, and `folders`), by vocabulary.
 #[tauri::command]
 async fn models_on_disk(folders: Vec<PathBuf>) -> Result<Vec<VocabGroup>, ApiError> {
-    tauri::async_runtime::spawn_blocking(move || models::on_disk(&folders))
-        .await
-        .map_err(|e| ApiError::new("internal", format!("the scan failed: {e}"), "Report this as a bug."))
+    blocking("scan", move || models::on_disk(&folders)).await
 }
 
 /// The built-in catalog with what fits this machine.
@@ -199,13 +191,10 @@ async fn download(
     on_event: Channel<DownloadEvent>,
 ) -> Result<PathBuf, ApiError> {
     let state = Arc::clone(state.inner());
-    tauri::async_runtime::spawn_blocking(move || {
-        models::download(&state.downloads, &state.hub, &repo, &file, &mut |e| {
-            let _ = on_event.send(e);
-        })
+    blocking("download", move || {
+        models::download(&state.downloads, &state.hub, &repo, &file, &mut |e| drop(on_event.send(e)))
     })
-    .await
-    .map_err(|e| ApiError::new("internal", format!("the download task failed: {e}"), "Report this as a bug."))?
+    .await?
 }
 
 /// Stops a download; what was downloaded is kept for the next try.

@@ -33,14 +33,11 @@ pub struct RunRequest {
     /// In order; `[baseline, speculative]` runs both and compares them.
     pub modes: Vec<Mode>,
     pub settings: Settings,
-    /// Draw charts while it runs (tokens/s over time) and after (acceptance, lengths, speedup).
-    #[serde(default = "yes")]
+    /// Draw charts while it runs (tokens/s over time) and after (acceptance, lengths, speedup);
+    /// on unless `false`.
+    #[serde(default)]
     #[ts(optional)]
     pub charts: Option<bool>,
-}
-
-fn yes() -> Option<bool> {
-    Some(true)
 }
 
 /// How often the live tokens/s chart is redrawn.

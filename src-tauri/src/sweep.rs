@@ -11,7 +11,10 @@ use draftlab_engine::worker::{Command, Reply};
 use serde::{Deserialize, Serialize};
 
 use crate::error::ApiError;
+use crate::history::{check_id, new_id};
 use crate::AppState;
+
+const PICK: &str = "Pick a sweep from the list.";
 
 /// A chart with its data (to export it again as PNG or SVG) and its SVG (to show it).
 #[derive(Debug, Clone, Serialize, Deserialize, ts_rs::TS)]
@@ -84,13 +87,6 @@ pub struct SweepView {
     pub recommendations: Vec<Recommendation>,
 }
 
-fn check_id(id: &str) -> Result<(), ApiError> {
-    if id.is_empty() || !id.chars().all(|c| c.is_ascii_alphanumeric() || c == '-') {
-        return Err(ApiError::new("not_found", format!("no saved sweep {id:?}"), "Pick a sweep from the list."));
-    }
-    Ok(())
-}
-
 fn charts_of(results: &SweepResults) -> Result<Vec<RenderedChart>, ApiError> {
     [results.heatmap(), results.draft_length_chart(), results.bars()].into_iter().map(RenderedChart::of).collect()
 }
@@ -119,7 +115,7 @@ pub fn list(dir: &Path) -> Result<Vec<SweepEntry>, ApiError> {
 }
 
 pub fn get(dir: &Path, id: &str) -> Result<SweepView, ApiError> {
-    check_id(id)?;
+    check_id(id, "saved sweep", PICK)?;
     let results = SweepResults::load(&dir.join(id).join(RESULTS_FILE))?;
     Ok(SweepView {
         id: id.to_string(),
@@ -131,7 +127,7 @@ pub fn get(dir: &Path, id: &str) -> Result<SweepView, ApiError> {
 
 /// The results of a saved sweep (for export).
 pub fn results(dir: &Path, id: &str) -> Result<Results, ApiError> {
-    check_id(id)?;
+    check_id(id, "saved sweep", PICK)?;
     Ok(Results::Sweep(Box::new(SweepResults::load(&dir.join(id).join(RESULTS_FILE))?)))
 }
 
@@ -144,15 +140,14 @@ pub fn execute(
     let dir = &state.sweeps_dir;
     let (id, spec) = match (request.spec, request.resume) {
         (_, Some(id)) => {
-            check_id(&id)?;
+            check_id(&id, "saved sweep", PICK)?;
             let r = SweepResults::load(&dir.join(&id).join(RESULTS_FILE))?;
             (id, r.spec)
         }
         (Some(mut spec), None) => {
             spec.settings.resolve_auto();
             spec.validate()?;
-            let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
-            (format!("{}-{:09}", now.as_secs(), now.subsec_nanos()), spec)
+            (new_id().0, spec)
         }
         (None, None) => {
             return Err(ApiError::new("invalid_settings", "nothing to sweep", "Choose targets and drafts."));

@@ -236,12 +236,12 @@ impl SweepResults {
 
     /// Reads a results file, refusing other versions and files that are not sweep results.
     pub fn load(path: &Path) -> Result<SweepResults> {
+        Self::from_value(path, crate::charts::data::read_json(path)?)
+    }
+
+    /// Sweep results from a results file's JSON (`path` names it in errors).
+    pub fn from_value(path: &Path, value: serde_json::Value) -> Result<SweepResults> {
         let bad = |reason: String| Error::InvalidResults { path: path.to_path_buf(), reason };
-        let text = std::fs::read_to_string(path).map_err(|e| match e.kind() {
-            std::io::ErrorKind::NotFound => Error::NotFound { path: path.to_path_buf() },
-            _ => bad(format!("cannot read it: {e}")),
-        })?;
-        let value: serde_json::Value = serde_json::from_str(&text).map_err(|e| bad(format!("not JSON ({e})")))?;
         match value.get("version").and_then(serde_json::Value::as_u64) {
             Some(v) if v == u64::from(VERSION) => {}
             Some(v) => return Err(bad(format!("written by another Draftlab (format {v}, this one reads {VERSION})"))),
@@ -278,13 +278,14 @@ impl SweepResults {
     pub fn heatmap(&self) -> Chart {
         let spec = &self.spec;
         let cols = self.columns();
+        let all = spec.cells();
         let cells = (0..spec.targets.len())
             .map(|t| {
                 cols.iter()
                     .map(|&(draft, strategy)| {
-                        let in_cell: Vec<CellKey> = spec
-                            .cells()
-                            .into_iter()
+                        let in_cell: Vec<CellKey> = all
+                            .iter()
+                            .copied()
                             .filter(|k| k.target == t && k.draft == draft && strategy.is_none_or(|s| s == k.strategy))
                             .collect();
                         self.heat_cell(&in_cell)
@@ -338,14 +339,14 @@ impl SweepResults {
         let spec = &self.spec;
         let mut series = Vec::new();
         let mut seen: Vec<(usize, Option<usize>, Strategy)> = Vec::new();
-        for key in spec.cells() {
+        let all = spec.cells();
+        for key in &all {
             let id = (key.target, key.draft, key.strategy);
             if seen.contains(&id) {
                 continue;
             }
             seen.push(id);
-            let keys: Vec<CellKey> =
-                spec.cells().into_iter().filter(|k| (k.target, k.draft, k.strategy) == id).collect();
+            let keys: Vec<&CellKey> = all.iter().filter(|k| (k.target, k.draft, k.strategy) == id).collect();
             let measured: Vec<(f64, f64)> = keys
                 .iter()
                 .filter_map(|k| match self.record(k).map(|r| &r.outcome) {

@@ -82,26 +82,14 @@ pub enum Results {
 impl Results {
     pub fn load(path: &Path) -> Result<Results> {
         let bad = |reason: String| Error::InvalidResults { path: path.to_path_buf(), reason };
-        let text = std::fs::read_to_string(path).map_err(|e| match e.kind() {
-            std::io::ErrorKind::NotFound => Error::NotFound { path: path.to_path_buf() },
-            std::io::ErrorKind::InvalidData => bad("not a text file".into()),
-            _ => Error::Io { path: path.to_path_buf(), source: e },
-        })?;
-        let value: serde_json::Value = serde_json::from_str(&text).map_err(|e| bad(format!("not JSON ({e})")))?;
-        let parse = |what: &str| -> Result<Results> {
-            let detail = |e: serde_json::Error| bad(format!("looks like {what} but does not parse: {e}"));
-            Ok(match what {
-                "a sweep" => Results::Sweep(Box::new(serde_json::from_value(value.clone()).map_err(detail)?)),
-                "a bench" => Results::Bench(Box::new(serde_json::from_value(value.clone()).map_err(detail)?)),
-                _ => Results::Runs(serde_json::from_value(value["reports"].clone()).map_err(detail)?),
-            })
-        };
+        let value = read_json(path)?;
+        let detail = |what: &str, e: serde_json::Error| bad(format!("looks like {what} but does not parse: {e}"));
         if value.get("cells").is_some() {
-            parse("a sweep")
+            Ok(Results::Sweep(Box::new(SweepResults::from_value(path, value)?)))
         } else if value.get("baseline_tps").is_some() {
-            parse("a bench")
+            Ok(Results::Bench(Box::new(serde_json::from_value(value).map_err(|e| detail("a bench", e))?)))
         } else if value.get("reports").is_some() {
-            parse("runs")
+            Ok(Results::Runs(serde_json::from_value(value["reports"].clone()).map_err(|e| detail("runs", e))?))
         } else {
             Err(bad("neither runs, a bench nor a sweep (no `reports`, `baseline_tps` or `cells`)".into()))
         }
@@ -205,6 +193,17 @@ impl Results {
             }
         }
     }
+}
+
+/// A results file as JSON: missing → `not_found`, unreadable or not JSON → `invalid_results`.
+pub(crate) fn read_json(path: &Path) -> Result<serde_json::Value> {
+    let bad = |reason: String| Error::InvalidResults { path: path.to_path_buf(), reason };
+    let text = std::fs::read_to_string(path).map_err(|e| match e.kind() {
+        std::io::ErrorKind::NotFound => Error::NotFound { path: path.to_path_buf() },
+        std::io::ErrorKind::InvalidData => bad("not a text file".into()),
+        _ => Error::Io { path: path.to_path_buf(), source: e },
+    })?;
+    serde_json::from_str(&text).map_err(|e| bad(format!("not JSON ({e})")))
 }
 
 pub(crate) fn csv_field(s: &str) -> String {
