@@ -272,7 +272,8 @@ export type RunRequest = { target: string, draft: string | null, prompt: string,
  */
 modes: Array<Mode>, settings: Settings, 
 /**
- * Draw charts while it runs (tokens/s over time) and after (acceptance, lengths, speedup).
+ * Draw charts while it runs (tokens/s over time) and after (acceptance, lengths, speedup);
+ * on unless `false`.
  */
 charts?: boolean, };
 
