@@ -331,7 +331,7 @@ fn models_on_disk_the_catalog_and_downloads_with_cancel() {
         endpoint: Some(hub.url.clone()),
         cache_dir: Some(dir.path().join("hub")),
         token: None,
-        chunk_size: Some(1 << 20),
+        ..HubOptions::default()
     };
     *hub.faults.bytes_per_s.lock().unwrap() = Some(40 << 20);
     let downloads = Arc::new(Downloads::default());

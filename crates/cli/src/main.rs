@@ -945,6 +945,12 @@ fn pull_cmd(what: &[String], quant: Option<&str>, with_draft: bool) -> anyhow::R
                     last_line = std::time::Instant::now();
                 }
             }
+            hub::DownloadEvent::Retrying { attempt, of, reason, wait_s } => {
+                if tty {
+                    eprintln!();
+                }
+                eprintln!("  {reason}: retrying from where it stopped in {wait_s:.0} s ({attempt} of {of})");
+            }
             hub::DownloadEvent::Verifying => {
                 if tty {
                     eprintln!();

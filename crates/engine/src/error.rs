@@ -42,7 +42,7 @@ pub enum Error {
     InvalidResults { path: PathBuf, reason: String },
 
     /// A download failed; `code` says how (`hub_unauthorized`, `hub_not_found`, `network`,
-    /// `disk_full`, `checksum_mismatch`, `cancelled`, `download_failed`).
+    /// `disk_full`, `checksum_mismatch`, `cancelled`, `busy`, `download_failed`).
     #[error("download failed: {message}")]
     Download { code: &'static str, message: String },
 }
@@ -89,6 +89,7 @@ impl Error {
                 "disk_full" => "Free some space on that disk, or point HF_HOME at a larger one.",
                 "checksum_mismatch" => "Run the download again; if it persists, the mirror serves a different file.",
                 "cancelled" => "Run the download again to resume where it stopped.",
+                "busy" => "Wait for the other download of this file to finish (or stop it), then run this one again.",
                 _ => "Run the download again: it resumes where it stopped.",
             },
         }

@@ -1,6 +1,8 @@
-//! Downloads through the real hf-hub client against a local server that answers like the hub
-//! (`testing::mock_hub`), serving a real GGUF file: progress, resume after a cut connection and
-//! after a cancel, the checksum, 401/404/no network, and the disk-space check.
+//! Downloads through hf-hub's client against a local server that answers like the hub
+//! (`testing::mock_hub`: redirects to a file storage on another port), serving a real GGUF file:
+//! progress, retries and resume after a dropped connection, an outage, a cancel, a part left by
+//! hf-hub's own downloader; the checksum; 401/404/no network; another program downloading the same
+//! file; the disk-space check and a disk that fills up.
 #![allow(clippy::unwrap_used)]
 
 use std::path::Path;
@@ -22,7 +24,8 @@ fn opts(hub: &MockHub, cache: &Path) -> HubOptions {
         endpoint: Some(hub.url.clone()),
         cache_dir: Some(cache.to_path_buf()),
         token: None,
-        chunk_size: Some(4 << 20),
+        retries: Some(2),
+        retry_wait: Some(std::time::Duration::from_millis(10)),
     }
 }
 
@@ -76,46 +79,69 @@ fn a_download_reports_progress_lands_in_the_hf_cache_and_is_found_there_next_tim
     assert_eq!(blobs.len(), 1, "only the blob is left: {blobs:?}");
     assert_eq!(std::fs::read_to_string(cache.path().join("models--test--smol/refs/main")).unwrap(), COMMIT);
     // Found in the cache next time: nothing requested.
-    let before = hub.ranges.lock().unwrap().len();
+    let before = hub.ranges().len();
     let (r, events) = fetch(&o, None);
     assert_eq!(r.unwrap(), path);
     assert!(matches!(events.as_slice(), [DownloadEvent::Done { already: true, .. }]));
-    assert_eq!(hub.ranges.lock().unwrap().len(), before);
+    assert_eq!(hub.ranges().len(), before);
 }
 
 #[test]
-fn an_interrupted_download_resumes_where_it_stopped() {
+fn a_dropped_connection_is_retried_from_the_byte_where_it_stopped() {
     // Cuts at offsets spread over the file (fixed, so a failure reproduces).
     let size = std::fs::metadata(model(SMOLLM2)).unwrap().len();
     for cut in [size / 7, size / 2 + 12_345, size - 3_000_000] {
         let hub = server();
         let cache = tempfile::tempdir().unwrap();
-        let o = opts(&hub, cache.path());
         *hub.faults.cut_after.lock().unwrap() = Some(cut);
-        let (r, _) = fetch(&o, None);
-        let err = r.unwrap_err();
-        assert!(["network", "download_failed"].contains(&err.code()), "{err}");
-        assert!(err.to_string().contains("resume"), "{err}");
-        assert!(!cache.path().join(format!("models--test--smol/snapshots/{COMMIT}/{FILE}")).exists());
-        let requests_before = hub.ranges.lock().unwrap().len();
-        let (r, events) = fetch(&o, None);
+        let (r, events) = fetch(&opts(&hub, cache.path()), None);
         let path = r.unwrap();
         assert_eq!(hub::sha256_file(&path).unwrap(), original_sha(), "cut at {cut}");
-        let Some(DownloadEvent::Started { resumed_from, .. }) = events.first() else { panic!("{events:?}") };
-        // Whole 4 MiB chunks before the cut were kept.
-        assert_eq!(*resumed_from, cut / (4 << 20) * (4 << 20), "cut at {cut}");
-        let ranges = hub.ranges.lock().unwrap();
-        // The second attempt asked for the size (twice, range 0), then only what was missing.
-        let data: Vec<u64> = ranges[requests_before..].iter().copied().filter(|&r| r > 0).collect();
-        assert_eq!(data.first(), Some(resumed_from), "cut at {cut}: {ranges:?}");
+        assert!(
+            events.iter().any(|e| matches!(e, DownloadEvent::Retrying { attempt: 1, of: 2, .. })),
+            "cut at {cut}: {events:?}"
+        );
+        // Two requests for the data: the first, and one from exactly the byte where it stopped.
+        assert_eq!(hub.ranges(), vec![0, cut], "cut at {cut}");
     }
+}
+
+#[test]
+fn an_outage_keeps_the_part_and_the_next_download_resumes_it() {
+    let size = std::fs::metadata(model(SMOLLM2)).unwrap().len();
+    let cut = size / 3 + 777;
+    let hub = server();
+    let cache = tempfile::tempdir().unwrap();
+    let o = opts(&hub, cache.path());
+    // The connection drops, and the storage stays down through every retry.
+    *hub.faults.cut_after.lock().unwrap() = Some(cut);
+    hub.faults.down_after_cut.store(true, Ordering::Relaxed);
+    let (r, events) = fetch(&o, None);
+    assert_eq!(events.iter().filter(|e| matches!(e, DownloadEvent::Retrying { .. })).count(), 2, "{events:?}");
+    let err = r.unwrap_err();
+    assert_eq!(err.code(), "network", "{err}");
+    assert!(err.to_string().contains("HTTP 503") && err.to_string().contains("resume"), "{err}");
+    assert!(!cache.path().join(format!("models--test--smol/snapshots/{COMMIT}/{FILE}")).exists());
+    let part = cache.path().join(format!("models--test--smol/blobs/{}.incomplete", original_sha()));
+    assert_eq!(std::fs::metadata(&part).unwrap().len(), cut, "every byte that arrived is kept");
+    // Back up: the next download (another process, after a restart) asks only for the rest.
+    hub.faults.storage_down.store(false, Ordering::Relaxed);
+    let (r, events) = fetch(&o, None);
+    let path = r.unwrap();
+    assert_eq!(hub::sha256_file(&path).unwrap(), original_sha());
+    assert!(
+        matches!(events.first(), Some(DownloadEvent::Started { resumed_from, .. }) if *resumed_from == cut),
+        "{events:?}"
+    );
+    assert_eq!(hub.ranges().last(), Some(&cut));
+    assert!(!part.exists());
 }
 
 #[test]
 fn cancel_keeps_the_part_and_the_next_download_resumes_it() {
     let hub = server();
     let cache = tempfile::tempdir().unwrap();
-    let o = HubOptions { chunk_size: Some(1 << 20), ..opts(&hub, cache.path()) };
+    let o = opts(&hub, cache.path());
     *hub.faults.bytes_per_s.lock().unwrap() = Some(40 << 20); // a slow link: cancel lands mid-file
     let (r, _) = fetch(&o, Some(20 << 20));
     *hub.faults.bytes_per_s.lock().unwrap() = None;
@@ -124,6 +150,8 @@ fn cancel_keeps_the_part_and_the_next_download_resumes_it() {
     assert_eq!(hub::sha256_file(&r.unwrap()).unwrap(), original_sha());
     let Some(DownloadEvent::Started { resumed_from, .. }) = events.first() else { panic!("{events:?}") };
     assert!(*resumed_from >= 10 << 20, "resumed from {resumed_from}");
+    // Only the rest was asked for.
+    assert_eq!(hub.ranges(), vec![0, *resumed_from]);
 }
 
 #[test]
@@ -154,6 +182,9 @@ fn hub_errors_are_clear() {
     assert!(err.hint().contains("HF_TOKEN"));
     let with_token = HubOptions { token: Some("secret".into()), ..opts(&hub, cache.path()) };
     assert!(hub::download(&with_token, REPO, FILE, &cancel, &mut |_| {}).is_ok(), "gated repo with the token");
+    // The token went to the hub only, never to the file storage it redirects to.
+    assert!(hub.seen.resolves.load(Ordering::Relaxed) >= 3);
+    assert_eq!(hub.seen.storage_auth.load(Ordering::Relaxed), 0);
     let offline =
         HubOptions { endpoint: Some("http://127.0.0.1:9".into()), ..opts(&hub, tempfile::tempdir().unwrap().path()) };
     let err = hub::download(&offline, REPO, FILE, &cancel, &mut |_| {}).unwrap_err();
@@ -164,4 +195,80 @@ fn hub_errors_are_clear() {
     assert!(err.to_string().contains("needs 10.00 GiB") && err.to_string().contains("1.00 GiB free"), "{err}");
     assert!(hub::check_space(FILE, 1 << 20, Some(1 << 30), cache.path()).is_ok());
     assert!(hub::free_space(cache.path()).is_some_and(|f| f > 0));
+}
+
+fn blob(cache: &Path) -> std::path::PathBuf {
+    cache.join(format!("models--test--smol/blobs/{}", original_sha()))
+}
+
+#[test]
+fn a_file_another_program_is_downloading_is_left_alone() {
+    let hub = server();
+    let cache = tempfile::tempdir().unwrap();
+    let part = blob(cache.path()).with_extension("incomplete");
+    std::fs::create_dir_all(part.parent().unwrap()).unwrap();
+    let other = std::fs::File::create(&part).unwrap();
+    other.lock().unwrap();
+    let (r, _) = fetch(&opts(&hub, cache.path()), None);
+    let err = r.unwrap_err();
+    assert_eq!(err.code(), "busy", "{err}");
+    assert!(hub.ranges().is_empty());
+    other.unlock().unwrap();
+    drop(other);
+    assert_eq!(hub::sha256_file(&fetch(&opts(&hub, cache.path()), None).0.unwrap()).unwrap(), original_sha());
+}
+
+#[test]
+fn a_part_left_by_hf_hubs_own_downloader_is_resumed() {
+    // hf-hub 0.4.3 (earlier builds) left `<blob>.sync.part`: the file's length of data, then the
+    // committed length as a little-endian u64.
+    let hub = server();
+    let cache = tempfile::tempdir().unwrap();
+    let data = std::fs::read(model(SMOLLM2)).unwrap();
+    let committed = 8u64 << 20;
+    let mut old = data[..committed as usize].to_vec();
+    old.resize(data.len(), 0xAA); // uncommitted bytes are garbage
+    old.extend_from_slice(&committed.to_le_bytes());
+    let sync_part = blob(cache.path()).with_extension("sync.part");
+    std::fs::create_dir_all(sync_part.parent().unwrap()).unwrap();
+    std::fs::write(&sync_part, &old).unwrap();
+    let (r, events) = fetch(&opts(&hub, cache.path()), None);
+    assert_eq!(hub::sha256_file(&r.unwrap()).unwrap(), original_sha());
+    assert!(
+        matches!(events.first(), Some(DownloadEvent::Started { resumed_from, .. }) if *resumed_from == committed),
+        "{events:?}"
+    );
+    assert_eq!(hub.ranges(), vec![committed]);
+    assert!(!sync_part.exists());
+}
+
+#[test]
+fn the_same_bytes_already_in_the_cache_are_linked_not_downloaded() {
+    let hub = server();
+    let cache = tempfile::tempdir().unwrap();
+    let path = fetch(&opts(&hub, cache.path()), None).0.unwrap();
+    // The snapshot link goes missing (another revision's folder, a cleanup): the blob is reused.
+    std::fs::remove_file(&path).unwrap();
+    let (r, events) = fetch(&opts(&hub, cache.path()), None);
+    assert_eq!(r.unwrap(), path);
+    assert!(matches!(events.as_slice(), [DownloadEvent::Done { already: true, .. }]), "{events:?}");
+    assert_eq!(hub.ranges().len(), 1);
+    assert_eq!(hub::sha256_file(&path).unwrap(), original_sha());
+}
+
+/// A disk that fills up during the download (writes fail with ENOSPC: Linux's /dev/full).
+#[cfg(target_os = "linux")]
+#[test]
+fn a_full_disk_mid_download_is_a_clear_error() {
+    let hub = server();
+    let cache = tempfile::tempdir().unwrap();
+    let part = blob(cache.path()).with_extension("incomplete");
+    std::fs::create_dir_all(part.parent().unwrap()).unwrap();
+    std::os::unix::fs::symlink("/dev/full", &part).unwrap();
+    let (r, _) = fetch(&opts(&hub, cache.path()), None);
+    let err = r.unwrap_err();
+    assert_eq!(err.code(), "disk_full", "{err}");
+    assert!(err.to_string().contains("disk is full") && err.hint().contains("Free some space"), "{err}");
+    assert!(!blob(cache.path()).exists());
+    assert!(!cache.path().join(format!("models--test--smol/snapshots/{COMMIT}/{FILE}")).exists());
 }

@@ -541,4 +541,4 @@ export type CatalogView = { models: Array<CatalogEntry>,
  */
 budget: number, };
 
-export type DownloadEvent = { "type": "started", repo: string, file: string, total: number, resumed_from: number, } | { "type": "progress", downloaded: number, total: number, bytes_per_s: number, eta_s: number, } | { "type": "verifying" } | { "type": "done", path: string, already: boolean, };
+export type DownloadEvent = { "type": "started", repo: string, file: string, total: number, resumed_from: number, } | { "type": "progress", downloaded: number, total: number, bytes_per_s: number, eta_s: number, } | { "type": "retrying", attempt: number, of: number, reason: string, wait_s: number, } | { "type": "verifying" } | { "type": "done", path: string, already: boolean, };

@@ -35,6 +35,13 @@ describe("downloads", () => {
     expect(d.status).toBe("done");
     expect(d.path).toBe(path);
     expect(seen).toEqual([0, 250, 500, 750, 1000, 1000, 1000]);
+    // A dropped connection shows why the bar stopped until bytes flow again.
+    const r = newDownload();
+    applyDownloadEvent(r, { type: "retrying", attempt: 1, of: 5, reason: "HTTP 503", wait_s: 2 });
+    expect(r.notice).toBe("HTTP 503: retrying in 2 s (1 of 5)");
+    applyDownloadEvent(r, { type: "progress", downloaded: 10, total: 20, bytes_per_s: 1, eta_s: 10 });
+    expect(r.notice).toBeNull();
+    expect(r.downloaded).toBe(10);
     const slow = new FakeBackend({ frameMs: 5 });
     const p = slow.download("r/x", "f.gguf", (e) => { if (e.type === "progress" && e.downloaded === 250) void slow.cancelDownload(); });
     await expect(p).rejects.toMatchObject({ code: "cancelled" });

@@ -20,6 +20,8 @@ export interface DownloadState {
   etaS: number;
   path: string | null;
   resumedFrom: number;
+  /** Why the transfer is paused (a dropped connection being retried), or null. */
+  notice: string | null;
 }
 
 export function applyDownloadEvent(s: DownloadState, e: DownloadEvent): DownloadState {
@@ -30,12 +32,17 @@ export function applyDownloadEvent(s: DownloadState, e: DownloadEvent): Download
       s.resumedFrom = e.resumed_from;
       break;
     case "progress":
+      s.notice = null;
       s.downloaded = e.downloaded;
       s.total = e.total;
       s.rate = e.bytes_per_s;
       s.etaS = e.eta_s;
       break;
+    case "retrying":
+      s.notice = `${e.reason}: retrying in ${Math.round(e.wait_s)} s (${e.attempt} of ${e.of})`;
+      break;
     case "verifying":
+      s.notice = null;
       s.status = "verifying";
       break;
     case "done":
@@ -48,7 +55,7 @@ export function applyDownloadEvent(s: DownloadState, e: DownloadEvent): Download
 }
 
 export function newDownload(): DownloadState {
-  return { status: "downloading", downloaded: 0, total: 0, rate: 0, etaS: 0, path: null, resumedFrom: 0 };
+  return { status: "downloading", downloaded: 0, total: 0, rate: 0, etaS: 0, path: null, resumedFrom: 0, notice: null };
 }
 
 export function bytes(n: number): string {
