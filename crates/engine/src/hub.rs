@@ -81,10 +81,10 @@ impl HubOptions {
 
     /// hf-hub's client for this hub: the token (sent to the hub only; reqwest drops it on a
     /// redirect to another host, such as the hub's file storage) and the user agent.
-    fn api(&self, cache: &Cache) -> Result<Api> {
+    fn api(&self, cache: &Cache, token: Option<String>) -> Result<Api> {
         ApiBuilder::from_cache(cache.clone())
             .with_endpoint(self.endpoint())
-            .with_token(self.token(cache))
+            .with_token(token)
             .with_progress(false)
             .with_user_agent("draftlab", env!("CARGO_PKG_VERSION"))
             .build()
@@ -129,11 +129,11 @@ pub enum DownloadEvent {
 
 /// What the hub says about a file before downloading it.
 #[derive(Debug, Clone)]
-pub struct RemoteFile {
-    pub size: u64,
+struct RemoteFile {
+    size: u64,
     /// The SHA-256 for LFS files (hex), else the git blob id.
-    pub etag: String,
-    pub commit: String,
+    etag: String,
+    commit: String,
 }
 
 fn download_error(code: &'static str, message: String) -> Error {
@@ -174,12 +174,6 @@ fn http_error(status: u16, repo: &str, file: &str, endpoint: &str, with_token: b
 
 /// Asks the hub about a file (a one-byte ranged GET, as hf-hub and huggingface-cli do), turning
 /// HTTP failures into clear errors: 401/403 (gated or private: a token is needed), 404, no network.
-pub fn remote_file(opts: &HubOptions, repo: &str, file: &str) -> Result<RemoteFile> {
-    let cache = Cache::new(opts.cache_dir());
-    let token = opts.token(&cache);
-    runtime()?.block_on(metadata(opts, token.as_deref(), repo, file))
-}
-
 async fn metadata(opts: &HubOptions, token: Option<&str>, repo: &str, file: &str) -> Result<RemoteFile> {
     let endpoint = opts.endpoint();
     let url = format!("{endpoint}/{repo}/resolve/main/{file}");
@@ -280,11 +274,6 @@ pub fn check_space(file: &str, needed: u64, free: Option<u64>, dir: &Path) -> Re
     }
 }
 
-/// The cache folder of a model repo.
-fn repo_dir(cache_dir: &Path, repo: &str) -> PathBuf {
-    cache_dir.join(format!("models--{}", repo.replace('/', "--")))
-}
-
 /// The partial file of a blob (huggingface-cli's name, so either tool resumes the other's).
 fn incomplete_path(blob: &Path) -> PathBuf {
     blob.with_extension("incomplete")
@@ -376,12 +365,11 @@ fn write_and_hash(
             io_error(part, e)
         }
     };
+    // A fresh handle: reading the part's `resumed` bytes leaves it where the new bytes go.
     let mut h = Sha256::new();
-    f.seek(SeekFrom::Start(0)).map_err(io)?;
     if hash_from(&mut f, resumed, &mut h).map_err(io)? != resumed {
         return Err(download_error("download_failed", format!("{}: shorter than it was", part.display())));
     }
-    f.seek(SeekFrom::Start(resumed)).map_err(io)?;
     while let Some(bytes) = rx.blocking_recv() {
         for piece in bytes.chunks(WRITE_PIECE) {
             f.write_all(piece).map_err(io)?;
@@ -391,6 +379,36 @@ fn write_and_hash(
     }
     f.flush().map_err(io)?;
     Ok(h)
+}
+
+/// Progress after `done` bytes in `secs` seconds, on top of `resumed` from an earlier attempt.
+fn progress(resumed: u64, done: u64, total: u64, secs: f64) -> DownloadEvent {
+    let bytes_per_s = if secs > 0.0 { done as f64 / secs } else { 0.0 };
+    let downloaded = (resumed + done).min(total);
+    let eta_s = if bytes_per_s > 0.0 { (total - downloaded) as f64 / bytes_per_s } else { 0.0 };
+    DownloadEvent::Progress { downloaded, total, bytes_per_s, eta_s }
+}
+
+/// Runs `work` to its end unless `cancel` is set (None), checked at every `tick`, after which
+/// `on_tick` runs.
+async fn unless_cancelled<T>(
+    work: impl std::future::Future<Output = T>,
+    tick: &mut tokio::time::Interval,
+    cancel: &AtomicBool,
+    mut on_tick: impl FnMut(),
+) -> Option<T> {
+    tokio::pin!(work);
+    loop {
+        tokio::select! {
+            r = &mut work => return Some(r),
+            _ = tick.tick() => {
+                if cancel.load(Ordering::Relaxed) {
+                    return None;
+                }
+                on_tick();
+            }
+        }
+    }
 }
 
 /// Why one attempt at the transfer stopped.
@@ -476,9 +494,9 @@ async fn stream_once(
 }
 
 /// Links `snapshots/<commit>/<file>` to the blob (relative, as huggingface-cli does).
-fn link_snapshot(cache_dir: &Path, repo: &str, commit: &str, file: &str, blob: &Path) -> Result<PathBuf> {
-    let pointer = repo_dir(cache_dir, repo).join("snapshots").join(commit).join(file);
-    let dir = pointer.parent().unwrap_or(cache_dir);
+fn link_snapshot(repo_dir: &Path, commit: &str, file: &str, blob: &Path) -> Result<PathBuf> {
+    let pointer = repo_dir.join("snapshots").join(commit).join(file);
+    let dir = pointer.parent().unwrap_or(repo_dir);
     std::fs::create_dir_all(dir).map_err(|e| io_error(dir, e))?;
     if std::fs::symlink_metadata(&pointer).is_ok() {
         std::fs::remove_file(&pointer).map_err(|e| io_error(&pointer, e))?;
@@ -517,14 +535,15 @@ pub fn download(
             return Ok(path);
         }
     }
-    let api = opts.api(&cache)?;
     let token = opts.token(&cache);
+    let api = opts.api(&cache, token.clone())?;
     let rt = runtime()?;
     let remote = rt.block_on(metadata(opts, token.as_deref(), repo, file))?;
-    let blobs = repo_dir(&cache_dir, repo).join("blobs");
+    let repo_dir = cache_dir.join(hf_repo.folder_name());
+    let blobs = repo_dir.join("blobs");
     let blob = blobs.join(&remote.etag);
     let finish = |blob: &Path, already: bool, on_event: &mut dyn FnMut(DownloadEvent)| -> Result<PathBuf> {
-        let path = link_snapshot(&cache_dir, repo, &remote.commit, file, blob)?;
+        let path = link_snapshot(&repo_dir, &remote.commit, file, blob)?;
         cache.repo(hf_repo.clone()).create_ref(&remote.commit).map_err(|e| io_error(&cache_dir, e))?;
         on_event(DownloadEvent::Done { path: path.clone(), already });
         Ok(path)
@@ -579,33 +598,18 @@ pub fn download(
             let tx = tx;
             let mut tick = tokio::time::interval(Duration::from_millis(250));
             tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
-            let report = |on_event: &mut dyn FnMut(DownloadEvent)| {
-                let done = written.load(Ordering::Relaxed);
-                let secs = started.elapsed().as_secs_f64();
-                let rate = if secs > 0.0 { done as f64 / secs } else { 0.0 };
-                let downloaded = (resumed_from + done).min(remote.size);
-                let eta_s = if rate > 0.0 { (remote.size - downloaded) as f64 / rate } else { 0.0 };
-                on_event(DownloadEvent::Progress { downloaded, total: remote.size, bytes_per_s: rate, eta_s });
-            };
             let cancelled = || download_error("cancelled", format!("{file}: download cancelled"));
             let mut offset = resumed_from;
             let mut failures = 0u32;
             while offset < remote.size {
                 let before = offset;
-                let stop = {
-                    let attempt = stream_once(api.client(), &url, remote.size, &mut offset, &tx, &http_error);
-                    tokio::pin!(attempt);
-                    loop {
-                        tokio::select! {
-                            r = &mut attempt => break r,
-                            _ = tick.tick() => {
-                                if cancel.load(Ordering::Relaxed) {
-                                    return Err(cancelled());
-                                }
-                                report(on_event);
-                            }
-                        }
-                    }
+                let attempt = stream_once(api.client(), &url, remote.size, &mut offset, &tx, &http_error);
+                let report = || {
+                    let secs = started.elapsed().as_secs_f64();
+                    on_event(progress(resumed_from, written.load(Ordering::Relaxed), remote.size, secs));
+                };
+                let Some(stop) = unless_cancelled(attempt, &mut tick, cancel, report).await else {
+                    return Err(cancelled());
                 };
                 let reason = match stop {
                     Ok(()) if offset == remote.size => break,
@@ -626,15 +630,8 @@ pub fn download(
                 }
                 let wait = first_wait.saturating_mul(1u32 << (failures - 1).min(5)).min(Duration::from_secs(30));
                 on_event(DownloadEvent::Retrying { attempt: failures, of: retries, reason, wait_s: wait.as_secs_f64() });
-                let pause = tokio::time::sleep(wait);
-                tokio::pin!(pause);
-                loop {
-                    tokio::select! {
-                        () = &mut pause => break,
-                        _ = tick.tick() => if cancel.load(Ordering::Relaxed) {
-                            return Err(cancelled());
-                        },
-                    }
+                if unless_cancelled(tokio::time::sleep(wait), &mut tick, cancel, || {}).await.is_none() {
+                    return Err(cancelled());
                 }
             }
             Ok(())
@@ -648,15 +645,9 @@ pub fn download(
     transfer?;
     let hashed = hashed?;
     // Every byte is written: the bar reaches the end.
-    let secs = started.elapsed().as_secs_f64();
     let done = written.load(Ordering::Relaxed);
-    on_event(DownloadEvent::Progress {
-        downloaded: resumed_from + done,
-        total: remote.size,
-        bytes_per_s: if secs > 0.0 { done as f64 / secs } else { 0.0 },
-        eta_s: 0.0,
-    });
-    let have = std::fs::metadata(&part).map_err(|e| io_error(&part, e))?.len();
+    on_event(progress(resumed_from, done, remote.size, started.elapsed().as_secs_f64()));
+    let have = resumed_from + done;
     if have != remote.size {
         return Err(download_error(
             "download_failed",

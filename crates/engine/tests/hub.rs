@@ -201,12 +201,18 @@ fn blob(cache: &Path) -> std::path::PathBuf {
     cache.join(format!("models--test--smol/blobs/{}", original_sha()))
 }
 
+/// Where a download of the test file keeps its part (the folder made).
+fn part(cache: &Path) -> std::path::PathBuf {
+    let part = blob(cache).with_extension("incomplete");
+    std::fs::create_dir_all(part.parent().unwrap()).unwrap();
+    part
+}
+
 #[test]
 fn a_file_another_program_is_downloading_is_left_alone() {
     let hub = server();
     let cache = tempfile::tempdir().unwrap();
-    let part = blob(cache.path()).with_extension("incomplete");
-    std::fs::create_dir_all(part.parent().unwrap()).unwrap();
+    let part = part(cache.path());
     let other = std::fs::File::create(&part).unwrap();
     other.lock().unwrap();
     let (r, _) = fetch(&opts(&hub, cache.path()), None);
@@ -262,8 +268,7 @@ fn the_same_bytes_already_in_the_cache_are_linked_not_downloaded() {
 fn a_full_disk_mid_download_is_a_clear_error() {
     let hub = server();
     let cache = tempfile::tempdir().unwrap();
-    let part = blob(cache.path()).with_extension("incomplete");
-    std::fs::create_dir_all(part.parent().unwrap()).unwrap();
+    let part = part(cache.path());
     std::os::unix::fs::symlink("/dev/full", &part).unwrap();
     let (r, _) = fetch(&opts(&hub, cache.path()), None);
     let err = r.unwrap_err();
