@@ -6,11 +6,12 @@
 use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
 
-use draftlab_app::run::{self, RunEvent, RunRequest};
+use draftlab_app::requests::RunRequest;
+use draftlab_app::run::{self, RunEvent};
 use draftlab_app::{AppState, WORKER_FLAG};
-use draftlab_engine::generate::Pair;
-use draftlab_engine::llama::GpuLayers;
-use draftlab_engine::report::{median, Mode, Settings};
+use draftlab_engine::decoding::report::median;
+use draftlab_engine::decoding::session::Session;
+use draftlab_engine::decoding::settings::{Mode, Settings};
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
@@ -25,8 +26,9 @@ fn main() {
     let settings = Settings { n_predict: n, n_ctx: 2048, ..Settings::default() };
     let history = tempfile_dir();
     let state = AppState::new(app, vec![WORKER_FLAG.into()], history.clone());
-    let pair = Pair::load(&target, None, settings.n_ctx, GpuLayers::All).expect("load the target");
-    let tokens = pair.prompt_tokens(&prompt, false).expect("prompt");
+    let valid = settings.clone().validate(Mode::Baseline).expect("settings");
+    let session = Session::load(&target, None, valid).expect("load the target");
+    let tokens = session.tokenize(&prompt).expect("prompt");
     let request = RunRequest {
         target,
         draft: None,
@@ -55,7 +57,7 @@ fn main() {
             .expect("app run");
         }
         // The CLI: the engine in this process.
-        let r = pair.run(Mode::Baseline, &tokens, &settings, &AtomicBool::new(false), &mut |_| {}).expect("cli run");
+        let r = session.run(Mode::Baseline, &tokens, &AtomicBool::new(false), &mut |_| {}).expect("cli run");
         if rep == 0 {
             continue; // warm-up (the worker loads the model on its first run)
         }

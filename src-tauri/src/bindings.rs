@@ -2,13 +2,14 @@
 //! into `ui/src/lib/bindings.ts`. `scripts/gen-types` rewrites that file; the test
 //! `typescript_bindings_are_fresh` fails when it no longer matches the Rust side.
 
-use draftlab_engine::sweep as engine_sweep;
-use draftlab_engine::{
-    bench, catalog, charts, compare, discover, doctor, draft, error, gguf, hub, llama, machine, report, sampling,
-};
+use draftlab_engine::decoding::{compare, draft, llama, report, sampling, settings};
+use draftlab_engine::files::{catalog, discover, doctor, gguf, hub};
+use draftlab_engine::measuring::sweep as engine_sweep;
+use draftlab_engine::measuring::{bench, charts};
+use draftlab_engine::{error, machine};
 use ts_rs::{Config, TS};
 
-use crate::{history, models, run, sweep, AppInfo, ExportSource};
+use crate::{history, models, requests, run, sweep, AppInfo, ExportSource};
 
 /// Where the file lives, relative to the workspace root.
 pub const PATH: &str = "ui/src/lib/bindings.ts";
@@ -33,13 +34,15 @@ pub fn typescript() -> String {
         };
     }
     declare!(
-        report::Mode,
+        settings::Mode,
         report::TokenSource,
         report::StopReason,
         draft::Strategy,
         llama::GpuLayers,
         sampling::SamplingParams,
-        report::Settings,
+        settings::Settings,
+        settings::Limits,
+        error::ErrorCode,
         error::ErrorInfo,
         llama::ModelId,
         machine::MachineInfo,
@@ -54,7 +57,7 @@ pub fn typescript() -> String {
         gguf::VocabSummary,
         gguf::ModelSummary,
         doctor::Diagnosis,
-        run::RunRequest,
+        requests::RunRequest,
         run::TokenView,
         run::LiveStats,
         run::RunEvent,
@@ -74,7 +77,7 @@ pub fn typescript() -> String {
         charts::DraftLengthSeries,
         charts::DraftLengthChart,
         charts::Chart,
-        sweep::RenderedChart,
+        crate::rendered::RenderedChart,
         engine_sweep::SweepSpec,
         engine_sweep::CellKey,
         engine_sweep::CellOutcome,
@@ -98,5 +101,12 @@ pub fn typescript() -> String {
         models::CatalogView,
         hub::DownloadEvent,
     );
+    // The engine's defaults and bounds as values (threads 0: "this machine's cores"), so the page
+    // starts from the same settings as the CLI and shows the same limits.
+    let limits = settings::Limits::get();
+    let defaults = settings::Settings { threads: 0, ..limits.defaults.clone() };
+    let limits = settings::Limits { defaults, ..limits };
+    let json = serde_json::to_string_pretty(&limits).expect("limits serialise");
+    out.push_str(&format!("\nexport const LIMITS: Limits = {json};\n"));
     out
 }

@@ -3,6 +3,7 @@
 // and the handler by tests).
 pub const COMMANDS: &[&str] = &[
     "doctor",
+    "check_settings",
     "run",
     "cancel",
     "history_list",

@@ -3,12 +3,15 @@
 
 use std::path::{Path, PathBuf};
 
-use draftlab_engine::compare::Comparison;
-use draftlab_engine::report::{Mode, Report};
+use draftlab_engine::decoding::compare::Comparison;
+use draftlab_engine::decoding::report::Report;
+use draftlab_engine::decoding::settings::Mode;
+use draftlab_engine::ErrorCode;
 use serde::{Deserialize, Serialize};
 
 use crate::error::ApiError;
-use crate::run::RunRequest;
+use crate::requests::RunRequest;
+use crate::store::{check_id, io_error, new_id};
 
 pub fn default_dir() -> PathBuf {
     draftlab_engine::paths::data_dir().join("runs")
@@ -66,14 +69,6 @@ impl HistoryRun {
     }
 }
 
-fn io_error(path: &Path, e: impl std::fmt::Display) -> ApiError {
-    ApiError::new(
-        "io",
-        format!("{}: {e}", path.display()),
-        "Check that the app data folder is writable and the disk is not full.",
-    )
-}
-
 /// Saves a run; returns its id.
 pub fn save(dir: &Path, run: &HistoryRun) -> Result<String, ApiError> {
     let path = dir.join(format!("{}.json", run.id));
@@ -82,29 +77,15 @@ pub fn save(dir: &Path, run: &HistoryRun) -> Result<String, ApiError> {
     Ok(run.id.clone())
 }
 
-/// A new id for a saved run or sweep, `<seconds>-<nanoseconds>` (sorts by time), and the seconds.
-pub fn new_id() -> (String, u64) {
-    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
-    (format!("{}-{:09}", now.as_secs(), now.subsec_nanos()), now.as_secs())
-}
-
-/// Valid ids are what `new_id` makes: digits and one dash (never a path). `what` names the kind
-/// of thing for the error ("saved run"), `hint` where to pick one.
-pub fn check_id(id: &str, what: &str, hint: &str) -> Result<(), ApiError> {
-    if id.is_empty() || !id.chars().all(|c| c.is_ascii_digit() || c == '-') {
-        return Err(ApiError::new("not_found", format!("no {what} {id:?}"), hint));
-    }
-    Ok(())
-}
-
 pub fn get(dir: &Path, id: &str) -> Result<HistoryRun, ApiError> {
     check_id(id, "saved run", "Pick a run from the history list.")?;
     let path = dir.join(format!("{id}.json"));
-    let bytes = std::fs::read(&path)
-        .map_err(|_| ApiError::new("not_found", format!("no saved run {id}"), "Pick a run from the history list."))?;
+    let bytes = std::fs::read(&path).map_err(|_| {
+        ApiError::new(ErrorCode::NotFound, format!("no saved run {id}"), "Pick a run from the history list.")
+    })?;
     serde_json::from_slice(&bytes).map_err(|e| {
         ApiError::new(
-            "corrupt_history",
+            ErrorCode::CorruptHistory,
             format!("{}: unreadable: {e}", path.display()),
             "Delete this file; other runs are not affected.",
         )

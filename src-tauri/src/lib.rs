@@ -6,73 +6,48 @@ pub mod bindings;
 pub mod error;
 pub mod history;
 pub mod models;
+pub mod rendered;
+pub mod requests;
 pub mod run;
+pub mod state;
+pub mod store;
 pub mod sweep;
 pub mod workers;
 
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use draftlab_engine::charts::{self, data::Results, Chart};
-use draftlab_engine::doctor::{self, Diagnosis};
-use draftlab_engine::gguf::GgufFile;
+use draftlab_engine::files::doctor::{self, Diagnosis};
+use draftlab_engine::files::gguf::GgufFile;
 use draftlab_engine::machine::{MachineInfo, MemoryInfo};
+use draftlab_engine::measuring::charts::{self, Chart};
+use draftlab_engine::measuring::results::Results;
 use serde::{Deserialize, Serialize};
 use tauri::ipc::Channel;
 use tauri::{Runtime, State};
 
+use draftlab_engine::ErrorCode;
+
 use crate::error::ApiError;
 use crate::history::{HistoryEntry, HistoryRun};
 use crate::models::CatalogView;
-use crate::run::{RunEvent, RunOutcome, RunRequest};
+use crate::requests::RunRequest;
+use crate::run::{RunEvent, RunOutcome};
+pub use crate::state::AppState;
 use crate::sweep::{SweepEntry, SweepOutcome, SweepRequest, SweepUiEvent, SweepView};
-use crate::workers::Workers;
-use draftlab_engine::discover::VocabGroup;
-use draftlab_engine::hub::DownloadEvent;
+use draftlab_engine::decoding::settings::{Mode, Settings};
+use draftlab_engine::files::discover::VocabGroup;
+use draftlab_engine::files::hub::DownloadEvent;
 
-/// The argument that makes this executable the engine worker.
-pub const WORKER_FLAG: &str = "--worker";
+pub use crate::workers::WORKER_FLAG;
 
 include!("command_names.rs");
 
-/// What the app keeps between commands.
-pub struct AppState {
-    pub workers: Workers,
-    /// The worker job of the run in progress (for cancel).
-    pub current_job: std::sync::Mutex<Option<u64>>,
-    pub history_dir: PathBuf,
-    /// Where sweeps are kept, one folder each.
-    pub sweeps_dir: PathBuf,
-    pub downloads: models::Downloads,
-    /// Where downloads go and come from (the Hugging Face cache and hub by default).
-    pub hub: draftlab_engine::hub::HubOptions,
-}
-
-impl AppState {
-    /// The app's state with workers started from this executable.
-    pub fn for_this_exe() -> Self {
-        let exe = std::env::current_exe().unwrap_or_else(|_| PathBuf::from("draftlab-app"));
-        AppState::new(exe, vec![WORKER_FLAG.into()], history::default_dir())
-    }
-
-    pub fn new(worker_exe: PathBuf, worker_args: Vec<String>, history_dir: PathBuf) -> Self {
-        AppState {
-            workers: Workers::new(worker_exe, worker_args),
-            current_job: std::sync::Mutex::new(None),
-            // Next to the runs: `<data>/sweeps` for the app's `<data>/runs`.
-            sweeps_dir: history_dir.parent().map_or_else(|| history_dir.join("sweeps"), |p| p.join("sweeps")),
-            history_dir,
-            downloads: models::Downloads::default(),
-            hub: draftlab_engine::hub::HubOptions::default(),
-        }
-    }
-}
-
 /// Runs blocking work (engine replies, file scans, downloads) off the async runtime.
 async fn blocking<T: Send + 'static>(what: &str, f: impl FnOnce() -> T + Send + 'static) -> Result<T, ApiError> {
-    tauri::async_runtime::spawn_blocking(f)
-        .await
-        .map_err(|e| ApiError::new("internal", format!("the {what} task failed: {e}"), "Report this as a bug."))
+    tauri::async_runtime::spawn_blocking(f).await.map_err(|e| {
+        ApiError::new(ErrorCode::Internal, format!("the {what} task failed: {e}"), "Report this as a bug.")
+    })
 }
 
 /// Checks a target (and draft) from their GGUF headers, before anything loads: vocabulary rules and
@@ -82,6 +57,15 @@ fn doctor(target: PathBuf, draft: Option<PathBuf>, ctx: Option<u32>) -> Result<D
     let t = GgufFile::open(&target)?;
     let d = draft.as_ref().map(GgufFile::open).transpose()?;
     Ok(doctor::diagnose(&t, d.as_ref(), u64::from(ctx.unwrap_or(4096)), &MemoryInfo::now()))
+}
+
+/// The settings' problems for runs in `modes`, by the engine's own rules (empty when they are
+/// valid): the page asks before it runs, so the rules live once, in Rust. Each problem names its
+/// setting (`setting`), for the page to show with its label.
+#[tauri::command]
+fn check_settings(settings: Settings, modes: Vec<Mode>) -> Vec<ApiError> {
+    let mode = if modes.contains(&Mode::Speculative) { Mode::Speculative } else { Mode::Baseline };
+    settings.problems(mode).iter().map(|e| e.info()).collect()
 }
 
 /// Runs baseline and/or speculative generation; events stream on `on_event`. Returns when the
@@ -161,7 +145,7 @@ fn export_results(state: State<'_, Arc<AppState>>, source: ExportSource, path: P
         Some("json") => results.json()?.into_bytes(),
         _ => {
             return Err(ApiError::new(
-                "invalid_settings",
+                ErrorCode::InvalidSettings,
                 format!("{}: export writes .csv or .json files", path.display()),
                 "Choose a file name ending in .csv or .json.",
             ))
@@ -224,6 +208,7 @@ fn app_info() -> AppInfo {
 pub fn build_app<R: Runtime>(builder: tauri::Builder<R>, state: AppState) -> tauri::Builder<R> {
     builder.plugin(tauri_plugin_dialog::init()).manage(Arc::new(state)).invoke_handler(tauri::generate_handler![
         doctor,
+        check_settings,
         run,
         cancel,
         history_list,

@@ -4,7 +4,7 @@
 
 fn main() {
     if std::env::args().nth(1).as_deref() == Some(draftlab_app::WORKER_FLAG) {
-        draftlab_engine::worker::serve_stdio();
+        draftlab_engine::serving::worker::serve_stdio();
         return;
     }
     draftlab_app::run_app(tauri::Builder::default());

@@ -7,11 +7,13 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
-use draftlab_engine::catalog::{self, CatalogModel, Fit};
-use draftlab_engine::discover::{self, VocabGroup};
-use draftlab_engine::hub::{self, DownloadEvent, HubOptions};
+use draftlab_engine::files::catalog::{self, CatalogModel, Fit};
+use draftlab_engine::files::discover::{self, VocabGroup};
+use draftlab_engine::files::hub::{self, DownloadEvent, HubOptions};
 use draftlab_engine::machine::MemoryInfo;
 use serde::Serialize;
+
+use draftlab_engine::ErrorCode;
 
 use crate::error::ApiError;
 
@@ -50,7 +52,11 @@ impl Downloads {
     fn start(&self, key: &str) -> Result<Arc<AtomicBool>, ApiError> {
         let mut m = self.0.lock().unwrap_or_else(|e| e.into_inner());
         if m.contains_key(key) {
-            return Err(ApiError::new("busy", format!("{key} is already downloading"), "Wait for it, or cancel it."));
+            return Err(ApiError::new(
+                ErrorCode::Busy,
+                format!("{key} is already downloading"),
+                "Wait for it, or cancel it.",
+            ));
         }
         let flag = Arc::new(AtomicBool::new(false));
         m.insert(key.to_string(), Arc::clone(&flag));

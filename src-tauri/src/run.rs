@@ -1,44 +1,31 @@
 //! A run from the UI: baseline and/or speculative on one prompt, in the worker. Engine events are
 //! batched per frame (tokens arrive faster than a screen refreshes) and sent with live stats.
 
-use std::path::PathBuf;
 use std::sync::mpsc::RecvTimeoutError;
 use std::time::{Duration, Instant};
 
-use draftlab_engine::compare::{compare, Comparison};
-use draftlab_engine::generate::Event;
-use draftlab_engine::llama::ModelId;
-use draftlab_engine::report::{Mode, Report, Settings, TokenSource};
-use draftlab_engine::worker::{Command, Reply};
-use serde::{Deserialize, Serialize};
+use draftlab_engine::decoding::compare::{compare, Comparison};
+use draftlab_engine::decoding::draft::Strategy;
+use draftlab_engine::decoding::generate::Event;
+use draftlab_engine::decoding::llama::ModelId;
+use draftlab_engine::decoding::report::{Report, TokenSource};
+use draftlab_engine::decoding::settings::Mode;
+use draftlab_engine::serving::worker::{Command, Reply};
+use draftlab_engine::ErrorCode;
+use serde::Serialize;
 
-use draftlab_engine::charts::{data as chart_data, Chart, Series};
+use draftlab_engine::measuring::charts::{data as chart_data, Chart, Series};
 
 use crate::error::ApiError;
 use crate::history::{self, HistoryRun};
-use crate::sweep::RenderedChart;
-use crate::AppState;
+use crate::rendered::RenderedChart;
+use crate::requests::RunRequest;
+use crate::state::AppState;
 
 /// One screen frame: token events are sent at most this often.
 pub const FRAME: Duration = Duration::from_millis(16);
 /// A cancelled run that has not stopped after this long has its engine process stopped.
 pub const CANCEL_GRACE: Duration = Duration::from_secs(5);
-
-#[derive(Debug, Clone, Serialize, Deserialize, ts_rs::TS)]
-pub struct RunRequest {
-    pub target: PathBuf,
-    #[serde(default)]
-    pub draft: Option<PathBuf>,
-    pub prompt: String,
-    /// In order; `[baseline, speculative]` runs both and compares them.
-    pub modes: Vec<Mode>,
-    pub settings: Settings,
-    /// Draw charts while it runs (tokens/s over time) and after (acceptance, lengths, speedup);
-    /// on unless `false`.
-    #[serde(default)]
-    #[ts(optional)]
-    pub charts: Option<bool>,
-}
 
 /// How often the live tokens/s chart is redrawn.
 pub const CHART_EVERY: Duration = Duration::from_millis(500);
@@ -51,7 +38,7 @@ pub struct TokenView {
     pub step: usize,
     #[serde(skip_serializing_if = "Option::is_none")]
     #[ts(optional)]
-    pub strategy: Option<String>,
+    pub strategy: Option<Strategy>,
 }
 
 /// Live numbers of the run in progress.
@@ -160,7 +147,7 @@ impl Frame {
                     text: text.clone(),
                     source: *source,
                     step: *step,
-                    strategy: strategy.clone(),
+                    strategy: *strategy,
                 });
             }
             Event::Step { drafted, accepted, draft_ms, verify_ms, .. } => {
@@ -228,13 +215,16 @@ pub fn execute(
     mut request: RunRequest,
     send: &mut dyn FnMut(RunEvent),
 ) -> Result<RunOutcome, ApiError> {
-    request.settings.resolve_auto();
     if request.modes.is_empty() {
-        return Err(ApiError::new("invalid_settings", "nothing to run", "Choose baseline, speculative or both."));
+        return Err(ApiError::new(
+            ErrorCode::InvalidSettings,
+            "nothing to run",
+            "Choose baseline, speculative or both.",
+        ));
     }
-    for &mode in &request.modes {
-        request.settings.validate(mode)?;
-    }
+    // Checked once here (the worker checks again), with "auto" threads resolved.
+    let checked_for = if request.modes.contains(&Mode::Speculative) { Mode::Speculative } else { Mode::Baseline };
+    request.settings = request.settings.clone().validate(checked_for)?.into_inner();
     let mut reports: Vec<Report> = Vec::new();
     let mut cancelled = false;
     let charts = request.charts.unwrap_or(true);
@@ -279,7 +269,7 @@ pub fn execute(
                 }
                 Reply::Event { event: Event::Done { report } } => {
                     frame.flush(send);
-                    cancelled |= report.stop_reason == draftlab_engine::report::StopReason::Cancelled;
+                    cancelled |= report.stop_reason == draftlab_engine::decoding::report::StopReason::Cancelled;
                     send(RunEvent::Done { mode, report: report.clone() });
                     reports.push(*report);
                     if charts {
@@ -310,7 +300,7 @@ pub fn execute(
         }
         *state.current_job.lock().unwrap_or_else(|e| e.into_inner()) = None;
         if let Some(e) = failed {
-            cancelled |= e.code == "cancelled";
+            cancelled |= e.code == ErrorCode::Cancelled;
             if reports.is_empty() {
                 return Err(e);
             }

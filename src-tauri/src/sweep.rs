@@ -1,34 +1,24 @@
-//! Sweeps from the UI: the engine worker runs `draftlab_engine::sweep` into a folder of the app
+//! Sweeps from the UI: the engine worker runs `draftlab_engine::measuring::sweep` into a folder of the app
 //! data dir (`sweeps/<id>/`); after every cell the app reads the results file the worker just wrote
 //! and sends the heat map and draft-length charts, redrawn, with the progress. A sweep that was
 //! cancelled, or cut short by a crash or a quit, resumes from its folder.
 
 use std::path::Path;
 
-use draftlab_engine::charts::{self, data::Results, Chart};
-use draftlab_engine::sweep::{self, Recommendation, SweepEvent, SweepResults, SweepSpec, RESULTS_FILE};
-use draftlab_engine::worker::{Command, Reply};
+use draftlab_engine::decoding::settings::Mode;
+use draftlab_engine::measuring::charts;
+use draftlab_engine::measuring::results::Results;
+use draftlab_engine::measuring::sweep::{self, Recommendation, SweepEvent, SweepResults, SweepSpec, RESULTS_FILE};
+use draftlab_engine::serving::worker::{Command, Reply};
+use draftlab_engine::ErrorCode;
 use serde::{Deserialize, Serialize};
 
 use crate::error::ApiError;
-use crate::history::{check_id, new_id};
-use crate::AppState;
+use crate::rendered::RenderedChart;
+use crate::state::AppState;
+use crate::store::{check_id, new_id};
 
 const PICK: &str = "Pick a sweep from the list.";
-
-/// A chart with its data (to export it again as PNG or SVG) and its SVG (to show it).
-#[derive(Debug, Clone, Serialize, Deserialize, ts_rs::TS)]
-pub struct RenderedChart {
-    pub chart: Chart,
-    pub svg: String,
-}
-
-impl RenderedChart {
-    pub fn of(chart: Chart) -> Result<Self, ApiError> {
-        let svg = charts::svg(&chart, charts::WIDTH, charts::HEIGHT)?;
-        Ok(RenderedChart { chart, svg })
-    }
-}
 
 #[derive(Debug, Clone, Serialize, Deserialize, ts_rs::TS)]
 pub struct SweepRequest {
@@ -88,7 +78,10 @@ pub struct SweepView {
 }
 
 fn charts_of(results: &SweepResults) -> Result<Vec<RenderedChart>, ApiError> {
-    [results.heatmap(), results.draft_length_chart(), results.bars()].into_iter().map(RenderedChart::of).collect()
+    [charts::sweep::heatmap(results), charts::sweep::draft_length(results), charts::sweep::bars(results)]
+        .into_iter()
+        .map(RenderedChart::of)
+        .collect()
 }
 
 /// Saved sweeps, newest first; folders without a readable results file are skipped.
@@ -145,12 +138,13 @@ pub fn execute(
             (id, r.spec)
         }
         (Some(mut spec), None) => {
-            spec.settings.resolve_auto();
+            // "auto" threads resolved once, so a resumed sweep runs with what it started with.
+            spec.settings = spec.settings.clone().validate(Mode::Baseline)?.into_inner();
             spec.validate()?;
             (new_id().0, spec)
         }
         (None, None) => {
-            return Err(ApiError::new("invalid_settings", "nothing to sweep", "Choose targets and drafts."));
+            return Err(ApiError::new(ErrorCode::InvalidSettings, "nothing to sweep", "Choose targets and drafts."));
         }
     };
     let out = dir.join(&id);
@@ -178,7 +172,11 @@ pub fn execute(
                 _ => {}
             }
         }
-        Err(ApiError::new("worker_died", "the engine process stopped", "Resume the sweep: finished cells are kept."))
+        Err(ApiError::new(
+            ErrorCode::WorkerDied,
+            "the engine process stopped",
+            "Resume the sweep: finished cells are kept.",
+        ))
     })();
     *state.current_job.lock().unwrap_or_else(|e| e.into_inner()) = None;
     result

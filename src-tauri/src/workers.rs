@@ -11,9 +11,14 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{mpsc, Arc, Mutex};
 
 use draftlab_engine::error::ErrorInfo;
-use draftlab_engine::worker::{Command, Message, Reply, Request};
+use draftlab_engine::serving::worker::{Command, Message, Reply, Request};
+
+use draftlab_engine::ErrorCode;
 
 use crate::error::ApiError;
+
+/// The argument that makes this executable the engine worker.
+pub const WORKER_FLAG: &str = "--worker";
 
 type Routes = Arc<Mutex<HashMap<u64, mpsc::Sender<Reply>>>>;
 
@@ -41,7 +46,7 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 /// Whether a reply ends its job.
 pub fn is_final(reply: &Reply) -> bool {
     matches!(reply, Reply::Error { .. } | Reply::Bye | Reply::SweepDone { .. })
-        || matches!(reply, Reply::Event { event: draftlab_engine::generate::Event::Done { .. } })
+        || matches!(reply, Reply::Event { event: draftlab_engine::decoding::generate::Event::Done { .. } })
 }
 
 impl Workers {
@@ -59,7 +64,7 @@ impl Workers {
             .spawn()
             .map_err(|e| {
                 ApiError::new(
-                    "worker_start",
+                    ErrorCode::WorkerStart,
                     format!("cannot start the engine process {}: {e}", self.exe.display()),
                     "Reinstall Draftlab; if it persists, report it.",
                 )
@@ -88,13 +93,13 @@ impl Workers {
                 dead.store(true, Ordering::SeqCst);
                 let (code, message, hint) = if killed.load(Ordering::SeqCst) {
                     (
-                        "cancelled",
+                        ErrorCode::Cancelled,
                         "the run did not stop in time and its engine process was stopped",
                         "Nothing was lost; the next run starts a fresh engine (models load again).",
                     )
                 } else {
                     (
-                        "worker_died",
+                        ErrorCode::WorkerDied,
                         "the engine process stopped unexpectedly (a crash in llama.cpp, or the system ran out of memory)",
                         "A fresh engine starts with the next run. If it happens again with this model, try a smaller context or quantisation.",
                     )
@@ -131,7 +136,7 @@ impl Workers {
             lock(&p.routes).remove(&id);
             p.dead.store(true, Ordering::SeqCst);
             return Err(ApiError::new(
-                "worker_died",
+                ErrorCode::WorkerDied,
                 "the engine process is not responding",
                 "Try again: a fresh engine starts with the next run.",
             ));

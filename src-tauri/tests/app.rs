@@ -6,9 +6,11 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use draftlab_app::run::{self, RunEvent, RunRequest};
+use draftlab_app::requests::RunRequest;
+use draftlab_app::run::{self, RunEvent};
 use draftlab_app::{history, AppState, COMMANDS, WORKER_FLAG};
-use draftlab_engine::report::{Mode, Settings, StopReason};
+use draftlab_engine::decoding::report::StopReason;
+use draftlab_engine::decoding::settings::{Mode, Settings};
 use draftlab_engine::testing::{model, SMOLLM2};
 
 fn state(dir: &std::path::Path) -> Arc<AppState> {
@@ -23,7 +25,16 @@ fn request(modes: &[Mode], n: usize, prompt: &str) -> RunRequest {
         draft: Some(m),
         prompt: prompt.into(),
         modes: modes.to_vec(),
-        settings: Settings { n_predict: n, n_draft: 4, n_ctx: 1024, threads: 2, ..Settings::default() },
+        // The draft model at a fixed length (the defaults are `auto`, adaptive).
+        settings: Settings {
+            n_predict: n,
+            n_draft: 4,
+            n_ctx: 1024,
+            threads: 2,
+            strategy: draftlab_engine::decoding::draft::Strategy::DraftModel,
+            adaptive: false,
+            ..Settings::default()
+        },
         charts: Some(true),
     }
 }
@@ -252,6 +263,16 @@ fn commands_work_through_the_mock_runtime() {
     .unwrap_err();
     assert_eq!(err["code"], "not_found", "{err}");
     assert_eq!(invoke("sweep_list", serde_json::json!({})).unwrap(), serde_json::json!([]));
+    // The settings' problems, by the engine's rules, each naming its setting.
+    let mut bad = serde_json::to_value(Settings::default()).unwrap();
+    bad["strategy"] = "ngram-map".into();
+    bad["sampling"]["top_p"] = 0.0.into();
+    let problems = invoke("check_settings", serde_json::json!({ "settings": bad, "modes": ["speculative"] })).unwrap();
+    let named: Vec<&str> = problems.as_array().unwrap().iter().filter_map(|p| p["setting"].as_str()).collect();
+    assert_eq!(named, ["top_p", "ngram_map"], "{problems}");
+    assert!(problems.as_array().unwrap().iter().all(|p| p["code"] == "invalid_settings"));
+    let none = invoke("check_settings", serde_json::json!({ "settings": Settings::default(), "modes": ["baseline"] }));
+    assert_eq!(none.unwrap(), serde_json::json!([]));
     let info = invoke("app_info", serde_json::json!({})).unwrap();
     assert!(info["machine"]["physical_cores"].as_u64().unwrap() >= 1);
 }
@@ -259,8 +280,8 @@ fn commands_work_through_the_mock_runtime() {
 #[test]
 fn a_sweep_streams_progress_and_charts_is_listed_and_resumes() {
     use draftlab_app::sweep::{self, SweepRequest, SweepUiEvent};
-    use draftlab_engine::draft::Strategy;
-    use draftlab_engine::sweep::{CellOutcome, SweepEvent, SweepSpec};
+    use draftlab_engine::decoding::draft::Strategy;
+    use draftlab_engine::measuring::sweep::{CellOutcome, SweepEvent, SweepSpec};
     use draftlab_engine::testing::QWEN_DRAFT;
     let dir = tempfile::tempdir().unwrap();
     let st = state(dir.path());
@@ -273,6 +294,7 @@ fn a_sweep_streams_progress_and_charts_is_listed_and_resumes() {
         warmup: 0,
         prompt: "List three colours.".into(),
         settings: Settings { n_predict: 8, n_ctx: 512, threads: 2, ..Settings::default() },
+        adaptive: false,
     };
     let mut events = Vec::new();
     let outcome =
@@ -323,7 +345,7 @@ fn a_sweep_streams_progress_and_charts_is_listed_and_resumes() {
 #[test]
 fn models_on_disk_the_catalog_and_downloads_with_cancel() {
     use draftlab_app::models::{self, Downloads};
-    use draftlab_engine::hub::{DownloadEvent, HubOptions};
+    use draftlab_engine::files::hub::{DownloadEvent, HubOptions};
     use draftlab_engine::testing::mock_hub::MockHub;
     let dir = tempfile::tempdir().unwrap();
     let hub = MockHub::start(vec![("test/smol".into(), "smol.gguf".into(), model(SMOLLM2))]);

@@ -62,7 +62,21 @@ fn doctor_accepts_the_qwen_pair_and_rejects_smollm2() {
 #[test]
 fn run_both_streams_text_and_gives_a_verdict() {
     let m = model(SMOLLM2);
-    let o = draftlab(&["run", "-t", s(&m), "-d", s(&m), "-p", "Name three colours.", "-n", "24", "--n-draft", "4"]);
+    let o = draftlab(&[
+        "run",
+        "-t",
+        s(&m),
+        "-d",
+        s(&m),
+        "-p",
+        "Name three colours.",
+        "-n",
+        "24",
+        "--strategy",
+        "draft",
+        "--n-draft",
+        "4",
+    ]);
     let (out, err) = text(&o);
     assert!(o.status.success(), "{err}");
     assert!(out.trim().len() > 10, "no text streamed: {out:?}");
@@ -83,6 +97,10 @@ fn run_json_has_reports_and_comparison() {
         "Write a haiku about rivers.",
         "-n",
         "24",
+        "--strategy",
+        "draft",
+        "--n-draft",
+        "8",
         "--json",
     ]);
     assert!(o.status.success(), "{:?}", text(&o));
@@ -119,7 +137,7 @@ fn lookup_strategy_needs_no_draft_model() {
     ]);
     assert!(o.status.success(), "{:?}", text(&o));
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
-    assert_eq!(v["reports"][1]["strategy"], "prompt-lookup");
+    assert_eq!(v["reports"][1]["strategy"], "lookup");
     assert_eq!(v["reports"][1]["settings"]["adaptive"], true);
     assert!(v["reports"][1]["draft"].is_null());
 }
@@ -139,6 +157,8 @@ fn bench_writes_json_with_prediction() {
         "Count from one to ten.",
         "-n",
         "16",
+        "--strategy",
+        "draft",
         "--n-draft",
         "3",
         "--reps",
@@ -183,9 +203,12 @@ fn bad_input_gives_clear_errors() {
     assert_clear_error(&draftlab(&with(&base, &["-p", "hi", "--n-draft", "1000"])), "--n-draft is 1000");
     assert_clear_error(&draftlab(&with(&base, &["-p", ""])), "prompt is empty");
     let long = "lorem ipsum ".repeat(400);
-    assert_clear_error(&draftlab(&with(&base, &["-p", &long, "--ctx", "256"])), "raise --ctx");
+    assert_clear_error(&draftlab(&with(&base, &["-p", &long, "--ctx", "256"])), "raise the context size");
     assert_clear_error(&draftlab(&with(&base, &["-p", "hi", "--gpu-layers", "many"])), "--gpu-layers");
-    assert_clear_error(&draftlab(&["run", "-t", s(&small), "-p", "hi", "--mode", "speculative"]), "--draft");
+    assert_clear_error(
+        &draftlab(&["run", "-t", s(&small), "-p", "hi", "--mode", "speculative", "--strategy", "draft"]),
+        "--draft",
+    );
     assert_clear_error(&draftlab(&with(&base, &["-p", "hi", "--strategy", "telepathy"])), "--strategy");
     assert_clear_error(&draftlab(&with(&base, &["-p", "hi", "--n-draft", "adaptive:many"])), "--n-draft");
     assert_clear_error(&draftlab(&with(&base, &["-p", "hi", "--strategy", "lookup", "--lookup-min", "0"])), "n-gram");
@@ -373,6 +396,7 @@ fn sweep_measures_compatible_cells_marks_incompatible_ones_and_resumes_after_a_k
         "draft,lookup",
         "--n-draft",
         "2,3",
+        "--fixed-length",
         "--reps",
         "1",
         "--warmup",
@@ -490,6 +514,8 @@ fn run_json_gives_every_run_chart_and_a_csv() {
         "24",
         "--ctx",
         "512",
+        "--strategy",
+        "draft",
         "--n-draft",
         "3",
         "--json",
@@ -507,13 +533,13 @@ fn run_json_gives_every_run_chart_and_a_csv() {
         assert!(svg.starts_with("<svg") && svg.len() > 500, "{kind}");
     }
     let timeline = std::fs::read_to_string(dir.path().join("timeline.svg")).unwrap();
-    assert!(timeline.contains("seconds") && timeline.contains("speculative (draft-model)"), "{timeline}");
+    assert!(timeline.contains("seconds") && timeline.contains("speculative (draft)"), "{timeline}");
     let csv_path = dir.path().join("runs.csv");
     let o = draftlab(&["export", s(&runs), "--out", s(&csv_path)]);
     assert!(o.status.success(), "{:?}", text(&o));
     let csv = std::fs::read_to_string(&csv_path).unwrap();
     assert_eq!(csv.lines().count(), 3, "{csv}");
-    assert!(csv.lines().nth(2).unwrap().starts_with("speculative,draft-model,"), "{csv}");
+    assert!(csv.lines().nth(2).unwrap().starts_with("speculative,draft,"), "{csv}");
     assert_clear_error(&draftlab(&["chart", s(&runs), "--kind", "heatmap", "--out", "x.png"]), "not a sweep");
     assert_clear_error(&draftlab(&["chart", s(&runs), "--kind", "pie", "--out", "x.png"]), "--kind must be one of");
     assert_clear_error(&draftlab(&["export", s(&runs), "--out", "x.txt"]), "writes .csv or .json");

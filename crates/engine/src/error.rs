@@ -23,6 +23,12 @@ pub enum Error {
     #[error("invalid setting: {0}")]
     InvalidSettings(String),
 
+    /// One setting breaks a rule; `setting` is its field name in `Settings` (e.g. `n_draft`), so
+    /// the CLI can name its flag and the UI its label.
+    /// `reason` completes a sentence whose subject is the setting ("is 0, but must be …").
+    #[error("invalid setting: {setting} {reason}")]
+    InvalidSetting { setting: &'static str, reason: String },
+
     #[error("invalid prompt: {0}")]
     InvalidPrompt(String),
 
@@ -41,29 +47,114 @@ pub enum Error {
     #[error("{path}: not a usable results file: {reason}")]
     InvalidResults { path: PathBuf, reason: String },
 
-    /// A download failed; `code` says how (`hub_unauthorized`, `hub_not_found`, `network`,
-    /// `disk_full`, `checksum_mismatch`, `cancelled`, `busy`, `download_failed`).
+    /// A download failed; `code` says how (`HubUnauthorized`, `HubNotFound`, `Network`, `DiskFull`,
+    /// `ChecksumMismatch`, `Cancelled`, `Busy`, `DownloadFailed`).
     #[error("download failed: {message}")]
-    Download { code: &'static str, message: String },
+    Download { code: ErrorCode, message: String },
+}
+
+/// Every error code a program can receive (the CLI's JSON, the worker protocol, the app's IPC): one
+/// enum, exported to TypeScript, so the UI switches on codes the compiler knows.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorCode {
+    NotFound,
+    Io,
+    InvalidGguf,
+    Incompatible,
+    OutOfMemory,
+    InvalidSettings,
+    InvalidPrompt,
+    LoadFailed,
+    InvalidNgramMap,
+    Llama,
+    ChartFailed,
+    InvalidResults,
+    HubUnauthorized,
+    HubNotFound,
+    Network,
+    DiskFull,
+    ChecksumMismatch,
+    Cancelled,
+    /// Another download of the same file is running.
+    Busy,
+    DownloadFailed,
+    /// A malformed request to the worker (a bug in the caller).
+    BadRequest,
+    /// The engine process stopped unexpectedly.
+    WorkerDied,
+    /// The engine process could not be started.
+    WorkerStart,
+    /// The app's history file cannot be read.
+    CorruptHistory,
+    /// A bug: a task of the app failed.
+    Internal,
+}
+
+impl ErrorCode {
+    /// The code as it travels (`snake_case`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorCode::NotFound => "not_found",
+            ErrorCode::Io => "io",
+            ErrorCode::InvalidGguf => "invalid_gguf",
+            ErrorCode::Incompatible => "incompatible",
+            ErrorCode::OutOfMemory => "out_of_memory",
+            ErrorCode::InvalidSettings => "invalid_settings",
+            ErrorCode::InvalidPrompt => "invalid_prompt",
+            ErrorCode::LoadFailed => "load_failed",
+            ErrorCode::InvalidNgramMap => "invalid_ngram_map",
+            ErrorCode::Llama => "llama",
+            ErrorCode::ChartFailed => "chart_failed",
+            ErrorCode::InvalidResults => "invalid_results",
+            ErrorCode::HubUnauthorized => "hub_unauthorized",
+            ErrorCode::HubNotFound => "hub_not_found",
+            ErrorCode::Network => "network",
+            ErrorCode::DiskFull => "disk_full",
+            ErrorCode::ChecksumMismatch => "checksum_mismatch",
+            ErrorCode::Cancelled => "cancelled",
+            ErrorCode::Busy => "busy",
+            ErrorCode::DownloadFailed => "download_failed",
+            ErrorCode::BadRequest => "bad_request",
+            ErrorCode::WorkerDied => "worker_died",
+            ErrorCode::WorkerStart => "worker_start",
+            ErrorCode::CorruptHistory => "corrupt_history",
+            ErrorCode::Internal => "internal",
+        }
+    }
+}
+
+/// Codes compare with their wire spelling (`code == "busy"`), as scripts and tests read them.
+impl PartialEq<&str> for ErrorCode {
+    fn eq(&self, other: &&str) -> bool {
+        self.as_str() == *other
+    }
+}
+
+impl std::fmt::Display for ErrorCode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
 }
 
 impl Error {
     /// A stable code for programs (the CLI's JSON output, the app's IPC).
-    pub fn code(&self) -> &'static str {
+    pub fn code(&self) -> ErrorCode {
         match self {
-            Error::NotFound { .. } => "not_found",
-            Error::Io { .. } => "io",
-            Error::InvalidGguf { .. } => "invalid_gguf",
-            Error::Incompatible { .. } => "incompatible",
-            Error::OutOfMemory { .. } => "out_of_memory",
-            Error::InvalidSettings(_) => "invalid_settings",
-            Error::InvalidPrompt(_) => "invalid_prompt",
-            Error::Load { .. } => "load_failed",
-            Error::InvalidNgramMap { .. } => "invalid_ngram_map",
-            Error::Llama(_) => "llama",
-            Error::Chart(_) => "chart_failed",
-            Error::InvalidResults { .. } => "invalid_results",
-            Error::Download { code, .. } => code,
+            Error::NotFound { .. } => ErrorCode::NotFound,
+            Error::Io { .. } => ErrorCode::Io,
+            Error::InvalidGguf { .. } => ErrorCode::InvalidGguf,
+            Error::Incompatible { .. } => ErrorCode::Incompatible,
+            Error::OutOfMemory { .. } => ErrorCode::OutOfMemory,
+            Error::InvalidSettings(_) | Error::InvalidSetting { .. } => ErrorCode::InvalidSettings,
+            Error::InvalidPrompt(_) => ErrorCode::InvalidPrompt,
+            Error::Load { .. } => ErrorCode::LoadFailed,
+            Error::InvalidNgramMap { .. } => ErrorCode::InvalidNgramMap,
+            Error::Llama(_) => ErrorCode::Llama,
+            Error::Chart(_) => ErrorCode::ChartFailed,
+            Error::InvalidResults { .. } => ErrorCode::InvalidResults,
+            Error::Download { code, .. } => *code,
         }
     }
 
@@ -74,22 +165,22 @@ impl Error {
             Error::Io { .. } => "Check the file's permissions and that the disk is readable.",
             Error::InvalidGguf { .. } => "Download the model again, or pick another .gguf file.",
             Error::Incompatible { .. } => "Pick a draft from the same model family as the target (same tokenizer), e.g. a smaller Qwen2.5 for a Qwen2.5 target.",
-            Error::OutOfMemory { .. } => "Use a smaller quantisation or context (--ctx), or close other programs.",
-            Error::InvalidSettings(_) => "See `draftlab run --help` for the allowed values.",
-            Error::InvalidPrompt(_) => "Give a non-empty prompt that fits the context, or raise --ctx.",
+            Error::OutOfMemory { .. } => "Use a smaller quantisation or context size, or close other programs.",
+            Error::InvalidSettings(_) | Error::InvalidSetting { .. } => "Change the setting named above to an allowed value.",
+            Error::InvalidPrompt(_) => "Give a non-empty prompt that fits the context, or raise the context size.",
             Error::Load { .. } => "The file may use an architecture this llama.cpp does not know; update Draftlab or pick another model.",
             Error::InvalidNgramMap { .. } => "Build the map again with this target's tokenizer: `draftlab ngram build --model TARGET.gguf --out MAP INPUTS…`.",
             Error::Llama(_) => "Try a smaller context or batch; if it persists, report it with the model name.",
             Error::Chart(_) => "Try another size; if it persists, report it with the results file.",
             Error::InvalidResults { .. } => "Give a file written by `draftlab bench --json`, `draftlab run --json` or `draftlab sweep` (its results.json).",
-            Error::Download { code, .. } => match *code {
-                "hub_unauthorized" => "Accept the model's licence on its hub page, then set HF_TOKEN (or run `huggingface-cli login`).",
-                "hub_not_found" => "Check the repo and file names (`draftlab models --catalog` lists known ones).",
-                "network" => "Check the connection (or HF_ENDPOINT for a mirror), then run the download again: it resumes.",
-                "disk_full" => "Free some space on that disk, or point HF_HOME at a larger one.",
-                "checksum_mismatch" => "Run the download again; if it persists, the mirror serves a different file.",
-                "cancelled" => "Run the download again to resume where it stopped.",
-                "busy" => "Wait for the other download of this file to finish (or stop it), then run this one again.",
+            Error::Download { code, .. } => match code {
+                ErrorCode::HubUnauthorized => "Accept the model's licence on its hub page, then set HF_TOKEN (or run `huggingface-cli login`).",
+                ErrorCode::HubNotFound => "Check the repo and file names (`draftlab models --catalog` lists known ones).",
+                ErrorCode::Network => "Check the connection (or HF_ENDPOINT for a mirror), then run the download again: it resumes.",
+                ErrorCode::DiskFull => "Free some space on that disk, or point HF_HOME at a larger one.",
+                ErrorCode::ChecksumMismatch => "Run the download again; if it persists, the mirror serves a different file.",
+                ErrorCode::Cancelled => "Run the download again to resume where it stopped.",
+                ErrorCode::Busy => "Wait for the other download of this file to finish (or stop it), then run this one again.",
                 _ => "Run the download again: it resumes where it stopped.",
             },
         }
@@ -101,14 +192,18 @@ impl Error {
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct ErrorInfo {
-    pub code: String,
+    pub code: ErrorCode,
     pub message: String,
     pub hint: String,
+    /// The setting at fault (its field name in `Settings`), for an invalid setting.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "ts", ts(optional))]
+    pub setting: Option<String>,
 }
 
 impl ErrorInfo {
-    pub fn new(code: &str, message: impl Into<String>, hint: &str) -> Self {
-        ErrorInfo { code: code.into(), message: message.into(), hint: hint.into() }
+    pub fn new(code: ErrorCode, message: impl Into<String>, hint: &str) -> Self {
+        ErrorInfo { code, message: message.into(), hint: hint.into(), setting: None }
     }
 }
 
@@ -120,7 +215,11 @@ impl std::fmt::Display for ErrorInfo {
 
 impl Error {
     pub fn info(&self) -> ErrorInfo {
-        ErrorInfo::new(self.code(), self.to_string(), self.hint())
+        let mut info = ErrorInfo::new(self.code(), self.to_string(), self.hint());
+        if let Error::InvalidSetting { setting, .. } = self {
+            info.setting = Some((*setting).to_string());
+        }
+        info
     }
 }
 
@@ -131,3 +230,24 @@ impl From<Error> for ErrorInfo {
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn codes_travel_as_their_snake_case_spelling() {
+        for code in [ErrorCode::NotFound, ErrorCode::HubUnauthorized, ErrorCode::WorkerDied, ErrorCode::InvalidSettings]
+        {
+            let json = serde_json::to_value(code).expect("serialise");
+            assert_eq!(json, serde_json::Value::String(code.as_str().to_string()));
+            let back: ErrorCode = serde_json::from_value(json).expect("parse");
+            assert_eq!(back, code);
+        }
+        let e = Error::InvalidSetting { setting: "n_draft", reason: "is 0, but must be between 1 and 128".into() };
+        let info = e.info();
+        assert_eq!(info.code, ErrorCode::InvalidSettings);
+        assert_eq!(info.setting.as_deref(), Some("n_draft"));
+        assert_eq!(info.message, "invalid setting: n_draft is 0, but must be between 1 and 128");
+    }
+}

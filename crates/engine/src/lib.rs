@@ -1,32 +1,31 @@
 //! Draftlab engine: speculative decoding on llama.cpp, with everything that is not GUI.
 //!
-//! `gguf` reads model headers in safe Rust; `doctor` checks a target/draft pair before loading;
-//! `llama` is the only module that talks to llama.cpp; `draft` proposes tokens; `verify` decides
-//! which are accepted; `generate` runs the loop and emits [`generate::Event`]s; `report` is what a
-//! run measured; `bench` repeats runs and predicts the speedup; `sweep` benches a grid of
-//! targets × drafts × draft lengths × strategies; `charts` draws what they measured (SVG and PNG).
+//! The engine is built in layers; a module imports only from its own layer and the layers below it
+//! (the test `layers::imports_only_go_down` checks every `use crate::…`):
+//!
+//! 1. **Foundation** — [`error`] (one error type, stable codes), [`paths`] (app data folder, atomic
+//!    writes), [`machine`] (CPU, memory, OS).
+//! 2. **[`files`]** — model files, without llama.cpp: the GGUF reader, the pair doctor, the model
+//!    catalog, models already on disk, downloads from the hub.
+//! 3. **[`decoding`]** — speculative decoding on llama.cpp: the only llama.cpp wrapper, sampling,
+//!    acceptance rules, drafters, the cost model and scheduler, the generation loop, run reports,
+//!    and the [`decoding::session::Session`] every caller goes through.
+//! 4. **[`measuring`]** — repeated runs and what they mean: benches, sweeps, results files, charts.
+//! 5. **[`serving`]** — processes that serve the engine to others: the app's worker (JSON lines).
 
-pub mod bench;
-pub mod catalog;
-pub mod charts;
-pub mod compare;
-pub mod detok;
-pub mod discover;
-pub mod doctor;
-pub mod draft;
+pub mod decoding;
 pub mod error;
-pub mod generate;
-pub mod gguf;
-pub mod hub;
-pub mod llama;
+pub mod files;
 pub mod machine;
+pub mod measuring;
 pub mod paths;
-pub mod report;
-pub mod sampling;
-pub mod schedule;
-pub mod sweep;
+pub mod serving;
+/// Test helpers (model paths, a local hub-like server): for tests, examples and benchmark tools,
+/// not part of the shipped library.
+#[cfg(feature = "testing")]
 pub mod testing;
-pub mod verify;
-pub mod worker;
 
-pub use error::{Error, Result};
+#[cfg(test)]
+mod layers;
+
+pub use error::{Error, ErrorCode, Result};

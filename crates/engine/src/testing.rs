@@ -110,7 +110,7 @@ pub mod mock_hub {
             let mut by_url = HashMap::new();
             let mut by_sha = HashMap::new();
             for (repo, name, path) in files {
-                let sha = crate::hub::sha256_file(&path).expect("hash the served file");
+                let sha = crate::files::hub::sha256_file(&path).expect("hash the served file");
                 let len = std::fs::metadata(&path).expect("served file").len();
                 let f = Arc::new(File { path, sha: sha.clone(), len });
                 by_url.insert(format!("/{repo}/resolve/main/{name}"), Arc::clone(&f));

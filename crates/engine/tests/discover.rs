@@ -5,7 +5,7 @@
 use std::os::unix::fs::symlink;
 use std::path::Path;
 
-use draftlab_engine::discover::{self, Source};
+use draftlab_engine::files::discover::{self, Source};
 use draftlab_engine::testing::{model, QWEN_DRAFT, QWEN_TARGET, SMOLLM2};
 
 fn link(from: &Path, to: &Path) {

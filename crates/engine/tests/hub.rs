@@ -8,7 +8,7 @@
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use draftlab_engine::hub::{self, DownloadEvent, HubOptions};
+use draftlab_engine::files::hub::{self, DownloadEvent, HubOptions};
 use draftlab_engine::testing::mock_hub::{MockHub, COMMIT};
 use draftlab_engine::testing::{model, SMOLLM2};
 

@@ -4,13 +4,16 @@
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use draftlab_engine::compare::{compare, NEAR_TIE_MARGIN};
-use draftlab_engine::draft::Strategy;
-use draftlab_engine::generate::{Event, Pair};
-use draftlab_engine::llama::{GpuLayers, Logits, Model};
-use draftlab_engine::report::{Mode, Report, Settings, StopReason, TokenSource};
+use draftlab_engine::decoding::compare::{compare, NEAR_TIE_MARGIN};
+use draftlab_engine::decoding::draft::Strategy;
+use draftlab_engine::decoding::generate::Event;
+use draftlab_engine::decoding::llama::{GpuLayers, Logits, Model, Token};
+use draftlab_engine::decoding::report::{Report, StopReason, TokenSource};
+use draftlab_engine::decoding::session::Session;
+use draftlab_engine::decoding::settings::{Mode, Settings};
 use draftlab_engine::testing::{model, QWEN_DRAFT, QWEN_TARGET, SMOLLM2};
 use draftlab_engine::Error;
+use draftlab_engine::ErrorCode;
 
 /// The fixed prompts of the correctness tests: code, prose, and a rewrite that copies its input.
 const PROMPTS: [&str; 3] = [
@@ -19,19 +22,45 @@ const PROMPTS: [&str; 3] = [
     "Add type hints to this function and return only the code:\n\ndef area(w, h):\n    return w * h\n",
 ];
 
+/// The draft-model strategy at a fixed length: what these tests check (the defaults are `auto` with
+/// the adaptive length; tests that check those say so).
 fn settings(n: usize, n_draft: usize) -> Settings {
-    Settings { n_predict: n, n_draft, n_ctx: 1024, threads: 2, ..Settings::default() }
+    Settings {
+        n_predict: n,
+        n_draft,
+        n_ctx: 1024,
+        threads: 2,
+        strategy: Strategy::DraftModel,
+        adaptive: false,
+        ..Settings::default()
+    }
 }
 
-fn pair(target: &str, draft: Option<&str>) -> Pair {
+/// A session on the pair (the draft loaded when given), for runs with any settings.
+fn pair(target: &str, draft: Option<&str>) -> Session {
     let d = draft.map(model);
-    Pair::load(&model(target), d.as_deref(), 1024, GpuLayers::All).expect("load pair")
+    let strategy = if d.is_some() { Strategy::DraftModel } else { Strategy::PromptLookup };
+    let s = Settings { strategy, ..settings(8, 4) }.validate(Mode::Speculative).unwrap();
+    Session::load(&model(target), d.as_deref(), s).expect("load pair")
 }
 
-fn run(pair: &Pair, mode: Mode, prompt: &str, s: &Settings) -> (Report, Vec<Event>) {
+/// One run with these settings (checked for the mode first, as every caller does).
+fn run_tokens(
+    p: &Session,
+    mode: Mode,
+    tokens: &[Token],
+    s: &Settings,
+    cancel: &AtomicBool,
+    on_event: &mut dyn FnMut(Event),
+) -> Result<Report, Error> {
+    let valid = s.clone().validate(mode)?;
+    p.run_with(mode, tokens, &valid, cancel, on_event)
+}
+
+fn run(pair: &Session, mode: Mode, prompt: &str, s: &Settings) -> (Report, Vec<Event>) {
     let tokens = pair.prompt_tokens(prompt, false).unwrap();
     let mut events = Vec::new();
-    let r = pair.run(mode, &tokens, s, &AtomicBool::new(false), &mut |e| events.push(e)).unwrap();
+    let r = run_tokens(pair, mode, &tokens, s, &AtomicBool::new(false), &mut |e| events.push(e)).unwrap();
     (r, events)
 }
 
@@ -123,7 +152,7 @@ fn self_draft_is_accepted_and_events_add_up() {
         let back: Report = serde_json::from_str(&serde_json::to_string(r).unwrap()).unwrap();
         assert_eq!(back.tokens, r.tokens);
     }
-    assert_eq!(spec.strategy.as_deref(), Some("draft-model"));
+    assert_eq!(spec.strategy, Some(Strategy::DraftModel));
     assert!(spec.draft.is_some() && base.draft.is_none());
 }
 
@@ -134,16 +163,15 @@ fn cancel_returns_a_partial_report() {
     for mode in [Mode::Baseline, Mode::Speculative] {
         let cancel = AtomicBool::new(false);
         let mut seen = 0;
-        let r = p
-            .run(mode, &tokens, &settings(200, 3), &cancel, &mut |e| {
-                if let Event::Token { .. } = e {
-                    seen += 1;
-                    if seen == 5 {
-                        cancel.store(true, Ordering::Relaxed);
-                    }
+        let r = run_tokens(&p, mode, &tokens, &settings(200, 3), &cancel, &mut |e| {
+            if let Event::Token { .. } = e {
+                seen += 1;
+                if seen == 5 {
+                    cancel.store(true, Ordering::Relaxed);
                 }
-            })
-            .unwrap();
+            }
+        })
+        .unwrap();
         assert_eq!(r.stop_reason, StopReason::Cancelled, "{mode}");
         assert!(r.generated_tokens >= 5 && r.generated_tokens < 20, "{mode}: {}", r.generated_tokens);
         assert_eq!(r.tokens.len(), r.generated_tokens);
@@ -166,28 +194,29 @@ fn bad_prompts_and_settings_are_clear_errors() {
     assert!(matches!(p.prompt_tokens("   ", false), Err(Error::InvalidPrompt(_))));
     let long = "word ".repeat(2000);
     let tokens = p.prompt_tokens(&long, true).unwrap();
-    let e = p.run(Mode::Baseline, &tokens, &settings(8, 4), &AtomicBool::new(false), &mut |_| {}).unwrap_err();
+    let e = run_tokens(&p, Mode::Baseline, &tokens, &settings(8, 4), &AtomicBool::new(false), &mut |_| {}).unwrap_err();
     assert!(matches!(e, Error::InvalidPrompt(_)), "{e}");
-    assert!(e.to_string().contains("raise --ctx"), "{e}");
+    assert!(e.to_string().contains("raise the context size"), "{e}");
     let short = p.prompt_tokens("hi", false).unwrap();
     for n_draft in [0, 1000] {
-        let e =
-            p.run(Mode::Speculative, &short, &settings(8, n_draft), &AtomicBool::new(false), &mut |_| {}).unwrap_err();
-        assert!(e.to_string().contains("--n-draft"), "{e}");
+        let e = run_tokens(&p, Mode::Speculative, &short, &settings(8, n_draft), &AtomicBool::new(false), &mut |_| {})
+            .unwrap_err();
+        assert!(e.to_string().contains("n_draft"), "{e}");
     }
     let baseline_only = pair(SMOLLM2, None);
-    let e = baseline_only
-        .run(Mode::Speculative, &short, &settings(8, 4), &AtomicBool::new(false), &mut |_| {})
-        .unwrap_err();
+    let e =
+        run_tokens(&baseline_only, Mode::Speculative, &short, &settings(8, 4), &AtomicBool::new(false), &mut |_| {})
+            .unwrap_err();
     assert!(e.to_string().contains("draft model"), "{e}");
 }
 
 #[test]
 fn incompatible_pair_is_refused_before_loading() {
-    let Err(e) = Pair::load(&model(QWEN_TARGET), Some(&model(SMOLLM2)), 1024, GpuLayers::All) else {
+    let s = settings(8, 4).validate(Mode::Speculative).unwrap();
+    let Err(e) = Session::load(&model(QWEN_TARGET), Some(&model(SMOLLM2)), s) else {
         panic!("Qwen target + SmolLM2 draft must be refused");
     };
-    assert_eq!(e.code(), "incompatible");
+    assert_eq!(e.code(), ErrorCode::Incompatible);
     assert!(e.to_string().contains("token 5 differs"), "{e}");
 }
 
@@ -219,11 +248,11 @@ fn corrupt_files_never_reach_llama_cpp() {
     ];
     for (path, expect) in cases {
         let Err(e) = Model::load(&path, GpuLayers::All) else { panic!("{} loaded", path.display()) };
-        assert_eq!(e.code(), "invalid_gguf", "{}: {e}", path.display());
+        assert_eq!(e.code(), ErrorCode::InvalidGguf, "{}: {e}", path.display());
         assert!(e.to_string().contains(expect), "{}: {e}", path.display());
     }
     let Err(e) = Model::load(dir.path().join("missing.gguf"), GpuLayers::All) else { panic!() };
-    assert_eq!(e.code(), "not_found");
+    assert_eq!(e.code(), ErrorCode::NotFound);
 }
 
 #[test]
@@ -239,11 +268,11 @@ fn prompt_lookup_drafts_from_the_prompt_and_keeps_the_output() {
         let s = Settings { strategy, adaptive, ..s.clone() };
         let (spec, events) = run(&p, Mode::Speculative, prompt, &s);
         if strategy == Strategy::NgramCache {
-            assert_eq!(spec.strategy.as_deref(), Some("ngram-cache"));
+            assert_eq!(spec.strategy, Some(Strategy::NgramCache));
             assert_same_or_near_tie(&base, &spec, "ngram cache");
             continue;
         }
-        assert_eq!(spec.strategy.as_deref(), Some("prompt-lookup"));
+        assert_eq!(spec.strategy, Some(Strategy::PromptLookup));
         assert_same_or_near_tie(&base, &spec, &format!("lookup adaptive={adaptive}"));
         if !adaptive {
             // Rewriting copies the input: lookups find it, and most of what they find is right.
@@ -273,7 +302,7 @@ fn sampled_speculative_tokens_follow_the_targets_distribution() {
     // generated token (the first one that speculation decides) must be distributed the same way
     // with and without speculation. The first token comes from the prompt pass with the same seed,
     // so both runs condition on the same first token.
-    use draftlab_engine::sampling::SamplingParams;
+    use draftlab_engine::decoding::sampling::SamplingParams;
     use std::collections::HashMap;
     let p = pair(SMOLLM2, None);
     let prompt = p.prompt_tokens("one two three four one two three four one two three four one two", true).unwrap();
@@ -284,7 +313,7 @@ fn sampled_speculative_tokens_follow_the_targets_distribution() {
         let sampling = SamplingParams { temperature: 1.5, top_k: 20, top_p: 1.0, min_p: 0.0, seed };
         let s = Settings { strategy: Strategy::PromptLookup, sampling, n_ctx: 256, ..settings(3, 4) };
         for (i, mode) in [Mode::Baseline, Mode::Speculative].into_iter().enumerate() {
-            let r = p.run(mode, &prompt, &s, &AtomicBool::new(false), &mut |_| {}).unwrap();
+            let r = run_tokens(&p, mode, &prompt, &s, &AtomicBool::new(false), &mut |_| {}).unwrap();
             if r.tokens.len() >= 2 {
                 *hist[i].entry(r.tokens[1]).or_default() += 1;
             }
@@ -313,7 +342,7 @@ fn sampled_speculative_tokens_follow_the_targets_distribution() {
 
 /// Builds an n-gram map from `text` with `model_name`'s tokenizer.
 fn build_map(dir: &Path, model_name: &str, name: &str, text: &str) -> std::path::PathBuf {
-    use draftlab_engine::draft::ngram_map::{build, BuildOptions};
+    use draftlab_engine::decoding::draft::ngram_map::{build, BuildOptions};
     let corpus = dir.join(format!("{name}.txt"));
     std::fs::write(&corpus, text).unwrap();
     let out = dir.join(format!("{name}.dlngram"));
@@ -339,11 +368,11 @@ fn ngram_map_and_auto_keep_the_output_and_count_per_strategy() {
     let s_map = Settings { strategy: Strategy::NgramMap, ngram_map: Some(map.clone()), ..s.clone() };
     let (spec, events) = run(&p, Mode::Speculative, prompt, &s_map);
     assert_same_or_near_tie(&base, &spec, "ngram map");
-    assert_eq!(spec.strategy.as_deref(), Some("ngram-map"));
+    assert_eq!(spec.strategy, Some(Strategy::NgramMap));
     assert!(spec.accepted > 10, "a map that holds the answer: accepted {} of {}", spec.accepted, spec.drafted);
-    let from_map = events.iter().filter(
-        |e| matches!(e, Event::Token { source: TokenSource::Draft, strategy: Some(s), .. } if s == "ngram-map"),
-    );
+    let from_map = events
+        .iter()
+        .filter(|e| matches!(e, Event::Token { source: TokenSource::Draft, strategy: Some(Strategy::NgramMap), .. }));
     assert_eq!(from_map.count(), spec.accepted, "every accepted token names its strategy");
 
     for adaptive in [false, true] {
@@ -351,11 +380,16 @@ fn ngram_map_and_auto_keep_the_output_and_count_per_strategy() {
         let (spec, events) = run(&p, Mode::Speculative, prompt, &s_auto);
         let what = format!("auto adaptive={adaptive}");
         assert_same_or_near_tie(&base, &spec, &what);
-        assert_eq!(spec.strategy.as_deref(), Some("auto"));
-        let names: Vec<&str> = spec.by_strategy.iter().map(|s| s.strategy.as_str()).collect();
-        assert_eq!(names, ["prompt-lookup", "ngram-cache", "ngram-map", "draft-model"], "{what}");
-        let sum =
-            |f: fn(&draftlab_engine::report::StrategyStats) -> usize| spec.by_strategy.iter().map(f).sum::<usize>();
+        assert_eq!(spec.strategy, Some(Strategy::Auto));
+        let names: Vec<Strategy> = spec.by_strategy.iter().map(|s| s.strategy).collect();
+        assert_eq!(
+            names,
+            [Strategy::PromptLookup, Strategy::NgramCache, Strategy::NgramMap, Strategy::DraftModel],
+            "{what}"
+        );
+        let sum = |f: fn(&draftlab_engine::decoding::report::StrategyStats) -> usize| {
+            spec.by_strategy.iter().map(f).sum::<usize>()
+        };
         assert_eq!(sum(|s| s.drafted), spec.drafted, "{what}");
         assert_eq!(sum(|s| s.accepted), spec.accepted, "{what}");
         if !adaptive {
@@ -382,10 +416,10 @@ fn foreign_and_broken_maps_are_refused_before_generation() {
     let attempt = |map: &Path| {
         let s = Settings { strategy: Strategy::NgramMap, ngram_map: Some(map.to_path_buf()), ..settings(8, 4) };
         let mut events = 0;
-        let r = p.run(Mode::Speculative, &tokens, &s, &AtomicBool::new(false), &mut |_| events += 1);
+        let r = run_tokens(&p, Mode::Speculative, &tokens, &s, &AtomicBool::new(false), &mut |_| events += 1);
         assert_eq!(events, 0, "no generation with a bad map");
         let e = r.unwrap_err();
-        assert_eq!(e.code(), "invalid_ngram_map", "{e}");
+        assert_eq!(e.code(), ErrorCode::InvalidNgramMap, "{e}");
         e.to_string()
     };
     // Built with SmolLM2's tokenizer: its token ids mean other words for Qwen.
@@ -401,4 +435,29 @@ fn foreign_and_broken_maps_are_refused_before_generation() {
     assert!(attempt(&cut).contains("truncated or corrupt"));
     // Not a map at all.
     assert!(attempt(&model(SMOLLM2)).contains("magic"));
+}
+
+#[test]
+fn a_session_with_default_settings_runs_auto_adaptive_and_compares_both_modes() {
+    // What a new user gets: `auto` with the adaptive draft length, the draft model as fallback.
+    let s = Settings { n_predict: 32, n_ctx: 1024, threads: 2, ..Settings::default() };
+    assert_eq!((s.strategy, s.adaptive), (Strategy::Auto, true));
+    let session =
+        Session::load(&model(QWEN_TARGET), Some(&model(QWEN_DRAFT)), s.validate(Mode::Speculative).unwrap()).unwrap();
+    assert!(session.draft().is_some(), "auto drafts with the draft model when one is given");
+    let tokens = session.tokenize(PROMPTS[2]).unwrap();
+    let mut modes = Vec::new();
+    let both = session
+        .run_both(&tokens, &AtomicBool::new(false), &mut |mode, e| {
+            if matches!(e, Event::Done { .. }) {
+                modes.push(mode);
+            }
+        })
+        .unwrap();
+    assert_eq!(modes, [Mode::Baseline, Mode::Speculative]);
+    assert_eq!(both.speculative.strategy, Some(Strategy::Auto));
+    assert!(both.speculative.settings.adaptive);
+    assert_same_or_near_tie(&both.baseline, &both.speculative, "default settings");
+    let speedup = both.speedup.expect("a measurable baseline");
+    assert!((speedup - both.speculative.tokens_per_s / both.baseline.tokens_per_s).abs() < 1e-9);
 }

@@ -1,12 +1,15 @@
 // The one module that talks to Tauri. Everything else uses the `Backend` interface, so the UI also
-// runs in a plain browser against `FakeBackend` (tests, design work).
+// runs in a plain browser against `FakeBackend` (tests, and design work with `npm run dev`; the
+// production bundle leaves the fake out).
 import type {
-  CatalogView, Chart, Diagnosis, DownloadEvent, ExportSource, VocabGroup, HistoryEntry, HistoryRun, RunEvent, RunOutcome, RunRequest, SweepEntry, SweepOutcome,
+  ApiError, CatalogView, Chart, Diagnosis, Mode, Settings, DownloadEvent, ExportSource, VocabGroup, HistoryEntry, HistoryRun, RunEvent, RunOutcome, RunRequest, SweepEntry, SweepOutcome,
   SweepRequest, SweepUiEvent, SweepView,
 } from "./types";
 
 export interface Backend {
   doctor(target: string, draft: string | null, ctx: number): Promise<Diagnosis>;
+  /// What the engine would refuse in these settings for runs in `modes` (empty: nothing).
+  checkSettings(settings: Settings, modes: Mode[]): Promise<ApiError[]>;
   run(request: RunRequest, onEvent: (e: RunEvent) => void): Promise<RunOutcome>;
   cancel(): Promise<void>;
   historyList(): Promise<HistoryEntry[]>;
@@ -55,6 +58,7 @@ export async function tauriBackend(): Promise<Backend> {
   const { getCurrentWebview } = await import("@tauri-apps/api/webview");
   return {
     doctor: (target, draft, ctx) => invoke<Diagnosis>("doctor", { target, draft, ctx }),
+    checkSettings: (settings, modes) => invoke<ApiError[]>("check_settings", { settings, modes }),
     run: (request, onEvent) => {
       const channel = new Channel<RunEvent>();
       channel.onmessage = (e) => {

@@ -7,7 +7,7 @@ export type TokenSource = "target" | "draft";
 
 export type StopReason = "max_tokens" | "end_of_generation" | "context_full" | "cancelled";
 
-export type Strategy = "draft-model" | "prompt-lookup" | "ngram-cache" | "ngram-map" | "auto";
+export type Strategy = "draft" | "lookup" | "ngram-cache" | "ngram-map" | "auto";
 
 export type GpuLayers = "all" | { "count": number };
 
@@ -35,7 +35,7 @@ export type Settings = {
  */
 n_predict: number, 
 /**
- * Tokens to draft per round at most.
+ * Tokens to draft per round at most (with `adaptive`, the largest length it may choose).
  */
 n_draft: number, 
 /**
@@ -51,7 +51,7 @@ n_ctx: number,
  */
 n_batch: number, 
 /**
- * CPU threads per model.
+ * CPU threads per model (0: the physical cores; see [`Settings::validate`]).
  */
 threads: number, 
 /**
@@ -85,7 +85,19 @@ ngram_map: string | null,
  */
 keep_ngram_cache: boolean, };
 
-export type ErrorInfo = { code: string, message: string, hint: string, };
+export type Limits = { max_draft: number, min_ctx: number, 
+/**
+ * The longest n-gram the n-gram cache and maps keep.
+ */
+max_table_ngram: number, defaults: Settings, };
+
+export type ErrorCode = "not_found" | "io" | "invalid_gguf" | "incompatible" | "out_of_memory" | "invalid_settings" | "invalid_prompt" | "load_failed" | "invalid_ngram_map" | "llama" | "chart_failed" | "invalid_results" | "hub_unauthorized" | "hub_not_found" | "network" | "disk_full" | "checksum_mismatch" | "cancelled" | "busy" | "download_failed" | "bad_request" | "worker_died" | "worker_start" | "corrupt_history" | "internal";
+
+export type ErrorInfo = { code: ErrorCode, message: string, hint: string, 
+/**
+ * The setting at fault (its field name in `Settings`), for an invalid setting.
+ */
+setting?: string, };
 
 export type ModelId = { path: string, name: string, architecture: string, quantization: string, n_params: number, file_size: number, 
 /**
@@ -99,7 +111,7 @@ export type MachineInfo = { cpu: string, arch: string, physical_cores: number, l
  */
 gpu_backend: string, };
 
-export type StrategyStats = { strategy: string, 
+export type StrategyStats = { strategy: Strategy, 
 /**
  * Rounds in which it proposed the draft.
  */
@@ -109,7 +121,7 @@ export type Report = { mode: Mode,
 /**
  * The drafting strategy (speculative runs).
  */
-strategy: string | null, prompt_tokens: number, 
+strategy: Strategy | null, prompt_tokens: number, 
 /**
  * Prompt processing on the target (and the draft, for speculative runs), in ms.
  */
@@ -277,7 +289,7 @@ modes: Array<Mode>, settings: Settings,
  */
 charts?: boolean, };
 
-export type TokenView = { text: string, source: TokenSource, step: number, strategy?: string, };
+export type TokenView = { text: string, source: TokenSource, step: number, strategy?: Strategy, };
 
 export type LiveStats = { tokens: number, elapsed_ms: number, tokens_per_s: number, steps: number, drafted: number, accepted: number, acceptance_rate: number, mean_accepted_len: number, draft_ms: number, verify_ms: number, };
 
@@ -383,10 +395,15 @@ drafts: Array<string>,
  */
 n_drafts: Array<number>, strategies: Array<Strategy>, reps: number, warmup: number, prompt: string, 
 /**
- * Everything else (tokens to generate, context, threads, sampling, …); `n_draft`,
- * `strategy` and `adaptive` are set per cell.
+ * Everything else (tokens to generate, context, threads, sampling, …); `n_draft` and
+ * `strategy` are set per cell.
  */
-settings: Settings, };
+settings: Settings, 
+/**
+ * Each cell's draft length is the longest the cost-aware adaptive length may choose (the
+ * setting that never loses to the target alone), rather than a fixed length (experiments).
+ */
+adaptive: boolean, };
 
 export type CellKey = { target: number, 
 /**
@@ -542,3 +559,32 @@ export type CatalogView = { models: Array<CatalogEntry>,
 budget: number, };
 
 export type DownloadEvent = { "type": "started", repo: string, file: string, total: number, resumed_from: number, } | { "type": "progress", downloaded: number, total: number, bytes_per_s: number, eta_s: number, } | { "type": "retrying", attempt: number, of: number, reason: string, wait_s: number, } | { "type": "verifying" } | { "type": "done", path: string, already: boolean, };
+
+export const LIMITS: Limits = {
+  "max_draft": 128,
+  "min_ctx": 16,
+  "max_table_ngram": 8,
+  "defaults": {
+    "n_predict": 256,
+    "n_draft": 8,
+    "p_min": 0.75,
+    "n_ctx": 4096,
+    "n_batch": 512,
+    "threads": 0,
+    "raw": false,
+    "gpu_layers": "all",
+    "strategy": "auto",
+    "adaptive": true,
+    "lookup_min": 1,
+    "lookup_max": 4,
+    "sampling": {
+      "temperature": 0.0,
+      "top_k": 40,
+      "top_p": 0.95,
+      "min_p": 0.05,
+      "seed": 42
+    },
+    "ngram_map": null,
+    "keep_ngram_cache": false
+  }
+};

@@ -1,7 +1,7 @@
 // A backend without Tauri: canned models and a simulated generation, for UI tests and for working
 // on the UI in a plain browser. It follows the same event order as the real one.
 import type { Backend, FileKind } from "./backend";
-import type { CatalogView, DownloadEvent, VocabGroup } from "./types";
+import type { ApiError, CatalogView, DownloadEvent, ErrorCode, Settings, VocabGroup } from "./types";
 import type { Chart, ExportSource, SweepEntry, SweepOutcome, SweepRequest, SweepUiEvent, SweepView } from "./types";
 import type { Diagnosis, HistoryEntry, MachineInfo, ModelSummary, HistoryRun, LiveStats, Mode, Report, RunEvent, RunOutcome, RunRequest, TokenView } from "./types";
 
@@ -28,7 +28,9 @@ export interface FakeOptions {
   divergeAt?: number;
   /// Fail this mode with this error code.
   failMode?: Mode;
-  failCode?: string;
+  failCode?: ErrorCode;
+  /// What `checkSettings` answers (the rules themselves are the engine's, in Rust).
+  settingsProblems?: ApiError[];
 }
 
 export class FakeBackend implements Backend {
@@ -53,6 +55,10 @@ export class FakeBackend implements Backend {
     };
   }
 
+  async checkSettings(_settings: Settings, _modes: Mode[]): Promise<ApiError[]> {
+    return this.options.settingsProblems ?? [];
+  }
+
   async run(request: RunRequest, onEvent: (e: RunEvent) => void): Promise<RunOutcome> {
     this.runs.push(request);
     this.cancelled = false;
@@ -74,7 +80,7 @@ export class FakeBackend implements Backend {
         if (mode === "speculative" && this.options.divergeAt !== undefined && i >= this.options.divergeAt) text = " other";
         const draft = mode === "speculative" && i % 3 !== 0;
         const t: TokenView = { text, source: draft ? "draft" : "target", step: Math.floor(i / 3) };
-        if (draft) t.strategy = "draft-model";
+        if (draft) t.strategy = "draft";
         tokens.push(t);
         stats.tokens = i + 1;
         stats.steps = Math.floor(i / 3) + 1;
@@ -90,7 +96,7 @@ export class FakeBackend implements Backend {
         if (this.options.frameMs) await new Promise((r) => setTimeout(r, this.options.frameMs));
       }
       const report = {
-        mode, strategy: mode === "speculative" ? "draft-model" : null, prompt_tokens: 10, prompt_ms: 5,
+        mode, strategy: mode === "speculative" ? "draft" : null, prompt_tokens: 10, prompt_ms: 5,
         generated_tokens: tokens.length, wall_ms: stats.elapsed_ms, generation_ms: stats.elapsed_ms,
         tokens_per_s: mode === "speculative" ? 150 : 100, target_passes: stats.steps, drafted: stats.drafted,
         accepted: stats.accepted, acceptance_rate: stats.acceptance_rate, mean_accepted_len: stats.mean_accepted_len,
@@ -156,7 +162,7 @@ export class FakeBackend implements Backend {
     const spec = request.spec ?? this.sweeps.find((x) => x.id === request.resume)?.results.spec;
     if (!spec) throw { code: "not_found", message: "no saved sweep", hint: "Pick a sweep from the list." };
     const id = request.resume ?? `${1700000000 + this.sweeps.length}-000000000`;
-    const cells = spec.targets.flatMap((_, t) => spec.drafts.flatMap((_, d) => spec.n_drafts.map((k) => ({ target: t, draft: d as number | null, strategy: "draft-model" as const, n_draft: k }))));
+    const cells = spec.targets.flatMap((_, t) => spec.drafts.flatMap((_, d) => spec.n_drafts.map((k) => ({ target: t, draft: d as number | null, strategy: "draft" as const, n_draft: k }))));
     this.cancelled = false;
     onEvent({ type: "started", id, total: cells.length, spec });
     let done = 0;

@@ -1,7 +1,8 @@
 import { describe, expect, it } from "vitest";
 import { FakeBackend } from "./fake";
 import { applyEvent, divergenceIndex, initialState, startRun, statsView, tokenClass } from "./runState";
-import { defaultSettings, settingsProblems } from "./settings";
+import { defaultSettings, problemText } from "./settings";
+import type { ApiError } from "./types";
 import type { RunEvent, RunRequest } from "./types";
 
 function request(over: Partial<RunRequest> = {}): RunRequest {
@@ -71,22 +72,17 @@ describe("run state", () => {
 
   it("colours tokens by where they came from", () => {
     expect(tokenClass({ text: "a", source: "target", step: 0 })).toBe("tok-target");
-    expect(tokenClass({ text: "a", source: "draft", step: 1, strategy: "draft-model" })).toBe("tok-draft");
-    expect(tokenClass({ text: "a", source: "draft", step: 1, strategy: "prompt-lookup" })).toBe("tok-ngram");
+    expect(tokenClass({ text: "a", source: "draft", step: 1, strategy: "draft" })).toBe("tok-draft");
+    expect(tokenClass({ text: "a", source: "draft", step: 1, strategy: "lookup" })).toBe("tok-ngram");
   });
 });
 
 describe("settings", () => {
-  it("accepts the defaults and names what the engine would refuse", () => {
-    expect(settingsProblems(defaultSettings())).toEqual([]);
-    const bad = defaultSettings();
-    bad.sampling.temperature = -1;
-    bad.sampling.top_p = 0;
-    bad.strategy = "ngram-map";
-    expect(settingsProblems(bad)).toEqual([
-      "Temperature cannot be negative.",
-      "top-p must be in (0, 1].",
-      "The n-gram map strategy needs a map file (draftlab ngram build).",
-    ]);
+  it("shows the problems the backend finds, by label", async () => {
+    const problem: ApiError = { code: "invalid_settings", message: "invalid setting: temperature is -1, but must be 0 (greedy) or positive", hint: "", setting: "temperature" };
+    const backend = new FakeBackend({ settingsProblems: [problem] });
+    const found = await backend.checkSettings(defaultSettings(), ["baseline", "speculative"]);
+    expect(found.map(problemText)).toEqual(["Temperature is -1, but must be 0 (greedy) or positive"]);
+    expect(await new FakeBackend().checkSettings(defaultSettings(), ["baseline"])).toEqual([]);
   });
 });

@@ -141,5 +141,5 @@ export function statsView(p: Pane): StatsView | null {
 /// The CSS class of a token: where it came from (a model draft, an n-gram hit, the target).
 export function tokenClass(t: TokenView): string {
   if (t.source !== "draft") return "tok-target";
-  return t.strategy === "draft-model" || t.strategy === undefined ? "tok-draft" : "tok-ngram";
+  return t.strategy === "draft" || t.strategy === undefined ? "tok-draft" : "tok-ngram";
 }

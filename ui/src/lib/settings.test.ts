@@ -1,5 +1,7 @@
 import { describe, expect, it } from "vitest";
-import { defaultSettings, formatGpuLayers, parseGpuLayers, settingsProblems } from "./settings";
+import { LIMITS } from "./bindings";
+import { defaultSettings, formatGpuLayers, parseGpuLayers, problemText } from "./settings";
+import type { ApiError } from "./types";
 
 describe("GPU layers", () => {
   it("reads `all`, numbers and nothing else, and writes them back", () => {
@@ -16,28 +18,27 @@ describe("GPU layers", () => {
 });
 
 describe("settings problems", () => {
-  it("says what the engine would refuse", () => {
-    const s = defaultSettings();
-    s.strategy = "ngram-map";
-    s.lookup_min = 3;
-    s.lookup_max = 2;
-    s.sampling.top_p = 0;
-    const problems = settingsProblems(s);
-    expect(problems).toContain("The n-gram map strategy needs a map file (draftlab ngram build).");
-    expect(problems).toContain("Lookup n-gram sizes: 1 ≤ min ≤ max.");
-    expect(problems).toContain("top-p must be in (0, 1].");
-    s.ngram_map = "/maps/code.dlngram";
-    s.lookup_min = 1;
-    s.sampling.top_p = 1;
-    expect(settingsProblems(s)).toEqual([]);
+  it("names the engine's setting by its label", () => {
+    const e: ApiError = { code: "invalid_settings", message: "invalid setting: top_p is 0, but must be in (0, 1]", hint: "", setting: "top_p" };
+    expect(problemText(e)).toBe("Top-p is 0, but must be in (0, 1]");
+    const map: ApiError = { code: "invalid_settings", message: "invalid setting: ngram_map is needed by the ngram-map strategy (build a map with `draftlab ngram build`)", hint: "", setting: "ngram_map" };
+    expect(problemText(map)).toBe("N-gram map is needed by the ngram-map strategy (build a map with `draftlab ngram build`)");
   });
 
-  it("keeps the n-gram cache's size limit", () => {
+  it("keeps rules about several settings as the engine says them", () => {
+    const e: ApiError = { code: "invalid_settings", message: "invalid setting: lookup n-gram sizes must satisfy 1 ≤ min ≤ max ≤ context (got 3..2)", hint: "" };
+    expect(problemText(e)).toBe("Lookup n-gram sizes must satisfy 1 ≤ min ≤ max ≤ context (got 3..2)");
+  });
+
+  it("starts from the engine's defaults: auto with the adaptive length", () => {
     const s = defaultSettings();
-    s.strategy = "ngram-cache";
-    s.lookup_max = 9;
-    expect(settingsProblems(s)).toEqual(["The n-gram cache keeps n-grams of at most 8 tokens: lower the lookup max."]);
-    s.strategy = "prompt-lookup";
-    expect(settingsProblems(s)).toEqual([]);
+    expect(s.strategy).toBe("auto");
+    expect(s.adaptive).toBe(true);
+    expect(s.threads).toBe(0);
+    expect({ ...s, threads: LIMITS.defaults.threads }).toEqual(LIMITS.defaults);
+    expect(defaultSettings(4).threads).toBe(4);
+    // A copy: changing it leaves the defaults alone.
+    s.sampling.top_p = 0.5;
+    expect(LIMITS.defaults.sampling.top_p).toBe(0.95);
   });
 });

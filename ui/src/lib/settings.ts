@@ -1,25 +1,13 @@
-// Defaults and presets of the Run view (the engine's defaults: report.rs `Settings::default`).
-import type { GpuLayers, Settings } from "./types";
+// Defaults, presets and how settings problems read in the Run view. The defaults and the rules are
+// the engine's (`Settings::default`, `Settings::problems` in Rust): the defaults arrive in the
+// generated bindings (`LIMITS`), the problems from the backend's `checkSettings`.
+import { LIMITS } from "./bindings";
+import type { ApiError, GpuLayers, Settings } from "./types";
 
-/// Threads 0 lets the engine use this machine's physical cores.
+/// The engine's defaults (`auto` with the adaptive draft length: never slower than the target
+/// alone). Threads 0 lets the engine use this machine's physical cores.
 export function defaultSettings(threads = 0): Settings {
-  return {
-    n_predict: 256,
-    n_draft: 8,
-    p_min: 0.75,
-    n_ctx: 4096,
-    n_batch: 512,
-    threads,
-    raw: false,
-    gpu_layers: "all",
-    strategy: "draft-model",
-    adaptive: true,
-    lookup_min: 1,
-    lookup_max: 4,
-    sampling: { temperature: 0, top_k: 40, top_p: 0.95, min_p: 0.05, seed: 42 },
-    ngram_map: null,
-    keep_ngram_cache: false,
-  };
+  return { ...structuredClone(LIMITS.defaults), threads };
 }
 
 export const PRESETS: { name: string; prompt: string }[] = [
@@ -45,20 +33,34 @@ export function formatGpuLayers(g: GpuLayers): string {
   return g === "all" ? "all" : String(g.count);
 }
 
-/// Problems with the settings the engine would refuse, said the way the UI shows them.
-export function settingsProblems(s: Settings): string[] {
-  const out: string[] = [];
-  if (!(s.n_predict >= 1)) out.push("Max tokens must be at least 1.");
-  if (!(s.n_draft >= 1 && s.n_draft <= 128)) out.push("Draft length must be between 1 and 128.");
-  if (!(s.p_min >= 0 && s.p_min <= 1)) out.push("p_min must be between 0 and 1.");
-  if (!(s.n_ctx >= 16)) out.push("Context must be at least 16 tokens.");
-  if (!(s.sampling.temperature >= 0)) out.push("Temperature cannot be negative.");
-  if (!(s.sampling.top_p > 0 && s.sampling.top_p <= 1)) out.push("top-p must be in (0, 1].");
-  if (!(s.sampling.min_p >= 0 && s.sampling.min_p <= 1)) out.push("min-p must be between 0 and 1.");
-  if (!(Number.isInteger(s.sampling.top_k) && s.sampling.top_k >= 0)) out.push("top-k must be 0 (no limit) or more.");
-  if (!(s.lookup_min >= 1 && s.lookup_min <= s.lookup_max)) out.push("Lookup n-gram sizes: 1 ≤ min ≤ max.");
-  if (s.lookup_max > 8 && (s.strategy === "ngram-cache" || s.strategy === "auto")) out.push("The n-gram cache keeps n-grams of at most 8 tokens: lower the lookup max.");
-  if (s.lookup_max > s.n_ctx) out.push("Lookup max cannot exceed the context.");
-  if (s.strategy === "ngram-map" && !s.ngram_map) out.push("The n-gram map strategy needs a map file (draftlab ngram build).");
-  return out;
+/// How the page names each setting (the engine names them by field).
+export const SETTING_LABELS: Record<string, string> = {
+  n_predict: "Max tokens",
+  n_draft: "Draft length",
+  p_min: "p_min",
+  n_ctx: "Context",
+  n_batch: "Batch",
+  threads: "Threads",
+  gpu_layers: "GPU layers",
+  strategy: "Strategy",
+  lookup_min: "Lookup min",
+  lookup_max: "Lookup max",
+  temperature: "Temperature",
+  top_k: "top-k",
+  top_p: "top-p",
+  min_p: "min-p",
+  ngram_map: "N-gram map",
+  draft: "Draft",
+  drafts: "Drafts",
+  targets: "Targets",
+  reps: "Repetitions",
+};
+
+/// An engine problem as the page says it: the setting by its label ("top-p is 0, but must be in
+/// (0, 1]"), or the message itself for rules about several settings.
+export function problemText(e: ApiError): string {
+  const prefix = "invalid setting: ";
+  let m = e.message.startsWith(prefix) ? e.message.slice(prefix.length) : e.message;
+  if (e.setting && m.startsWith(`${e.setting} `)) m = `${SETTING_LABELS[e.setting] ?? e.setting}${m.slice(e.setting.length)}`;
+  return m.charAt(0).toUpperCase() + m.slice(1);
 }

@@ -5,7 +5,7 @@ import { defaultSettings } from "./settings";
 import type { SweepSpec } from "./types";
 
 const spec: SweepSpec = {
-  targets: ["/m/qwen-7b.gguf"], drafts: ["/m/qwen-0.5b.gguf", "/m/smol.gguf"], n_drafts: [2, 4], strategies: ["draft-model"],
+  targets: ["/m/qwen-7b.gguf"], drafts: ["/m/qwen-0.5b.gguf", "/m/smol.gguf"], n_drafts: [2, 4], strategies: ["draft"], adaptive: false,
   reps: 2, warmup: 1, prompt: "hi", settings: defaultSettings(),
 };
 
@@ -22,7 +22,7 @@ describe("sweep state", () => {
     expect(state.status).toBe("done");
     expect([state.done, state.total]).toEqual([4, 4]);
     expect(state.lines).toHaveLength(4);
-    expect(state.lines[0]).toBe("1/4 qwen-7b + qwen-0.5b · draft-model k=2: 1.20× (1.15–1.25), predicted 1.22×, acceptance 60 %");
+    expect(state.lines[0]).toBe("1/4 qwen-7b + qwen-0.5b · draft k=2: 1.20× (1.15–1.25), predicted 1.22×, acceptance 60 %");
     expect(etas).toContain(3);
     // Each redraw replaces the chart of its kind.
     expect(state.charts).toHaveLength(1);
@@ -48,7 +48,7 @@ describe("sweep state", () => {
     expect(parseLengths("0,2")).toBeNull();
     expect(parseLengths("two")).toBeNull();
     expect(parseLengths("")).toBeNull();
-    expect(cellLabel(spec, { target: 0, draft: null, strategy: "prompt-lookup", n_draft: 3 })).toBe("qwen-7b + no draft · prompt-lookup k=3");
+    expect(cellLabel(spec, { target: 0, draft: null, strategy: "lookup", n_draft: 3 })).toBe("qwen-7b + no draft · lookup k=3");
     expect(formatDuration(125)).toBe("2 min 5 s");
     expect(formatDuration(4.4)).toBe("4 s");
   });

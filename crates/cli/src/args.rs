@@ -1,0 +1,387 @@
+//! Command-line arguments (clap types) and how they turn into engine settings.
+
+use std::path::PathBuf;
+
+use anyhow::Context as _;
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use draftlab_engine::decoding::draft::Strategy;
+use draftlab_engine::decoding::llama::Token;
+use draftlab_engine::decoding::sampling::SamplingParams;
+use draftlab_engine::decoding::session::Session;
+use draftlab_engine::decoding::settings::{Mode, Settings, DEFAULT_N_DRAFT};
+use draftlab_engine::Error;
+
+#[derive(Parser)]
+#[command(name = "draftlab", version, about = "Speculative decoding for local GGUF models: run, measure, compare")]
+pub(crate) struct Cli {
+    #[command(subcommand)]
+    pub(crate) command: Command,
+}
+
+#[derive(Subcommand)]
+pub(crate) enum Command {
+    /// Show what a GGUF file is (architecture, size, quantisation, vocabulary) without loading it.
+    Inspect {
+        file: PathBuf,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Check whether a draft can speed up a target: vocabulary and memory, before loading.
+    Doctor {
+        target: PathBuf,
+        draft: Option<PathBuf>,
+        /// Context size to check memory for.
+        #[arg(long, default_value_t = 4096)]
+        ctx: u32,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Generate text: baseline (target alone), speculative, or both, and compare.
+    Run(RunArgs),
+    /// Benchmark: warm-up, then repetitions alternating baseline and speculative; medians, spread,
+    /// speedup, and the speedup predicted from measured costs.
+    Bench {
+        #[command(flatten)]
+        model: ModelArgs,
+        /// Counted baseline/speculative pairs.
+        #[arg(long, default_value_t = 3)]
+        reps: usize,
+        /// Pairs run first and not counted.
+        #[arg(long, default_value_t = 1)]
+        warmup: usize,
+        /// Write the full results as JSON to this file.
+        #[arg(long)]
+        json: Option<PathBuf>,
+    },
+    /// Sweep targets × drafts × draft lengths × strategies. Each cell is a bench; every cell is
+    /// predicted first, then measured. Writes OUT/results.json after every cell (run the same
+    /// command again to resume), then the heat map, charts and a CSV.
+    Sweep(SweepArgs),
+    /// Draw a chart from a results file: `run --json` output, `bench --json`, or a sweep's
+    /// results.json. PNG (2× scale) or SVG, by the --out extension.
+    Chart {
+        results: PathBuf,
+        /// heatmap, draft-length, bars (sweeps); bars, timeline, positions, lengths (runs, benches).
+        #[arg(long)]
+        kind: String,
+        #[arg(long, short = 'o')]
+        out: PathBuf,
+        /// Width in CSS pixels (a PNG has twice as many).
+        #[arg(long, default_value_t = draftlab_engine::measuring::charts::WIDTH)]
+        width: u32,
+        #[arg(long, default_value_t = draftlab_engine::measuring::charts::HEIGHT)]
+        height: u32,
+    },
+    /// Export a results file (runs, bench or sweep) as CSV or JSON, by the --out extension.
+    Export {
+        results: PathBuf,
+        #[arg(long, short = 'o')]
+        out: PathBuf,
+    },
+    /// Models on disk (Hugging Face cache, LM Studio, Ollama, --folder) grouped by vocabulary, and
+    /// the built-in catalog with what fits this machine.
+    Models {
+        /// Also look in this folder (repeatable).
+        #[arg(long)]
+        folder: Vec<PathBuf>,
+        /// Only the catalog.
+        #[arg(long, conflicts_with = "on_disk")]
+        catalog: bool,
+        /// Only the models on disk.
+        #[arg(long)]
+        on_disk: bool,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Download a model into the Hugging Face cache: a catalog id (`draftlab models --catalog`),
+    /// or a hub repo and a file. Progress on stderr; an interrupted download resumes; the SHA-256
+    /// is checked. Honours HF_ENDPOINT (mirrors), HF_TOKEN (gated repos) and HF_HOME.
+    Pull {
+        /// A catalog id, or a hub repo (`org/name`) followed by the file.
+        #[arg(required = true, num_args = 1..=2)]
+        what: Vec<String>,
+        /// The quantisation of a catalog model (default Q4_K_M).
+        #[arg(long)]
+        quant: Option<String>,
+        /// Also download the catalog model's first recommended draft.
+        #[arg(long)]
+        with_draft: bool,
+    },
+    /// The engine worker: JSON lines on stdin/stdout (what the desktop app runs its jobs in).
+    #[command(hide = true)]
+    Worker,
+    /// N-gram maps: continuation statistics from a corpus, for `--strategy ngram-map` and `auto`.
+    #[command(subcommand)]
+    Ngram(NgramCommand),
+}
+
+#[derive(Subcommand)]
+pub(crate) enum NgramCommand {
+    /// Build a map from text files (folders are walked) with a model's tokenizer.
+    Build {
+        /// The model whose tokenizer to use: the target you will run the map with (or any model
+        /// with the same vocabulary).
+        #[arg(long, short = 'm')]
+        model: PathBuf,
+        /// Where to write the map.
+        #[arg(long, short = 'o')]
+        out: PathBuf,
+        /// The shortest n-gram to record.
+        #[arg(long, default_value_t = 1)]
+        min_ngram: usize,
+        /// The longest n-gram to record (at most 8).
+        #[arg(long, default_value_t = 4)]
+        max_ngram: usize,
+        /// Keep n-grams whose top continuation was seen at least this often.
+        #[arg(long, default_value_t = 2)]
+        min_count: u32,
+        /// Text files or folders.
+        #[arg(required = true)]
+        inputs: Vec<PathBuf>,
+    },
+    /// Show what a map file holds, after checking it.
+    Info {
+        file: PathBuf,
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Clone, Copy, ValueEnum, PartialEq)]
+pub(crate) enum RunMode {
+    Baseline,
+    Speculative,
+    Both,
+}
+
+#[derive(Args)]
+pub(crate) struct ModelArgs {
+    /// The target model (.gguf): the one whose output you want.
+    #[arg(long, short = 't')]
+    target: PathBuf,
+    /// The draft model (.gguf): a small model with the same vocabulary.
+    #[arg(long, short = 'd')]
+    draft: Option<PathBuf>,
+    #[command(flatten)]
+    prompt: PromptArgs,
+    /// Tokens drafted per round: `adaptive` (the default: each round's length, up to 8, chosen from
+    /// observed acceptance and measured verify costs — no drafting when it cannot pay, so never
+    /// slower than the target alone), `adaptive:MAX` for another maximum, or a fixed number (for
+    /// experiments: a fixed length can be slower than the target alone).
+    #[arg(long, default_value = "adaptive")]
+    n_draft: String,
+    /// How to draft: `auto` (the default: n-gram strategies first, the draft model (--draft) as
+    /// fallback, chosen each round by expected gain), `draft` (a draft model, --draft), `lookup`
+    /// (copy from the prompt and output), `ngram-cache` (continuations learned from the text so
+    /// far) or `ngram-map` (continuations from a corpus, --ngram-map).
+    #[arg(long, default_value = "auto")]
+    strategy: String,
+    #[command(flatten)]
+    gen: GenArgs,
+}
+
+/// Generation settings shared by `run`, `bench` and `sweep`.
+#[derive(Args)]
+pub(crate) struct GenArgs {
+    /// Tokens to generate at most.
+    #[arg(short = 'n', long = "n-predict", default_value_t = 256)]
+    n_predict: usize,
+    /// The n-gram map for `ngram-map` (and `auto`), built by `draftlab ngram build`.
+    #[arg(long)]
+    ngram_map: Option<PathBuf>,
+    /// Keep the n-gram cache across runs (per vocabulary, in the app data folder).
+    #[arg(long)]
+    keep_ngram_cache: bool,
+    /// Lookup and n-gram cache: the shortest n-gram to match.
+    #[arg(long, default_value_t = 1)]
+    lookup_min: usize,
+    /// Lookup and n-gram cache: the longest n-gram to match.
+    #[arg(long, default_value_t = 4)]
+    lookup_max: usize,
+    /// Stop drafting when the draft's top probability is below this.
+    #[arg(long, default_value_t = 0.75)]
+    p_min: f32,
+    /// Context size in tokens.
+    #[arg(long, default_value_t = 4096)]
+    ctx: u32,
+    /// Layers to offload to the GPU: a number or `all`.
+    #[arg(long, default_value = "all")]
+    gpu_layers: String,
+    /// CPU threads per model (default: physical cores).
+    #[arg(long)]
+    threads: Option<u32>,
+    /// Sampling temperature; 0 is greedy (the output is then exactly the target's own).
+    #[arg(long, default_value_t = 0.0)]
+    temp: f32,
+    /// Sampling: keep the k most likely tokens (0: all).
+    #[arg(long, default_value_t = 40)]
+    top_k: usize,
+    /// Sampling: keep the most likely tokens up to this cumulative probability.
+    #[arg(long, default_value_t = 0.95)]
+    top_p: f32,
+    /// Sampling: drop tokens less likely than this fraction of the most likely one.
+    #[arg(long, default_value_t = 0.05)]
+    min_p: f32,
+    /// Sampling seed (the same seed gives the same output).
+    #[arg(long, default_value_t = 42)]
+    seed: u64,
+    /// Skip the target's chat template: the prompt is fed as is.
+    #[arg(long)]
+    raw: bool,
+}
+
+#[derive(Args)]
+pub(crate) struct SweepArgs {
+    /// Target models (.gguf), comma-separated.
+    #[arg(long, value_delimiter = ',', required = true)]
+    pub(crate) targets: Vec<PathBuf>,
+    /// Draft models (.gguf), comma-separated (for the `draft` and `auto` strategies).
+    #[arg(long, value_delimiter = ',')]
+    pub(crate) drafts: Vec<PathBuf>,
+    /// Draft lengths, comma-separated: the longest each cell's adaptive length may choose (or the
+    /// fixed length, with --fixed-length).
+    #[arg(long = "n-draft", value_delimiter = ',', default_value = "2,4,8")]
+    pub(crate) n_drafts: Vec<usize>,
+    /// Draft exactly --n-draft tokens every round (experiments; can be slower than the target
+    /// alone) instead of the cost-aware adaptive length.
+    #[arg(long)]
+    pub(crate) fixed_length: bool,
+    /// Strategies, comma-separated: auto, draft, lookup, ngram-cache, ngram-map (default: auto
+    /// with --drafts, else lookup and ngram-cache).
+    #[arg(long, value_delimiter = ',')]
+    pub(crate) strategies: Vec<String>,
+    /// Counted baseline/speculative pairs per cell.
+    #[arg(long, default_value_t = 3)]
+    pub(crate) reps: usize,
+    /// Pairs run first in each cell and not counted.
+    #[arg(long, default_value_t = 1)]
+    pub(crate) warmup: usize,
+    /// The sweep's folder: results.json (resumable), charts, cells.csv.
+    #[arg(long, short = 'o')]
+    pub(crate) out: PathBuf,
+    #[command(flatten)]
+    pub(crate) prompt: PromptArgs,
+    #[command(flatten)]
+    pub(crate) gen: GenArgs,
+}
+
+#[derive(Args)]
+pub(crate) struct PromptArgs {
+    /// The prompt.
+    #[arg(long, short = 'p', conflicts_with = "prompt_file")]
+    prompt: Option<String>,
+    /// Read the prompt from a file.
+    #[arg(long, short = 'f')]
+    prompt_file: Option<PathBuf>,
+}
+
+#[derive(Args)]
+pub(crate) struct RunArgs {
+    #[command(flatten)]
+    pub(crate) model: ModelArgs,
+    /// What to run.
+    #[arg(long, value_enum, default_value = "both")]
+    pub(crate) mode: RunMode,
+    /// Print one JSON object with the reports (and the comparison) instead of streaming text.
+    #[arg(long)]
+    pub(crate) json: bool,
+}
+
+impl GenArgs {
+    /// The settings, with the draft length and strategy given apart (`sweep` varies them).
+    pub(crate) fn settings(&self, n_draft: usize, adaptive: bool, strategy: Strategy) -> Result<Settings, Error> {
+        Ok(Settings {
+            n_predict: self.n_predict,
+            n_draft,
+            adaptive,
+            strategy,
+            lookup_min: self.lookup_min,
+            lookup_max: self.lookup_max,
+            sampling: SamplingParams {
+                temperature: self.temp,
+                top_k: self.top_k,
+                top_p: self.top_p,
+                min_p: self.min_p,
+                seed: self.seed,
+            },
+            p_min: self.p_min,
+            n_ctx: self.ctx,
+            threads: self.threads.unwrap_or(Settings::default().threads),
+            raw: self.raw,
+            gpu_layers: self.gpu_layers.parse()?,
+            ngram_map: self.ngram_map.clone(),
+            keep_ngram_cache: self.keep_ngram_cache,
+            ..Settings::default()
+        })
+    }
+}
+
+impl PromptArgs {
+    pub(crate) fn read(&self) -> anyhow::Result<String> {
+        match (&self.prompt, &self.prompt_file) {
+            (Some(p), _) => Ok(p.clone()),
+            (None, Some(f)) => {
+                std::fs::read_to_string(f).with_context(|| format!("cannot read the prompt file {}", f.display()))
+            }
+            (None, None) => anyhow::bail!("give a prompt with --prompt TEXT or --prompt-file FILE"),
+        }
+    }
+}
+
+impl ModelArgs {
+    fn settings(&self) -> Result<Settings, Error> {
+        let (n_draft, adaptive) = parse_n_draft(&self.n_draft)?;
+        self.gen.settings(n_draft, adaptive, self.strategy.parse()?)
+    }
+
+    /// Validates everything that can be checked before loading, then opens the session (the
+    /// doctor, the models, the n-gram map) and tokenizes the prompt.
+    pub(crate) fn load(&self, speculative: bool) -> anyhow::Result<(Session, Vec<Token>)> {
+        let settings = self.settings()?.validate(if speculative { Mode::Speculative } else { Mode::Baseline })?;
+        let prompt = self.prompt.read()?;
+        if prompt.trim().is_empty() {
+            return Err(Error::InvalidPrompt("the prompt is empty".into()).into());
+        }
+        let session = Session::load(&self.target, self.draft.as_deref(), settings)?;
+        let tokens = session.tokenize(&prompt)?;
+        Ok((session, tokens))
+    }
+}
+
+/// The flag that sets a setting (by its field name in the engine's `Settings` or `SweepSpec`).
+pub(crate) fn flag_of(setting: &str) -> Option<&'static str> {
+    Some(match setting {
+        "n_predict" => "-n/--n-predict",
+        "n_draft" | "n_drafts" => "--n-draft",
+        "p_min" => "--p-min",
+        "n_ctx" => "--ctx",
+        "threads" => "--threads",
+        "gpu_layers" => "--gpu-layers",
+        "strategy" => "--strategy",
+        "strategies" => "--strategies",
+        "lookup_min" => "--lookup-min",
+        "lookup_max" => "--lookup-max",
+        "temperature" => "--temp",
+        "top_k" => "--top-k",
+        "top_p" => "--top-p",
+        "min_p" => "--min-p",
+        "ngram_map" => "--ngram-map",
+        "draft" => "--draft",
+        "drafts" => "--drafts",
+        "targets" => "--targets",
+        "reps" => "--reps",
+        _ => return None,
+    })
+}
+
+/// `--n-draft`: `N`, `adaptive` or `adaptive:MAX`.
+fn parse_n_draft(s: &str) -> Result<(usize, bool), Error> {
+    let bad = || Error::InvalidSettings(format!("--n-draft must be a number, `adaptive` or `adaptive:MAX`, not {s:?}"));
+    match s.split_once(':') {
+        _ if s == "adaptive" => Ok((DEFAULT_N_DRAFT, true)),
+        Some(("adaptive", max)) => max.parse().map(|m| (m, true)).map_err(|_| bad()),
+        None => s.parse().map(|n| (n, false)).map_err(|_| bad()),
+        _ => Err(bad()),
+    }
+}

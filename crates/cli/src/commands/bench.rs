@@ -1,0 +1,70 @@
+//! `draftlab bench`: baseline against speculative, repeated, with the predicted speedup.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::atomic::AtomicBool;
+
+use draftlab_engine::measuring::bench::{self, BenchOptions};
+use draftlab_engine::paths::write_atomically;
+use draftlab_engine::Error;
+
+use crate::args::ModelArgs;
+
+pub(crate) fn bench_cmd(
+    model: ModelArgs,
+    reps: usize,
+    warmup: usize,
+    json: Option<PathBuf>,
+) -> anyhow::Result<ExitCode> {
+    if reps == 0 {
+        return Err(Error::InvalidSetting { setting: "reps", reason: "is 0, but must be at least 1".into() }.into());
+    }
+    let (session, prompt) = model.load(true)?;
+    let settings = session.settings();
+    let cancel = AtomicBool::new(false);
+    let options = BenchOptions { reps, warmup };
+    eprintln!(
+        "bench: target {}, draft {}, strategy {}, {} prompt tokens, n={} n_draft={}{} p_min={} threads={}",
+        session.target().id.name,
+        session.draft().map_or("-", |d| d.id.name.as_str()),
+        settings.strategy,
+        prompt.len(),
+        settings.n_predict,
+        settings.n_draft,
+        if settings.adaptive { " (adaptive)" } else { "" },
+        settings.p_min,
+        settings.threads
+    );
+    let b = bench::bench(&session, &prompt, &options, &cancel, &mut |s| eprintln!("  {s}"))?;
+    let fmt = |s: &bench::Spread| format!("median {:.2} (min {:.2}, max {:.2})", s.median, s.min, s.max);
+    println!("baseline     tok/s {}", fmt(&b.baseline));
+    println!("speculative  tok/s {}", fmt(&b.speculative));
+    println!("speedup      {}×", fmt(&b.speedup));
+    println!("acceptance   {:.1} %, {:.2} accepted per target pass", 100.0 * b.acceptance_rate, b.mean_accepted_len);
+    let v: Vec<String> = b.costs.verify_ms.iter().map(|v| format!("{v:.1}")).collect();
+    println!(
+        "costs        target verify ms by batch 1..{}: [{}]; draft token {:.1} ms (c = {:.2})",
+        v.len(),
+        v.join(", "),
+        b.costs.draft_token_ms,
+        b.costs.c
+    );
+    let by_k: Vec<String> =
+        b.prediction.by_draft_len.iter().enumerate().map(|(k, s)| format!("{}:{s:.2}", k + 1)).collect();
+    println!(
+        "prediction   α = {:.3}, {:.2} tokens per pass, {:.2} draft tokens decoded per pass → predicted speedup {:.2}× vs measured {:.2}× ({:+.1} %)",
+        b.prediction.alpha,
+        b.prediction.tokens_per_round,
+        b.prediction.draft_tokens_per_round,
+        b.prediction.predicted_speedup,
+        b.speedup.median,
+        b.prediction_error_pct
+    );
+    println!("predicted by fixed draft length (no p_min stop): {}", by_k.join(" "));
+    println!("verdict      {}", b.comparison.verdict());
+    if let Some(path) = json {
+        write_atomically(&path, serde_json::to_string_pretty(&b)?.as_bytes())?;
+        eprintln!("results written to {}", path.display());
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,37 @@
+//! `draftlab inspect`: what a GGUF file is, without loading it.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use draftlab_engine::files::gguf::GgufFile;
+
+use crate::print::gib;
+
+pub(crate) fn inspect(file: PathBuf, json: bool) -> anyhow::Result<ExitCode> {
+    let s = GgufFile::open(&file)?.summary();
+    if json {
+        println!("{}", serde_json::to_string_pretty(&s)?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    let opt = |v: Option<u64>| v.map_or_else(|| "?".into(), |v| v.to_string());
+    println!("file          {}", s.path.display());
+    println!("name          {}", s.name.as_deref().unwrap_or("?"));
+    println!("architecture  {}", s.architecture);
+    println!("parameters    {:.3} B ({} tensors)", s.n_params as f64 / 1e9, s.n_tensors);
+    println!("quantisation  {}", s.quantization);
+    println!("size          {} ({} bytes)", gib(s.file_size), s.file_size);
+    println!("context       {} tokens (training)", opt(s.context_length));
+    println!("layers        {}", opt(s.n_layer));
+    println!(
+        "vocabulary    {} ({}), {} tokens, BOS {} EOS {}, add BOS {}, fingerprint {}",
+        s.vocab.vocab_type,
+        s.vocab.tokenizer_model,
+        s.vocab.size,
+        opt(s.vocab.bos_id),
+        opt(s.vocab.eos_id),
+        s.vocab.add_bos,
+        s.vocab.fingerprint
+    );
+    println!("chat template {}", if s.has_chat_template { "yes" } else { "no" });
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,21 @@
+//! One module per command (or group of commands), each with the function `main` dispatches to.
+
+mod bench;
+mod doctor;
+mod inspect;
+mod models;
+mod ngram;
+mod pull;
+mod results;
+mod run;
+mod sweep;
+
+pub(crate) use bench::bench_cmd;
+pub(crate) use doctor::doctor_cmd;
+pub(crate) use inspect::inspect;
+pub(crate) use models::models_cmd;
+pub(crate) use ngram::{ngram_build, ngram_info};
+pub(crate) use pull::pull_cmd;
+pub(crate) use results::{chart_cmd, export_cmd};
+pub(crate) use run::run_cmd;
+pub(crate) use sweep::sweep_cmd;

@@ -1,0 +1,104 @@
+//! `draftlab models`: models on disk by vocabulary, and the catalog with what fits.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use draftlab_engine::files::{catalog, discover};
+use draftlab_engine::machine::MemoryInfo;
+
+use crate::print::gib;
+
+pub(crate) fn models_cmd(
+    folders: &[PathBuf],
+    show_catalog: bool,
+    show_disk: bool,
+    json: bool,
+) -> anyhow::Result<ExitCode> {
+    let groups = if show_disk {
+        discover::group_by_vocab(discover::scan(&discover::default_roots(folders)))
+    } else {
+        Vec::new()
+    };
+    let all = catalog::models();
+    let mem = MemoryInfo::now();
+    let budget = catalog::memory_budget(mem.total);
+    let fits = catalog::fit(&all, budget);
+    if json {
+        let catalog: Vec<serde_json::Value> =
+            all.iter().zip(&fits).map(|(m, f)| serde_json::json!({ "model": m, "fit": f })).collect();
+        let mut out = serde_json::Map::new();
+        if show_disk {
+            out.insert("on_disk".into(), serde_json::to_value(&groups)?);
+        }
+        if show_catalog {
+            out.insert("catalog".into(), serde_json::Value::Array(catalog));
+            out.insert("memory_budget".into(), budget.into());
+        }
+        println!("{}", serde_json::to_string_pretty(&out)?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    if show_disk {
+        let n: usize = groups.iter().map(|g| g.models.len()).sum();
+        println!(
+            "On disk: {n} model file(s) in {} vocabulary group(s) (a draft must come from its target's group)",
+            groups.len()
+        );
+        for g in &groups {
+            if g.fingerprint.is_empty() {
+                println!("\n  not usable:");
+            } else {
+                println!("\n  vocabulary {} ({}, {} tokens):", g.fingerprint, g.tokenizer, g.vocab_size);
+            }
+            for m in &g.models {
+                match &m.summary {
+                    Some(s) => println!(
+                        "    {:<60} {:>8} {:<7} {:>9}  {} [{}]",
+                        m.label,
+                        format!("{:.2}B", s.n_params as f64 / 1e9),
+                        s.quantization,
+                        gib(m.file_size),
+                        s.architecture,
+                        m.source.name()
+                    ),
+                    None => println!(
+                        "    {:<60} {} [{}]",
+                        m.label,
+                        m.error.as_deref().unwrap_or("unreadable"),
+                        m.source.name()
+                    ),
+                }
+            }
+        }
+        if show_catalog {
+            println!();
+        }
+    }
+    if show_catalog {
+        println!(
+            "Catalog (default Q4_K_M; ✓ fits this machine's {}, +draft: fits together with its first draft):",
+            gib(budget)
+        );
+        let mut family = "";
+        for (m, f) in all.iter().zip(&fits) {
+            if m.family_name != family {
+                family = &m.family_name;
+                println!("\n  {family}");
+            }
+            println!(
+                "    {:<30} {:>7} ≈{:>10}  {:<2} {:<7} drafts: {}",
+                m.id,
+                format!("{:.1}B", m.params as f64 / 1e9),
+                gib(m.files[0].approx_size),
+                if f.fits { "✓" } else { "✗" },
+                match f.fits_with_draft {
+                    Some(true) => "+draft",
+                    Some(false) => "alone",
+                    None => "",
+                },
+                if m.drafts.is_empty() { "-".to_string() } else { m.drafts.join(", ") }
+            );
+        }
+        println!("\nDownload: draftlab pull ID [--quant Q8_0]");
+    }
+    Ok(ExitCode::SUCCESS)
+}

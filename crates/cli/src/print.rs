@@ -1,0 +1,75 @@
+//! Terminal output shared by the commands.
+
+use std::io::Write;
+
+use draftlab_engine::decoding::draft::Strategy;
+use draftlab_engine::decoding::generate::Event;
+use draftlab_engine::decoding::report::{Report, TokenSource};
+use draftlab_engine::decoding::settings::Mode;
+
+pub(crate) fn gib(b: u64) -> String {
+    format!("{:.2} GiB", b as f64 / (1u64 << 30) as f64)
+}
+
+/// Streams tokens to stdout; accepted draft tokens are coloured when stdout is a terminal: green
+/// from a draft model, cyan from an n-gram strategy.
+pub(crate) struct Printer {
+    pub(crate) color: bool,
+}
+
+impl Printer {
+    pub(crate) fn event(&self, e: &Event) {
+        if let Event::Token { text, source, strategy, .. } = e {
+            let mut out = std::io::stdout().lock();
+            let colour = match strategy {
+                _ if !self.color || *source != TokenSource::Draft => None,
+                Some(Strategy::DraftModel) => Some(32),
+                _ => Some(36),
+            };
+            let _ = match colour {
+                Some(c) => write!(out, "\x1b[{c}m{text}\x1b[0m"),
+                None => write!(out, "{text}"),
+            };
+            let _ = out.flush();
+        }
+    }
+}
+
+pub(crate) fn summary(r: &Report) {
+    let mut line = format!(
+        "[{}] {} tokens in {:.2} s: {:.2} tok/s generation, {:.2} tok/s end to end; prompt {} tokens in {:.0} ms; stop: {:?}",
+        r.mode,
+        r.generated_tokens,
+        r.wall_ms / 1e3,
+        r.tokens_per_s,
+        r.e2e_tokens_per_s,
+        r.prompt_tokens,
+        r.prompt_ms,
+        r.stop_reason
+    );
+    if r.mode == Mode::Speculative {
+        line.push_str(&format!(
+            "\n[{}] drafted {}, accepted {} ({:.1} %), {:.2} accepted per target pass, {:.2} tokens per pass; draft {:.0} ms, verify {:.0} ms",
+            r.mode,
+            r.drafted,
+            r.accepted,
+            100.0 * r.acceptance_rate,
+            r.mean_accepted_len,
+            r.tokens_per_pass,
+            r.draft_ms,
+            r.verify_ms
+        ));
+        if r.by_strategy.len() > 1 {
+            let parts: Vec<String> = r
+                .by_strategy
+                .iter()
+                .map(|s| format!("{} {} rounds, {}/{} accepted", s.strategy, s.rounds, s.accepted, s.drafted))
+                .collect();
+            line.push_str(&format!("\n[{}] by strategy: {}", r.mode, parts.join("; ")));
+        }
+    }
+    for n in &r.notes {
+        line.push_str(&format!("\nnote: {n}"));
+    }
+    eprintln!("{line}");
+}

@@ -1,0 +1,156 @@
+//! What model steps cost on this machine, measured: the target's verify time by batch size and
+//! the draft's one-token time. The adaptive draft length (`schedule`), `auto`'s choice of drafter,
+//! bench predictions and sweeps all read them. Measurements are kept on disk for a week
+//! ([`CostsCache`]), per model, settings and machine.
+
+use std::time::Instant;
+
+use serde::{Deserialize, Serialize};
+
+use crate::decoding::llama::{Logits, Model, ModelId, Token};
+use crate::decoding::report::median;
+use crate::decoding::settings::Settings;
+use crate::decoding::verify::argmax_with_margin;
+use crate::error::Result;
+
+/// What one model step costs on this machine, measured.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Costs {
+    /// `verify_ms[b - 1]`: the target's time to decode a batch of b tokens with logits for each
+    /// (and pick the argmax of each row).
+    pub verify_ms: Vec<f64>,
+    /// The draft's time for one token (0 when there is no draft).
+    pub draft_token_ms: f64,
+    /// Draft token cost ÷ target token cost.
+    pub c: f64,
+}
+
+impl Costs {
+    /// V(b), the verify time of a batch of b, from the measured curve (the last value beyond it).
+    pub fn verify(&self, b: usize) -> f64 {
+        let i = b.clamp(1, self.verify_ms.len()) - 1;
+        self.verify_ms[i]
+    }
+}
+
+/// Measures the target's verify curve for batches 1..=max_batch and the draft's one-token time, in
+/// the middle of the span generation will cover (attention grows with the position). Sizes are interleaved within each
+/// repetition (so a load change hits all of them alike) after one warm-up pass (the first decode
+/// at a new batch size rebuilds llama.cpp's graph); each value is a median.
+pub fn measure_costs(
+    target: &Model,
+    draft: Option<&Model>,
+    prompt: &[Token],
+    settings: &Settings,
+    max_batch: usize,
+    reps: usize,
+) -> Result<Costs> {
+    let reps = reps.max(1);
+    let mid = (prompt.len() + settings.n_predict / 2).min((settings.n_ctx as usize).saturating_sub(max_batch + 1));
+    let context: Vec<Token> = prompt.iter().copied().cycle().take(mid.max(1)).collect();
+    let n = context.len() as u32;
+    let filler: Vec<Token> = prompt.iter().copied().cycle().take(max_batch).collect();
+    let mut tctx = target.context(settings.n_ctx, settings.n_batch, settings.threads)?;
+    tctx.decode(&context, 0, Logits::None)?;
+    let mut times = vec![Vec::with_capacity(reps); max_batch];
+    for rep in 0..=reps {
+        for b in 1..=max_batch {
+            let t = Instant::now();
+            tctx.decode(&filler[..b], n, Logits::All)?;
+            for i in 0..b {
+                std::hint::black_box(argmax_with_margin(tctx.logits(i)));
+            }
+            let elapsed = t.elapsed().as_secs_f64() * 1e3;
+            tctx.truncate(n)?;
+            if rep > 0 {
+                times[b - 1].push(elapsed);
+            }
+        }
+    }
+    let verify_ms: Vec<f64> = times.iter().map(|t| median(t)).collect();
+    drop(tctx);
+    // Only a draft model costs time per drafted token; n-gram drafts are free.
+    let draft_token_ms = match draft {
+        None => 0.0,
+        Some(d) => {
+            let mut dctx = d.context(settings.n_ctx, settings.n_batch, settings.threads)?;
+            dctx.decode(&context, 0, Logits::None)?;
+            let mut times = Vec::with_capacity(reps);
+            for rep in 0..=reps {
+                let t = Instant::now();
+                dctx.decode(&filler[..1], n, Logits::Last)?;
+                std::hint::black_box(argmax_with_margin(dctx.logits(0)));
+                let elapsed = t.elapsed().as_secs_f64() * 1e3;
+                dctx.truncate(n)?;
+                if rep > 0 {
+                    times.push(elapsed);
+                }
+            }
+            median(&times)
+        }
+    };
+    let c = if verify_ms[0] > 0.0 { draft_token_ms / verify_ms[0] } else { 0.0 };
+    Ok(Costs { verify_ms, draft_token_ms, c })
+}
+
+/// The identity of a cost measurement on disk: the models (path, size, modification time; the
+/// draft only when its cost is measured), the settings the costs depend on, and the machine and build.
+pub fn costs_key(target: &ModelId, draft: Option<&ModelId>, settings: &Settings, max_batch: usize) -> String {
+    let id = |m: &ModelId| format!("{}:{}:{}", m.path.display(), m.file_size, m.mtime);
+    let draft = draft.map_or_else(|| "-".to_string(), id);
+    let machine = crate::machine::MachineInfo::now();
+    format!(
+        "v1|{}|{draft}|ctx{}|batch{}|t{}|gpu{:?}|max{max_batch}|{}|{}",
+        id(target),
+        settings.n_ctx,
+        settings.n_batch,
+        settings.threads,
+        settings.gpu_layers,
+        machine.cpu,
+        machine.gpu_backend,
+    )
+}
+
+/// Measured costs kept on disk (`costs.json` in the app data folder), so adaptive runs measure
+/// once per model, context and machine rather than at every start. Entries expire after a week
+/// (a driver or OS update changes speeds). A missing or unreadable file is an empty cache.
+#[derive(Debug, Default, Serialize, Deserialize)]
+pub struct CostsCache {
+    entries: std::collections::BTreeMap<String, CachedCosts>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct CachedCosts {
+    costs: Costs,
+    measured_at: u64,
+}
+
+const COSTS_MAX_AGE_S: u64 = 7 * 24 * 3600;
+
+impl CostsCache {
+    fn path() -> std::path::PathBuf {
+        crate::paths::data_dir().join("costs.json")
+    }
+
+    pub fn load() -> CostsCache {
+        std::fs::read(Self::path()).ok().and_then(|b| serde_json::from_slice(&b).ok()).unwrap_or_default()
+    }
+
+    pub fn get(&self, key: &str) -> Option<Costs> {
+        let e = self.entries.get(key)?;
+        let fresh = crate::paths::now_secs().saturating_sub(e.measured_at) < COSTS_MAX_AGE_S;
+        (fresh && !e.costs.verify_ms.is_empty() && e.costs.verify_ms.iter().all(|v| v.is_finite() && *v > 0.0))
+            .then(|| e.costs.clone())
+    }
+
+    /// Adds an entry and writes the file (atomically); failures only cost a re-measurement later.
+    pub fn store(key: &str, costs: &Costs) {
+        let mut cache = CostsCache::load();
+        let now = crate::paths::now_secs();
+        cache.entries.retain(|_, e| now.saturating_sub(e.measured_at) < COSTS_MAX_AGE_S);
+        cache.entries.insert(key.to_string(), CachedCosts { costs: costs.clone(), measured_at: now });
+        if let Ok(bytes) = serde_json::to_vec_pretty(&cache) {
+            let _ = crate::paths::write_atomically(&Self::path(), &bytes);
+        }
+    }
+}

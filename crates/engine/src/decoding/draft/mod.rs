@@ -1,0 +1,141 @@
+//! Drafters propose the next tokens; the target verifies them. One trait, one file per strategy.
+
+pub mod model;
+pub mod ngram;
+pub mod ngram_cache;
+pub mod ngram_map;
+pub mod prompt_lookup;
+
+use serde::{Deserialize, Serialize};
+
+use crate::decoding::llama::Token;
+use crate::error::{Error, Result};
+
+/// The drafting strategy of a speculative run.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+///
+/// One spelling everywhere: the CLI's `--strategy`, JSON (reports, events, results files, the
+/// worker protocol) and the UI all use [`Strategy::name`] (`draft`, `lookup`, `ngram-cache`,
+/// `ngram-map`, `auto`). Files written by older versions (`draft-model`, `prompt-lookup`) still read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum Strategy {
+    /// A small LLM with the target's vocabulary.
+    #[serde(rename = "draft", alias = "draft-model")]
+    DraftModel,
+    /// Copy what followed the last n-gram earlier in the context.
+    #[serde(rename = "lookup", alias = "prompt-lookup")]
+    PromptLookup,
+    /// Draft the most frequent continuations learned from the context so far.
+    NgramCache,
+    /// Draft the most frequent continuations in a map built from a corpus (`--ngram-map FILE`).
+    NgramMap,
+    /// N-gram strategies first (lookup, cache, map when given), the draft model as fallback: each
+    /// round uses the one with the best expected tokens per second. The default: with the adaptive
+    /// draft length it drafts only when drafting is expected to pay.
+    #[default]
+    Auto,
+}
+
+impl Strategy {
+    pub const ALL: [Strategy; 5] =
+        [Strategy::DraftModel, Strategy::PromptLookup, Strategy::NgramCache, Strategy::NgramMap, Strategy::Auto];
+
+    /// The name the CLI takes and reports show.
+    pub fn name(self) -> &'static str {
+        match self {
+            Strategy::DraftModel => "draft",
+            Strategy::PromptLookup => "lookup",
+            Strategy::NgramCache => "ngram-cache",
+            Strategy::NgramMap => "ngram-map",
+            Strategy::Auto => "auto",
+        }
+    }
+
+    /// Whether the strategy drafts with a model (and so costs time per drafted token).
+    pub fn uses_draft_model(self) -> bool {
+        matches!(self, Strategy::DraftModel | Strategy::Auto)
+    }
+}
+
+impl std::fmt::Display for Strategy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl std::str::FromStr for Strategy {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Self> {
+        match s {
+            "draft" | "draft-model" => Ok(Strategy::DraftModel),
+            "lookup" | "prompt-lookup" => Ok(Strategy::PromptLookup),
+            "ngram-cache" => Ok(Strategy::NgramCache),
+            "ngram-map" => Ok(Strategy::NgramMap),
+            "auto" => Ok(Strategy::Auto),
+            _ => Err(Error::InvalidSetting {
+                setting: "strategy",
+                reason: format!("is {s:?}, but must be `draft`, `lookup`, `ngram-cache`, `ngram-map` or `auto`"),
+            }),
+        }
+    }
+}
+
+/// Checks the n-gram sizes of the n-gram strategies.
+pub fn check_ngram_sizes(min: usize, max: usize) -> Result<()> {
+    if min == 0 || max < min {
+        return Err(Error::InvalidSettings(format!(
+            "n-gram sizes must satisfy 1 ≤ min ≤ max (got min {min}, max {max})"
+        )));
+    }
+    Ok(())
+}
+
+/// What a drafter proposes for the next positions.
+#[derive(Debug, Clone, Default)]
+pub struct Proposal {
+    pub tokens: Vec<Token>,
+    /// For n-gram strategies, the length of the matched n-gram (0 otherwise): longer matches are
+    /// more reliable, so acceptance is tracked per match length.
+    pub match_len: usize,
+    /// When sampling: the distribution each token was drawn from (empty: one-hot, deterministic).
+    pub dists: Vec<crate::decoding::sampling::Dist>,
+    /// The strategy that proposed the tokens.
+    pub strategy: Strategy,
+}
+
+impl Proposal {
+    /// A deterministic proposal (n-gram strategies: one-hot, so no distributions).
+    pub fn deterministic(tokens: Vec<Token>, match_len: usize, strategy: Strategy) -> Self {
+        Proposal { tokens, match_len, dists: Vec::new(), strategy }
+    }
+}
+
+pub trait Drafter {
+    /// The strategy this drafter implements, as reports and events name it.
+    fn strategy(&self) -> Strategy;
+
+    /// Drafting costs next to nothing (no model): propose the most, then let the schedule trim.
+    fn is_cheap(&self) -> bool {
+        false
+    }
+
+    /// Called once with the prompt before generation starts (timed as prompt processing).
+    fn prefill(&mut self, _prompt: &[Token]) -> Result<()> {
+        Ok(())
+    }
+
+    /// Proposes up to `max` tokens to follow `context` (prompt and every accepted token so far).
+    fn propose(&mut self, context: &[Token], max: usize) -> Result<Proposal>;
+
+    /// How many tokens the drafter's model has decoded since the prompt: its cost, in units of its
+    /// own one-token step (on a CPU a decode costs about the same per token whatever the batch).
+    fn decoded_tokens(&self) -> u64 {
+        0
+    }
+
+    /// Called once when the run ends, with the whole context (a cache saves what it learned).
+    fn finish(&mut self, _context: &[Token]) -> Result<()> {
+        Ok(())
+    }
+}

@@ -1,0 +1,105 @@
+//! The draft-model strategy: a small LLM with the target's vocabulary drafts greedily.
+//!
+//! Its KV cache persists across rounds: each round it trims its cache to the longest prefix it
+//! shares with the accepted context and decodes only what is new (at most the last accepted draft
+//! token and the target's correction), never the whole context again.
+
+use super::{Drafter, Proposal};
+use crate::decoding::llama::{Context, Logits, Token};
+use crate::decoding::sampling::{distribution, Rng, SamplingParams};
+use crate::decoding::verify::top_probability;
+use crate::error::Result;
+
+pub struct ModelDrafter<'m> {
+    ctx: Context<'m>,
+    /// The tokens whose keys and values are in `ctx`, in order.
+    cached: Vec<Token>,
+    /// Stop drafting when the draft's top probability falls below this.
+    p_min: f32,
+    decoded: u64,
+    /// When set, draft by sampling (the draft's distribution goes with the proposal).
+    sampling: Option<(SamplingParams, Rng)>,
+}
+
+impl<'m> ModelDrafter<'m> {
+    pub fn new(ctx: Context<'m>, p_min: f32, sampling: SamplingParams) -> Self {
+        // The draft's random stream is its own, so the target's stream does not depend on drafting.
+        let sampling = (!sampling.is_greedy()).then(|| (sampling, Rng::new(sampling.seed ^ 0xD7AF_7D7A_F7D7_AF7D)));
+        ModelDrafter { ctx, cached: Vec::new(), p_min, decoded: 0, sampling }
+    }
+
+    /// Brings the cache to `context` and leaves the logits of its last token ready.
+    fn sync(&mut self, context: &[Token]) -> Result<()> {
+        let mut common = self.cached.iter().zip(context).take_while(|(a, b)| a == b).count();
+        // The last token must be decoded now to get its logits.
+        common = common.min(context.len().saturating_sub(1));
+        if common < self.cached.len() {
+            self.ctx.truncate(common as u32)?;
+            self.cached.truncate(common);
+        }
+        self.ctx.decode(&context[common..], common as u32, Logits::Last)?;
+        self.decoded += (context.len() - common) as u64;
+        self.cached.extend_from_slice(&context[common..]);
+        Ok(())
+    }
+}
+
+impl Drafter for ModelDrafter<'_> {
+    fn strategy(&self) -> super::Strategy {
+        super::Strategy::DraftModel
+    }
+
+    fn prefill(&mut self, prompt: &[Token]) -> Result<()> {
+        // Everything but the last prompt token: the first round decodes it with the first target token.
+        let n = prompt.len().saturating_sub(1);
+        self.ctx.clear();
+        self.ctx.decode(&prompt[..n], 0, Logits::None)?;
+        self.cached = prompt[..n].to_vec();
+        Ok(())
+    }
+
+    fn propose(&mut self, context: &[Token], max: usize) -> Result<Proposal> {
+        let mut p = Proposal { strategy: self.strategy(), ..Default::default() };
+        if max == 0 || context.is_empty() {
+            return Ok(p);
+        }
+        let room = (self.ctx.n_ctx() as usize).saturating_sub(context.len() + 1);
+        let max = max.min(room);
+        self.sync(context)?;
+        loop {
+            let logits = self.ctx.logits(self.ctx.last_index());
+            let tok = match self.sampling.as_mut() {
+                None => {
+                    let (tok, prob) = top_probability(logits);
+                    if prob < self.p_min {
+                        break;
+                    }
+                    tok
+                }
+                Some((params, rng)) => {
+                    let q = distribution(logits, params);
+                    // An unsure draft is rarely accepted: stop when even its favourite is unlikely.
+                    if q.entries.first().map_or(0.0, |e| e.1) < self.p_min {
+                        break;
+                    }
+                    let tok = q.sample(rng.uniform());
+                    p.dists.push(q);
+                    tok
+                }
+            };
+            p.tokens.push(tok);
+            if p.tokens.len() >= max {
+                break;
+            }
+            let pos = self.cached.len() as u32;
+            self.ctx.decode(&[tok], pos, Logits::Last)?;
+            self.decoded += 1;
+            self.cached.push(tok);
+        }
+        Ok(p)
+    }
+
+    fn decoded_tokens(&self) -> u64 {
+        self.decoded
+    }
+}

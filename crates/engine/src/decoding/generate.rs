@@ -1,0 +1,470 @@
+//! The generation loop. Each round: the drafters propose up to n tokens (`draft`); the target
+//! decodes `[last, draft…]` in one batch with logits at every position and the acceptance rule
+//! keeps the longest prefix that matches the target's own choices, plus the target's next token
+//! (`verify`); the target's KV cache is trimmed to what was accepted (`commit`; drafters trim their
+//! own); the round's numbers are counted (`tally`) and its tokens announced (`emit`). Baseline
+//! generation is the same loop with no drafter: one token per target pass. The target is a
+//! [`Target`], so the loop runs on llama.cpp and, in its unit tests, on a scripted model.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Instant;
+
+use serde::{Deserialize, Serialize};
+
+use crate::decoding::detok::Utf8Stream;
+use crate::decoding::draft::{Drafter, Proposal, Strategy};
+use crate::decoding::llama::{Logits, ModelId, Token};
+use crate::decoding::report::{Report, StopReason, StrategyStats, TokenSource};
+use crate::decoding::sampling::{distribution, stochastic_round, Dist, Rng};
+use crate::decoding::schedule::{Bucket, Candidate, Scheduler};
+use crate::decoding::settings::{Mode, ValidSettings};
+use crate::decoding::target::Target;
+use crate::decoding::verify::{argmax_with_margin, greedy_round};
+use crate::error::{Error, Result};
+use crate::machine::MachineInfo;
+
+/// What a run tells its listener as it goes.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Event {
+    /// A generated token. `text` is what it adds to the output (possibly empty while a multi-byte
+    /// character is incomplete). `step` is the target pass that produced it; `strategy` names the
+    /// drafter that proposed it when it is an accepted draft token.
+    Token {
+        text: String,
+        token: Token,
+        source: TokenSource,
+        step: usize,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        strategy: Option<Strategy>,
+    },
+    /// A round finished. `strategy` drafted it (none when the round drafted nothing).
+    Step {
+        step: usize,
+        drafted: usize,
+        accepted: usize,
+        draft_ms: f64,
+        verify_ms: f64,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        strategy: Option<Strategy>,
+    },
+    /// The run finished (also after a cancel).
+    Done { report: Box<Report> },
+}
+
+/// Who the run is about, for its report.
+#[derive(Debug, Clone)]
+pub struct RunInfo {
+    pub mode: Mode,
+    pub target: ModelId,
+    /// The draft model, when the run drafted with one.
+    pub draft: Option<ModelId>,
+    /// Things the user should know (e.g. a saved n-gram cache that was unusable).
+    pub notes: Vec<String>,
+}
+
+/// Runs one generation on `target` (a fresh context) with `drafters` (none: baseline). `scheduler`
+/// chooses each round's draft length (adaptive runs); without one, the first drafter with a
+/// proposal drafts the fixed length. `cancel` is checked between rounds; a cancelled run returns
+/// its partial report. Events go to `on_event` as they happen.
+#[allow(clippy::too_many_arguments)]
+pub fn generate(
+    target: &mut dyn Target,
+    drafters: &mut [Box<dyn Drafter + '_>],
+    scheduler: Option<Scheduler>,
+    prompt: &[Token],
+    settings: &ValidSettings,
+    info: RunInfo,
+    cancel: &AtomicBool,
+    on_event: &mut dyn FnMut(Event),
+) -> Result<Report> {
+    if !settings.allows(info.mode) {
+        return Err(Error::InvalidSettings("these settings were checked for baseline runs only".into()));
+    }
+    check_room(prompt.len(), target.n_ctx(), info.mode, settings.n_draft)?;
+    let started_at = crate::paths::now_secs();
+    let mut run = Loop::start(target, drafters, scheduler, prompt, settings, on_event)?;
+    while run.stop.is_none() {
+        if let Some(stop) = run.interrupted(cancel) {
+            run.stop = Some(stop);
+            break;
+        }
+        run.step += 1;
+        let round = run.draft()?;
+        let verdict = run.verify(&round)?;
+        run.commit(&round, &verdict)?;
+        run.tally(&round, &verdict);
+        run.emit_round(&round, &verdict);
+    }
+    Ok(run.finish(info, started_at))
+}
+
+/// The prompt, one generated token and one draft round must fit in the context.
+fn check_room(prompt: usize, n_ctx: usize, mode: Mode, n_draft: usize) -> Result<()> {
+    let reserve = 1 + if mode == Mode::Speculative { n_draft } else { 0 };
+    if prompt + reserve > n_ctx {
+        return Err(Error::InvalidPrompt(format!(
+            "the prompt has {prompt} tokens but the context holds {n_ctx} (with room for {reserve} more); \
+             shorten the prompt or raise the context size (n_ctx)"
+        )));
+    }
+    Ok(())
+}
+
+fn ms(d: std::time::Duration) -> f64 {
+    d.as_secs_f64() * 1e3
+}
+
+/// One round's draft.
+struct Round {
+    tokens: Vec<Token>,
+    /// The proposal's distributions (sampling with a model drafter), else empty.
+    dists: Vec<Dist>,
+    bucket: Bucket,
+    strategy: Option<Strategy>,
+    draft_ms: f64,
+}
+
+/// What the target made of a round's draft.
+struct Verdict {
+    /// Draft tokens accepted.
+    accepted: usize,
+    /// The accepted draft tokens and the target's own next token.
+    tokens: Vec<Token>,
+    /// The target's top-2 logit margin at each of `tokens`.
+    margins: Vec<f32>,
+    verify_ms: f64,
+}
+
+/// Accumulates what a run measures.
+#[derive(Default)]
+struct Tally {
+    tokens: Vec<Token>,
+    margins: Vec<f32>,
+    sources: Vec<TokenSource>,
+    text: String,
+    passes: usize,
+    drafted: usize,
+    accepted: usize,
+    draft_ms: f64,
+    verify_ms: f64,
+    drafted_by_position: Vec<u64>,
+    accepted_by_position: Vec<u64>,
+    draft_len_histogram: Vec<u64>,
+    accepted_len_histogram: Vec<u64>,
+    token_ms: Vec<f32>,
+    by_strategy: Vec<StrategyStats>,
+}
+
+/// The loop's state between rounds.
+struct Loop<'r, 'd> {
+    target: &'r mut dyn Target,
+    drafters: &'r mut [Box<dyn Drafter + 'd>],
+    scheduler: Option<Scheduler>,
+    settings: &'r ValidSettings,
+    on_event: &'r mut dyn FnMut(Event),
+    rng: Rng,
+    utf8: Utf8Stream,
+    /// The prompt and every generated token.
+    context: Vec<Token>,
+    prompt_len: usize,
+    /// Tokens in the target's KV cache; `last` is generated but not yet decoded by the target.
+    n_past: usize,
+    last: Token,
+    step: usize,
+    tally: Tally,
+    stop: Option<StopReason>,
+    prompt_ms: f64,
+    t_gen: Instant,
+}
+
+impl<'r, 'd> Loop<'r, 'd> {
+    /// Prompt processing: once on the target (its last logits give the first token), once on the
+    /// cheap drafters. With several drafters (`auto`) a model is the fallback: it reads the prompt
+    /// when first asked to draft (its cache syncs to the context), not up front.
+    fn start(
+        target: &'r mut dyn Target,
+        drafters: &'r mut [Box<dyn Drafter + 'd>],
+        scheduler: Option<Scheduler>,
+        prompt: &[Token],
+        settings: &'r ValidSettings,
+        on_event: &'r mut dyn FnMut(Event),
+    ) -> Result<Self> {
+        let n = settings.n_draft;
+        let tally = Tally {
+            drafted_by_position: vec![0; n],
+            accepted_by_position: vec![0; n],
+            draft_len_histogram: vec![0; n + 1],
+            accepted_len_histogram: vec![0; n + 1],
+            by_strategy: drafters
+                .iter()
+                .map(|d| StrategyStats { strategy: d.strategy(), rounds: 0, drafted: 0, accepted: 0 })
+                .collect(),
+            ..Tally::default()
+        };
+        let t0 = Instant::now();
+        target.decode(prompt, 0, Logits::Last)?;
+        let mut rng = Rng::new(settings.sampling.seed);
+        let row = target.logits(target.last_index());
+        let (mut first, first_margin) = argmax_with_margin(row);
+        if !settings.sampling.is_greedy() {
+            first = distribution(row, &settings.sampling).sample(rng.uniform());
+        }
+        let several = drafters.len() > 1;
+        for d in drafters.iter_mut().filter(|d| !several || d.is_cheap()) {
+            d.prefill(prompt)?;
+        }
+        let prompt_ms = ms(t0.elapsed());
+        let mut run = Loop {
+            target,
+            drafters,
+            scheduler,
+            settings,
+            on_event,
+            rng,
+            utf8: Utf8Stream::new(),
+            context: prompt.to_vec(),
+            prompt_len: prompt.len(),
+            n_past: prompt.len(),
+            last: first,
+            step: 0,
+            tally,
+            stop: None,
+            prompt_ms,
+            t_gen: Instant::now(),
+        };
+        run.stop = run.emit(first, first_margin, TokenSource::Target, None);
+        run.tally.token_ms.push(0.0);
+        Ok(run)
+    }
+
+    /// Why the loop must stop before the next round, if it must.
+    fn interrupted(&self, cancel: &AtomicBool) -> Option<StopReason> {
+        if cancel.load(Ordering::Relaxed) {
+            return Some(StopReason::Cancelled);
+        }
+        (self.n_past + 1 > self.target.n_ctx()).then_some(StopReason::ContextFull)
+    }
+
+    /// This round's draft: which drafter proposes and how many tokens (at most what the request
+    /// and the context leave room for).
+    fn draft(&mut self) -> Result<Round> {
+        let remaining = self.settings.n_predict - self.tally.tokens.len();
+        let room = self.target.n_ctx() - self.n_past - 1;
+        let max = self.settings.n_draft.min(remaining - 1).min(room);
+        let t = Instant::now();
+        let (proposal, bucket) = propose(self.drafters, self.scheduler.as_mut(), &self.context, max)?;
+        let strategy = (!proposal.tokens.is_empty()).then_some(proposal.strategy);
+        Ok(Round { tokens: proposal.tokens, dists: proposal.dists, bucket, strategy, draft_ms: ms(t.elapsed()) })
+    }
+
+    /// The target decodes `[last, draft…]` in one batch; the acceptance rule (greedy, or rejection
+    /// sampling at temperature > 0) says how much of the draft stands.
+    fn verify(&mut self, round: &Round) -> Result<Verdict> {
+        let t = Instant::now();
+        let mut batch = Vec::with_capacity(round.tokens.len() + 1);
+        batch.push(self.last);
+        batch.extend_from_slice(&round.tokens);
+        self.target.decode(&batch, self.n_past as u32, Logits::All)?;
+        let (choices, margins): (Vec<Token>, Vec<f32>) =
+            (0..batch.len()).map(|i| argmax_with_margin(self.target.logits(i))).unzip();
+        let sampling = &self.settings.sampling;
+        let (accepted, tokens) = if sampling.is_greedy() {
+            greedy_round(&round.tokens, &choices)
+        } else {
+            let p: Vec<Dist> = (0..batch.len()).map(|i| distribution(self.target.logits(i), sampling)).collect();
+            let q: Vec<Dist> = if round.dists.len() == round.tokens.len() {
+                round.dists.clone()
+            } else {
+                round.tokens.iter().map(|&t| Dist::one_hot(t)).collect()
+            };
+            stochastic_round(&round.tokens, &q, &p, &mut self.rng)
+        };
+        Ok(Verdict { accepted, tokens, margins, verify_ms: ms(t.elapsed()) })
+    }
+
+    /// Keeps what was accepted: the target's KV cache loses the rejected draft positions.
+    fn commit(&mut self, round: &Round, v: &Verdict) -> Result<()> {
+        if v.accepted < round.tokens.len() {
+            self.target.truncate((self.n_past + v.accepted + 1) as u32)?;
+        }
+        self.n_past += v.accepted + 1;
+        if let Some(&last) = v.tokens.last() {
+            self.last = last;
+        }
+        Ok(())
+    }
+
+    /// Counts the round: per strategy, per position, histograms, times; teaches the schedule.
+    fn tally(&mut self, round: &Round, v: &Verdict) {
+        let (k, m) = (round.tokens.len(), v.accepted);
+        let t = &mut self.tally;
+        if k > 0 {
+            if let Some(s) = self.scheduler.as_mut() {
+                s.record(round.bucket, k, m);
+            }
+            let st = &mut t.by_strategy[round.bucket.0];
+            st.rounds += 1;
+            st.drafted += k;
+            st.accepted += m;
+            t.accepted_len_histogram[m] += 1;
+        }
+        t.passes += 1;
+        t.drafted += k;
+        t.accepted += m;
+        t.draft_ms += round.draft_ms;
+        t.verify_ms += v.verify_ms;
+        t.draft_len_histogram[k] += 1;
+        for i in 0..k {
+            t.drafted_by_position[i] += 1;
+            if i < m {
+                t.accepted_by_position[i] += 1;
+            }
+        }
+    }
+
+    /// Announces the round's tokens (until one ends the run) and its statistics.
+    fn emit_round(&mut self, round: &Round, v: &Verdict) {
+        for (i, &tok) in v.tokens.iter().enumerate() {
+            let (source, strategy) =
+                if i < v.accepted { (TokenSource::Draft, round.strategy) } else { (TokenSource::Target, None) };
+            self.stop = self.emit(tok, v.margins[i], source, strategy);
+            if self.stop.is_some() {
+                break;
+            }
+        }
+        let known_at = ms(self.t_gen.elapsed()) as f32;
+        self.tally.token_ms.resize(self.tally.tokens.len(), known_at);
+        (self.on_event)(Event::Step {
+            step: self.step,
+            drafted: round.tokens.len(),
+            accepted: v.accepted,
+            draft_ms: round.draft_ms,
+            verify_ms: v.verify_ms,
+            strategy: round.strategy,
+        });
+    }
+
+    /// Records and announces one generated token; says why to stop, if it is time.
+    fn emit(&mut self, tok: Token, margin: f32, source: TokenSource, strategy: Option<Strategy>) -> Option<StopReason> {
+        if self.target.is_eog(tok) {
+            return Some(StopReason::EndOfGeneration);
+        }
+        let t = &mut self.tally;
+        t.tokens.push(tok);
+        t.margins.push(margin);
+        t.sources.push(source);
+        self.context.push(tok);
+        let text = self.utf8.push(&self.target.piece(tok));
+        t.text.push_str(&text);
+        (self.on_event)(Event::Token { text, token: tok, source, step: self.step, strategy });
+        (t.tokens.len() >= self.settings.n_predict).then_some(StopReason::MaxTokens)
+    }
+
+    /// The report, announced and returned.
+    fn finish(mut self, info: RunInfo, started_at: u64) -> Report {
+        let tail = self.utf8.finish();
+        self.tally.text.push_str(&tail);
+        let generation_ms = ms(self.t_gen.elapsed());
+        let wall_ms = self.prompt_ms + generation_ms;
+        let s = self.settings;
+        let t = self.tally;
+        let n = t.tokens.len();
+        let per_s = |tokens: usize, ms: f64| if ms > 0.0 { tokens as f64 * 1e3 / ms } else { 0.0 };
+        let ratio = |a: usize, b: usize| if b > 0 { a as f64 / b as f64 } else { 0.0 };
+        let report = Report {
+            mode: info.mode,
+            strategy: match &*self.drafters {
+                [] => None,
+                [d] => Some(d.strategy()),
+                _ => Some(s.strategy),
+            },
+            prompt_tokens: self.prompt_len,
+            prompt_ms: self.prompt_ms,
+            generated_tokens: n,
+            wall_ms,
+            generation_ms,
+            tokens_per_s: per_s(n.saturating_sub(1), generation_ms),
+            e2e_tokens_per_s: per_s(n, wall_ms),
+            target_passes: t.passes,
+            drafted: t.drafted,
+            accepted: t.accepted,
+            acceptance_rate: ratio(t.accepted, t.drafted),
+            mean_accepted_len: ratio(t.accepted, t.passes),
+            tokens_per_pass: ratio(n.saturating_sub(1), t.passes),
+            draft_ms: t.draft_ms,
+            verify_ms: t.verify_ms,
+            draft_decoded_tokens: self.drafters.iter().map(|d| d.decoded_tokens()).sum(),
+            drafted_by_position: t.drafted_by_position,
+            accepted_by_position: t.accepted_by_position,
+            draft_len_histogram: t.draft_len_histogram,
+            accepted_len_histogram: t.accepted_len_histogram,
+            token_ms: t.token_ms,
+            by_strategy: t.by_strategy,
+            notes: info.notes,
+            stop_reason: self.stop.unwrap_or(StopReason::MaxTokens),
+            text: t.text,
+            tokens: t.tokens,
+            margins: t.margins,
+            sources: t.sources,
+            target: info.target,
+            draft: info.draft,
+            settings: (**s).clone(),
+            machine: MachineInfo::now(),
+            started_at,
+        };
+        (self.on_event)(Event::Done { report: Box::new(report.clone()) });
+        report
+    }
+}
+
+/// This round's proposal and its statistics bucket. Without a schedule, the first drafter with a
+/// proposal drafts the fixed length. With one, the cheap (n-gram) drafters propose first and the
+/// schedule picks among them and the model drafters by expected tokens per millisecond, or drafts
+/// nothing.
+fn propose(
+    drafters: &mut [Box<dyn Drafter + '_>],
+    scheduler: Option<&mut Scheduler>,
+    context: &[Token],
+    max: usize,
+) -> Result<(Proposal, Bucket)> {
+    if drafters.is_empty() || max == 0 {
+        return Ok((Proposal::default(), (0, 0)));
+    }
+    let Some(s) = scheduler else {
+        for (i, d) in drafters.iter_mut().enumerate() {
+            let p = d.propose(context, max)?;
+            if !p.tokens.is_empty() {
+                let bucket = (i, p.match_len);
+                return Ok((p, bucket));
+            }
+        }
+        return Ok((Proposal::default(), (0, 0)));
+    };
+    let mut offers: Vec<Option<Proposal>> = Vec::with_capacity(drafters.len());
+    let mut candidates = Vec::with_capacity(drafters.len());
+    for (i, d) in drafters.iter_mut().enumerate() {
+        if d.is_cheap() {
+            let p = d.propose(context, max)?;
+            candidates.push(Candidate { bucket: (i, p.match_len), max: p.tokens.len(), token_ms: 0.0 });
+            offers.push(Some(p));
+        } else {
+            // A model costs time per drafted token: decide the length before drafting.
+            candidates.push(Candidate { bucket: (i, 0), max, token_ms: s.costs().draft_token_ms });
+            offers.push(None);
+        }
+    }
+    let Some((i, k)) = s.decide(&candidates) else { return Ok((Proposal::default(), (0, 0))) };
+    let p = match offers[i].take() {
+        Some(mut p) => {
+            p.tokens.truncate(k);
+            p.dists.truncate(k);
+            p
+        }
+        None => drafters[i].propose(context, k)?,
+    };
+    Ok((p, candidates[i].bucket))
+}
+
+#[cfg(test)]
+mod tests;

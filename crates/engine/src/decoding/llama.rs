@@ -1,0 +1,277 @@
+//! The only module that talks to llama.cpp (through `llama-cpp-2`): backend, models, contexts,
+//! batches, KV-cache trimming, logits, tokenisation and chat templates.
+//!
+//! A [`Context`] borrows its [`Model`] and is not `Send`: one thread owns both.
+
+use std::num::NonZeroU32;
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+use llama_cpp_2::context::params::LlamaContextParams;
+use llama_cpp_2::context::LlamaContext;
+use llama_cpp_2::llama_backend::LlamaBackend;
+use llama_cpp_2::llama_batch::LlamaBatch;
+use llama_cpp_2::model::params::LlamaModelParams;
+use llama_cpp_2::model::{LlamaChatMessage, LlamaModel};
+use llama_cpp_2::token::LlamaToken;
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, Result};
+use crate::files::gguf::{GgufFile, ModelSummary};
+
+/// A token id.
+pub type Token = i32;
+
+static BACKEND: OnceLock<std::result::Result<LlamaBackend, String>> = OnceLock::new();
+
+/// The process-wide llama.cpp backend, initialised on first use. llama.cpp's own log goes nowhere
+/// unless `DRAFTLAB_LLAMA_LOG=1` (our errors carry the reasons).
+pub fn backend() -> Result<&'static LlamaBackend> {
+    BACKEND
+        .get_or_init(|| {
+            let mut b = LlamaBackend::init().map_err(|e| e.to_string())?;
+            if std::env::var_os("DRAFTLAB_LLAMA_LOG").is_none_or(|v| v == "0") {
+                b.void_logs();
+            }
+            Ok(b)
+        })
+        .as_ref()
+        .map_err(|e| Error::Llama(format!("backend initialisation failed: {e}")))
+}
+
+/// How many layers to offload to the GPU (Metal on macOS, CUDA when built with it).
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum GpuLayers {
+    #[default]
+    All,
+    Count(u32),
+}
+
+impl GpuLayers {
+    fn n(self) -> u32 {
+        match self {
+            // llama.cpp clamps to the model's layer count.
+            GpuLayers::All => 999,
+            GpuLayers::Count(n) => n,
+        }
+    }
+}
+
+impl std::str::FromStr for GpuLayers {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Self> {
+        if s.eq_ignore_ascii_case("all") {
+            return Ok(GpuLayers::All);
+        }
+        s.parse().map(GpuLayers::Count).map_err(|_| Error::InvalidSetting {
+            setting: "gpu_layers",
+            reason: format!("is {s:?}, but must be a number or `all`"),
+        })
+    }
+}
+
+/// A model identity for reports: enough to tell whether two runs used the same file.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ModelId {
+    pub path: PathBuf,
+    pub name: String,
+    pub architecture: String,
+    pub quantization: String,
+    pub n_params: u64,
+    pub file_size: u64,
+    /// Seconds since the epoch of the file's last modification (with the size: a cheap identity).
+    pub mtime: u64,
+}
+
+/// A loaded model.
+pub struct Model {
+    inner: LlamaModel,
+    pub summary: ModelSummary,
+    pub id: ModelId,
+}
+
+impl Model {
+    /// Loads a GGUF file after validating its header (llama.cpp is never handed a broken file).
+    pub fn load(path: impl AsRef<Path>, gpu_layers: GpuLayers) -> Result<Self> {
+        Self::load_with(path.as_ref(), LlamaModelParams::default().with_n_gpu_layers(gpu_layers.n()))
+    }
+
+    fn load_with(path: &Path, params: LlamaModelParams) -> Result<Self> {
+        let gguf = GgufFile::open(path)?;
+        let summary = gguf.summary();
+        drop(gguf);
+        let inner = LlamaModel::load_from_file(backend()?, path, &params).map_err(|e| Error::Load {
+            path: path.to_path_buf(),
+            reason: format!(
+                "{e} (architecture `{}`; llama.cpp may not support it, or the tensors do not match it)",
+                summary.architecture
+            ),
+        })?;
+        let mtime = std::fs::metadata(path)
+            .and_then(|m| m.modified())
+            .ok()
+            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+            .map_or(0, |d| d.as_secs());
+        let id = ModelId {
+            path: path.to_path_buf(),
+            name: summary.name.clone().unwrap_or_else(|| {
+                path.file_stem().map_or_else(|| "model".into(), |s| s.to_string_lossy().into_owned())
+            }),
+            architecture: summary.architecture.clone(),
+            quantization: summary.quantization.clone(),
+            n_params: summary.n_params,
+            file_size: summary.file_size,
+            mtime,
+        };
+        Ok(Model { inner, summary, id })
+    }
+
+    /// Loads only the vocabulary (for tokenising a corpus): fast, and no weights in memory.
+    pub fn load_vocab_only(path: impl AsRef<Path>) -> Result<Self> {
+        Self::load_with(path.as_ref(), LlamaModelParams::default().with_vocab_only(true))
+    }
+
+    pub fn n_vocab(&self) -> usize {
+        self.inner.n_vocab().max(0) as usize
+    }
+
+    pub fn n_ctx_train(&self) -> u32 {
+        self.inner.n_ctx_train()
+    }
+
+    /// Tokenises text; special-token text (`<|im_start|>`) is parsed as special tokens.
+    pub fn tokenize(&self, text: &str, add_bos: bool) -> Vec<Token> {
+        self.inner.vocab().tokenize(text.as_bytes(), add_bos, true).into_iter().map(|t| t.0).collect()
+    }
+
+    /// The BOS token, when the model adds one to prompts.
+    pub fn bos(&self) -> Option<Token> {
+        let v = self.inner.vocab();
+        v.should_add_bos().then(|| v.bos().0)
+    }
+
+    /// The bytes a token stands for (special tokens render as nothing).
+    pub fn piece(&self, token: Token) -> Vec<u8> {
+        self.inner.vocab().token_to_piece(LlamaToken(token), false, None)
+    }
+
+    pub fn is_eog(&self, token: Token) -> bool {
+        self.inner.vocab().is_eog(LlamaToken(token))
+    }
+
+    /// Wraps a user prompt in the model's chat template; `None` when the model has none.
+    pub fn apply_chat_template(&self, prompt: &str) -> Result<Option<String>> {
+        let Ok(tmpl) = self.inner.chat_template(None) else {
+            return Ok(None);
+        };
+        let msg = LlamaChatMessage::new("user".into(), prompt.into())
+            .map_err(|e| Error::InvalidPrompt(format!("the prompt cannot be passed to the template: {e}")))?;
+        self.inner
+            .apply_chat_template(&tmpl, &[msg], true)
+            .map(Some)
+            .map_err(|e| Error::Llama(format!("applying the chat template failed: {e}")))
+    }
+
+    /// A context for generation. `n_batch` bounds how many tokens one decode call takes.
+    pub fn context(&self, n_ctx: u32, n_batch: u32, threads: u32) -> Result<Context<'_>> {
+        let n_ctx = NonZeroU32::new(n_ctx)
+            .ok_or_else(|| Error::InvalidSetting { setting: "n_ctx", reason: "is 0, but must be positive".into() })?;
+        let threads = threads.max(1) as i32;
+        let params = LlamaContextParams::default()
+            .with_n_ctx(Some(n_ctx))
+            .with_n_batch(n_batch)
+            .with_n_ubatch(n_batch)
+            .with_n_threads(threads)
+            .with_n_threads_batch(threads);
+        let ctx = self.inner.new_context(backend()?, params).map_err(|e| Error::OutOfMemory {
+            reason: format!("llama.cpp could not create a context of {n_ctx} tokens ({e})"),
+        })?;
+        Ok(Context {
+            ctx,
+            batch: LlamaBatch::new(n_batch as usize, 1),
+            n_batch: n_batch as usize,
+            n_vocab: self.n_vocab(),
+        })
+    }
+}
+
+/// A model's context: its KV cache and the batch used to feed it.
+pub struct Context<'m> {
+    ctx: LlamaContext<'m>,
+    batch: LlamaBatch<'static>,
+    n_batch: usize,
+    n_vocab: usize,
+}
+
+/// Which positions of a decoded batch need logits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Logits {
+    None,
+    Last,
+    All,
+}
+
+impl Context<'_> {
+    pub fn n_ctx(&self) -> u32 {
+        self.ctx.n_ctx()
+    }
+
+    pub fn n_batch(&self) -> usize {
+        self.n_batch
+    }
+
+    /// Decodes `tokens` at positions `start..`. Longer inputs are split into `n_batch` chunks
+    /// (then `Logits::All` is not allowed: logits of earlier chunks are overwritten).
+    pub fn decode(&mut self, tokens: &[Token], start: u32, logits: Logits) -> Result<()> {
+        if tokens.is_empty() {
+            return Ok(());
+        }
+        if logits == Logits::All && tokens.len() > self.n_batch {
+            return Err(Error::Llama(format!("{} tokens exceed the batch of {}", tokens.len(), self.n_batch)));
+        }
+        let n = tokens.len();
+        for (c, chunk) in tokens.chunks(self.n_batch).enumerate() {
+            self.batch.clear();
+            let base = c * self.n_batch;
+            for (i, &t) in chunk.iter().enumerate() {
+                let want = match logits {
+                    Logits::None => false,
+                    Logits::Last => base + i == n - 1,
+                    Logits::All => true,
+                };
+                self.batch
+                    .add(LlamaToken(t), (start as usize + base + i) as i32, &[0], want)
+                    .map_err(|e| Error::Llama(format!("batch: {e}")))?;
+            }
+            self.ctx.decode(&mut self.batch).map_err(|e| Error::Llama(format!("decode failed: {e}")))?;
+        }
+        Ok(())
+    }
+
+    /// The logits of position `i` of the last decoded batch (0-based within that batch).
+    pub fn logits(&self, i: usize) -> &[f32] {
+        let row = self.ctx.get_logits_ith(i as i32);
+        &row[..self.n_vocab.min(row.len())]
+    }
+
+    /// Index within the last batch of its last token (for `Logits::Last` after a chunked decode).
+    pub fn last_index(&self) -> usize {
+        (self.batch.n_tokens() as usize).saturating_sub(1)
+    }
+
+    /// Forgets every cached position from `pos` on (rollback after a rejected draft).
+    pub fn truncate(&mut self, pos: u32) -> Result<()> {
+        self.ctx
+            .clear_kv_cache_seq(Some(0), Some(pos), None)
+            .map_err(|e| Error::Llama(format!("KV cache trim: {e}")))
+            .and_then(|ok| if ok { Ok(()) } else { Err(Error::Llama("KV cache trim refused".into())) })
+    }
+
+    /// Empties the KV cache.
+    pub fn clear(&mut self) {
+        self.ctx.clear_kv_cache();
+    }
+}

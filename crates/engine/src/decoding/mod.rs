@@ -1,0 +1,25 @@
+//! Speculative decoding on llama.cpp.
+//!
+//! - `llama`: the only module that talks to llama.cpp (models, contexts, batches, KV trims).
+//! - `settings`: what a run is asked to do, validated once into [`settings::ValidSettings`].
+//! - `target`: the model being verified against, as a small trait (the loop's unit tests use a
+//!   scripted one).
+//! - `draft/`: one `Drafter` trait, one file per strategy; `schedule`: how much to draft each round;
+//!   `costs`: the measured step costs the scheduler and the predictions use.
+//! - `sampling`, `verify`, `detok`: sampling, acceptance rules and incremental detokenisation.
+//! - `generate`: the loop; `report`: what a run measured; `compare`: two runs' outputs side by side.
+//! - `session`: load a pair, prepare drafters, tokenize, run one mode or both — for every caller.
+
+pub mod compare;
+pub mod costs;
+pub mod detok;
+pub mod draft;
+pub mod generate;
+pub mod llama;
+pub mod report;
+pub mod sampling;
+pub mod schedule;
+pub mod session;
+pub mod settings;
+pub mod target;
+pub mod verify;

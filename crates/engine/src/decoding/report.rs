@@ -1,0 +1,138 @@
+//! What a run measured, serialisable to JSON.
+
+use serde::{Deserialize, Serialize};
+
+use crate::decoding::draft::Strategy;
+use crate::decoding::llama::{ModelId, Token};
+use crate::decoding::settings::{Mode, Settings};
+use crate::machine::MachineInfo;
+
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StopReason {
+    /// The requested number of tokens was generated.
+    MaxTokens,
+    /// The model ended its answer (an end-of-generation token).
+    EndOfGeneration,
+    /// The context is full.
+    ContextFull,
+    /// The run was cancelled; the report covers what was generated until then.
+    Cancelled,
+}
+
+/// Where a generated token came from.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TokenSource {
+    /// The target's own choice (every baseline token; the correction or bonus token of a round).
+    Target,
+    /// A drafted token the target accepted.
+    Draft,
+}
+
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Report {
+    pub mode: Mode,
+    /// The drafting strategy (speculative runs).
+    pub strategy: Option<Strategy>,
+    pub prompt_tokens: usize,
+    /// Prompt processing on the target (and the draft, for speculative runs), in ms.
+    pub prompt_ms: f64,
+    pub generated_tokens: usize,
+    /// From the start of prompt processing to the last token, in ms.
+    pub wall_ms: f64,
+    /// After prompt processing, in ms.
+    pub generation_ms: f64,
+    /// Generation speed: tokens after the first (which comes from the prompt pass) ÷ generation time.
+    pub tokens_per_s: f64,
+    /// End to end: all generated tokens ÷ wall time (prompt included).
+    pub e2e_tokens_per_s: f64,
+    /// Target forward passes during generation (one per round).
+    pub target_passes: usize,
+    pub drafted: usize,
+    pub accepted: usize,
+    /// accepted ÷ drafted.
+    pub acceptance_rate: f64,
+    /// Accepted draft tokens per target pass.
+    pub mean_accepted_len: f64,
+    /// Generated tokens per target pass (1 for baseline).
+    pub tokens_per_pass: f64,
+    /// Time spent drafting, in ms.
+    pub draft_ms: f64,
+    /// Time spent in the target's verify passes, in ms.
+    pub verify_ms: f64,
+    /// Tokens the drafter's model decoded during generation (its cost in its own token steps).
+    pub draft_decoded_tokens: u64,
+    /// `drafted_by_position[i]`: rounds that drafted a token at position i.
+    pub drafted_by_position: Vec<u64>,
+    /// `accepted_by_position[i]`: rounds whose token at position i was accepted.
+    pub accepted_by_position: Vec<u64>,
+    /// How many rounds drafted exactly k tokens (index k).
+    pub draft_len_histogram: Vec<u64>,
+    /// How many drafting rounds accepted exactly k tokens (index k).
+    #[serde(default)]
+    pub accepted_len_histogram: Vec<u64>,
+    /// When each generated token was known, in ms since generation started (after the prompt).
+    #[serde(default)]
+    pub token_ms: Vec<f32>,
+    /// Drafted and accepted tokens per strategy that proposed them (one entry for single
+    /// strategies; several for `auto`).
+    #[serde(default)]
+    pub by_strategy: Vec<StrategyStats>,
+    /// Things the user should know about the run (e.g. a saved n-gram cache that was unusable).
+    #[serde(default)]
+    pub notes: Vec<String>,
+    pub stop_reason: StopReason,
+    pub text: String,
+    pub tokens: Vec<Token>,
+    /// The target's top-2 logit margin at each generated token (see `compare`).
+    pub margins: Vec<f32>,
+    pub sources: Vec<TokenSource>,
+    pub target: ModelId,
+    pub draft: Option<ModelId>,
+    pub settings: Settings,
+    pub machine: MachineInfo,
+    /// Seconds since the Unix epoch when the run started.
+    pub started_at: u64,
+}
+
+/// What one strategy contributed to a run.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StrategyStats {
+    pub strategy: Strategy,
+    /// Rounds in which it proposed the draft.
+    pub rounds: usize,
+    pub drafted: usize,
+    pub accepted: usize,
+}
+
+/// Median of a sample (mean of the middle two for even sizes); NaN for none.
+pub fn median(values: &[f64]) -> f64 {
+    if values.is_empty() {
+        return f64::NAN;
+    }
+    let mut v = values.to_vec();
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn median_of_odd_even_and_empty() {
+        assert_eq!(median(&[3.0, 1.0, 2.0]), 2.0);
+        assert_eq!(median(&[4.0, 1.0, 2.0, 3.0]), 2.5);
+        assert!(median(&[]).is_nan());
+    }
+}

@@ -1,0 +1,255 @@
+//! How many tokens to draft next: fixed, or adaptive from what this run has observed and what
+//! verification costs on this machine.
+//!
+//! Adaptive: with `a_i` the observed probability that position i is accepted given that all
+//! before it were, a round drafting k tokens yields `E(k) = 1 + Σ_{j≤k} Π_{i≤j} a_i` tokens and
+//! costs `k·T_d + V(k+1)` (draft token time, measured verify curve). The schedule picks the k
+//! with the most expected tokens per millisecond, k = 0 (no drafting) included: on a CPU, where
+//! verifying 2 tokens can cost 1.9× one, that is often the answer, and drafting stops rather than
+//! slowing generation down. Acceptance is tracked separately per n-gram match length, since a
+//! 4-token match predicts far better than a 1-token one.
+
+use std::collections::HashMap;
+
+use crate::decoding::costs::Costs;
+
+/// Prior acceptance (mean 0.8, weight 2): optimistic enough that a new strategy is tried.
+const PRIOR_ACCEPT: f64 = 1.6;
+const PRIOR_REJECT: f64 = 0.4;
+/// After this many rounds without drafting, draft once to learn whether things have changed (at
+/// the length that would pay best if the draft were right); the wait doubles after each
+/// exploration that fails, up to `EXPLORE_MAX`.
+const EXPLORE_EVERY: usize = 16;
+const EXPLORE_MAX: usize = 512;
+
+#[derive(Debug, Default, Clone)]
+struct PositionStats {
+    /// Rounds in which position i was verified (all before it accepted).
+    reached: Vec<u64>,
+    accepted: Vec<u64>,
+}
+
+/// Whose statistics: (drafter index within the run, n-gram match length; 0 for model drafters).
+pub type Bucket = (usize, usize);
+
+/// One way to draft this round.
+#[derive(Debug, Clone, Copy)]
+pub struct Candidate {
+    pub bucket: Bucket,
+    /// The longest draft on offer (what an n-gram drafter found, or the model's limit).
+    pub max: usize,
+    /// What each drafted token costs (0 for n-gram drafters).
+    pub token_ms: f64,
+}
+
+#[derive(Debug, Clone)]
+pub struct Scheduler {
+    costs: Costs,
+    stats: HashMap<Bucket, PositionStats>,
+    idle_rounds: usize,
+    explore_every: usize,
+    exploring: bool,
+    /// How often each length was chosen (index = length).
+    pub chosen: Vec<u64>,
+}
+
+impl Scheduler {
+    pub fn new(costs: Costs) -> Self {
+        Scheduler {
+            costs,
+            stats: HashMap::new(),
+            idle_rounds: 0,
+            explore_every: EXPLORE_EVERY,
+            exploring: false,
+            chosen: Vec::new(),
+        }
+    }
+
+    pub fn costs(&self) -> &Costs {
+        &self.costs
+    }
+
+    fn acceptance(&self, bucket: Bucket, i: usize) -> f64 {
+        let (acc, reached) = self
+            .stats
+            .get(&bucket)
+            .map_or((0, 0), |s| (s.accepted.get(i).copied().unwrap_or(0), s.reached.get(i).copied().unwrap_or(0)));
+        (acc as f64 + PRIOR_ACCEPT) / (reached as f64 + PRIOR_ACCEPT + PRIOR_REJECT)
+    }
+
+    /// Expected tokens per millisecond of a round that drafts k tokens at `token_ms` each.
+    pub fn rate(&self, bucket: Bucket, k: usize, token_ms: f64) -> f64 {
+        let mut p = 1.0;
+        let mut expected = 1.0;
+        for i in 0..k {
+            p *= self.acceptance(bucket, i);
+            expected += p;
+        }
+        expected / self.round_cost(k, token_ms)
+    }
+
+    fn round_cost(&self, k: usize, token_ms: f64) -> f64 {
+        k as f64 * token_ms + self.costs.verify(k + 1)
+    }
+
+    /// The longest draft the measured verify curve covers.
+    fn longest(&self, max: usize) -> usize {
+        max.min(self.costs.verify_ms.len().saturating_sub(1))
+    }
+
+    /// The draft length (≤ `max`) at which a draft that is always right pays best, if any length
+    /// beats not drafting: what an exploration round tries.
+    pub fn best_if_perfect(&self, max: usize, token_ms: f64) -> Option<usize> {
+        let base = 1.0 / self.round_cost(0, 0.0);
+        let rate = |k: usize| (k + 1) as f64 / self.round_cost(k, token_ms);
+        (1..=self.longest(max)).filter(|&k| rate(k) > base).max_by(|&a, &b| rate(a).total_cmp(&rate(b)))
+    }
+
+    /// Which candidate drafts this round and how many tokens: the (candidate, length) with the
+    /// most expected tokens per millisecond, or `None` when not drafting is best. After a while
+    /// without drafting, one short draft is tried (the first candidate that could pay), so a
+    /// change in the text is noticed.
+    pub fn decide(&mut self, candidates: &[Candidate]) -> Option<(usize, usize)> {
+        let mut best: Option<(usize, usize)> = None;
+        let mut best_rate = self.rate((0, 0), 0, 0.0);
+        for (i, c) in candidates.iter().enumerate() {
+            for k in 1..=self.longest(c.max) {
+                let r = self.rate(c.bucket, k, c.token_ms);
+                if r > best_rate {
+                    best = Some((i, k));
+                    best_rate = r;
+                }
+            }
+        }
+        self.exploring = false;
+        if best.is_none() && candidates.iter().any(|c| c.max > 0) {
+            self.idle_rounds += 1;
+            if self.idle_rounds >= self.explore_every {
+                let probe = candidates
+                    .iter()
+                    .enumerate()
+                    .find_map(|(i, c)| self.best_if_perfect(c.max, c.token_ms).map(|k| (i, k)));
+                if let Some(probe) = probe {
+                    self.idle_rounds = 0;
+                    self.exploring = true;
+                    best = Some(probe);
+                }
+            }
+        } else if best.is_some() {
+            self.idle_rounds = 0;
+        }
+        let k = best.map_or(0, |(_, k)| k);
+        if self.chosen.len() <= k {
+            self.chosen.resize(k + 1, 0);
+        }
+        self.chosen[k] += 1;
+        best
+    }
+
+    /// Records a verified round: `drafted` proposed, the first `accepted` accepted.
+    pub fn record(&mut self, bucket: Bucket, drafted: usize, accepted: usize) {
+        if self.exploring {
+            self.explore_every =
+                if accepted == drafted { EXPLORE_EVERY } else { (self.explore_every * 2).min(EXPLORE_MAX) };
+        }
+        let s = self.stats.entry(bucket).or_default();
+        if s.reached.len() < drafted {
+            s.reached.resize(drafted, 0);
+            s.accepted.resize(drafted, 0);
+        }
+        for i in 0..drafted.min(accepted + 1) {
+            s.reached[i] += 1;
+            if i < accepted {
+                s.accepted[i] += 1;
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The draft length the schedule picks for a single drafter.
+    fn choose(s: &mut Scheduler, bucket: Bucket, max: usize, token_ms: f64) -> usize {
+        s.decide(&[Candidate { bucket, max, token_ms }]).map_or(0, |(_, k)| k)
+    }
+
+    fn costs(verify_ms: Vec<f64>, draft_token_ms: f64) -> Costs {
+        Costs { c: draft_token_ms / verify_ms[0], verify_ms, draft_token_ms }
+    }
+
+    #[test]
+    fn drafts_long_when_verification_is_flat_and_drafts_are_good() {
+        let mut s = Scheduler::new(costs(vec![10.0; 9], 1.0));
+        for _ in 0..50 {
+            s.record((0, 0), 8, 8);
+        }
+        assert_eq!(choose(&mut s, (0, 0), 8, 1.0), 8);
+    }
+
+    #[test]
+    fn stops_drafting_when_verification_is_expensive_and_drafts_fail() {
+        // A CPU-like curve: 2 tokens cost 1.9× one.
+        let cpu = costs(vec![33.0, 62.0, 76.0, 99.0, 116.0, 133.0, 152.0, 227.0, 249.0], 0.0);
+        let mut s = Scheduler::new(cpu);
+        for _ in 0..30 {
+            s.record((0, 1), 4, 0);
+        }
+        let mut picks = Vec::new();
+        for _ in 0..64 {
+            let k = choose(&mut s, (0, 1), 8, 0.0);
+            if k > 0 {
+                s.record((0, 1), k, 0);
+            }
+            picks.push(k);
+        }
+        // Explores after 16 idle rounds, then (having failed) waits 32.
+        let explored: Vec<usize> = (0..64).filter(|&i| picks[i] > 0).collect();
+        assert_eq!(explored, vec![15, 47], "{picks:?}");
+        // A probe drafts the length a right draft would pay best at: 7 tokens in 152 ms.
+        assert_eq!(picks[15], 6);
+        // Long matches that are always right are still worth it on the same machine.
+        for _ in 0..50 {
+            s.record((0, 4), 8, 8);
+        }
+        assert!(choose(&mut s, (0, 4), 8, 0.0) >= 6);
+    }
+
+    #[test]
+    fn never_explores_when_even_perfect_drafts_cannot_pay() {
+        // Verifying 2 costs 2.2× one: no draft length can pay, however good the draft.
+        let mut s = Scheduler::new(costs(vec![10.0, 22.0, 34.0], 5.0));
+        assert!(s.best_if_perfect(2, 5.0).is_none());
+        assert!((0..100).all(|_| choose(&mut s, (0, 0), 2, 5.0) == 0));
+    }
+
+    #[test]
+    fn acceptance_counts_only_reached_positions() {
+        let mut s = Scheduler::new(costs(vec![10.0; 5], 0.0));
+        s.record((0, 0), 4, 1); // position 0 accepted, 1 rejected, 2 and 3 never verified
+        let st = &s.stats[&(0, 0)];
+        assert_eq!(st.reached, vec![1, 1, 0, 0]);
+        assert_eq!(st.accepted, vec![1, 0, 0, 0]);
+    }
+
+    #[test]
+    fn picks_the_candidate_with_the_best_expected_rate() {
+        // Flat-ish verify curve; a free n-gram draft that is usually right, and a model draft that is
+        // always right but costs 8 ms a token.
+        let mut s = Scheduler::new(costs(vec![30.0, 32.0, 34.0, 36.0, 38.0], 8.0));
+        for _ in 0..40 {
+            s.record((0, 3), 4, 3);
+            s.record((1, 0), 4, 4);
+        }
+        let ngram = Candidate { bucket: (0, 3), max: 4, token_ms: 0.0 };
+        let model = Candidate { bucket: (1, 0), max: 4, token_ms: 8.0 };
+        assert_eq!(s.decide(&[ngram, model]).map(|(i, _)| i), Some(0), "free and good beats costly and perfect");
+        // No n-gram match this round: the model is the fallback.
+        let none = Candidate { max: 0, ..ngram };
+        assert_eq!(s.decide(&[none, model]).map(|(i, _)| i), Some(1));
+        // When the model cannot pay either, nothing is drafted.
+        let dear = Candidate { token_ms: 60.0, ..model };
+        assert_eq!(s.decide(&[none, dear]), None);
+    }
+}

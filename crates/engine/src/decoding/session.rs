@@ -1,0 +1,350 @@
+//! One session for every caller (CLI, worker, benches, sweeps): the doctor's check, the loaded
+//! pair, the drafters a strategy needs, the prompt as tokens, and runs — one mode, or both and
+//! their comparison. Settings arrive validated ([`ValidSettings`]); models stay loaded (warm)
+//! between runs; measured step costs and n-gram maps are loaded once per session.
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+
+use crate::decoding::compare::{compare, Comparison};
+use crate::decoding::costs::{costs_key, measure_costs, Costs, CostsCache};
+use crate::decoding::draft::model::ModelDrafter;
+use crate::decoding::draft::ngram::{NgramHeader, NgramTable};
+use crate::decoding::draft::ngram_cache::NgramCache;
+use crate::decoding::draft::ngram_map::NgramMap;
+use crate::decoding::draft::prompt_lookup::PromptLookup;
+use crate::decoding::draft::{Drafter, Strategy};
+use crate::decoding::generate::{generate, Event, RunInfo};
+use crate::decoding::llama::{Model, Token};
+use crate::decoding::report::Report;
+use crate::decoding::schedule::Scheduler;
+use crate::decoding::settings::{Mode, ValidSettings};
+use crate::decoding::target::LlamaTarget;
+use crate::error::{Error, Result};
+use crate::files::doctor::{self, Topic, Verdict};
+use crate::files::gguf::GgufFile;
+use crate::machine::MemoryInfo;
+
+/// What measured costs depend on: whether the draft model's cost is measured, context, batch,
+/// threads, largest verify batch.
+type CostsKey = (bool, u32, u32, u32, usize);
+
+/// A loaded target (and draft, when the settings draft with one), ready to run.
+pub struct Session {
+    target: Model,
+    draft: Option<Model>,
+    settings: ValidSettings,
+    costs: RefCell<HashMap<CostsKey, Costs>>,
+    maps: RefCell<HashMap<PathBuf, Arc<NgramTable>>>,
+}
+
+/// Both modes on one prompt, and what they show together.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+pub struct Both {
+    pub baseline: Report,
+    pub speculative: Report,
+    pub comparison: Comparison,
+    /// Speculative ÷ baseline generation tokens/s; none when the baseline generated nothing to time.
+    pub speedup: Option<f64>,
+}
+
+/// Speculative ÷ baseline generation tokens/s, when the baseline's rate is measurable.
+pub fn speedup(baseline: &Report, speculative: &Report) -> Option<f64> {
+    (baseline.tokens_per_s > 0.0 && speculative.tokens_per_s.is_finite())
+        .then(|| speculative.tokens_per_s / baseline.tokens_per_s)
+}
+
+impl Session {
+    /// Checks the pair with the doctor (an incompatible vocabulary or a pair that cannot fit in
+    /// memory is an error, before anything loads), loads the target and — when these settings
+    /// draft with a model — the draft, and loads what the strategy needs besides (the n-gram map),
+    /// so a bad map fails before any generation.
+    pub fn load(target: &Path, draft: Option<&Path>, settings: ValidSettings) -> Result<Session> {
+        let speculative = settings.allows(Mode::Speculative);
+        if speculative && settings.strategy == Strategy::DraftModel && draft.is_none() {
+            return Err(Error::InvalidSetting {
+                setting: "draft",
+                reason: "is needed by the draft strategy: give a draft model (or use the lookup or auto strategy)"
+                    .into(),
+            });
+        }
+        let draft = draft.filter(|_| speculative && settings.strategy.uses_draft_model());
+        Self::check(target, draft, settings.n_ctx)?;
+        let gpu = settings.gpu_layers;
+        let target = Model::load(target, gpu)?;
+        let draft = draft.map(|d| Model::load(d, gpu)).transpose()?;
+        let session = Session {
+            target,
+            draft,
+            settings,
+            costs: RefCell::new(HashMap::new()),
+            maps: RefCell::new(HashMap::new()),
+        };
+        session.prepare(&session.settings)?;
+        Ok(session)
+    }
+
+    /// The doctor's verdict from the headers alone (nothing loads): an incompatible vocabulary or a
+    /// pair that cannot fit in memory now is an error.
+    pub fn check(target: &Path, draft: Option<&Path>, n_ctx: u32) -> Result<()> {
+        let tg = GgufFile::open(target)?;
+        let dg = draft.map(GgufFile::open).transpose()?;
+        let dx = doctor::diagnose(&tg, dg.as_ref(), u64::from(n_ctx), &MemoryInfo::now());
+        let blocking = |topic: Topic| -> Option<String> {
+            let msgs: Vec<&str> = dx
+                .findings
+                .iter()
+                .filter(|f| f.level == Verdict::Incompatible && f.topic == topic)
+                .map(|f| f.message.as_str())
+                .collect();
+            (!msgs.is_empty()).then(|| msgs.join("; "))
+        };
+        if let Some(reason) = blocking(Topic::Vocabulary) {
+            return Err(Error::Incompatible { reason });
+        }
+        if let Some(reason) = blocking(Topic::Memory) {
+            return Err(Error::OutOfMemory { reason });
+        }
+        Ok(())
+    }
+
+    pub fn target(&self) -> &Model {
+        &self.target
+    }
+
+    /// The draft model, when one is loaded.
+    pub fn draft(&self) -> Option<&Model> {
+        self.draft.as_ref()
+    }
+
+    pub fn settings(&self) -> &ValidSettings {
+        &self.settings
+    }
+
+    /// Whether these loaded models serve `settings` as they are (the same GPU layers and, when
+    /// they draft with a model, a loaded draft): then [`Session::set_settings`] keeps them warm.
+    pub fn serves(&self, settings: &ValidSettings) -> bool {
+        let needs_draft = settings.allows(Mode::Speculative) && settings.strategy.uses_draft_model();
+        settings.gpu_layers == self.settings.gpu_layers && (!needs_draft || self.draft.is_some())
+    }
+
+    /// Runs the next runs with other settings on the same models (see [`Session::serves`]).
+    pub fn set_settings(&mut self, settings: ValidSettings) -> Result<()> {
+        if !self.serves(&settings) {
+            return Err(Error::InvalidSettings("these settings need the models loaded again".into()));
+        }
+        self.prepare(&settings)?;
+        self.settings = settings;
+        Ok(())
+    }
+
+    /// The prompt as target tokens: through the target's chat template unless `raw` (or the model
+    /// has none), with BOS when the model wants one.
+    pub fn prompt_tokens(&self, prompt: &str, raw: bool) -> Result<Vec<Token>> {
+        if prompt.trim().is_empty() {
+            return Err(Error::InvalidPrompt("the prompt is empty".into()));
+        }
+        let text = if raw { None } else { self.target.apply_chat_template(prompt)? };
+        let text = text.as_deref().unwrap_or(prompt);
+        let mut tokens = self.target.tokenize(text, true);
+        // A chat template may already write the BOS text: don't start with two BOS tokens.
+        if let (Some(b), [a, c, ..]) = (self.target.bos(), tokens.as_slice()) {
+            if *a == b && *c == b {
+                tokens.remove(0);
+            }
+        }
+        if tokens.is_empty() {
+            return Err(Error::InvalidPrompt("the prompt has no tokens".into()));
+        }
+        Ok(tokens)
+    }
+
+    /// The prompt as tokens, with the session's `raw` setting.
+    pub fn tokenize(&self, prompt: &str) -> Result<Vec<Token>> {
+        self.prompt_tokens(prompt, self.settings.raw)
+    }
+
+    /// Runs one generation with the session's settings.
+    pub fn run(
+        &self,
+        mode: Mode,
+        prompt: &[Token],
+        cancel: &AtomicBool,
+        on_event: &mut dyn FnMut(Event),
+    ) -> Result<Report> {
+        self.run_with(mode, prompt, &self.settings, cancel, on_event)
+    }
+
+    /// Runs one generation with other settings on the same models (a sweep's cells, a test's
+    /// variations). `cancel` is checked between rounds; a cancelled run returns its partial report.
+    pub fn run_with(
+        &self,
+        mode: Mode,
+        prompt: &[Token],
+        settings: &ValidSettings,
+        cancel: &AtomicBool,
+        on_event: &mut dyn FnMut(Event),
+    ) -> Result<Report> {
+        if !settings.allows(mode) {
+            return Err(Error::InvalidSettings("these settings were checked for baseline runs only".into()));
+        }
+        let mut notes = Vec::new();
+        let mut drafters = match mode {
+            Mode::Baseline => Vec::new(),
+            Mode::Speculative => self.drafters(settings, &mut notes)?,
+        };
+        let scheduler = match drafters.is_empty() {
+            false if settings.adaptive => Some(Scheduler::new(self.costs(prompt, settings)?)),
+            _ => None,
+        };
+        let draft = match mode {
+            Mode::Speculative if self.drafts_with_model(settings) => self.draft.as_ref().map(|d| d.id.clone()),
+            _ => None,
+        };
+        let info = RunInfo { mode, target: self.target.id.clone(), draft, notes };
+        let ctx = self.target.context(settings.n_ctx, settings.n_batch, settings.threads)?;
+        let mut target = LlamaTarget { model: &self.target, ctx };
+        let mut report = generate(&mut target, &mut drafters, scheduler, prompt, settings, info, cancel, on_event)?;
+        // A cache saves what it learned; a failure to save costs the next run, not this one.
+        let context: Vec<Token> = prompt.iter().chain(&report.tokens).copied().collect();
+        for d in &mut drafters {
+            if let Err(e) = d.finish(&context) {
+                report.notes.push(format!("{} not saved: {e}", d.strategy()));
+            }
+        }
+        Ok(report)
+    }
+
+    /// The target alone, then speculative, on the same prompt; their comparison and the speedup.
+    /// `on_event` hears each run's events with its mode.
+    pub fn run_both(
+        &self,
+        prompt: &[Token],
+        cancel: &AtomicBool,
+        on_event: &mut dyn FnMut(Mode, Event),
+    ) -> Result<Both> {
+        let baseline = self.run(Mode::Baseline, prompt, cancel, &mut |e| on_event(Mode::Baseline, e))?;
+        let speculative = self.run(Mode::Speculative, prompt, cancel, &mut |e| on_event(Mode::Speculative, e))?;
+        Ok(Both {
+            comparison: compare(&baseline, &speculative),
+            speedup: speedup(&baseline, &speculative),
+            baseline,
+            speculative,
+        })
+    }
+
+    /// Whether speculative runs with these settings draft with the draft model (so its cost counts).
+    pub fn drafts_with_model(&self, settings: &ValidSettings) -> bool {
+        settings.strategy.uses_draft_model() && self.draft.is_some()
+    }
+
+    /// Loads what speculative runs with these settings need besides the models (the n-gram map).
+    fn prepare(&self, settings: &ValidSettings) -> Result<()> {
+        if settings.allows(Mode::Speculative) {
+            self.ngram_map(settings)?;
+        }
+        Ok(())
+    }
+
+    /// The drafters of a speculative run, in the order `auto` considers them.
+    fn drafters(&self, s: &ValidSettings, notes: &mut Vec<String>) -> Result<Vec<Box<dyn Drafter + '_>>> {
+        let mut out: Vec<Box<dyn Drafter + '_>> = Vec::new();
+        match s.strategy {
+            Strategy::DraftModel => out.push(self.model_drafter(s)?.ok_or_else(|| Error::InvalidSetting {
+                setting: "draft",
+                reason:
+                    "is needed by the draft strategy: give a draft model (or use the lookup or auto strategy)".into(),
+            })?),
+            Strategy::PromptLookup => out.push(Box::new(PromptLookup::new(s.lookup_min, s.lookup_max)?)),
+            Strategy::NgramCache => out.push(self.ngram_cache(s, notes)?),
+            Strategy::NgramMap => out.push(self.ngram_map(s)?.ok_or_else(|| Error::InvalidSetting {
+                setting: "ngram_map",
+                reason: "is needed by the ngram-map strategy".into(),
+            })?),
+            Strategy::Auto => {
+                out.push(Box::new(PromptLookup::new(s.lookup_min, s.lookup_max)?));
+                out.push(self.ngram_cache(s, notes)?);
+                if let Some(m) = self.ngram_map(s)? {
+                    out.push(m);
+                }
+                out.extend(self.model_drafter(s)?);
+            }
+        }
+        Ok(out)
+    }
+
+    fn model_drafter(&self, s: &ValidSettings) -> Result<Option<Box<dyn Drafter + '_>>> {
+        let Some(draft) = self.draft.as_ref() else { return Ok(None) };
+        let dctx = draft.context(s.n_ctx, s.n_batch, s.threads)?;
+        Ok(Some(Box::new(ModelDrafter::new(dctx, s.p_min, s.sampling))))
+    }
+
+    fn ngram_cache(&self, s: &ValidSettings, notes: &mut Vec<String>) -> Result<Box<dyn Drafter + '_>> {
+        if !s.keep_ngram_cache {
+            return Ok(Box::new(NgramCache::new(s.lookup_min, s.lookup_max)?));
+        }
+        let vocab = &self.target.summary.vocab;
+        let header = NgramHeader {
+            vocab_fingerprint: vocab.fingerprint.clone(),
+            vocab_size: vocab.size,
+            model: self.target.id.name.clone(),
+            ..Default::default()
+        };
+        let path = crate::paths::ngram_cache_file(&vocab.fingerprint, s.lookup_min, s.lookup_max);
+        let (cache, warning) = NgramCache::persistent(s.lookup_min, s.lookup_max, path, header)?;
+        notes.extend(warning);
+        Ok(Box::new(cache))
+    }
+
+    /// The map of the `ngram_map` setting, loaded once per path and checked against the target's
+    /// vocabulary.
+    fn ngram_map(&self, s: &ValidSettings) -> Result<Option<Box<dyn Drafter + '_>>> {
+        let Some(path) = s.ngram_map.as_ref() else { return Ok(None) };
+        if let Some(t) = self.maps.borrow().get(path) {
+            return Ok(Some(Box::new(NgramMap::new(Arc::clone(t)))));
+        }
+        let (table, _) = NgramMap::load(path, &self.target)?;
+        let table = Arc::new(table);
+        self.maps.borrow_mut().insert(path.clone(), Arc::clone(&table));
+        Ok(Some(Box::new(NgramMap::new(table))))
+    }
+
+    /// The step costs for these settings: measured once per session and settings (and kept on
+    /// disk for a week, see [`CostsCache`]), then reused.
+    pub fn costs(&self, prompt: &[Token], settings: &ValidSettings) -> Result<Costs> {
+        let with_draft = self.drafts_with_model(settings);
+        let max_batch = settings.n_draft + 1;
+        let key = (with_draft, settings.n_ctx, settings.n_batch, settings.threads, max_batch);
+        if let Some(c) = self.costs.borrow().get(&key) {
+            return Ok(c.clone());
+        }
+        let draft = self.draft.as_ref().filter(|_| with_draft);
+        let disk_key = costs_key(&self.target.id, draft.map(|d| &d.id), settings, max_batch);
+        let c = match CostsCache::load().get(&disk_key) {
+            Some(c) => c,
+            None => {
+                let c = measure_costs(&self.target, draft, prompt, settings, max_batch, 3)?;
+                CostsCache::store(&disk_key, &c);
+                c
+            }
+        };
+        self.costs.borrow_mut().insert(key, c.clone());
+        Ok(c)
+    }
+
+    /// Measures the step costs afresh (`reps` interleaved repetitions, batches up to `max_batch`),
+    /// as a bench does after its runs.
+    pub fn measure_costs(
+        &self,
+        prompt: &[Token],
+        settings: &ValidSettings,
+        max_batch: usize,
+        reps: usize,
+    ) -> Result<Costs> {
+        let draft = self.draft.as_ref().filter(|_| self.drafts_with_model(settings));
+        measure_costs(&self.target, draft, prompt, settings, max_batch, reps)
+    }
+}

@@ -1,0 +1,325 @@
+//! What a run is asked to do, and the rules settings must obey — written once, here.
+//!
+//! [`Settings`] is what travels (CLI flags, the worker protocol, the app's IPC, results files).
+//! [`ValidSettings`] is what runs: it can only be made by [`Settings::validate`], so the loop, the
+//! session, benches and sweeps never see settings that break a rule. Messages name the setting
+//! (its field name) and [`Error::InvalidSetting`] carries it, so the CLI can name its flag and the
+//! UI its label. The bounds reach the UI as [`Limits`] (generated TypeScript types).
+
+use serde::{Deserialize, Serialize};
+
+use crate::decoding::draft::Strategy;
+use crate::decoding::llama::GpuLayers;
+use crate::decoding::sampling::SamplingParams;
+use crate::error::{Error, Result};
+
+/// Baseline (the target alone) or speculative.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Mode {
+    Baseline,
+    Speculative,
+}
+
+impl std::fmt::Display for Mode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Mode::Baseline => "baseline",
+            Mode::Speculative => "speculative",
+        })
+    }
+}
+
+/// The settings of a run. `Settings::default()` is the setting that never makes a run slower than
+/// the target alone: the `auto` strategy (n-gram drafts first, the draft model when one is given)
+/// with the cost-aware adaptive draft length (up to 8), which drafts only when drafting is expected
+/// to pay on this machine. Fixed lengths (`adaptive: false`) are for experiments.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Settings {
+    /// Tokens to generate at most.
+    pub n_predict: usize,
+    /// Tokens to draft per round at most (with `adaptive`, the largest length it may choose).
+    pub n_draft: usize,
+    /// Stop drafting when the draft's top probability is below this.
+    pub p_min: f32,
+    /// Context size (tokens) of each model.
+    pub n_ctx: u32,
+    /// Largest batch of one decode call (prompt chunks).
+    pub n_batch: u32,
+    /// CPU threads per model (0: the physical cores; see [`Settings::validate`]).
+    pub threads: u32,
+    /// Skip the chat template.
+    pub raw: bool,
+    pub gpu_layers: GpuLayers,
+    /// How speculative runs draft.
+    #[serde(default)]
+    pub strategy: Strategy,
+    /// Choose each round's draft length (up to `n_draft`) from observed acceptance and measured
+    /// verify costs, instead of always drafting `n_draft`.
+    #[serde(default = "default_adaptive")]
+    pub adaptive: bool,
+    /// Prompt lookup: the shortest and longest n-gram to match.
+    #[serde(default = "default_lookup_min")]
+    pub lookup_min: usize,
+    #[serde(default = "default_lookup_max")]
+    pub lookup_max: usize,
+    /// Temperature and filters; temperature 0 is greedy.
+    #[serde(default)]
+    pub sampling: SamplingParams,
+    /// The n-gram map file (`ngram-map` strategy; also used by `auto` when given).
+    #[serde(default)]
+    pub ngram_map: Option<std::path::PathBuf>,
+    /// Start the n-gram cache from what earlier runs learned (per vocabulary, in the app data
+    /// folder) and save it when the run ends.
+    #[serde(default)]
+    pub keep_ngram_cache: bool,
+}
+
+fn default_lookup_min() -> usize {
+    1
+}
+
+fn default_lookup_max() -> usize {
+    4
+}
+
+fn default_adaptive() -> bool {
+    true
+}
+
+/// The longest draft length `adaptive` chooses from unless told otherwise.
+pub const DEFAULT_N_DRAFT: usize = 8;
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings {
+            n_predict: 256,
+            n_draft: DEFAULT_N_DRAFT,
+            p_min: 0.75,
+            n_ctx: 4096,
+            n_batch: 512,
+            threads: crate::machine::physical_cores() as u32,
+            raw: false,
+            gpu_layers: GpuLayers::All,
+            strategy: Strategy::Auto,
+            adaptive: default_adaptive(),
+            lookup_min: default_lookup_min(),
+            lookup_max: default_lookup_max(),
+            sampling: SamplingParams::default(),
+            ngram_map: None,
+            keep_ngram_cache: false,
+        }
+    }
+}
+
+/// Longest draft a round may propose (the verify batch is one longer).
+pub const MAX_DRAFT: usize = 128;
+
+/// The bounds the rules check, for a UI that wants to say them before asking.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Limits {
+    pub max_draft: usize,
+    pub min_ctx: u32,
+    /// The longest n-gram the n-gram cache and maps keep.
+    pub max_table_ngram: usize,
+    pub defaults: Settings,
+}
+
+impl Limits {
+    pub fn get() -> Limits {
+        Limits {
+            max_draft: MAX_DRAFT,
+            min_ctx: MIN_CTX,
+            max_table_ngram: crate::decoding::draft::ngram::MAX_TABLE_NGRAM,
+            defaults: Settings::default(),
+        }
+    }
+}
+
+const MIN_CTX: u32 = 16;
+
+fn bad(setting: &'static str, reason: String) -> Error {
+    Error::InvalidSetting { setting, reason }
+}
+
+impl Settings {
+    /// Checks every rule for runs in `mode` (speculative runs need a draft length of at least 1 and
+    /// what their strategy needs) and returns settings that cannot be invalid. Threads 0 (the app's
+    /// and the worker protocol's "auto") becomes the physical core count: more threads than cores
+    /// make ggml's workers spin against each other.
+    pub fn validate(mut self, mode: Mode) -> Result<ValidSettings> {
+        if self.threads == 0 {
+            self.threads = crate::machine::physical_cores().max(1) as u32;
+        }
+        if let Some(e) = self.problems(mode).into_iter().next() {
+            return Err(e);
+        }
+        Ok(ValidSettings { settings: self, speculative: mode == Mode::Speculative })
+    }
+
+    /// Every rule these settings break for runs in `mode` (empty: none), each naming its setting.
+    /// [`Settings::validate`] refuses the first; the app shows them all.
+    pub fn problems(&self, mode: Mode) -> Vec<Error> {
+        let mut out = Vec::new();
+        if self.n_predict == 0 {
+            out.push(bad("n_predict", "is 0, but must be at least 1 (tokens to generate)".into()));
+        }
+        if mode == Mode::Speculative && (self.n_draft == 0 || self.n_draft > MAX_DRAFT) {
+            out.push(bad(
+                "n_draft",
+                format!(
+                    "is {}, but must be between 1 and {MAX_DRAFT} (typical: 4–16; for no drafting run the baseline)",
+                    self.n_draft
+                ),
+            ));
+        }
+        if !(0.0..=1.0).contains(&self.p_min) || self.p_min.is_nan() {
+            out.push(bad("p_min", format!("is {}, but must be between 0 and 1", self.p_min)));
+        }
+        if self.n_ctx < MIN_CTX {
+            out.push(bad("n_ctx", format!("is {}, but must be at least {MIN_CTX}", self.n_ctx)));
+        }
+        if (self.n_batch as usize) < self.n_draft + 1 {
+            out.push(bad(
+                "n_batch",
+                format!("is {}, but must hold a draft of {} plus one", self.n_batch, self.n_draft),
+            ));
+        }
+        if self.lookup_min == 0 || self.lookup_max < self.lookup_min || self.lookup_max > self.n_ctx as usize {
+            out.push(Error::InvalidSettings(format!(
+                "lookup n-gram sizes must satisfy 1 ≤ min ≤ max ≤ context (got {}..{})",
+                self.lookup_min, self.lookup_max
+            )));
+        }
+        out.extend(self.sampling.problems());
+        if mode == Mode::Speculative {
+            let tables = matches!(self.strategy, Strategy::NgramCache | Strategy::Auto);
+            let max = crate::decoding::draft::ngram::MAX_TABLE_NGRAM;
+            if tables && self.lookup_max > max {
+                out.push(bad(
+                    "lookup_max",
+                    format!("is {}, but the n-gram cache keeps n-grams of at most {max} tokens", self.lookup_max),
+                ));
+            }
+            if self.strategy == Strategy::NgramMap && self.ngram_map.is_none() {
+                out.push(bad(
+                    "ngram_map",
+                    "is needed by the ngram-map strategy (build a map with `draftlab ngram build`)".into(),
+                ));
+            }
+        }
+        out
+    }
+}
+
+/// Settings that passed every rule of [`Settings::validate`]; the only way to make one.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ValidSettings {
+    settings: Settings,
+    /// Whether they were checked for speculative runs too.
+    speculative: bool,
+}
+
+impl ValidSettings {
+    /// Whether runs in `mode` may use these settings.
+    pub fn allows(&self, mode: Mode) -> bool {
+        mode == Mode::Baseline || self.speculative
+    }
+
+    /// The same settings with another strategy, draft length and adaptivity (a sweep's cells),
+    /// checked again.
+    pub fn with_drafting(&self, strategy: Strategy, n_draft: usize, adaptive: bool) -> Result<ValidSettings> {
+        Settings { strategy, n_draft, adaptive, ..self.settings.clone() }.validate(Mode::Speculative)
+    }
+
+    pub fn into_inner(self) -> Settings {
+        self.settings
+    }
+}
+
+impl std::ops::Deref for ValidSettings {
+    type Target = Settings;
+    fn deref(&self) -> &Settings {
+        &self.settings
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn settings_bounds() {
+        let s = Settings { n_draft: 0, ..Settings::default() };
+        let e = s.clone().validate(Mode::Speculative).unwrap_err();
+        assert!(e.to_string().contains("n_draft is 0"), "{e}");
+        assert!(matches!(e, Error::InvalidSetting { setting: "n_draft", .. }));
+        assert!(s.validate(Mode::Baseline).is_ok());
+        let s = Settings { n_draft: 1000, ..Settings::default() };
+        assert!(s.validate(Mode::Speculative).is_err());
+        let s = Settings { p_min: 1.5, ..Settings::default() };
+        assert!(s.validate(Mode::Baseline).is_err());
+        assert!(Settings::default().validate(Mode::Speculative).is_ok());
+    }
+
+    #[test]
+    fn defaults_never_lose_auto_and_adaptive() {
+        let s = Settings::default();
+        assert_eq!(s.strategy, Strategy::Auto);
+        assert!(s.adaptive);
+        // A file written without the fields reads as the defaults, too.
+        let mut v = serde_json::to_value(&s).expect("serialise");
+        let o = v.as_object_mut().expect("object");
+        o.remove("strategy");
+        o.remove("adaptive");
+        let back: Settings = serde_json::from_value(v).expect("parse");
+        assert_eq!(back.strategy, Strategy::Auto);
+        assert!(back.adaptive);
+    }
+
+    #[test]
+    fn threads_zero_means_the_cores_and_baseline_settings_do_not_allow_speculation() {
+        let v = Settings { threads: 0, ..Settings::default() }.validate(Mode::Baseline).expect("valid");
+        assert!(v.threads >= 1);
+        assert!(v.allows(Mode::Baseline));
+        assert!(!v.allows(Mode::Speculative));
+        let map = v.with_drafting(Strategy::NgramMap, 4, false);
+        assert!(matches!(map, Err(Error::InvalidSetting { setting: "ngram_map", .. })));
+    }
+
+    fn named(problems: &[Error]) -> Vec<Option<&'static str>> {
+        problems
+            .iter()
+            .map(|e| match e {
+                Error::InvalidSetting { setting, .. } => Some(*setting),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn problems_lists_every_broken_rule_with_its_setting() {
+        let mut s = Settings { strategy: Strategy::NgramMap, lookup_min: 3, lookup_max: 2, ..Settings::default() };
+        s.sampling.top_p = 0.0;
+        let p = s.problems(Mode::Speculative);
+        assert_eq!(named(&p), [None, Some("top_p"), Some("ngram_map")], "{p:?}");
+        assert!(p[0].to_string().contains("1 ≤ min ≤ max"), "{}", p[0]);
+        s.ngram_map = Some("/maps/code.dlngram".into());
+        s.lookup_min = 1;
+        s.sampling.top_p = 1.0;
+        assert!(s.problems(Mode::Speculative).is_empty());
+    }
+
+    #[test]
+    fn the_ngram_cache_size_limit_applies_to_table_strategies_only() {
+        let s = Settings { strategy: Strategy::NgramCache, lookup_max: 9, ..Settings::default() };
+        let p = s.problems(Mode::Speculative);
+        assert_eq!(named(&p), [Some("lookup_max")]);
+        assert!(p[0].to_string().contains("at most 8 tokens"), "{}", p[0]);
+        let s = Settings { strategy: Strategy::PromptLookup, ..s };
+        assert!(s.problems(Mode::Speculative).is_empty());
+    }
+}

@@ -1,0 +1,59 @@
+//! The model whose output a run must reproduce, as the generation loop sees it: decode a batch at a
+//! position, read a row of logits, trim the KV cache, and the token facts (end of generation, text
+//! piece). [`LlamaTarget`] is the real one (a llama.cpp context); the loop's unit tests script one.
+
+use crate::decoding::llama::{Context, Logits, Model, Token};
+use crate::error::Result;
+
+pub trait Target {
+    /// Decodes `tokens` at positions `start..`, keeping logits for the rows `logits` asks for.
+    fn decode(&mut self, tokens: &[Token], start: u32, logits: Logits) -> Result<()>;
+    /// The logits of row `i` of the last decoded batch.
+    fn logits(&self, i: usize) -> &[f32];
+    /// The row of the last decoded batch's last token.
+    fn last_index(&self) -> usize;
+    /// Forgets every cached position from `pos` on.
+    fn truncate(&mut self, pos: u32) -> Result<()>;
+    /// Positions the context holds.
+    fn n_ctx(&self) -> usize;
+    /// Whether `token` ends the answer.
+    fn is_eog(&self, token: Token) -> bool;
+    /// The bytes `token` adds to the text.
+    fn piece(&self, token: Token) -> Vec<u8>;
+}
+
+/// A target model and a context of it.
+pub struct LlamaTarget<'m> {
+    pub model: &'m Model,
+    pub ctx: Context<'m>,
+}
+
+impl Target for LlamaTarget<'_> {
+    fn decode(&mut self, tokens: &[Token], start: u32, logits: Logits) -> Result<()> {
+        self.ctx.decode(tokens, start, logits)
+    }
+
+    fn logits(&self, i: usize) -> &[f32] {
+        self.ctx.logits(i)
+    }
+
+    fn last_index(&self) -> usize {
+        self.ctx.last_index()
+    }
+
+    fn truncate(&mut self, pos: u32) -> Result<()> {
+        self.ctx.truncate(pos)
+    }
+
+    fn n_ctx(&self) -> usize {
+        self.ctx.n_ctx() as usize
+    }
+
+    fn is_eog(&self, token: Token) -> bool {
+        self.model.is_eog(token)
+    }
+
+    fn piece(&self, token: Token) -> Vec<u8> {
+        self.model.piece(token)
+    }
+}

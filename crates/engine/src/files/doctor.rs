@@ -1,0 +1,325 @@
+//! The compatibility doctor: can this draft speed up this target, and do both fit in memory?
+//! Decided from GGUF metadata alone, before anything is loaded.
+//!
+//! The vocabulary rules are llama.cpp's (`common/speculative.cpp`): the same vocabulary type, the
+//! same BOS/EOS ids and add-BOS/add-EOS flags, vocabulary sizes within 128 of each other, and the
+//! same token text for every id from 5 up to the smaller vocabulary. A draft that breaks them
+//! proposes token ids that mean something else to the target: useless at best.
+
+use serde::Serialize;
+
+use crate::files::gguf::{GgufFile, ModelSummary, VocabSummary};
+use crate::machine::MemoryInfo;
+
+/// Vocabulary sizes may differ by this much (padding tokens added by some conversions).
+pub const MAX_VOCAB_SIZE_DIFFERENCE: u64 = 128;
+/// Token texts are compared from this id on (the first ids are often special tokens that differ).
+pub const FIRST_CHECKED_TOKEN: usize = 5;
+
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Verdict {
+    Ok,
+    Warning,
+    Incompatible,
+}
+
+impl std::fmt::Display for Verdict {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Verdict::Ok => "ok",
+            Verdict::Warning => "warning",
+            Verdict::Incompatible => "incompatible",
+        })
+    }
+}
+
+/// What a finding is about (programs decide on this, never on the message text).
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Topic {
+    Vocabulary,
+    Size,
+    Context,
+    Memory,
+}
+
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[derive(Debug, Clone, Serialize)]
+pub struct Finding {
+    pub level: Verdict,
+    pub topic: Topic,
+    pub message: String,
+}
+
+/// How much memory the pair needs at a context size, against what the machine has.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[derive(Debug, Clone, Serialize)]
+pub struct MemoryFit {
+    pub context: u64,
+    pub target_weights: u64,
+    pub target_kv: u64,
+    pub draft_weights: u64,
+    pub draft_kv: u64,
+    /// Compute buffers and other overhead (an estimate).
+    pub overhead: u64,
+    pub needed: u64,
+    pub available: u64,
+    pub total: u64,
+    /// The most a GPU may use (Metal's working-set limit on Apple Silicon), when that binds.
+    pub gpu_budget: Option<u64>,
+}
+
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[derive(Debug, Clone, Serialize)]
+pub struct Diagnosis {
+    pub verdict: Verdict,
+    pub findings: Vec<Finding>,
+    pub memory: MemoryFit,
+    pub target: ModelSummary,
+    pub draft: Option<ModelSummary>,
+}
+
+/// Checks that a draft's vocabulary matches the target's; returns the problems found.
+pub fn vocab_findings(target: &GgufFile, draft: &GgufFile) -> Vec<Finding> {
+    vocab_findings_of(target, &target.summary().vocab, draft, &draft.summary().vocab)
+}
+
+/// The same, with the vocabulary summaries already at hand (each costs a hash of every token).
+fn vocab_findings_of(target: &GgufFile, t: &VocabSummary, draft: &GgufFile, d: &VocabSummary) -> Vec<Finding> {
+    let mut out = Vec::new();
+    let mut bad =
+        |message: String| out.push(Finding { level: Verdict::Incompatible, topic: Topic::Vocabulary, message });
+    if t.vocab_type != d.vocab_type {
+        bad(format!(
+            "vocabulary types differ: target {} ({}), draft {} ({})",
+            t.vocab_type, t.tokenizer_model, d.vocab_type, d.tokenizer_model
+        ));
+    }
+    if t.bos_id != d.bos_id || t.eos_id != d.eos_id {
+        bad(format!(
+            "special tokens differ: target BOS {} EOS {}, draft BOS {} EOS {}",
+            id_str(t.bos_id),
+            id_str(t.eos_id),
+            id_str(d.bos_id),
+            id_str(d.eos_id)
+        ));
+    }
+    if t.add_bos != d.add_bos || t.add_eos != d.add_eos {
+        bad(format!(
+            "BOS/EOS insertion differs: target add_bos={} add_eos={}, draft add_bos={} add_eos={}",
+            t.add_bos, t.add_eos, d.add_bos, d.add_eos
+        ));
+    }
+    if t.size.abs_diff(d.size) > MAX_VOCAB_SIZE_DIFFERENCE {
+        bad(format!(
+            "vocabulary sizes differ by {} (target {}, draft {}; at most {MAX_VOCAB_SIZE_DIFFERENCE} allowed)",
+            t.size.abs_diff(d.size),
+            t.size,
+            d.size
+        ));
+    }
+    if let (Some(tt), Some(dt)) = (target.tokens(), draft.tokens()) {
+        let n = tt.len().min(dt.len());
+        if let Some(i) = (FIRST_CHECKED_TOKEN..n).find(|&i| tt[i] != dt[i]) {
+            bad(format!("token {i} differs: target {:?}, draft {:?}", tt[i], dt[i]));
+        }
+    } else {
+        bad("a model has no token list (tokenizer.ggml.tokens)".into());
+    }
+    out
+}
+
+fn id_str(id: Option<u64>) -> String {
+    id.map_or_else(|| "none".into(), |i| i.to_string())
+}
+
+/// Estimates the memory a model needs: its weights (mapped from the file) and its f16 KV cache.
+fn model_memory(m: &ModelSummary, ctx: u64) -> (u64, u64) {
+    let kv = m.kv_bytes_per_token.unwrap_or(0) * ctx;
+    (m.file_size, kv)
+}
+
+/// The memory check alone (used by `run` before loading).
+pub fn memory_fit(target: &ModelSummary, draft: Option<&ModelSummary>, ctx: u64, mem: &MemoryInfo) -> MemoryFit {
+    let (tw, tk) = model_memory(target, ctx);
+    let (dw, dk) = draft.map_or((0, 0), |d| model_memory(d, ctx));
+    // Compute buffers: llama.cpp's graph buffers are roughly a few percent of the weights plus the
+    // logits buffer; 5 % + 64 MiB per model covers the models we measured.
+    let n_models = 1 + u64::from(draft.is_some());
+    let overhead = (tw + dw) / 20 + n_models * (64 << 20);
+    let gpu_budget = if cfg!(target_os = "macos") { Some(mem.total / 4 * 3) } else { None };
+    MemoryFit {
+        context: ctx,
+        target_weights: tw,
+        target_kv: tk,
+        draft_weights: dw,
+        draft_kv: dk,
+        overhead,
+        needed: tw + tk + dw + dk + overhead,
+        available: mem.available,
+        total: mem.total,
+        gpu_budget,
+    }
+}
+
+fn memory_findings(fit: &MemoryFit) -> Vec<Finding> {
+    let gib = |b: u64| b as f64 / (1u64 << 30) as f64;
+    let mut out = Vec::new();
+    let limit = fit.gpu_budget.map_or(fit.total, |g| g.min(fit.total));
+    if fit.needed > limit {
+        out.push(Finding {
+            level: Verdict::Incompatible,
+            topic: Topic::Memory,
+            message: format!(
+                "the pair needs {:.1} GiB at context {} but this machine {} {:.1} GiB: it cannot run here",
+                gib(fit.needed),
+                fit.context,
+                if fit.gpu_budget.is_some() { "lets the GPU use" } else { "has" },
+                gib(limit)
+            ),
+        });
+    } else if fit.needed > fit.available {
+        out.push(Finding {
+            level: Verdict::Warning,
+            topic: Topic::Memory,
+            message: format!(
+                "the pair needs {:.1} GiB at context {}, more than the {:.1} GiB free now: close other \
+                 programs or expect swapping",
+                gib(fit.needed),
+                fit.context,
+                gib(fit.available)
+            ),
+        });
+    }
+    out
+}
+
+/// Diagnoses a target alone or a target/draft pair at a context size.
+pub fn diagnose(target: &GgufFile, draft: Option<&GgufFile>, ctx: u64, mem: &MemoryInfo) -> Diagnosis {
+    let ts = target.summary();
+    let ds = draft.map(GgufFile::summary);
+    let mut findings = Vec::new();
+    if let Some(d) = draft {
+        let ds = ds.as_ref().expect("draft summary");
+        findings.extend(vocab_findings_of(target, &ts.vocab, d, &ds.vocab));
+        if ds.n_params >= ts.n_params {
+            findings.push(Finding {
+                level: Verdict::Warning,
+                topic: Topic::Size,
+                message: format!(
+                    "the draft ({:.2} B parameters) is not smaller than the target ({:.2} B): it cannot save time",
+                    ds.n_params as f64 / 1e9,
+                    ts.n_params as f64 / 1e9
+                ),
+            });
+        }
+    }
+    for (role, m) in std::iter::once(("target", &ts)).chain(ds.iter().map(|d| ("draft", d))) {
+        if let Some(train) = m.context_length {
+            if ctx > train {
+                findings.push(Finding {
+                    level: Verdict::Warning,
+                    topic: Topic::Context,
+                    message: format!("context {ctx} exceeds the {role}'s training context {train}: quality may drop"),
+                });
+            }
+        }
+    }
+    let memory = memory_fit(&ts, ds.as_ref(), ctx, mem);
+    findings.extend(memory_findings(&memory));
+    let verdict = findings.iter().map(|f| f.level).max().unwrap_or(Verdict::Ok);
+    Diagnosis { verdict, findings, memory, target: ts, draft: ds }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::files::gguf::tests::llama_like;
+
+    const GIB: u64 = 1 << 30;
+
+    fn open(b: crate::files::gguf::tests::Builder, dir: &std::path::Path, name: &str) -> GgufFile {
+        GgufFile::open(b.write(dir, name)).unwrap()
+    }
+
+    fn plenty() -> MemoryInfo {
+        MemoryInfo { total: 64 * GIB, available: 48 * GIB }
+    }
+
+    const TOKS: [&str; 8] = ["<unk>", "<s>", "</s>", "x", "y", "a", "b", "c"];
+
+    #[test]
+    fn identical_vocabularies_are_compatible() {
+        let dir = tempfile::tempdir().unwrap();
+        let t = open(llama_like(&TOKS).tensor("big", &[4096, 4096], 12), dir.path(), "t.gguf");
+        let d = open(llama_like(&TOKS), dir.path(), "d.gguf");
+        let dx = diagnose(&t, Some(&d), 2048, &plenty());
+        assert_eq!(dx.verdict, Verdict::Ok, "{:?}", dx.findings);
+    }
+
+    #[test]
+    fn names_the_first_differing_token() {
+        let dir = tempfile::tempdir().unwrap();
+        let t = open(llama_like(&TOKS), dir.path(), "t.gguf");
+        let mut other = TOKS;
+        other[6] = "B";
+        // Tokens below id 5 may differ.
+        other[3] = "z";
+        let d = open(llama_like(&other), dir.path(), "d.gguf");
+        let f = vocab_findings(&t, &d);
+        assert_eq!(f.len(), 1, "{f:?}");
+        assert!(f[0].message.contains("token 6 differs"), "{}", f[0].message);
+    }
+
+    #[test]
+    fn other_tokenizer_and_special_ids_are_incompatible() {
+        let dir = tempfile::tempdir().unwrap();
+        let t = open(llama_like(&TOKS), dir.path(), "t.gguf");
+        let d = open(
+            llama_like(&TOKS).str("tokenizer.ggml.model", "llama").u32("tokenizer.ggml.eos_token_id", 7),
+            dir.path(),
+            "d.gguf",
+        );
+        let dx = diagnose(&t, Some(&d), 2048, &plenty());
+        assert_eq!(dx.verdict, Verdict::Incompatible);
+        let all: String = dx.findings.iter().map(|f| f.message.clone()).collect();
+        assert!(all.contains("vocabulary types differ"), "{all}");
+        assert!(all.contains("EOS 7"), "{all}");
+        let incompatible: Vec<_> = dx.findings.iter().filter(|f| f.level == Verdict::Incompatible).collect();
+        assert!(incompatible.len() >= 2 && incompatible.iter().all(|f| f.topic == Topic::Vocabulary));
+    }
+
+    #[test]
+    fn vocab_size_difference_limit() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut many: Vec<String> = TOKS.iter().map(|s| s.to_string()).collect();
+        many.extend((0..200).map(|i| format!("pad{i}")));
+        let refs: Vec<&str> = many.iter().map(String::as_str).collect();
+        let t = open(llama_like(&refs), dir.path(), "t.gguf");
+        let d = open(llama_like(&refs[..refs.len() - 100]), dir.path(), "d.gguf");
+        assert!(vocab_findings(&t, &d).is_empty());
+        let d = open(llama_like(&refs[..refs.len() - 129]), dir.path(), "d2.gguf");
+        assert!(vocab_findings(&t, &d)[0].message.contains("sizes differ by 129"));
+    }
+
+    #[test]
+    fn memory_verdicts() {
+        let dir = tempfile::tempdir().unwrap();
+        let t = open(llama_like(&TOKS), dir.path(), "t.gguf");
+        let tight = MemoryInfo { total: 64 * GIB, available: 10 << 20 };
+        assert_eq!(diagnose(&t, None, 2048, &tight).verdict, Verdict::Warning);
+        let tiny = MemoryInfo { total: 20 << 20, available: 20 << 20 };
+        let dx = diagnose(&t, None, 2048, &tiny);
+        assert_eq!(dx.verdict, Verdict::Incompatible);
+        assert!(dx.findings[0].message.contains("cannot run here"));
+        assert_eq!(dx.findings[0].topic, Topic::Memory);
+        // The KV cache grows with the context.
+        let a = memory_fit(&t.summary(), None, 1024, &plenty());
+        let b = memory_fit(&t.summary(), None, 2048, &plenty());
+        assert_eq!(b.target_kv, 2 * a.target_kv);
+        assert!(a.target_kv > 0);
+    }
+}

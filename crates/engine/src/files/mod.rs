@@ -1,0 +1,9 @@
+//! Model files, read and fetched without llama.cpp: what a GGUF file is (`gguf`), whether a
+//! target/draft pair can work and fit (`doctor`), the built-in catalog (`catalog`), models already
+//! on disk (`discover`), and downloads into the Hugging Face cache (`hub`).
+
+pub mod catalog;
+pub mod discover;
+pub mod doctor;
+pub mod gguf;
+pub mod hub;

@@ -1,0 +1,123 @@
+//! The engine's layers, checked: a module may use its own layer and the layers below it, never one
+//! above (see the crate documentation). Reads every source file and every `crate::…` path in it.
+
+use std::path::{Path, PathBuf};
+
+/// Layers from the bottom up: the top-level modules of each.
+const LAYERS: [(&str, &[&str]); 6] = [
+    ("foundation", &["error", "paths", "machine"]),
+    ("files", &["files"]),
+    ("decoding", &["decoding"]),
+    ("measuring", &["measuring"]),
+    ("serving", &["serving"]),
+    ("testing", &["testing"]),
+];
+
+fn layer_of_module(name: &str) -> Option<usize> {
+    LAYERS.iter().position(|(_, mods)| mods.contains(&name))
+}
+
+/// The layer of a source file, from its path under `src/`.
+fn layer_of_file(rel: &Path) -> Option<usize> {
+    let first = rel.components().next()?.as_os_str().to_str()?;
+    let name = first.strip_suffix(".rs").unwrap_or(first);
+    layer_of_module(name)
+}
+
+fn sources(dir: &Path, out: &mut Vec<PathBuf>) {
+    for e in std::fs::read_dir(dir).expect("read src") {
+        let p = e.expect("entry").path();
+        if p.is_dir() {
+            sources(&p, out);
+        } else if p.extension().is_some_and(|x| x == "rs") {
+            out.push(p);
+        }
+    }
+}
+
+/// Every top-level module named by a `crate::` path in `text` (outside comments).
+fn crate_paths(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for line in text.lines() {
+        let code = line.split("//").next().unwrap_or("");
+        let mut rest = code;
+        while let Some(i) = rest.find("crate::") {
+            let after = &rest[i + "crate::".len()..];
+            let name: String = after.chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').collect();
+            if !name.is_empty() {
+                out.push(name);
+            }
+            rest = after;
+        }
+        // `use crate::{a, b}` groups name several.
+        if let Some(i) = code.find("crate::{") {
+            let group = &code[i + "crate::{".len()..];
+            for part in group.split([',', '}']) {
+                let name: String = part.trim().chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').collect();
+                if !name.is_empty() {
+                    out.push(name);
+                }
+            }
+        }
+    }
+    out
+}
+
+/// (file, its layer, the module it names, that module's layer) for each import that goes up.
+fn violations(src: &Path) -> Vec<String> {
+    let mut files = Vec::new();
+    sources(src, &mut files);
+    let mut bad = Vec::new();
+    for f in files {
+        let rel = f.strip_prefix(src).expect("under src");
+        let Some(own) = layer_of_file(rel) else { continue };
+        let text = std::fs::read_to_string(&f).expect("read source");
+        for m in crate_paths(&text) {
+            match layer_of_module(&m) {
+                Some(l) if l > own => {
+                    bad.push(format!("{} ({}) uses crate::{m} ({})", rel.display(), LAYERS[own].0, LAYERS[l].0))
+                }
+                _ => {}
+            }
+        }
+        // llama.cpp is reached through one module only.
+        let is_llama = rel == Path::new("decoding/llama.rs");
+        if !is_llama && text.lines().any(|l| l.split("//").next().unwrap_or("").contains("llama_cpp_2")) {
+            bad.push(format!("{} uses llama_cpp_2 (only decoding/llama.rs may)", rel.display()));
+        }
+    }
+    bad
+}
+
+#[test]
+fn imports_only_go_down() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let bad = violations(&src);
+    assert!(bad.is_empty(), "imports from a layer above:\n{}", bad.join("\n"));
+}
+
+#[test]
+fn every_top_level_module_has_a_layer() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let lib = std::fs::read_to_string(src.join("lib.rs")).expect("lib.rs");
+    for line in lib.lines() {
+        if let Some(name) = line.trim().strip_prefix("pub mod ").and_then(|r| r.strip_suffix(';')) {
+            assert!(layer_of_module(name).is_some(), "module {name} has no layer in layers.rs");
+        }
+    }
+}
+
+#[test]
+fn the_checker_sees_an_upward_import() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let src = dir.path();
+    std::fs::create_dir_all(src.join("files")).expect("mkdir");
+    std::fs::write(src.join("files/gguf.rs"), "use crate::decoding::llama::Token;\nuse crate::error::Error;\n")
+        .expect("write");
+    std::fs::write(src.join("paths.rs"), "// crate::measuring in a comment is fine\nuse crate::{error, files};\n")
+        .expect("write");
+    let bad = violations(src);
+    assert_eq!(bad.len(), 2, "{bad:?}");
+    assert!(bad[0].contains("crate::decoding") || bad[1].contains("crate::decoding"));
+    assert!(bad.iter().any(|b| b.contains("paths.rs") && b.contains("crate::files")));
+}

@@ -1,0 +1,297 @@
+//! Benchmarks: warm-up, then repetitions alternating baseline and speculative runs (so both see
+//! the same machine load), medians and spread, and a *prediction* of the speedup from measured
+//! costs, printed next to the measured one.
+//!
+//! The prediction extends Leviathan et al.'s formula with the measured verify-cost curve. With a
+//! per-token acceptance probability α and k drafted tokens, a round yields on average
+//! 1 + α(1 − α^k)/(1 − α) tokens and costs `e·T_d + V(k+1)`, where `T_d` is the draft's one-token
+//! time, `e` the tokens it decodes per round, and `V(b)` the target's time to verify a batch of b tokens
+//! (on a CPU, far from flat: V(5) ≈ 2.2·V(1) here). Baseline costs V(1) per token, so the speedup
+//! is `E[tokens per round] · V(1) / E[cost per round]`.
+
+use std::sync::atomic::AtomicBool;
+
+use serde::{Deserialize, Serialize};
+
+use crate::decoding::compare::{compare, Comparison};
+use crate::decoding::costs::Costs;
+use crate::decoding::llama::Token;
+use crate::decoding::report::{median, Report};
+use crate::decoding::session::{speedup, Session};
+use crate::decoding::settings::{Mode, ValidSettings};
+use crate::error::{Error, Result};
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct BenchOptions {
+    /// Alternating baseline/speculative pairs that count.
+    pub reps: usize,
+    /// Pairs run first and thrown away (caches, page-ins, CPU clocks).
+    pub warmup: usize,
+}
+
+impl Default for BenchOptions {
+    fn default() -> Self {
+        BenchOptions { reps: 3, warmup: 1 }
+    }
+}
+
+/// Median, min and max of a sample.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+pub struct Spread {
+    pub median: f64,
+    pub min: f64,
+    pub max: f64,
+}
+
+impl Spread {
+    pub fn of(v: &[f64]) -> Spread {
+        Spread {
+            median: median(v),
+            min: v.iter().copied().fold(f64::INFINITY, f64::min),
+            max: v.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+        }
+    }
+}
+
+/// Expected accepted tokens in a round that drafts k tokens, each accepted with probability α
+/// given that all before it were.
+pub fn expected_accepted(alpha: f64, k: usize) -> f64 {
+    (1..=k as i32).map(|i| alpha.powi(i)).sum()
+}
+
+/// The per-token acceptance probability that explains a run: the α for which the expected
+/// number of accepted tokens, over the rounds and draft lengths the run actually had, equals the
+/// number it accepted.
+pub fn fit_alpha(draft_len_histogram: &[u64], accepted: usize) -> f64 {
+    let expected = |a: f64| -> f64 {
+        draft_len_histogram.iter().enumerate().map(|(k, &n)| n as f64 * expected_accepted(a, k)).sum()
+    };
+    let target = accepted as f64;
+    if target <= 0.0 {
+        return 0.0;
+    }
+    let (mut lo, mut hi) = (0.0f64, 1.0f64);
+    if expected(hi) <= target {
+        return 1.0;
+    }
+    for _ in 0..60 {
+        let mid = (lo + hi) / 2.0;
+        if expected(mid) < target {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+    }
+    (lo + hi) / 2.0
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Prediction {
+    /// Per-token acceptance probability fitted to the speculative runs.
+    pub alpha: f64,
+    /// Draft token cost ÷ target token cost.
+    pub c: f64,
+    /// Mean tokens drafted per round.
+    pub mean_draft_len: f64,
+    /// Tokens the draft model decoded per round.
+    pub draft_tokens_per_round: f64,
+    /// Expected tokens per target pass.
+    pub tokens_per_round: f64,
+    pub predicted_speedup: f64,
+    /// Predicted speedup for each fixed draft length 1..=n with no early stop (what to try next).
+    pub by_draft_len: Vec<f64>,
+}
+
+/// Predicts the speedup of speculative runs from their acceptance and the measured costs.
+pub fn predict(costs: &Costs, spec: &[&Report]) -> Prediction {
+    let mut hist: Vec<u64> = Vec::new();
+    let (mut accepted, mut rounds, mut evals) = (0usize, 0u64, 0u64);
+    for r in spec {
+        if hist.len() < r.draft_len_histogram.len() {
+            hist.resize(r.draft_len_histogram.len(), 0);
+        }
+        for (k, &n) in r.draft_len_histogram.iter().enumerate() {
+            hist[k] += n;
+        }
+        accepted += r.accepted;
+        rounds += r.target_passes as u64;
+        evals += r.draft_decoded_tokens;
+    }
+    let alpha = fit_alpha(&hist, accepted);
+    let rounds_f = rounds.max(1) as f64;
+    let p = |k: usize| hist[k] as f64 / rounds_f;
+    let tokens_per_round: f64 = (0..hist.len()).map(|k| p(k) * (1.0 + expected_accepted(alpha, k))).sum();
+    let mean_draft_len: f64 = (0..hist.len()).map(|k| p(k) * k as f64).sum();
+    let draft_tokens_per_round = evals as f64 / rounds_f;
+    let verify_cost: f64 = (0..hist.len()).map(|k| p(k) * costs.verify(k + 1)).sum();
+    let round_cost = draft_tokens_per_round * costs.draft_token_ms + verify_cost;
+    let v1 = costs.verify(1);
+    let predicted_speedup = if round_cost > 0.0 { tokens_per_round * v1 / round_cost } else { 0.0 };
+    let by_draft_len = (1..costs.verify_ms.len())
+        .map(|k| {
+            let cost = k as f64 * costs.draft_token_ms + costs.verify(k + 1);
+            (1.0 + expected_accepted(alpha, k)) * v1 / cost
+        })
+        .collect();
+    Prediction {
+        alpha,
+        c: costs.c,
+        mean_draft_len,
+        draft_tokens_per_round,
+        tokens_per_round,
+        predicted_speedup,
+        by_draft_len,
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct BenchReport {
+    pub options: BenchOptions,
+    /// Generation tokens/s of each counted run.
+    pub baseline_tps: Vec<f64>,
+    pub speculative_tps: Vec<f64>,
+    pub baseline: Spread,
+    pub speculative: Spread,
+    /// Speculative ÷ baseline tokens/s, pair by pair.
+    pub speedup: Spread,
+    pub acceptance_rate: f64,
+    pub mean_accepted_len: f64,
+    pub costs: Costs,
+    pub prediction: Prediction,
+    /// (predicted − measured) ÷ measured median speedup, in percent.
+    pub prediction_error_pct: f64,
+    /// Baseline vs speculative output of the first counted pair.
+    pub comparison: Comparison,
+    pub runs: Vec<Report>,
+}
+
+/// Runs the benchmark of the session's settings. `progress` hears a line before each run.
+pub fn bench(
+    session: &Session,
+    prompt: &[Token],
+    options: &BenchOptions,
+    cancel: &AtomicBool,
+    progress: &mut dyn FnMut(&str),
+) -> Result<BenchReport> {
+    bench_with_costs(session, prompt, session.settings(), options, None, cancel, progress)
+}
+
+/// `bench` with other settings on the session's models and with step costs already measured
+/// (covering batches up to `n_draft + 1`), as a sweep has them for every cell of a pair; `None`
+/// measures them after the runs.
+pub fn bench_with_costs(
+    session: &Session,
+    prompt: &[Token],
+    settings: &ValidSettings,
+    options: &BenchOptions,
+    costs: Option<Costs>,
+    cancel: &AtomicBool,
+    progress: &mut dyn FnMut(&str),
+) -> Result<BenchReport> {
+    if !settings.allows(Mode::Speculative) {
+        return Err(Error::InvalidSettings("a bench needs settings checked for speculative runs".into()));
+    }
+    let total = options.warmup + options.reps.max(1);
+    let mut runs = Vec::new();
+    let mut ignore = |_| {};
+    for i in 0..total {
+        let warm = i < options.warmup;
+        for mode in [Mode::Baseline, Mode::Speculative] {
+            let label =
+                if warm { "warm-up".to_string() } else { format!("rep {}/{}", i - options.warmup + 1, options.reps) };
+            progress(&format!("{label}: {mode}"));
+            let r = session.run_with(mode, prompt, settings, cancel, &mut ignore)?;
+            if !warm {
+                runs.push(r);
+            }
+        }
+    }
+    let costs = match costs {
+        Some(c) if c.verify_ms.len() > settings.n_draft => c,
+        _ => {
+            progress("measuring step costs");
+            session.measure_costs(prompt, settings, settings.n_draft + 1, 7)?
+        }
+    };
+    let base: Vec<&Report> = runs.iter().filter(|r| r.mode == Mode::Baseline).collect();
+    let spec: Vec<&Report> = runs.iter().filter(|r| r.mode == Mode::Speculative).collect();
+    let baseline_tps: Vec<f64> = base.iter().map(|r| r.tokens_per_s).collect();
+    let speculative_tps: Vec<f64> = spec.iter().map(|r| r.tokens_per_s).collect();
+    let ratios: Vec<f64> = base.iter().zip(&spec).filter_map(|(b, s)| speedup(b, s)).collect();
+    let speedup = Spread::of(&ratios);
+    let prediction = predict(&costs, &spec);
+    let drafted: usize = spec.iter().map(|r| r.drafted).sum();
+    let accepted: usize = spec.iter().map(|r| r.accepted).sum();
+    let passes: usize = spec.iter().map(|r| r.target_passes).sum();
+    Ok(BenchReport {
+        options: options.clone(),
+        baseline: Spread::of(&baseline_tps),
+        speculative: Spread::of(&speculative_tps),
+        baseline_tps,
+        speculative_tps,
+        speedup,
+        acceptance_rate: if drafted > 0 { accepted as f64 / drafted as f64 } else { 0.0 },
+        mean_accepted_len: if passes > 0 { accepted as f64 / passes as f64 } else { 0.0 },
+        prediction_error_pct: 100.0 * (prediction.predicted_speedup - speedup.median) / speedup.median,
+        prediction,
+        costs,
+        comparison: compare(base[0], spec[0]),
+        runs,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn alpha_fit_recovers_a_known_acceptance() {
+        // 100 rounds of k = 4 at α = 0.8 accept 100 · (0.8 + 0.64 + 0.512 + 0.4096) on average.
+        let mut hist = vec![0u64; 5];
+        hist[4] = 100;
+        let accepted = (100.0 * expected_accepted(0.8, 4)).round() as usize;
+        let a = fit_alpha(&hist, accepted);
+        assert!((a - 0.8).abs() < 0.002, "{a}");
+        assert_eq!(fit_alpha(&hist, 0), 0.0);
+        assert_eq!(fit_alpha(&hist, 400), 1.0);
+    }
+
+    #[test]
+    fn leviathan_speedup_with_flat_and_rising_verify_cost() {
+        // A free draft and a flat verify curve: the speedup is the expected tokens per round.
+        let flat = Costs { verify_ms: vec![10.0; 5], draft_token_ms: 0.0, c: 0.0 };
+        let mut hist = vec![0u64; 5];
+        hist[4] = 10;
+        let accepted = (10.0 * expected_accepted(0.5, 4)).round() as usize;
+        let r = fake_report(hist.clone(), accepted, 10, 0);
+        let p = predict(&flat, &[&r]);
+        assert!((p.predicted_speedup - p.tokens_per_round).abs() < 1e-9);
+        assert!(p.tokens_per_round > 1.8 && p.tokens_per_round < 2.0, "{}", p.tokens_per_round);
+        // A CPU-like curve (verify 5 ≈ 2.2 × verify 1) and a draft at 0.6 of the target: slower.
+        let cpu = Costs { verify_ms: vec![10.0, 13.0, 16.0, 19.0, 22.0], draft_token_ms: 6.0, c: 0.6 };
+        let r = fake_report(hist, accepted, 10, 40);
+        let p = predict(&cpu, &[&r]);
+        assert!(p.predicted_speedup < 1.0, "{}", p.predicted_speedup);
+        assert_eq!(p.by_draft_len.len(), 4);
+    }
+
+    fn fake_report(hist: Vec<u64>, accepted: usize, passes: usize, evals: u64) -> Report {
+        let json = serde_json::json!({
+            "mode": "speculative", "strategy": "draft", "prompt_tokens": 1, "prompt_ms": 1.0,
+            "generated_tokens": 1, "wall_ms": 1.0, "generation_ms": 1.0, "tokens_per_s": 1.0,
+            "e2e_tokens_per_s": 1.0, "target_passes": passes, "drafted": 0, "accepted": accepted,
+            "acceptance_rate": 0.0, "mean_accepted_len": 0.0, "tokens_per_pass": 0.0, "draft_ms": 0.0,
+            "verify_ms": 0.0, "draft_decoded_tokens": evals, "drafted_by_position": [],
+            "accepted_by_position": [], "draft_len_histogram": hist, "stop_reason": "max_tokens",
+            "text": "", "tokens": [], "margins": [], "sources": [],
+            "target": {"path": "t", "name": "t", "architecture": "a", "quantization": "q", "n_params": 1, "file_size": 1, "mtime": 0},
+            "draft": null,
+            "settings": serde_json::to_value(crate::decoding::settings::Settings::default()).unwrap(),
+            "machine": {"cpu": "x", "arch": "x", "physical_cores": 1, "logical_cores": 1, "memory_total": 1,
+                        "memory_available": 1, "os": "x", "gpu_backend": "cpu"},
+            "started_at": 0
+        });
+        serde_json::from_value(json).unwrap()
+    }
+}

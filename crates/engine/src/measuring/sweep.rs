@@ -1,0 +1,623 @@
+//! Sweeps: targets × drafts × draft lengths × strategies. Each cell is a bench (warm-up, then
+//! repetitions alternating baseline and speculative; medians and spread). Before measuring, every
+//! cell's speedup is *predicted* from the measured step costs and a short probe run; afterwards
+//! the results show predicted next to measured.
+//!
+//! Results are written after every cell (temp file + rename) to `<out>/results.json`, so a sweep
+//! that was killed or quit resumes where it stopped: cells already in the file are not run again.
+//! Pairs the doctor refuses (another vocabulary, too big for memory) are recorded as such, not run.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Instant;
+
+use serde::{Deserialize, Serialize};
+
+use crate::decoding::costs::Costs;
+use crate::decoding::draft::Strategy;
+use crate::decoding::report::Report;
+use crate::decoding::session::Session;
+use crate::decoding::settings::{Mode, Settings, ValidSettings};
+use crate::error::{Error, ErrorInfo, Result};
+use crate::machine::MachineInfo;
+use crate::measuring::bench::{self, expected_accepted, fit_alpha, BenchOptions, Spread};
+
+/// The results file format; a file of another version is refused with a clear error.
+pub const VERSION: u32 = 1;
+/// The results file inside a sweep's folder.
+pub const RESULTS_FILE: &str = "results.json";
+/// Tokens of the probe run that estimates acceptance before a pair is measured.
+const PROBE_TOKENS: usize = 48;
+
+/// What to sweep.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+pub struct SweepSpec {
+    pub targets: Vec<PathBuf>,
+    /// Draft models (used by the `draft-model` and `auto` strategies).
+    pub drafts: Vec<PathBuf>,
+    /// Fixed draft lengths to try.
+    pub n_drafts: Vec<usize>,
+    pub strategies: Vec<Strategy>,
+    pub reps: usize,
+    pub warmup: usize,
+    pub prompt: String,
+    /// Everything else (tokens to generate, context, threads, sampling, …); `n_draft` and
+    /// `strategy` are set per cell.
+    pub settings: Settings,
+    /// Each cell's draft length is the longest the cost-aware adaptive length may choose (the
+    /// setting that never loses to the target alone), rather than a fixed length (experiments).
+    #[serde(default)]
+    pub adaptive: bool,
+}
+
+/// One cell of the grid: indices into the spec's lists.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+pub struct CellKey {
+    pub target: usize,
+    /// None for strategies that need no draft model.
+    pub draft: Option<usize>,
+    pub strategy: Strategy,
+    pub n_draft: usize,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[serde(tag = "state", rename_all = "snake_case")]
+pub enum CellOutcome {
+    Measured {
+        /// Tokens/s.
+        baseline: Spread,
+        speculative: Spread,
+        /// Speculative ÷ baseline, per alternating repetition.
+        speedup: Spread,
+        acceptance_rate: f64,
+        mean_accepted_len: f64,
+        /// Greedy output identical to the target alone (or explained by a near tie).
+        identical: bool,
+    },
+    /// The doctor refused the pair (vocabulary): not run.
+    Incompatible {
+        reason: String,
+    },
+    /// The pair does not fit in memory: not run.
+    TooBig {
+        reason: String,
+    },
+    Failed {
+        error: ErrorInfo,
+    },
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+pub struct CellRecord {
+    pub key: CellKey,
+    pub outcome: CellOutcome,
+    /// Predicted before measuring (none when the pair was not run).
+    pub predicted_speedup: Option<f64>,
+    /// Wall time the cell took, loading excluded.
+    pub seconds: f64,
+}
+
+/// The best setting found for one target.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+pub struct Recommendation {
+    pub target: String,
+    /// None when nothing beat the target alone.
+    pub best: Option<CellKey>,
+    pub speedup: Option<f64>,
+    /// What to do, for people.
+    pub advice: String,
+    /// The same setting with llama.cpp's own tools, when it has one.
+    pub llama_cpp: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+pub struct SweepResults {
+    pub version: u32,
+    pub spec: SweepSpec,
+    pub machine: MachineInfo,
+    /// Seconds since the Unix epoch.
+    pub started_at: u64,
+    pub updated_at: u64,
+    /// Cells measured (or refused) so far, in the order they finished.
+    pub cells: Vec<CellRecord>,
+    /// Predictions made before measuring, for every cell of a pair that loaded.
+    #[serde(default)]
+    pub predictions: Vec<(CellKey, f64)>,
+    pub complete: bool,
+}
+
+/// What a running sweep reports.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum SweepEvent {
+    /// Resumed from a results file: these cells are done already.
+    Resumed { done: usize },
+    /// Loading a pair.
+    Loading { target: String, draft: Option<String> },
+    /// Predicted speedups of the cells about to be measured.
+    Predicted { cells: Vec<(CellKey, f64)> },
+    /// A cell starts.
+    Cell { key: CellKey, label: String },
+    /// A cell finished; `eta_s`: the estimated seconds left.
+    Progress { done: usize, total: usize, eta_s: f64, record: CellRecord },
+    /// A line for logs.
+    Log { message: String },
+}
+
+impl SweepSpec {
+    pub fn validate(&self) -> Result<()> {
+        let bad = |setting: &'static str, m: &str| Err(Error::InvalidSetting { setting, reason: m.to_string() });
+        if self.targets.is_empty() {
+            return bad("targets", "is empty, but a sweep needs at least one target");
+        }
+        if self.strategies.is_empty() {
+            return bad("strategies", "is empty, but a sweep needs at least one strategy");
+        }
+        if self.n_drafts.is_empty() || self.n_drafts.iter().any(|&k| k == 0 || k > crate::decoding::settings::MAX_DRAFT)
+        {
+            return bad("n_drafts", "must each be 1 to 128");
+        }
+        if self.reps == 0 {
+            return bad("reps", "is 0, but must be at least 1");
+        }
+        if self.drafts.is_empty() && self.strategies.contains(&Strategy::DraftModel) {
+            return bad("drafts", "is empty, but the draft strategy needs at least one draft");
+        }
+        if self.strategies.contains(&Strategy::NgramMap) && self.settings.ngram_map.is_none() {
+            return bad("ngram_map", "is needed by the ngram-map strategy");
+        }
+        let mut s = self.settings.clone();
+        s.n_draft = self.n_drafts.iter().copied().max().unwrap_or(1);
+        s.validate(Mode::Speculative).map(drop)
+    }
+
+    /// Every cell, in the order they run: by target, then draft (draftless strategies first), then
+    /// strategy and draft length.
+    pub fn cells(&self) -> Vec<CellKey> {
+        let mut out = Vec::new();
+        for t in 0..self.targets.len() {
+            for draft in std::iter::once(None).chain((0..self.drafts.len()).map(Some)) {
+                for &strategy in &self.strategies {
+                    // `auto` without a draft would be the n-gram strategies again.
+                    if strategy.uses_draft_model() != draft.is_some() {
+                        continue;
+                    }
+                    for &n_draft in &self.n_drafts {
+                        out.push(CellKey { target: t, draft, strategy, n_draft });
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    /// The settings of one cell, checked.
+    pub fn cell_settings(&self, key: &CellKey) -> Result<ValidSettings> {
+        Settings { strategy: key.strategy, n_draft: key.n_draft, adaptive: self.adaptive, ..self.settings.clone() }
+            .validate(Mode::Speculative)
+    }
+
+    pub fn label(&self, key: &CellKey) -> String {
+        format!(
+            "{} + {} · {} k={}",
+            file_label(&self.targets[key.target]),
+            key.draft.map_or_else(|| "no draft".to_string(), |d| file_label(&self.drafts[d])),
+            key.strategy.name(),
+            key.n_draft
+        )
+    }
+}
+
+/// A short name for a model file: its file name without `.gguf`.
+pub fn file_label(p: &Path) -> String {
+    let name = p.file_name().map_or_else(|| p.display().to_string(), |n| n.to_string_lossy().into_owned());
+    name.strip_suffix(".gguf").map(str::to_string).unwrap_or(name)
+}
+
+impl SweepResults {
+    fn new(spec: SweepSpec) -> Self {
+        let now = crate::paths::now_secs();
+        SweepResults {
+            version: VERSION,
+            spec,
+            machine: MachineInfo::now(),
+            started_at: now,
+            updated_at: now,
+            cells: Vec::new(),
+            predictions: Vec::new(),
+            complete: false,
+        }
+    }
+
+    pub fn save(&self, path: &Path) -> Result<()> {
+        let bytes = serde_json::to_vec_pretty(self).map_err(|e| Error::Chart(e.to_string()))?;
+        crate::paths::write_atomically(path, &bytes)
+    }
+
+    pub fn record(&self, key: &CellKey) -> Option<&CellRecord> {
+        self.cells.iter().find(|c| c.key == *key)
+    }
+
+    pub fn predicted(&self, key: &CellKey) -> Option<f64> {
+        self.predictions.iter().find(|(k, _)| k == key).map(|(_, p)| *p)
+    }
+
+    /// The best measured cell of a target (by its label), whatever its output.
+    pub fn best_cell(&self, target_label: &str) -> Option<CellKey> {
+        self.measured()
+            .filter(|(k, _)| file_label(&self.spec.targets[k.target]) == target_label)
+            .max_by(|a, b| a.1.median.total_cmp(&b.1.median))
+            .map(|(k, _)| k)
+    }
+
+    /// Measured cells whose output matched the target alone, with their speedups.
+    pub fn measured(&self) -> impl Iterator<Item = (CellKey, Spread)> + '_ {
+        self.cells.iter().filter_map(|c| match &c.outcome {
+            CellOutcome::Measured { speedup, identical: true, .. } => Some((c.key, *speedup)),
+            _ => None,
+        })
+    }
+
+    /// The best setting per target (only settings whose output matched the target alone count).
+    pub fn recommendations(&self) -> Vec<Recommendation> {
+        let spec = &self.spec;
+        (0..spec.targets.len())
+            .map(|t| {
+                let target = file_label(&spec.targets[t]);
+                let best =
+                    self.measured().filter(|(k, _)| k.target == t).max_by(|a, b| a.1.median.total_cmp(&b.1.median));
+                match best {
+                    Some((key, speedup)) if speedup.median > 1.0 => Recommendation {
+                        advice: format!(
+                            "{} with {} (k={}): {:.2}× (runs {:.2}–{:.2}×)",
+                            target,
+                            key.draft.map_or_else(
+                                || key.strategy.name().to_string(),
+                                |d| format!("draft {} ({})", file_label(&spec.drafts[d]), key.strategy.name())
+                            ),
+                            key.n_draft,
+                            speedup.median,
+                            speedup.min,
+                            speedup.max
+                        ),
+                        llama_cpp: llama_cpp_command(spec, &key),
+                        target,
+                        best: Some(key),
+                        speedup: Some(speedup.median),
+                    },
+                    Some((_, speedup)) => Recommendation {
+                        advice: format!(
+                            "{target}: no setting beat the target alone (best {:.2}×): run it without speculation",
+                            speedup.median
+                        ),
+                        target,
+                        best: None,
+                        speedup: Some(speedup.median),
+                        llama_cpp: None,
+                    },
+                    None => Recommendation {
+                        advice: format!("{target}: nothing measured"),
+                        target,
+                        best: None,
+                        speedup: None,
+                        llama_cpp: None,
+                    },
+                }
+            })
+            .collect()
+    }
+}
+
+/// The setting as a llama.cpp command line (llama-server for a draft model, llama-lookup for
+/// n-gram drafting); none for `auto`, which llama.cpp has no equivalent of.
+pub fn llama_cpp_command(spec: &SweepSpec, key: &CellKey) -> Option<String> {
+    let s = &spec.settings;
+    let target = spec.targets[key.target].display();
+    let ngl = match s.gpu_layers {
+        crate::decoding::llama::GpuLayers::All => "99".to_string(),
+        crate::decoding::llama::GpuLayers::Count(n) => n.to_string(),
+    };
+    match key.strategy {
+        Strategy::DraftModel => {
+            let draft = spec.drafts[key.draft?].display();
+            Some(format!(
+                "llama-server -m {target} -md {draft} -ngl {ngl} -ngld {ngl} -c {} --draft-max {} --draft-min 0 --draft-p-min {}",
+                s.n_ctx, key.n_draft, s.p_min
+            ))
+        }
+        Strategy::PromptLookup => Some(format!(
+            "llama-lookup -m {target} -ngl {ngl} -c {} --draft {} -p \"…\"",
+            s.n_ctx, key.n_draft
+        )),
+        Strategy::NgramCache => Some(format!(
+            "llama-lookup -m {target} -ngl {ngl} -c {} --draft {} -lcd ngram-cache.bin -p \"…\"",
+            s.n_ctx, key.n_draft
+        )),
+        Strategy::NgramMap => Some(format!(
+            "llama-lookup-create -m {target} -f CORPUS.txt -lcs ngram-static.bin && llama-lookup -m {target} -ngl {ngl} -c {} --draft {} -lcs ngram-static.bin -p \"…\"",
+            s.n_ctx, key.n_draft
+        )),
+        Strategy::Auto => None,
+    }
+}
+
+/// The predicted speedup of drafting `k` tokens per round, from a probe run's acceptance and the
+/// measured costs: Leviathan's expected tokens per round, against the measured verify cost of a
+/// batch of k + 1 (not a flat cost), for the share of rounds that drafted at all.
+pub fn predict_cell(costs: &Costs, probe: &Report, k: usize, model_drafts: bool) -> f64 {
+    let rounds = probe.target_passes.max(1) as f64;
+    let drafting_rounds = probe.draft_len_histogram.iter().skip(1).sum::<u64>() as f64;
+    let f = (drafting_rounds / rounds).clamp(0.0, 1.0);
+    let alpha = fit_alpha(&probe.draft_len_histogram, probe.accepted);
+    // Draft-model tokens decoded per drafted token (1 for a plain draft model; less in `auto`,
+    // where n-gram drafts cost nothing).
+    let decode_share = if model_drafts && probe.drafted > 0 {
+        (probe.draft_decoded_tokens as f64 / probe.drafted as f64).min(1.5)
+    } else {
+        0.0
+    };
+    let v1 = costs.verify(1);
+    let tokens = f * (1.0 + expected_accepted(alpha, k)) + (1.0 - f);
+    let cost = f * (k as f64 * decode_share * costs.draft_token_ms + costs.verify(k + 1)) + (1.0 - f) * v1;
+    if cost > 0.0 {
+        tokens * v1 / cost
+    } else {
+        0.0
+    }
+}
+
+/// Runs (or resumes) a sweep, writing `<out>/results.json` after every cell. Returns the results;
+/// when cancelled, the cells finished so far are kept and `complete` is false.
+pub fn run(
+    spec: &SweepSpec,
+    out: &Path,
+    cancel: &AtomicBool,
+    on_event: &mut dyn FnMut(SweepEvent),
+) -> Result<SweepResults> {
+    spec.validate()?;
+    for p in spec.targets.iter().chain(&spec.drafts) {
+        if !p.is_file() {
+            return Err(Error::NotFound { path: p.clone() });
+        }
+    }
+    let path = out.join(RESULTS_FILE);
+    let mut results = if path.exists() {
+        let r = SweepResults::load(&path)?;
+        if r.spec != *spec {
+            return Err(Error::InvalidSettings(format!(
+                "{} holds another sweep (different models or settings): choose another folder, or delete it to start over",
+                out.display()
+            )));
+        }
+        on_event(SweepEvent::Resumed { done: r.cells.len() });
+        r
+    } else {
+        SweepResults::new(spec.clone())
+    };
+    results.complete = false;
+    let all = spec.cells();
+    let total = all.len();
+    // Groups of cells that share loaded models, in order.
+    let mut groups: Vec<(PairIds, Vec<CellKey>)> = Vec::new();
+    for key in all.iter().filter(|k| results.record(k).is_none()) {
+        let id = (key.target, key.draft);
+        match groups.iter_mut().find(|(g, _)| *g == id) {
+            Some((_, v)) => v.push(*key),
+            None => groups.push((id, vec![*key])),
+        }
+    }
+    // How much work each pair is: the bytes of its models (generation reads all the weights
+    // for every token), so the time of pairs not measured yet scales from those that were.
+    // Plus a fixed allowance for what does not scale with the weights (per-token graph work,
+    // sampling over the vocabulary): worth about 256 MiB of weights on the machines measured.
+    let bytes = |p: &Path| std::fs::metadata(p).map_or(1.0, |m| m.len() as f64);
+    let weight =
+        |(t, d): PairIds| bytes(&spec.targets[t]) + d.map_or(0.0, |d| bytes(&spec.drafts[d])) + f64::from(256u32 << 20);
+    let mut timing = Timing::default();
+    // The doctor first, for every pair (headers only): refused pairs are recorded at once and
+    // cost nothing, so the heat map shows them from the start and the ETA leaves them out.
+    let mut runnable = Vec::new();
+    for (ids, keys) in groups {
+        let draft = ids.1.map(|d| spec.drafts[d].as_path());
+        match Session::check(&spec.targets[ids.0], draft, spec.settings.n_ctx) {
+            Ok(()) => {
+                timing.pending.push(ids);
+                timing.weights.insert(ids, weight(ids));
+                runnable.push((ids, keys));
+            }
+            Err(e) => {
+                for key in keys {
+                    record_refusal(&mut results, &path, key, &e, total, &timing, &all, on_event)?;
+                }
+            }
+        }
+    }
+    for ((t, d), keys) in runnable {
+        timing.pending.retain(|&g| g != (t, d));
+        let group_started = Instant::now();
+        if cancel.load(Ordering::Relaxed) {
+            break;
+        }
+        let target = &spec.targets[t];
+        let draft = d.map(|d| spec.drafts[d].as_path());
+        on_event(SweepEvent::Loading { target: file_label(target), draft: draft.map(file_label) });
+        // Predict every cell of the pair first: costs (measured once, cached) and a short probe
+        // per strategy at the longest draft length.
+        let max_k = keys.iter().map(|k| k.n_draft).max().unwrap_or(1);
+        // `Session::load` checks again (memory now, before each pair loads).
+        let loaded = spec.cell_settings(&CellKey { n_draft: max_k, ..keys[0] }).and_then(|cost_settings| {
+            let pair = Session::load(target, draft, cost_settings)?;
+            let prompt = pair.prompt_tokens(&spec.prompt, spec.settings.raw)?;
+            Ok((pair, prompt))
+        });
+        let (pair, prompt) = match loaded {
+            Ok(x) => x,
+            Err(e) => {
+                for key in keys {
+                    record_refusal(&mut results, &path, key, &e, total, &timing, &all, on_event)?;
+                }
+                continue;
+            }
+        };
+        let mut predictions = Vec::new();
+        let mut pair_costs = None;
+        match pair.costs(&prompt, pair.settings()) {
+            Ok(costs) => {
+                pair_costs = Some(costs.clone());
+                let mut strategies: Vec<Strategy> = keys.iter().map(|k| k.strategy).collect();
+                strategies.dedup();
+                for strategy in strategies {
+                    // The probe drafts every round at the longest length: it measures acceptance.
+                    let probe_settings =
+                        spec.cell_settings(&CellKey { target: t, draft: d, strategy, n_draft: max_k }).and_then(|s| {
+                            Settings { n_predict: s.n_predict.min(PROBE_TOKENS), adaptive: false, ..s.into_inner() }
+                                .validate(Mode::Speculative)
+                        });
+                    let Ok(probe_settings) = probe_settings else { continue };
+                    let probe = pair.run_with(Mode::Speculative, &prompt, &probe_settings, cancel, &mut |_| {});
+                    let Ok(probe) = probe else { continue };
+                    let model_drafts = pair.drafts_with_model(&probe_settings);
+                    for key in keys.iter().filter(|k| k.strategy == strategy) {
+                        predictions.push((*key, predict_cell(&costs, &probe, key.n_draft, model_drafts)));
+                    }
+                }
+            }
+            Err(e) => on_event(SweepEvent::Log { message: format!("could not measure costs: {e}") }),
+        }
+        timing.predicted.extend(predictions.iter().copied());
+        if !predictions.is_empty() {
+            results.predictions.retain(|(k, _)| !predictions.iter().any(|(p, _)| p == k));
+            results.predictions.extend(predictions.iter().copied());
+            on_event(SweepEvent::Predicted { cells: predictions.clone() });
+        }
+        timing.overheads.push((group_started.elapsed().as_secs_f64(), weight((t, d))));
+        for key in keys {
+            if cancel.load(Ordering::Relaxed) {
+                break;
+            }
+            on_event(SweepEvent::Cell { key, label: spec.label(&key) });
+            let t0 = Instant::now();
+            let options = BenchOptions { reps: spec.reps, warmup: spec.warmup };
+            let measured = spec.cell_settings(&key).and_then(|settings| {
+                // A draft model's token cost depends on whether the cell drafts with it; the pair's
+                // costs were measured for the first strategy's case.
+                let costs =
+                    pair_costs.clone().filter(|c| (c.draft_token_ms > 0.0) == pair.drafts_with_model(&settings));
+                bench::bench_with_costs(&pair, &prompt, &settings, &options, costs, cancel, &mut |m| {
+                    on_event(SweepEvent::Log { message: m.to_string() })
+                })
+            });
+            if cancel.load(Ordering::Relaxed) {
+                break; // a cancelled cell is not recorded: a resume runs it again
+            }
+            let outcome = match measured {
+                Ok(b) => CellOutcome::Measured {
+                    baseline: b.baseline,
+                    speculative: b.speculative,
+                    speedup: b.speedup,
+                    acceptance_rate: b.acceptance_rate,
+                    mean_accepted_len: b.mean_accepted_len,
+                    identical: b.comparison.identical || b.comparison.divergence.as_ref().is_some_and(|d| d.near_tie),
+                },
+                Err(e) => CellOutcome::Failed { error: e.info() },
+            };
+            let seconds = t0.elapsed().as_secs_f64();
+            timing.cells.push((seconds, timing.cell_weight(&key)));
+            let predicted_speedup = predictions.iter().find(|(k, _)| *k == key).map(|(_, p)| *p);
+            let record = CellRecord { key, outcome, predicted_speedup, seconds };
+            results.cells.push(record.clone());
+            results.updated_at = crate::paths::now_secs();
+            results.save(&path)?;
+            let eta_s = timing.eta(&results, &all);
+            on_event(SweepEvent::Progress { done: results.cells.len(), total, eta_s, record });
+        }
+    }
+    results.complete = all.iter().all(|k| results.record(k).is_some());
+    results.updated_at = crate::paths::now_secs();
+    results.save(&path)?;
+    Ok(results)
+}
+
+/// A target and a draft (none for draftless strategies), as indices into the spec.
+type PairIds = (usize, Option<usize>);
+
+/// What the sweep has taken so far, for its estimate of the time left.
+#[derive(Default)]
+struct Timing {
+    /// (seconds, cell weight) of each cell measured in this session.
+    cells: Vec<(f64, f64)>,
+    /// (seconds, pair weight) of each pair's loading, cost measurement and probes.
+    overheads: Vec<(f64, f64)>,
+    /// Pairs that will run and have not started.
+    pending: Vec<PairIds>,
+    /// Pair weights: the bytes of their models (see `run`).
+    weights: std::collections::HashMap<PairIds, f64>,
+    /// Predicted speedups of the cells predicted so far.
+    predicted: std::collections::HashMap<CellKey, f64>,
+}
+
+impl Timing {
+    /// A cell's work: its pair's weight × (1 + 1/predicted speedup), since a cell runs the
+    /// baseline and the speculative generation alike often (an unpredicted cell counts as 1×).
+    fn cell_weight(&self, key: &CellKey) -> f64 {
+        let pair = self.weights.get(&(key.target, key.draft)).copied().unwrap_or(0.0);
+        let p = self.predicted.get(key).copied().unwrap_or(1.0).max(0.2);
+        pair * (1.0 + 1.0 / p)
+    }
+
+    /// Seconds left: the work left times the seconds per unit of work measured so far, for the
+    /// cells and for loading the pairs not started (0 until a cell has been measured).
+    fn eta(&self, results: &SweepResults, all: &[CellKey]) -> f64 {
+        let rate = |v: &[(f64, f64)]| {
+            let w: f64 = v.iter().map(|x| x.1).sum();
+            if w > 0.0 {
+                v.iter().map(|x| x.0).sum::<f64>() / w
+            } else {
+                0.0
+            }
+        };
+        if self.cells.is_empty() {
+            return 0.0;
+        }
+        let cells_left: f64 = all
+            .iter()
+            .filter(|k| results.record(k).is_none() && self.weights.contains_key(&(k.target, k.draft)))
+            .map(|k| self.cell_weight(k))
+            .sum();
+        let loads_left: f64 = self.pending.iter().map(|g| self.weights.get(g).copied().unwrap_or(0.0)).sum();
+        rate(&self.cells) * cells_left + rate(&self.overheads) * loads_left
+    }
+}
+
+/// Records a cell of a pair that cannot run (the doctor refused it, or it failed to load).
+#[allow(clippy::too_many_arguments)]
+fn record_refusal(
+    results: &mut SweepResults,
+    path: &Path,
+    key: CellKey,
+    e: &Error,
+    total: usize,
+    timing: &Timing,
+    all: &[CellKey],
+    on_event: &mut dyn FnMut(SweepEvent),
+) -> Result<()> {
+    let outcome = match e {
+        Error::Incompatible { reason } => CellOutcome::Incompatible { reason: reason.clone() },
+        Error::OutOfMemory { reason } => CellOutcome::TooBig { reason: reason.clone() },
+        _ => CellOutcome::Failed { error: e.info() },
+    };
+    let record = CellRecord { key, outcome, predicted_speedup: None, seconds: 0.0 };
+    results.cells.push(record.clone());
+    results.updated_at = crate::paths::now_secs();
+    results.save(path)?;
+    let eta_s = timing.eta(results, all);
+    on_event(SweepEvent::Progress { done: results.cells.len(), total, eta_s, record });
+    Ok(())
+}

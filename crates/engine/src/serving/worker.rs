@@ -1,0 +1,277 @@
+//! The engine worker: a process that owns the loaded models and runs jobs, speaking JSON lines on
+//! stdin/stdout. The desktop app starts its own executable in worker mode (and `draftlab worker`
+//! is the same loop), so a llama.cpp abort on a strange file, or the OOM killer, ends the worker
+//! and never the window.
+//!
+//! Requests (one JSON object per line on stdin), each with an `id` the replies repeat:
+//! `{"id":1,"cmd":"run","target":"T.gguf","draft":"D.gguf","mode":"speculative","prompt":"…","settings":{…}}`
+//! `{"id":2,"cmd":"cancel","job":1}` — cooperative: the run stops between rounds and reports.
+//! `{"id":3,"cmd":"unload"}`, `{"id":4,"cmd":"ping"}`, `{"id":5,"cmd":"shutdown"}`.
+//!
+//! Replies (one JSON object per line on stdout): `{"id":1,"type":"loading",…}`,
+//! `{"id":1,"type":"loaded",…}`, `{"id":1,"type":"event","event":{…}}` for every engine event (the
+//! last one is `done` with the report), `{"id":1,"type":"error","error":{code,message,hint}}`,
+//! `{"id":4,"type":"pong"}`. Loaded models stay warm between runs that use the same files and
+//! context; anything else loads afresh.
+
+use std::collections::HashMap;
+use std::io::{BufRead, Write};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{mpsc, Arc, Mutex};
+use std::time::Instant;
+
+use serde::{Deserialize, Serialize};
+
+use crate::decoding::generate::Event;
+use crate::decoding::llama::ModelId;
+use crate::decoding::session::Session;
+use crate::decoding::settings::{Mode, Settings};
+use crate::error::{Error, ErrorCode, ErrorInfo};
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(tag = "cmd", rename_all = "snake_case")]
+pub enum Command {
+    /// Loads the pair (unless it is already warm) and generates.
+    Run {
+        target: PathBuf,
+        #[serde(default)]
+        draft: Option<PathBuf>,
+        mode: Mode,
+        prompt: String,
+        settings: Settings,
+    },
+    /// Runs (or resumes) a sweep into the folder `out` (see `sweep::run`); frees warm models first.
+    Sweep {
+        spec: crate::measuring::sweep::SweepSpec,
+        out: PathBuf,
+    },
+    /// Stops job `job` between rounds (its report says `cancelled`).
+    Cancel {
+        job: u64,
+    },
+    /// Frees the loaded models.
+    Unload,
+    Ping,
+    Shutdown,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Request {
+    pub id: u64,
+    #[serde(flatten)]
+    pub command: Command,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Reply {
+    /// Loading models (they were not warm).
+    Loading {
+        target: PathBuf,
+        draft: Option<PathBuf>,
+    },
+    Loaded {
+        target: ModelId,
+        draft: Option<ModelId>,
+        load_ms: f64,
+        warm: bool,
+    },
+    Event {
+        event: Event,
+    },
+    Error {
+        error: ErrorInfo,
+    },
+    /// Progress of a sweep job.
+    Sweep {
+        event: crate::measuring::sweep::SweepEvent,
+    },
+    /// A sweep job ended (all cells done, or cancelled); its results are in its folder.
+    SweepDone {
+        complete: bool,
+    },
+    Pong,
+    /// The worker stopped on request.
+    Bye,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Message {
+    pub id: u64,
+    #[serde(flatten)]
+    pub reply: Reply,
+}
+
+/// The files a warm session was loaded from (with the context it was checked for).
+#[derive(Debug, Clone, PartialEq)]
+struct LoadKey {
+    target: PathBuf,
+    draft: Option<PathBuf>,
+    n_ctx: u32,
+}
+
+/// Cancel flags by job id; a cancel that arrives before its job starts is kept for it.
+#[derive(Default)]
+struct CancelFlags(Mutex<HashMap<u64, Arc<AtomicBool>>>);
+
+impl CancelFlags {
+    fn flag(&self, job: u64) -> Arc<AtomicBool> {
+        let mut m = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        Arc::clone(m.entry(job).or_default())
+    }
+
+    fn cancel(&self, job: u64) {
+        self.flag(job).store(true, Ordering::Relaxed);
+    }
+
+    fn forget(&self, job: u64) {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).remove(&job);
+    }
+}
+
+/// Writes replies, one line each, flushed at once (the reader is waiting for them) except a round's
+/// `step` statistics, which travel with the next token: one pipe write and one wake-up of the app
+/// per token, not two (the app's threads share the cores with generation).
+pub struct Output<W: Write> {
+    out: W,
+}
+
+impl<W: Write> Output<W> {
+    pub fn new(out: W) -> Self {
+        Output { out }
+    }
+
+    pub fn send(&mut self, id: u64, reply: Reply) {
+        let flush = !matches!(reply, Reply::Event { event: Event::Step { .. } });
+        let msg = Message { id, reply };
+        // Serialising our own types cannot fail; a closed stdout means the app is gone: stop.
+        let line = serde_json::to_string(&msg).expect("replies serialise");
+        if writeln!(self.out, "{line}").and_then(|()| if flush { self.out.flush() } else { Ok(()) }).is_err() {
+            std::process::exit(0);
+        }
+    }
+}
+
+/// Runs the worker loop on stdin/stdout until `shutdown` or the end of stdin.
+pub fn serve_stdio() {
+    serve(std::io::BufReader::new(std::io::stdin()), std::io::stdout().lock());
+}
+
+/// The worker loop over any line source and sink. A reader thread takes requests as they come
+/// (so `cancel` reaches a running job); jobs run one at a time on this thread.
+pub fn serve<R: BufRead + Send + 'static, W: Write>(input: R, output: W) {
+    let mut out = Output::new(output);
+    let cancels = Arc::new(CancelFlags::default());
+    let (tx, rx) = mpsc::channel::<Result<Request, String>>();
+    {
+        let cancels = Arc::clone(&cancels);
+        std::thread::spawn(move || {
+            for line in input.lines() {
+                let Ok(line) = line else { break };
+                if line.trim().is_empty() {
+                    continue;
+                }
+                match serde_json::from_str::<Request>(&line) {
+                    Ok(Request { command: Command::Cancel { job }, .. }) => cancels.cancel(job),
+                    Ok(r) => {
+                        if tx.send(Ok(r)).is_err() {
+                            break;
+                        }
+                    }
+                    Err(e) => {
+                        let _ = tx.send(Err(format!("bad request {line:?}: {e}")));
+                    }
+                }
+            }
+        });
+    }
+    let mut warm: Option<(LoadKey, Session)> = None;
+    for request in rx {
+        let request = match request {
+            Ok(r) => r,
+            Err(message) => {
+                let e = ErrorInfo::new(ErrorCode::BadRequest, message, "This is a bug in the caller.");
+                out.send(0, Reply::Error { error: e });
+                continue;
+            }
+        };
+        let id = request.id;
+        match request.command {
+            Command::Ping => out.send(id, Reply::Pong),
+            Command::Shutdown => {
+                out.send(id, Reply::Bye);
+                return;
+            }
+            Command::Unload => {
+                warm = None;
+                out.send(id, Reply::Pong);
+            }
+            Command::Cancel { .. } => {}
+            Command::Sweep { spec, out: dir } => {
+                warm = None; // a sweep loads its own pairs; never hold two sets of models
+                let cancel = cancels.flag(id);
+                match crate::measuring::sweep::run(&spec, &dir, &cancel, &mut |event| {
+                    out.send(id, Reply::Sweep { event })
+                }) {
+                    Ok(r) => out.send(id, Reply::SweepDone { complete: r.complete }),
+                    Err(e) => out.send(id, Reply::Error { error: e.info() }),
+                }
+                cancels.forget(id);
+            }
+            Command::Run { target, draft, mode, prompt, settings } => {
+                let cancel = cancels.flag(id);
+                let result = run_job(&mut out, id, &mut warm, target, draft, mode, &prompt, settings, &cancel);
+                if let Err(e) = result {
+                    out.send(id, Reply::Error { error: e.info() });
+                }
+                cancels.forget(id);
+            }
+        }
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn run_job<W: Write>(
+    out: &mut Output<W>,
+    id: u64,
+    warm: &mut Option<(LoadKey, Session)>,
+    target: PathBuf,
+    draft: Option<PathBuf>,
+    mode: Mode,
+    prompt: &str,
+    settings: Settings,
+    cancel: &AtomicBool,
+) -> Result<(), Error> {
+    let settings = settings.validate(mode)?;
+    // Only strategies that draft with a model need the draft loaded.
+    let draft = draft.filter(|_| mode == Mode::Speculative && settings.strategy.uses_draft_model());
+    let key = LoadKey { target, draft, n_ctx: settings.n_ctx };
+    let t0 = Instant::now();
+    let reuse = match warm.as_mut() {
+        Some((k, session)) if *k == key && session.serves(&settings) => {
+            session.set_settings(settings.clone())?;
+            true
+        }
+        _ => false,
+    };
+    if !reuse {
+        *warm = None; // free the old pair before loading the new one
+        out.send(id, Reply::Loading { target: key.target.clone(), draft: key.draft.clone() });
+        let session = Session::load(&key.target, key.draft.as_deref(), settings)?;
+        *warm = Some((key, session));
+    }
+    let (_, session) = warm.as_ref().expect("loaded above");
+    out.send(
+        id,
+        Reply::Loaded {
+            target: session.target().id.clone(),
+            draft: session.draft().map(|d| d.id.clone()),
+            load_ms: t0.elapsed().as_secs_f64() * 1e3,
+            warm: reuse,
+        },
+    );
+    let tokens = session.tokenize(prompt)?;
+    session.run(mode, &tokens, cancel, &mut |event| out.send(id, Reply::Event { event }))?;
+    Ok(())
+}

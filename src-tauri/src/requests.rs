@@ -1,0 +1,22 @@
+//! What the page asks the app to run, as saved with the results it gave.
+
+use std::path::PathBuf;
+
+use draftlab_engine::decoding::settings::{Mode, Settings};
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, Serialize, Deserialize, ts_rs::TS)]
+pub struct RunRequest {
+    pub target: PathBuf,
+    #[serde(default)]
+    pub draft: Option<PathBuf>,
+    pub prompt: String,
+    /// In order; `[baseline, speculative]` runs both and compares them.
+    pub modes: Vec<Mode>,
+    pub settings: Settings,
+    /// Draw charts while it runs (tokens/s over time) and after (acceptance, lengths, speedup);
+    /// on unless `false`.
+    #[serde(default)]
+    #[ts(optional)]
+    pub charts: Option<bool>,
+}

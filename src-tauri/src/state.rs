@@ -1,0 +1,40 @@
+//! What the app keeps between commands: the engine worker, the run in progress, where runs and
+//! sweeps are saved, downloads.
+
+use std::path::PathBuf;
+
+use crate::workers::{Workers, WORKER_FLAG};
+use crate::{history, models};
+
+/// What the app keeps between commands.
+pub struct AppState {
+    pub workers: Workers,
+    /// The worker job of the run in progress (for cancel).
+    pub current_job: std::sync::Mutex<Option<u64>>,
+    pub history_dir: PathBuf,
+    /// Where sweeps are kept, one folder each.
+    pub sweeps_dir: PathBuf,
+    pub downloads: models::Downloads,
+    /// Where downloads go and come from (the Hugging Face cache and hub by default).
+    pub hub: draftlab_engine::files::hub::HubOptions,
+}
+
+impl AppState {
+    /// The app's state with workers started from this executable.
+    pub fn for_this_exe() -> Self {
+        let exe = std::env::current_exe().unwrap_or_else(|_| PathBuf::from("draftlab-app"));
+        AppState::new(exe, vec![WORKER_FLAG.into()], history::default_dir())
+    }
+
+    pub fn new(worker_exe: PathBuf, worker_args: Vec<String>, history_dir: PathBuf) -> Self {
+        AppState {
+            workers: Workers::new(worker_exe, worker_args),
+            current_job: std::sync::Mutex::new(None),
+            // Next to the runs: `<data>/sweeps` for the app's `<data>/runs`.
+            sweeps_dir: history_dir.parent().map_or_else(|| history_dir.join("sweeps"), |p| p.join("sweeps")),
+            history_dir,
+            downloads: models::Downloads::default(),
+            hub: draftlab_engine::files::hub::HubOptions::default(),
+        }
+    }
+}
