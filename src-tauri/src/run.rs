@@ -143,12 +143,7 @@ impl Frame {
                 }
                 self.stats.tokens += 1;
                 self.token_ms.push(self.started.elapsed().as_secs_f32() * 1e3);
-                self.tokens.push(TokenView {
-                    text: text.clone(),
-                    source: *source,
-                    step: *step,
-                    strategy: *strategy,
-                });
+                self.tokens.push(TokenView { text: text.clone(), source: *source, step: *step, strategy: *strategy });
             }
             Event::Step { drafted, accepted, draft_ms, verify_ms, .. } => {
                 let s = &mut self.stats;

@@ -31,6 +31,27 @@ impl Costs {
         let i = b.clamp(1, self.verify_ms.len()) - 1;
         self.verify_ms[i]
     }
+
+    /// V(b) beyond the measured curve too: the last measured step's slope carries on.
+    fn verify_extrapolated(&self, b: usize) -> f64 {
+        let n = self.verify_ms.len();
+        if b <= n || n < 2 {
+            return self.verify(b);
+        }
+        let slope = (self.verify_ms[n - 1] - self.verify_ms[n - 2]).max(0.0);
+        self.verify_ms[n - 1] + (b - n) as f64 * slope
+    }
+
+    /// The draft model's time to decode `n` tokens in one batch (catching up on what it missed
+    /// while other drafters ran): its one-token time scaled as the target's batches scale on this
+    /// machine. Decoding 1 token costs `draft_token_ms`.
+    pub fn catch_up_ms(&self, n: usize) -> f64 {
+        let v1 = self.verify(1);
+        if n == 0 || v1 <= 0.0 {
+            return 0.0;
+        }
+        self.draft_token_ms * self.verify_extrapolated(n) / v1
+    }
 }
 
 /// Measures the target's verify curve for batches 1..=max_batch and the draft's one-token time, in

@@ -446,11 +446,15 @@ fn propose(
     for (i, d) in drafters.iter_mut().enumerate() {
         if d.is_cheap() {
             let p = d.propose(context, max)?;
-            candidates.push(Candidate { bucket: (i, p.match_len), max: p.tokens.len(), token_ms: 0.0 });
+            candidates.push(Candidate { bucket: (i, p.match_len), max: p.tokens.len(), token_ms: 0.0, setup_ms: 0.0 });
             offers.push(Some(p));
         } else {
-            // A model costs time per drafted token: decide the length before drafting.
-            candidates.push(Candidate { bucket: (i, 0), max, token_ms: s.costs().draft_token_ms });
+            // A model costs time per drafted token, and first the tokens it missed while other
+            // drafters ran (its first drafted token comes with them): decide before drafting.
+            let costs = s.costs();
+            let token_ms = costs.draft_token_ms;
+            let setup_ms = (costs.catch_up_ms(d.catch_up_tokens(context)) - token_ms).max(0.0);
+            candidates.push(Candidate { bucket: (i, 0), max, token_ms, setup_ms });
             offers.push(None);
         }
     }

@@ -22,14 +22,14 @@ use crate::files::gguf::{GgufFile, ModelSummary};
 /// A token id.
 pub type Token = i32;
 
-static BACKEND: OnceLock<std::result::Result<LlamaBackend, String>> = OnceLock::new();
+static BACKEND: OnceLock<Result<LlamaBackend>> = OnceLock::new();
 
 /// The process-wide llama.cpp backend, initialised on first use. llama.cpp's own log goes nowhere
 /// unless `DRAFTLAB_LLAMA_LOG=1` (our errors carry the reasons).
 pub fn backend() -> Result<&'static LlamaBackend> {
     BACKEND
         .get_or_init(|| {
-            let mut b = LlamaBackend::init().map_err(|e| e.to_string())?;
+            let mut b = LlamaBackend::init().map_err(|e| Error::Llama(e.to_string()))?;
             if std::env::var_os("DRAFTLAB_LLAMA_LOG").is_none_or(|v| v == "0") {
                 b.void_logs();
             }

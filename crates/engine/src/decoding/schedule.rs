@@ -40,6 +40,9 @@ pub struct Candidate {
     pub max: usize,
     /// What each drafted token costs (0 for n-gram drafters).
     pub token_ms: f64,
+    /// What drafting at all costs this round besides that: a draft model that sat out rounds
+    /// must first decode what it missed (see `Costs::catch_up_ms`); 0 for n-gram drafters.
+    pub setup_ms: f64,
 }
 
 #[derive(Debug, Clone)]
@@ -77,19 +80,21 @@ impl Scheduler {
         (acc as f64 + PRIOR_ACCEPT) / (reached as f64 + PRIOR_ACCEPT + PRIOR_REJECT)
     }
 
-    /// Expected tokens per millisecond of a round that drafts k tokens at `token_ms` each.
-    pub fn rate(&self, bucket: Bucket, k: usize, token_ms: f64) -> f64 {
+    /// Expected tokens per millisecond of a round that drafts k tokens at `token_ms` each, after
+    /// `setup_ms` of catching up.
+    pub fn rate(&self, bucket: Bucket, k: usize, token_ms: f64, setup_ms: f64) -> f64 {
         let mut p = 1.0;
         let mut expected = 1.0;
         for i in 0..k {
             p *= self.acceptance(bucket, i);
             expected += p;
         }
-        expected / self.round_cost(k, token_ms)
+        expected / self.round_cost(k, token_ms, setup_ms)
     }
 
-    fn round_cost(&self, k: usize, token_ms: f64) -> f64 {
-        k as f64 * token_ms + self.costs.verify(k + 1)
+    fn round_cost(&self, k: usize, token_ms: f64, setup_ms: f64) -> f64 {
+        let setup = if k > 0 { setup_ms } else { 0.0 };
+        setup + k as f64 * token_ms + self.costs.verify(k + 1)
     }
 
     /// The longest draft the measured verify curve covers.
@@ -99,9 +104,9 @@ impl Scheduler {
 
     /// The draft length (≤ `max`) at which a draft that is always right pays best, if any length
     /// beats not drafting: what an exploration round tries.
-    pub fn best_if_perfect(&self, max: usize, token_ms: f64) -> Option<usize> {
-        let base = 1.0 / self.round_cost(0, 0.0);
-        let rate = |k: usize| (k + 1) as f64 / self.round_cost(k, token_ms);
+    pub fn best_if_perfect(&self, max: usize, token_ms: f64, setup_ms: f64) -> Option<usize> {
+        let base = 1.0 / self.round_cost(0, 0.0, 0.0);
+        let rate = |k: usize| (k + 1) as f64 / self.round_cost(k, token_ms, setup_ms);
         (1..=self.longest(max)).filter(|&k| rate(k) > base).max_by(|&a, &b| rate(a).total_cmp(&rate(b)))
     }
 
@@ -111,10 +116,10 @@ impl Scheduler {
     /// change in the text is noticed.
     pub fn decide(&mut self, candidates: &[Candidate]) -> Option<(usize, usize)> {
         let mut best: Option<(usize, usize)> = None;
-        let mut best_rate = self.rate((0, 0), 0, 0.0);
+        let mut best_rate = self.rate((0, 0), 0, 0.0, 0.0);
         for (i, c) in candidates.iter().enumerate() {
             for k in 1..=self.longest(c.max) {
-                let r = self.rate(c.bucket, k, c.token_ms);
+                let r = self.rate(c.bucket, k, c.token_ms, c.setup_ms);
                 if r > best_rate {
                     best = Some((i, k));
                     best_rate = r;
@@ -128,7 +133,7 @@ impl Scheduler {
                 let probe = candidates
                     .iter()
                     .enumerate()
-                    .find_map(|(i, c)| self.best_if_perfect(c.max, c.token_ms).map(|k| (i, k)));
+                    .find_map(|(i, c)| self.best_if_perfect(c.max, c.token_ms, c.setup_ms).map(|k| (i, k)));
                 if let Some(probe) = probe {
                     self.idle_rounds = 0;
                     self.exploring = true;
@@ -172,7 +177,7 @@ mod tests {
 
     /// The draft length the schedule picks for a single drafter.
     fn choose(s: &mut Scheduler, bucket: Bucket, max: usize, token_ms: f64) -> usize {
-        s.decide(&[Candidate { bucket, max, token_ms }]).map_or(0, |(_, k)| k)
+        s.decide(&[Candidate { bucket, max, token_ms, setup_ms: 0.0 }]).map_or(0, |(_, k)| k)
     }
 
     fn costs(verify_ms: Vec<f64>, draft_token_ms: f64) -> Costs {
@@ -220,7 +225,7 @@ mod tests {
     fn never_explores_when_even_perfect_drafts_cannot_pay() {
         // Verifying 2 costs 2.2× one: no draft length can pay, however good the draft.
         let mut s = Scheduler::new(costs(vec![10.0, 22.0, 34.0], 5.0));
-        assert!(s.best_if_perfect(2, 5.0).is_none());
+        assert!(s.best_if_perfect(2, 5.0, 0.0).is_none());
         assert!((0..100).all(|_| choose(&mut s, (0, 0), 2, 5.0) == 0));
     }
 
@@ -242,8 +247,8 @@ mod tests {
             s.record((0, 3), 4, 3);
             s.record((1, 0), 4, 4);
         }
-        let ngram = Candidate { bucket: (0, 3), max: 4, token_ms: 0.0 };
-        let model = Candidate { bucket: (1, 0), max: 4, token_ms: 8.0 };
+        let ngram = Candidate { bucket: (0, 3), max: 4, token_ms: 0.0, setup_ms: 0.0 };
+        let model = Candidate { bucket: (1, 0), max: 4, token_ms: 8.0, setup_ms: 0.0 };
         assert_eq!(s.decide(&[ngram, model]).map(|(i, _)| i), Some(0), "free and good beats costly and perfect");
         // No n-gram match this round: the model is the fallback.
         let none = Candidate { max: 0, ..ngram };
@@ -251,5 +256,23 @@ mod tests {
         // When the model cannot pay either, nothing is drafted.
         let dear = Candidate { token_ms: 60.0, ..model };
         assert_eq!(s.decide(&[none, dear]), None);
+    }
+
+    #[test]
+    fn a_draft_model_that_must_catch_up_is_not_explored_where_catching_up_cannot_pay() {
+        // This machine's measured curve (Qwen 1.5B target, 0.5B draft at 25 ms a token, 2 CPU
+        // threads): a perfect draft of 1 pays (2 tokens in 25 + 86 ms against 59 ms each) — but
+        // not after decoding the 130 tokens the model missed while n-gram drafts ran.
+        let c = costs(vec![59.0, 86.0, 117.7, 127.4, 164.0, 189.8, 216.1, 321.0, 346.5], 25.1);
+        let s = Scheduler::new(c.clone());
+        assert!(s.best_if_perfect(8, 25.1, 0.0).is_some());
+        let behind = c.catch_up_ms(130) - c.draft_token_ms;
+        assert!(behind > 1000.0, "{behind}");
+        assert!(s.best_if_perfect(8, 25.1, behind).is_none());
+        // Caught up (one new token, as after every round it drafted), it costs what it did.
+        assert!((c.catch_up_ms(1) - c.draft_token_ms).abs() < 1e-9);
+        let mut s = Scheduler::new(c);
+        let model = Candidate { bucket: (1, 0), max: 8, token_ms: 25.1, setup_ms: behind };
+        assert!((0..64).all(|_| s.decide(&[model]).is_none()), "never explored");
     }
 }

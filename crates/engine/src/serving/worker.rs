@@ -163,7 +163,7 @@ pub fn serve_stdio() {
 pub fn serve<R: BufRead + Send + 'static, W: Write>(input: R, output: W) {
     let mut out = Output::new(output);
     let cancels = Arc::new(CancelFlags::default());
-    let (tx, rx) = mpsc::channel::<Result<Request, String>>();
+    let (tx, rx) = mpsc::channel::<Result<Request, ErrorInfo>>();
     {
         let cancels = Arc::clone(&cancels);
         std::thread::spawn(move || {
@@ -180,7 +180,12 @@ pub fn serve<R: BufRead + Send + 'static, W: Write>(input: R, output: W) {
                         }
                     }
                     Err(e) => {
-                        let _ = tx.send(Err(format!("bad request {line:?}: {e}")));
+                        let message = format!("bad request {line:?}: {e}");
+                        let _ = tx.send(Err(ErrorInfo::new(
+                            ErrorCode::BadRequest,
+                            message,
+                            "This is a bug in the caller.",
+                        )));
                     }
                 }
             }
@@ -190,9 +195,8 @@ pub fn serve<R: BufRead + Send + 'static, W: Write>(input: R, output: W) {
     for request in rx {
         let request = match request {
             Ok(r) => r,
-            Err(message) => {
-                let e = ErrorInfo::new(ErrorCode::BadRequest, message, "This is a bug in the caller.");
-                out.send(0, Reply::Error { error: e });
+            Err(error) => {
+                out.send(0, Reply::Error { error });
                 continue;
             }
         };

@@ -128,6 +128,12 @@ pub trait Drafter {
     /// Proposes up to `max` tokens to follow `context` (prompt and every accepted token so far).
     fn propose(&mut self, context: &[Token], max: usize) -> Result<Proposal>;
 
+    /// How many tokens the drafter must decode before it can propose after `context` (a model
+    /// whose cache fell behind while other drafters ran); 0 for drafters without a model.
+    fn catch_up_tokens(&self, _context: &[Token]) -> usize {
+        0
+    }
+
     /// How many tokens the drafter's model has decoded since the prompt: its cost, in units of its
     /// own one-token step (on a CPU a decode costs about the same per token whatever the batch).
     fn decoded_tokens(&self) -> u64 {

@@ -28,11 +28,16 @@ impl<'m> ModelDrafter<'m> {
         ModelDrafter { ctx, cached: Vec::new(), p_min, decoded: 0, sampling }
     }
 
+    /// How much of `context` is already in the cache (never its last token: that one must be
+    /// decoded for its logits).
+    fn common(&self, context: &[Token]) -> usize {
+        let common = self.cached.iter().zip(context).take_while(|(a, b)| a == b).count();
+        common.min(context.len().saturating_sub(1))
+    }
+
     /// Brings the cache to `context` and leaves the logits of its last token ready.
     fn sync(&mut self, context: &[Token]) -> Result<()> {
-        let mut common = self.cached.iter().zip(context).take_while(|(a, b)| a == b).count();
-        // The last token must be decoded now to get its logits.
-        common = common.min(context.len().saturating_sub(1));
+        let common = self.common(context);
         if common < self.cached.len() {
             self.ctx.truncate(common as u32)?;
             self.cached.truncate(common);
@@ -97,6 +102,10 @@ impl Drafter for ModelDrafter<'_> {
             self.cached.push(tok);
         }
         Ok(p)
+    }
+
+    fn catch_up_tokens(&self, context: &[Token]) -> usize {
+        context.len() - self.common(context)
     }
 
     fn decoded_tokens(&self) -> u64 {
