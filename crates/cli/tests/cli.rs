@@ -176,6 +176,15 @@ fn bench_writes_json_with_prediction() {
     assert_eq!(v["costs"]["verify_ms"].as_array().unwrap().len(), 4);
     assert!(v["prediction"]["predicted_speedup"].as_f64().unwrap() > 0.0);
     assert!(v["speedup"]["median"].as_f64().unwrap() > 0.0);
+    // The setting as today's llama.cpp command (the flag names are checked against llama.cpp's own
+    // list in the engine's tests).
+    let cmd = v["llama_cpp"].as_str().unwrap();
+    assert!(
+        cmd.starts_with("llama-server -m ") && cmd.contains("--spec-type draft-simple --spec-draft-n-max 3"),
+        "{cmd}"
+    );
+    assert!(!cmd.contains("--draft-max"), "{cmd}");
+    assert!(stdout.contains("llama.cpp    llama-server"), "{stdout}");
 }
 
 #[test]
@@ -452,6 +461,10 @@ fn sweep_measures_compatible_cells_marks_incompatible_ones_and_resumes_after_a_k
             assert!(c["outcome"]["speedup"]["median"].as_f64().unwrap() > 0.0);
             assert!(c["predicted_speedup"].as_f64().unwrap() > 0.0, "every measured cell was predicted: {c}");
             assert_eq!(c["outcome"]["identical"], true, "{c}");
+            // Every measured cell carries its llama.cpp command.
+            let cmd = c["llama_cpp"].as_str().unwrap();
+            let spec_type = if c["key"]["strategy"] == "draft" { "draft-simple" } else { "ngram-simple" };
+            assert!(cmd.contains(&format!("--spec-type {spec_type}")), "{cmd}");
         }
     }
     assert!(stdout.contains("sweep complete"), "{stdout}");

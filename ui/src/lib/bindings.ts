@@ -433,7 +433,11 @@ predicted_speedup: number | null,
 /**
  * Wall time the cell took, loading excluded.
  */
-seconds: number, };
+seconds: number, 
+/**
+ * The cell's setting as a llama.cpp command (none where llama.cpp cannot express it).
+ */
+llama_cpp: string | null, };
 
 export type Recommendation = { target: string, 
 /**

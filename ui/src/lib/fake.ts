@@ -171,7 +171,7 @@ export class FakeBackend implements Backend {
       onEvent({ type: "engine", event: { type: "cell", key, label: `cell ${done + 1}` } });
       const m = 1 + key.n_draft / 10;
       const sp = { median: m, min: m - 0.05, max: m + 0.05 };
-      const record = { key, outcome: { state: "measured" as const, baseline: sp, speculative: sp, speedup: sp, acceptance_rate: 0.6, mean_accepted_len: 1.5, identical: true }, predicted_speedup: m + 0.02, seconds: 1 };
+      const record = { key, outcome: { state: "measured" as const, baseline: sp, speculative: sp, speedup: sp, acceptance_rate: 0.6, mean_accepted_len: 1.5, identical: true }, predicted_speedup: m + 0.02, seconds: 1, llama_cpp: null };
       done += 1;
       onEvent({ type: "engine", event: { type: "progress", done, total: cells.length, eta_s: cells.length - done, record } });
       onEvent({

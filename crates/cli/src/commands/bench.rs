@@ -62,6 +62,10 @@ pub(crate) fn bench_cmd(
     );
     println!("predicted by fixed draft length (no p_min stop): {}", by_k.join(" "));
     println!("verdict      {}", b.comparison.verdict());
+    match &b.llama_cpp {
+        Some(cmd) => println!("llama.cpp    {cmd}"),
+        None => println!("llama.cpp    no equivalent ({} chooses its drafter each round)", settings.strategy),
+    }
     if let Some(path) = json {
         write_atomically(&path, serde_json::to_string_pretty(&b)?.as_bytes())?;
         eprintln!("results written to {}", path.display());

@@ -20,6 +20,7 @@ use crate::decoding::report::{median, Report};
 use crate::decoding::session::{speedup, Session};
 use crate::decoding::settings::{Mode, ValidSettings};
 use crate::error::{Error, Result};
+use crate::measuring::llama_cpp;
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct BenchOptions {
@@ -164,6 +165,9 @@ pub struct BenchReport {
     /// Baseline vs speculative output of the first counted pair.
     pub comparison: Comparison,
     pub runs: Vec<Report>,
+    /// The setting as a llama.cpp command (none where llama.cpp cannot express it: `auto`).
+    #[serde(default)]
+    pub llama_cpp: Option<String>,
 }
 
 /// Runs the benchmark of the session's settings. `progress` hears a line before each run.
@@ -238,6 +242,12 @@ pub fn bench_with_costs(
         costs,
         comparison: compare(base[0], spec[0]),
         runs,
+        llama_cpp: llama_cpp::server_command(
+            &session.target().id.path,
+            session.draft().map(|d| d.id.path.as_path()),
+            settings,
+        )
+        .map(|c| c.line()),
     })
 }
 

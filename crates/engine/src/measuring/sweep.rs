@@ -21,6 +21,7 @@ use crate::decoding::settings::{Mode, Settings, ValidSettings};
 use crate::error::{Error, ErrorInfo, Result};
 use crate::machine::MachineInfo;
 use crate::measuring::bench::{self, expected_accepted, fit_alpha, BenchOptions, Spread};
+use crate::measuring::llama_cpp;
 
 /// The results file format; a file of another version is refused with a clear error.
 pub const VERSION: u32 = 1;
@@ -99,6 +100,9 @@ pub struct CellRecord {
     pub predicted_speedup: Option<f64>,
     /// Wall time the cell took, loading excluded.
     pub seconds: f64,
+    /// The cell's setting as a llama.cpp command (none where llama.cpp cannot express it).
+    #[serde(default)]
+    pub llama_cpp: Option<String>,
 }
 
 /// The best setting found for one target.
@@ -315,37 +319,13 @@ impl SweepResults {
     }
 }
 
-/// The setting as a llama.cpp command line (llama-server for a draft model, llama-lookup for
-/// n-gram drafting); none for `auto`, which llama.cpp has no equivalent of.
+/// The cell's setting as a `llama-server` command line (with what it does not reproduce after a
+/// `#`); none for `auto`, which llama.cpp has no equivalent of.
 pub fn llama_cpp_command(spec: &SweepSpec, key: &CellKey) -> Option<String> {
-    let s = &spec.settings;
-    let target = spec.targets[key.target].display();
-    let ngl = match s.gpu_layers {
-        crate::decoding::llama::GpuLayers::All => "99".to_string(),
-        crate::decoding::llama::GpuLayers::Count(n) => n.to_string(),
-    };
-    match key.strategy {
-        Strategy::DraftModel => {
-            let draft = spec.drafts[key.draft?].display();
-            Some(format!(
-                "llama-server -m {target} -md {draft} -ngl {ngl} -ngld {ngl} -c {} --draft-max {} --draft-min 0 --draft-p-min {}",
-                s.n_ctx, key.n_draft, s.p_min
-            ))
-        }
-        Strategy::PromptLookup => Some(format!(
-            "llama-lookup -m {target} -ngl {ngl} -c {} --draft {} -p \"…\"",
-            s.n_ctx, key.n_draft
-        )),
-        Strategy::NgramCache => Some(format!(
-            "llama-lookup -m {target} -ngl {ngl} -c {} --draft {} -lcd ngram-cache.bin -p \"…\"",
-            s.n_ctx, key.n_draft
-        )),
-        Strategy::NgramMap => Some(format!(
-            "llama-lookup-create -m {target} -f CORPUS.txt -lcs ngram-static.bin && llama-lookup -m {target} -ngl {ngl} -c {} --draft {} -lcs ngram-static.bin -p \"…\"",
-            s.n_ctx, key.n_draft
-        )),
-        Strategy::Auto => None,
-    }
+    let settings =
+        Settings { strategy: key.strategy, n_draft: key.n_draft, adaptive: spec.adaptive, ..spec.settings.clone() };
+    let draft = key.draft.map(|d| spec.drafts[d].as_path());
+    llama_cpp::server_command(&spec.targets[key.target], draft, &settings).map(|c| c.line())
 }
 
 /// The predicted speedup of drafting `k` tokens per round, from a probe run's acceptance and the
@@ -531,7 +511,8 @@ pub fn run(
             let seconds = t0.elapsed().as_secs_f64();
             timing.cells.push((seconds, timing.cell_weight(&key)));
             let predicted_speedup = predictions.iter().find(|(k, _)| *k == key).map(|(_, p)| *p);
-            let record = CellRecord { key, outcome, predicted_speedup, seconds };
+            let llama_cpp = llama_cpp_command(spec, &key);
+            let record = CellRecord { key, outcome, predicted_speedup, seconds, llama_cpp };
             results.cells.push(record.clone());
             results.updated_at = crate::paths::now_secs();
             results.save(&path)?;
@@ -613,7 +594,7 @@ fn record_refusal(
         Error::OutOfMemory { reason } => CellOutcome::TooBig { reason: reason.clone() },
         _ => CellOutcome::Failed { error: e.info() },
     };
-    let record = CellRecord { key, outcome, predicted_speedup: None, seconds: 0.0 };
+    let record = CellRecord { key, outcome, predicted_speedup: None, seconds: 0.0, llama_cpp: None };
     results.cells.push(record.clone());
     results.updated_at = crate::paths::now_secs();
     results.save(path)?;

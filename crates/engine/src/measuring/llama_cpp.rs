@@ -1,0 +1,239 @@
+//! The llama.cpp command line that reproduces a Draftlab setting: `llama-server` with today's flag
+//! names and `--spec-type` values. Every command Draftlab prints (a sweep's cells and best settings,
+//! `bench --json`, the app's best-setting cards) comes from here.
+//!
+//! The flags are those of [`FLAGS_FROM`]; the test `every_printed_flag_exists_in_llama_cpp` reads
+//! that llama.cpp's `common/arg.cpp` and fails when a flag printed here is missing, removed there,
+//! or not accepted by `llama-server`, so a rename breaks a test, not a user.
+//!
+//! What llama.cpp cannot express: `auto` (a cost-aware choice of drafter each round) has no
+//! equivalent, so no command; the adaptive draft length is approximated by drafting up to the
+//! maximum with `--spec-draft-n-min 0` and the draft's probability floor (`--spec-draft-p-min`),
+//! which is said in [`LlamaCpp::note`].
+
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use crate::decoding::draft::Strategy;
+use crate::decoding::llama::GpuLayers;
+use crate::decoding::settings::Settings;
+
+/// Where the flag names were taken from (and where the test checks them).
+pub const FLAGS_FROM: &str =
+    "llama.cpp common/arg.cpp as vendored by llama-cpp-sys-2 0.1.161 (the llama.cpp Draftlab runs)";
+
+/// A command line and what it does not reproduce exactly.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LlamaCpp {
+    pub command: String,
+    /// Where llama.cpp's behaviour differs from the measured setting (none: it is the same).
+    pub note: Option<String>,
+}
+
+impl LlamaCpp {
+    /// The command, and what it does not reproduce as a shell comment (so the line still runs).
+    pub fn line(&self) -> String {
+        match &self.note {
+            Some(n) => format!("{}  # {n}", self.command),
+            None => self.command.clone(),
+        }
+    }
+}
+
+/// Quotes a path or value for a POSIX shell when it needs it.
+fn shell(s: &str) -> String {
+    if !s.is_empty() && s.chars().all(|c| c.is_ascii_alphanumeric() || "-_./=:,+".contains(c)) {
+        s.to_string()
+    } else {
+        format!("'{}'", s.replace('\'', "'\\''"))
+    }
+}
+
+fn ngl(g: GpuLayers) -> String {
+    match g {
+        GpuLayers::All => "99".to_string(),
+        GpuLayers::Count(n) => n.to_string(),
+    }
+}
+
+/// The `llama-server` command for `settings` with this target (and draft), or none when llama.cpp
+/// cannot express the strategy (`auto`) or it needs a draft that is missing.
+pub fn server_command(target: &Path, draft: Option<&Path>, s: &Settings) -> Option<LlamaCpp> {
+    let mut args: Vec<String> = vec!["llama-server".into(), "-m".into(), shell(&target.display().to_string())];
+    let n = s.n_draft.to_string();
+    let mut push = |a: &[&str]| args.extend(a.iter().map(|x| x.to_string()));
+    let mut notes: Vec<String> = Vec::new();
+    match s.strategy {
+        Strategy::Auto => return None,
+        Strategy::DraftModel => {
+            let d = shell(&draft?.display().to_string());
+            push(&["-md", &d, "-ngld", &ngl(s.gpu_layers), "--spec-type", "draft-simple"]);
+            push(&["--spec-draft-n-max", &n, "--spec-draft-n-min", "0", "--spec-draft-p-min", &s.p_min.to_string()]);
+        }
+        Strategy::PromptLookup => {
+            let size_n = s.lookup_max.to_string();
+            push(&["--spec-type", "ngram-simple", "--spec-ngram-simple-size-n", &size_n]);
+            push(&["--spec-ngram-simple-size-m", &n]);
+            notes.push(format!(
+                "llama.cpp matches n-grams of exactly {} tokens; Draftlab tries {} down to {}",
+                s.lookup_max, s.lookup_max, s.lookup_min
+            ));
+        }
+        Strategy::NgramCache => {
+            push(&["--spec-type", "ngram-cache", "--spec-draft-n-max", &n]);
+            if s.keep_ngram_cache {
+                push(&["-lcd", "ngram-cache.bin"]);
+            }
+        }
+        Strategy::NgramMap => {
+            // A static lookup cache built from the corpus: `llama-lookup-create -m TARGET -f
+            // CORPUS.txt -lcs ngram-static.bin` makes it.
+            push(&["--spec-type", "ngram-cache", "--spec-draft-n-max", &n, "-lcs", "ngram-static.bin"]);
+            notes.push(format!(
+                "first build ngram-static.bin from the corpus: llama-lookup-create -m {} -f CORPUS.txt -lcs ngram-static.bin",
+                shell(&target.display().to_string())
+            ));
+        }
+    }
+    push(&["-ngl", &ngl(s.gpu_layers), "-c", &s.n_ctx.to_string()]);
+    if s.adaptive {
+        notes.push(format!(
+            "llama.cpp has no cost-aware adaptive draft length: this drafts up to {} tokens a round",
+            s.n_draft
+        ));
+    }
+    Some(LlamaCpp { command: args.join(" "), note: (!notes.is_empty()).then(|| notes.join("; ")) })
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashMap;
+    use std::path::PathBuf;
+
+    use super::*;
+
+    /// A file of llama.cpp's `common/` as the Cargo registry holds it (the crate's build
+    /// downloaded it).
+    fn vendored(file: &str) -> String {
+        let cargo_home = std::env::var_os("CARGO_HOME")
+            .map(PathBuf::from)
+            .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cargo")))
+            .expect("CARGO_HOME or HOME");
+        let registry = cargo_home.join("registry/src");
+        for index in std::fs::read_dir(&registry).expect("the Cargo registry") {
+            let p = index.expect("entry").path().join("llama-cpp-sys-2-0.1.161/llama.cpp/common").join(file);
+            if let Ok(text) = std::fs::read_to_string(&p) {
+                return text;
+            }
+        }
+        panic!("llama-cpp-sys-2 0.1.161's common/{file} is not in {}", registry.display());
+    }
+
+    /// Every option arg.cpp declares: each name → (removed?, accepted by llama-server?).
+    fn declared(text: &str) -> HashMap<String, (bool, bool)> {
+        let mut out = HashMap::new();
+        for block in text.split("add_opt(").skip(1) {
+            let Some(start) = block.find("common_arg(") else { continue };
+            let rest = &block[start..];
+            let Some(open) = rest.find('{') else { continue };
+            let Some(close) = rest[open..].find('}') else { continue };
+            let names: Vec<String> = rest[open + 1..open + close]
+                .split(',')
+                .map(|n| n.trim().trim_matches('"').to_string())
+                .filter(|n| n.starts_with('-'))
+                .collect();
+            let removed = rest.contains("has been removed");
+            // An option belongs to LLAMA_EXAMPLE_COMMON unless `set_examples` says otherwise, and
+            // every tool inherits the common ones, unless `set_excludes` names it.
+            let list = |call: &str| rest.find(call).map(|i| rest[i..].split(')').next().unwrap_or("").to_string());
+            let server = match list(".set_examples(") {
+                Some(l) => l.contains("LLAMA_EXAMPLE_SERVER") || l.contains("LLAMA_EXAMPLE_COMMON"),
+                None => true,
+            } && !list(".set_excludes(").is_some_and(|l| l.contains("LLAMA_EXAMPLE_SERVER"));
+            for n in names {
+                out.insert(n, (removed, server));
+            }
+        }
+        out
+    }
+
+    fn every_setting() -> Vec<Settings> {
+        let mut out = Vec::new();
+        for strategy in Strategy::ALL {
+            for adaptive in [false, true] {
+                for keep_ngram_cache in [false, true] {
+                    out.push(Settings {
+                        strategy,
+                        adaptive,
+                        keep_ngram_cache,
+                        gpu_layers: GpuLayers::Count(20),
+                        ..Settings::default()
+                    });
+                }
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn every_printed_flag_exists_in_llama_cpp() {
+        let flags = declared(&vendored("arg.cpp"));
+        assert!(flags.len() > 200, "arg.cpp parsed badly: {} options", flags.len());
+        // The parser sees what it must: the old draft flags are declared, as removed.
+        assert_eq!(flags.get("--draft-max"), Some(&(true, true)), "{:?}", flags.get("--draft-max"));
+        assert_eq!(flags.get("--spec-draft-n-max").map(|f| f.0), Some(false));
+        let speculative = vendored("speculative.cpp");
+        let mut printed = 0;
+        for s in every_setting() {
+            let Some(c) = server_command(Path::new("/m/target model.gguf"), Some(Path::new("/m/draft.gguf")), &s)
+            else {
+                assert_eq!(s.strategy, Strategy::Auto, "only auto has no command");
+                continue;
+            };
+            printed += 1;
+            let words: Vec<&str> = c.command.split_whitespace().collect();
+            assert_eq!(words[0], "llama-server");
+            for w in words.iter().filter(|w| w.starts_with('-')) {
+                match flags.get(*w) {
+                    None => panic!("{w} is not a llama.cpp option ({FLAGS_FROM}): {}", c.command),
+                    Some((true, _)) => panic!("{w} was removed from llama.cpp: {}", c.command),
+                    Some((false, false)) => panic!("llama-server does not take {w}: {}", c.command),
+                    Some((false, true)) => {}
+                }
+            }
+            // Each --spec-type value is one llama.cpp knows.
+            for (i, w) in words.iter().enumerate() {
+                if *w == "--spec-type" {
+                    let v = words[i + 1];
+                    assert!(speculative.contains(&format!("{{\"{v}\",")), "{v} is not a llama.cpp --spec-type");
+                }
+            }
+            assert_eq!(
+                c.note.is_some(),
+                s.adaptive || matches!(s.strategy, Strategy::PromptLookup | Strategy::NgramMap)
+            );
+        }
+        assert_eq!(printed, 16);
+    }
+
+    #[test]
+    fn commands_quote_paths_and_say_what_they_cannot_reproduce() {
+        let s =
+            Settings { strategy: Strategy::DraftModel, adaptive: false, n_draft: 6, p_min: 0.5, ..Settings::default() };
+        let c = server_command(Path::new("/m/it's here.gguf"), Some(Path::new("/m/d.gguf")), &s).unwrap();
+        assert_eq!(
+            c.command,
+            "llama-server -m '/m/it'\\''s here.gguf' -md /m/d.gguf -ngld 99 --spec-type draft-simple \
+             --spec-draft-n-max 6 --spec-draft-n-min 0 --spec-draft-p-min 0.5 -ngl 99 -c 4096"
+        );
+        assert_eq!(c.note, None);
+        assert!(server_command(Path::new("/m/t.gguf"), None, &s).is_none(), "the draft strategy needs a draft");
+        let auto = Settings::default();
+        assert!(server_command(Path::new("/m/t.gguf"), Some(Path::new("/m/d.gguf")), &auto).is_none());
+        let adaptive = Settings { adaptive: true, ..s };
+        let note = server_command(Path::new("/m/t.gguf"), Some(Path::new("/m/d.gguf")), &adaptive).unwrap().note;
+        assert!(note.unwrap().contains("no cost-aware adaptive draft length"));
+    }
+}
