@@ -47,6 +47,8 @@ pub fn typescript() -> String {
         llama::ModelId,
         machine::MachineInfo,
         report::StrategyStats,
+        report::Decision,
+        report::RoundRecord,
         report::Report,
         compare::Divergence,
         compare::Comparison,

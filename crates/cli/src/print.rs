@@ -4,7 +4,7 @@ use std::io::Write;
 
 use draftlab_engine::decoding::draft::Strategy;
 use draftlab_engine::decoding::generate::Event;
-use draftlab_engine::decoding::report::{Report, TokenSource};
+use draftlab_engine::decoding::report::{decision_counts, Decision, Report, TokenSource};
 use draftlab_engine::decoding::settings::Mode;
 
 pub(crate) fn gib(b: u64) -> String {
@@ -59,6 +59,22 @@ pub(crate) fn summary(r: &Report) {
             r.draft_ms,
             r.verify_ms
         ));
+        if !r.rounds.is_empty() {
+            let parts: Vec<String> = decision_counts(&r.rounds)
+                .iter()
+                .map(|(d, n)| {
+                    let what = match d {
+                        Decision::Chosen => "drafted by choice",
+                        Decision::Fixed => "drafted (fixed length)",
+                        Decision::Explored => "probes",
+                        Decision::NotWorth => "not worth drafting",
+                        Decision::NothingOffered => "nothing to draft",
+                    };
+                    format!("{n} {what}")
+                })
+                .collect();
+            line.push_str(&format!("\n[{}] rounds: {}", r.mode, parts.join(", ")));
+        }
         if r.by_strategy.len() > 1 {
             let parts: Vec<String> = r
                 .by_strategy

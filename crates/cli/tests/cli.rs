@@ -139,6 +139,10 @@ fn lookup_strategy_needs_no_draft_model() {
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(v["reports"][1]["strategy"], "lookup");
     assert_eq!(v["reports"][1]["settings"]["adaptive"], true);
+    // Every round says what the schedule decided.
+    let rounds = v["reports"][1]["rounds"].as_array().unwrap();
+    assert_eq!(rounds.len() as u64, v["reports"][1]["target_passes"].as_u64().unwrap());
+    assert!(rounds.iter().all(|r| r["decision"].is_string()), "{rounds:?}");
     assert!(v["reports"][1]["draft"].is_null());
 }
 

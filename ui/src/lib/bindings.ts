@@ -117,6 +117,14 @@ export type StrategyStats = { strategy: Strategy,
  */
 rounds: number, drafted: number, accepted: number, };
 
+export type Decision = "fixed" | "chosen" | "explored" | "not_worth" | "nothing_offered";
+
+export type RoundRecord = { decision: Decision, 
+/**
+ * The drafter whose tokens were verified (none when nothing was drafted).
+ */
+strategy: Strategy | null, drafted: number, accepted: number, };
+
 export type Report = { mode: Mode, 
 /**
  * The drafting strategy (speculative runs).
@@ -195,6 +203,11 @@ token_ms: Array<number>,
  * strategies; several for `auto`).
  */
 by_strategy: Array<StrategyStats>, 
+/**
+ * Speculative runs: what each round decided and why (see [`Decision`]), so a run that
+ * drafted little, or lost time, can be explained round by round.
+ */
+rounds: Array<RoundRecord>, 
 /**
  * Things the user should know about the run (e.g. a saved n-gram cache that was unusable).
  */

@@ -102,7 +102,7 @@ export class FakeBackend implements Backend {
         accepted: stats.accepted, acceptance_rate: stats.acceptance_rate, mean_accepted_len: stats.mean_accepted_len,
         draft_ms: 1, verify_ms: 2, stop_reason: this.cancelled ? "cancelled" : "max_tokens",
         text: tokens.map((t) => t.text).join(""), tokens: tokens.map((_, i) => i), sources: tokens.map((t) => t.source),
-        by_strategy: [], notes: [], target: model, draft: null,
+        by_strategy: [], rounds: [], notes: [], target: model, draft: null,
         e2e_tokens_per_s: 90, tokens_per_pass: stats.steps ? tokens.length / stats.steps : 0, draft_decoded_tokens: 0,
         drafted_by_position: [], accepted_by_position: [], draft_len_histogram: [], accepted_len_histogram: [],
         token_ms: tokens.map((_, i) => i * 10), margins: tokens.map(() => 5),

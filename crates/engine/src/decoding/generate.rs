@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 use crate::decoding::detok::Utf8Stream;
 use crate::decoding::draft::{Drafter, Proposal, Strategy};
 use crate::decoding::llama::{Logits, ModelId, Token};
-use crate::decoding::report::{Report, StopReason, StrategyStats, TokenSource};
+use crate::decoding::report::{Decision, Report, RoundRecord, StopReason, StrategyStats, TokenSource};
 use crate::decoding::sampling::{distribution, stochastic_round, Dist, Rng};
 use crate::decoding::schedule::{Bucket, Candidate, Scheduler};
 use crate::decoding::settings::{Mode, ValidSettings};
@@ -122,6 +122,7 @@ struct Round {
     dists: Vec<Dist>,
     bucket: Bucket,
     strategy: Option<Strategy>,
+    decision: Decision,
     draft_ms: f64,
 }
 
@@ -154,6 +155,7 @@ struct Tally {
     accepted_len_histogram: Vec<u64>,
     token_ms: Vec<f32>,
     by_strategy: Vec<StrategyStats>,
+    rounds: Vec<RoundRecord>,
 }
 
 /// The loop's state between rounds.
@@ -253,9 +255,10 @@ impl<'r, 'd> Loop<'r, 'd> {
         let room = self.target.n_ctx() - self.n_past - 1;
         let max = self.settings.n_draft.min(remaining - 1).min(room);
         let t = Instant::now();
-        let (proposal, bucket) = propose(self.drafters, self.scheduler.as_mut(), &self.context, max)?;
+        let (proposal, bucket, decision) = propose(self.drafters, self.scheduler.as_mut(), &self.context, max)?;
         let strategy = (!proposal.tokens.is_empty()).then_some(proposal.strategy);
-        Ok(Round { tokens: proposal.tokens, dists: proposal.dists, bucket, strategy, draft_ms: ms(t.elapsed()) })
+        let draft_ms = ms(t.elapsed());
+        Ok(Round { tokens: proposal.tokens, dists: proposal.dists, bucket, strategy, decision, draft_ms })
     }
 
     /// The target decodes `[last, draft…]` in one batch; the acceptance rule (greedy, or rejection
@@ -308,6 +311,9 @@ impl<'r, 'd> Loop<'r, 'd> {
             st.drafted += k;
             st.accepted += m;
             t.accepted_len_histogram[m] += 1;
+        }
+        if !self.drafters.is_empty() {
+            t.rounds.push(RoundRecord { decision: round.decision, strategy: round.strategy, drafted: k, accepted: m });
         }
         t.passes += 1;
         t.drafted += k;
@@ -401,6 +407,7 @@ impl<'r, 'd> Loop<'r, 'd> {
             accepted_len_histogram: t.accepted_len_histogram,
             token_ms: t.token_ms,
             by_strategy: t.by_strategy,
+            rounds: t.rounds,
             notes: info.notes,
             stop_reason: self.stop.unwrap_or(StopReason::MaxTokens),
             text: t.text,
@@ -418,28 +425,29 @@ impl<'r, 'd> Loop<'r, 'd> {
     }
 }
 
-/// This round's proposal and its statistics bucket. Without a schedule, the first drafter with a
-/// proposal drafts the fixed length. With one, the cheap (n-gram) drafters propose first and the
-/// schedule picks among them and the model drafters by expected tokens per millisecond, or drafts
-/// nothing.
+/// This round's proposal, its statistics bucket and why. Without a schedule, the first drafter
+/// with a proposal drafts the fixed length. With one, the cheap (n-gram) drafters propose first and
+/// the schedule picks among them and the model drafters by expected tokens per millisecond, or
+/// drafts nothing.
 fn propose(
     drafters: &mut [Box<dyn Drafter + '_>],
     scheduler: Option<&mut Scheduler>,
     context: &[Token],
     max: usize,
-) -> Result<(Proposal, Bucket)> {
+) -> Result<(Proposal, Bucket, Decision)> {
+    let nothing = |why| Ok((Proposal::default(), (0, 0), why));
     if drafters.is_empty() || max == 0 {
-        return Ok((Proposal::default(), (0, 0)));
+        return nothing(Decision::NothingOffered);
     }
     let Some(s) = scheduler else {
         for (i, d) in drafters.iter_mut().enumerate() {
             let p = d.propose(context, max)?;
             if !p.tokens.is_empty() {
                 let bucket = (i, p.match_len);
-                return Ok((p, bucket));
+                return Ok((p, bucket, Decision::Fixed));
             }
         }
-        return Ok((Proposal::default(), (0, 0)));
+        return nothing(Decision::NothingOffered);
     };
     let mut offers: Vec<Option<Proposal>> = Vec::with_capacity(drafters.len());
     let mut candidates = Vec::with_capacity(drafters.len());
@@ -458,7 +466,11 @@ fn propose(
             offers.push(None);
         }
     }
-    let Some((i, k)) = s.decide(&candidates) else { return Ok((Proposal::default(), (0, 0))) };
+    let Some((i, k)) = s.decide(&candidates) else {
+        let offered = candidates.iter().any(|c| c.max > 0);
+        return nothing(if offered { Decision::NotWorth } else { Decision::NothingOffered });
+    };
+    let decision = if s.explored() { Decision::Explored } else { Decision::Chosen };
     let p = match offers[i].take() {
         Some(mut p) => {
             p.tokens.truncate(k);
@@ -467,7 +479,7 @@ fn propose(
         }
         None => drafters[i].propose(context, k)?,
     };
-    Ok((p, candidates[i].bucket))
+    Ok((p, candidates[i].bucket, decision))
 }
 
 #[cfg(test)]

@@ -82,6 +82,10 @@ pub struct Report {
     /// strategies; several for `auto`).
     #[serde(default)]
     pub by_strategy: Vec<StrategyStats>,
+    /// Speculative runs: what each round decided and why (see [`Decision`]), so a run that
+    /// drafted little, or lost time, can be explained round by round.
+    #[serde(default)]
+    pub rounds: Vec<RoundRecord>,
     /// Things the user should know about the run (e.g. a saved n-gram cache that was unusable).
     #[serde(default)]
     pub notes: Vec<String>,
@@ -97,6 +101,40 @@ pub struct Report {
     pub machine: MachineInfo,
     /// Seconds since the Unix epoch when the run started.
     pub started_at: u64,
+}
+
+/// Why a round of a speculative run drafted what it did.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Decision {
+    /// A fixed draft length: the first drafter with a proposal drafted it.
+    Fixed,
+    /// The schedule chose this drafter and length: the most expected tokens per millisecond.
+    Chosen,
+    /// Nothing paid on the record; a short draft tested whether that had changed.
+    Explored,
+    /// Drafters offered tokens, but no length was expected to pay: a plain target step.
+    NotWorth,
+    /// No drafter had anything to offer (or no room was left to draft).
+    NothingOffered,
+}
+
+/// One round of a speculative run.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct RoundRecord {
+    pub decision: Decision,
+    /// The drafter whose tokens were verified (none when nothing was drafted).
+    pub strategy: Option<Strategy>,
+    pub drafted: usize,
+    pub accepted: usize,
+}
+
+/// Rounds by decision, for a summary line.
+pub fn decision_counts(rounds: &[RoundRecord]) -> Vec<(Decision, usize)> {
+    let all = [Decision::Chosen, Decision::Fixed, Decision::Explored, Decision::NotWorth, Decision::NothingOffered];
+    all.iter().map(|&d| (d, rounds.iter().filter(|r| r.decision == d).count())).filter(|&(_, n)| n > 0).collect()
 }
 
 /// What one strategy contributed to a run.

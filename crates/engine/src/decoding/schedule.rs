@@ -79,6 +79,11 @@ impl Scheduler {
         &self.costs
     }
 
+    /// Whether the last decision was an exploration.
+    pub fn explored(&self) -> bool {
+        self.exploring
+    }
+
     fn acceptance(&self, bucket: Bucket, i: usize) -> f64 {
         let at = |s: &PositionStats| {
             (s.accepted.get(i).copied().unwrap_or(0) as f64, s.reached.get(i).copied().unwrap_or(0) as f64)

@@ -210,6 +210,10 @@ fn a_perfect_draft_is_all_accepted_and_saves_passes() {
     assert_eq!(r.target_passes, 4);
     assert_eq!(r.accepted_len_histogram[4], 4);
     assert_eq!(o.target.trims, 0, "nothing rejected, nothing trimmed");
+    // Each round says why it drafted: a fixed length drafts whenever a drafter offers tokens.
+    assert_eq!(r.rounds.len(), r.target_passes);
+    assert!(r.rounds.iter().all(|x| x.decision == Decision::Fixed && x.drafted == 4 && x.accepted == 4));
+    assert!(baseline(5).rounds.is_empty(), "baseline runs decide nothing");
     let drafted_tokens =
         o.events.iter().filter(|e| matches!(e, Event::Token { source: TokenSource::Draft, .. })).count();
     assert_eq!(drafted_tokens, 16);
@@ -320,4 +324,23 @@ fn adaptive_drafts_when_verifying_is_cheap_and_stops_when_it_is_not() {
     let drafting_rounds: u64 = o.report.draft_len_histogram.iter().skip(1).sum();
     assert!(drafting_rounds <= 8, "{drafting_rounds} drafting rounds of {}", o.report.target_passes);
     assert_eq!(o.report.accepted, 0);
+    assert!(o.report.rounds.iter().all(|r| r.decision == Decision::NotWorth || r.decision == Decision::NothingOffered));
+    // Where a right draft would pay but this one is always wrong, the report says why each round
+    // drafted or not: a first try, then rounds not worth drafting, and short probes.
+    let mild = Costs { verify_ms: vec![10.0, 15.0, 20.0, 25.0, 30.0], draft_token_ms: 0.0, c: 0.0 };
+    let o = run_with(ScriptedTarget::new(200, PROMPT.len()), Some(drafter(0)), Some(Scheduler::new(mild)), &s, None)
+        .unwrap();
+    let drafting_rounds: u64 = o.report.draft_len_histogram.iter().skip(1).sum();
+    let rounds = &o.report.rounds;
+    assert_eq!(rounds.len(), o.report.target_passes);
+    let count = |d: Decision| rounds.iter().filter(|r| r.decision == d).count();
+    assert!(count(Decision::Chosen) >= 1, "the prior makes a first try");
+    assert!(count(Decision::Explored) >= 1, "probes now and then");
+    assert!(count(Decision::NotWorth) > rounds.len() / 2, "{:?}", crate::decoding::report::decision_counts(rounds));
+    assert!(rounds.iter().filter(|r| r.decision == Decision::Explored).all(|r| r.drafted == 1), "probes are short");
+    assert_eq!(
+        count(Decision::Chosen) + count(Decision::Explored),
+        drafting_rounds as usize,
+        "only chosen and explored rounds draft"
+    );
 }
