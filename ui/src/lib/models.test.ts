@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { FakeBackend } from "./fake";
-import { applyDownloadEvent, bytes, draftSuggestions, newDownload } from "./models";
-import type { FoundModel, VocabGroup } from "./types";
+import { applyDownloadEvent, bytes, downloadPair, draftSuggestions, fileJob, newDownload, newPairDownload } from "./models";
+import type { CatalogModel, FoundModel, VocabGroup } from "./types";
 
 /// Only the parameter count of the summary matters here.
 function found(path: string, n_params: number): FoundModel {
@@ -47,5 +47,52 @@ describe("downloads", () => {
     await expect(p).rejects.toMatchObject({ code: "cancelled" });
     expect(bytes(3 * 2 ** 30)).toBe("3.00 GiB");
     expect(bytes(200 * 2 ** 20)).toBe("200 MiB");
+  });
+});
+
+describe("a pair download", () => {
+  const target = { repo: "org/big-GGUF", file: "big-Q4_K_M.gguf", approxSize: 3000 };
+  const draft = { repo: "org/small-GGUF", file: "small-Q8_0.gguf", approxSize: 600 };
+
+  it("downloads the target, then its draft, with one progress for both and both paths at the end", async () => {
+    const backend = new FakeBackend();
+    const s = newPairDownload();
+    const seen: [number, number][] = [];
+    const original = backend.download.bind(backend);
+    backend.download = (repo, file, onEvent) => original(repo, file, (e) => { onEvent(e); seen.push([s.downloaded, s.total]); });
+    const paths = await downloadPair(backend, target, draft, s);
+    expect(backend.downloads).toEqual(["org/big-GGUF/big-Q4_K_M.gguf", "org/small-GGUF/small-Q8_0.gguf"]);
+    expect(paths.target).toContain("big-Q4_K_M.gguf");
+    expect(paths.draft).toContain("small-Q8_0.gguf");
+    expect(s.status).toBe("done");
+    expect(s.paths).toEqual(paths);
+    // One bar: the draft's estimate counts until the hub gives its real size (1000 in the fake).
+    expect(seen[0]).toEqual([0, 1600]);
+    expect(seen.at(-1)).toEqual([2000, 2000]);
+    const done = seen.map(([d]) => d);
+    expect(done).toEqual([...done].sort((a, b) => a - b));
+    expect(s.downloaded).toBe(s.total);
+  });
+
+  it("stops at a cancel of either file, keeps what it has, and says which file it was on", async () => {
+    const backend = new FakeBackend({ frameMs: 2 });
+    const s = newPairDownload();
+    const original = backend.download.bind(backend);
+    backend.download = (repo, file, onEvent) =>
+      original(repo, file, (e) => {
+        onEvent(e);
+        if (file === draft.file && e.type === "progress" && e.downloaded === 250) void backend.cancelDownload();
+      });
+    await expect(downloadPair(backend, target, draft, s)).rejects.toMatchObject({ code: "cancelled" });
+    expect(s.current).toEqual(draft);
+    expect(s.paths).toBeNull();
+    expect(s.downloaded).toBe(1250);
+  });
+
+  it("takes the draft's file in the target's quantisation when it has one, else its first", () => {
+    const m = { repo: "org/r", files: [{ quant: "Q8_0", file: "r-Q8_0.gguf", approx_size: 5 }, { quant: "Q4_K_M", file: "r-Q4_K_M.gguf", approx_size: 3 }] } as CatalogModel;
+    expect(fileJob(m, "Q4_K_M")).toEqual({ repo: "org/r", file: "r-Q4_K_M.gguf", approxSize: 3 });
+    expect(fileJob(m, "IQ2_XS")?.file).toBe("r-Q8_0.gguf");
+    expect(fileJob({ ...m, files: [] }, "Q8_0")).toBeNull();
   });
 });

@@ -1,5 +1,6 @@
-// Pure helpers of the Models and Run views (tested without a backend).
-import type { DownloadEvent, VocabGroup } from "./types";
+// Helpers of the Models and Run views (tested without Tauri, against the fake backend).
+import type { Backend } from "./backend";
+import type { CatalogModel, DownloadEvent, VocabGroup } from "./types";
 
 /// The drafts to offer for a target: the models on disk with the target's vocabulary (smallest
 /// first, the target itself left out), then the other recent files.
@@ -60,4 +61,68 @@ export function newDownload(): DownloadState {
 
 export function bytes(n: number): string {
   return n >= 2 ** 30 ? `${(n / 2 ** 30).toFixed(2)} GiB` : `${(n / 2 ** 20).toFixed(0)} MiB`;
+}
+
+/// One file to download: a catalog model's file for a quantisation.
+export interface FileJob {
+  repo: string;
+  file: string;
+  /// The catalog's size estimate, counted until the hub says the real size.
+  approxSize: number;
+}
+
+/// The file of a catalog model for `quant`, or its first file when it has no such quantisation
+/// (drafts often come in fewer quantisations than their targets).
+export function fileJob(m: CatalogModel, quant: string | undefined): FileJob | null {
+  const f = m.files.find((x) => x.quant === quant) ?? m.files[0];
+  return f ? { repo: m.repo, file: f.file, approxSize: f.approx_size } : null;
+}
+
+/// The state of a pair download: one progress for both files, the file being downloaded (for
+/// cancel), and the two paths when both are there.
+export interface PairDownload extends DownloadState {
+  current: FileJob | null;
+  paths: { target: string; draft: string } | null;
+}
+
+export function newPairDownload(): PairDownload {
+  return { ...newDownload(), current: null, paths: null };
+}
+
+/// Downloads a target and then its draft, updating `s` as one download of both files (the draft's
+/// size counts as the catalog's estimate until its download starts). Resolves to both paths; a
+/// failure or cancel of either rejects with its error (what was downloaded is kept: downloading
+/// the pair again resumes).
+export async function downloadPair(backend: Backend, target: FileJob, draft: FileJob, s: PairDownload): Promise<{ target: string; draft: string }> {
+  s.status = "downloading";
+  s.paths = null;
+  const sizes = [target.approxSize, draft.approxSize];
+  const got = [0, 0];
+  const paths: string[] = [];
+  for (const [i, job] of [target, draft].entries()) {
+    s.current = job;
+    const one = newDownload();
+    const path = await backend.download(job.repo, job.file, (e) => {
+      applyDownloadEvent(one, e);
+      if (e.type === "started" || e.type === "progress") sizes[i] = one.total || sizes[i] || 0;
+      got[i] = one.downloaded;
+      s.total = (sizes[0] ?? 0) + (sizes[1] ?? 0);
+      s.downloaded = (got[0] ?? 0) + (got[1] ?? 0);
+      s.rate = one.rate;
+      s.notice = one.notice;
+      s.resumedFrom = i === 0 ? one.resumedFrom : s.resumedFrom;
+      // The time left: this file's, then the next one's at this rate.
+      const rest = i === 0 ? (sizes[1] ?? 0) : 0;
+      s.etaS = one.etaS + (one.rate > 0 ? rest / one.rate : 0);
+      s.status = e.type === "verifying" && i === 1 ? "verifying" : "downloading";
+    });
+    got[i] = sizes[i] ?? got[i] ?? 0;
+    paths.push(path);
+  }
+  s.current = null;
+  s.downloaded = s.total;
+  s.status = "done";
+  s.paths = { target: paths[0] ?? "", draft: paths[1] ?? "" };
+  s.path = s.paths.target;
+  return s.paths;
 }
