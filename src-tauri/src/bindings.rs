@@ -39,6 +39,8 @@ pub fn typescript() -> String {
         report::StopReason,
         draft::Strategy,
         llama::GpuLayers,
+        llama::FlashAttn,
+        llama::KvType,
         sampling::SamplingParams,
         settings::Settings,
         settings::Limits,

@@ -208,6 +208,18 @@ pub(crate) struct GenArgs {
     /// Layers to offload to the GPU: a number or `all`.
     #[arg(long, default_value = "all")]
     gpu_layers: String,
+    /// The draft model's GPU layers (default: as --gpu-layers); like llama.cpp's -ngld.
+    #[arg(long)]
+    gpu_layers_draft: Option<String>,
+    /// KV cache type of the target: f16, q8_0 or q4_0 (quantised: less memory; needs flash attention).
+    #[arg(long, default_value = "f16")]
+    cache_type: String,
+    /// KV cache type of the draft model: f16, q8_0 or q4_0.
+    #[arg(long, default_value = "f16")]
+    cache_type_draft: String,
+    /// Flash attention: auto (llama.cpp decides per device), on or off.
+    #[arg(long, default_value = "auto")]
+    flash_attn: String,
     /// CPU threads per model (default: physical cores).
     #[arg(long)]
     threads: Option<u32>,
@@ -310,6 +322,15 @@ impl GenArgs {
             threads: self.threads.unwrap_or(Settings::default().threads),
             raw: self.raw,
             gpu_layers: self.gpu_layers.parse()?,
+            draft_gpu_layers: self.gpu_layers_draft.as_deref().map(str::parse).transpose().map_err(|_| {
+                Error::InvalidSetting { setting: "draft_gpu_layers", reason: "must be a number or `all`".into() }
+            })?,
+            cache_type: self.cache_type.parse()?,
+            draft_cache_type: self.cache_type_draft.parse().map_err(|_| Error::InvalidSetting {
+                setting: "draft_cache_type",
+                reason: format!("is {:?}, but must be f16, q8_0 or q4_0", self.cache_type_draft),
+            })?,
+            flash_attn: self.flash_attn.parse()?,
             ngram_map: self.ngram_map.clone(),
             keep_ngram_cache: self.keep_ngram_cache,
             ..Settings::default()
@@ -358,6 +379,10 @@ pub(crate) fn flag_of(setting: &str) -> Option<&'static str> {
         "n_ctx" => "--ctx",
         "threads" => "--threads",
         "gpu_layers" => "--gpu-layers",
+        "draft_gpu_layers" => "--gpu-layers-draft",
+        "cache_type" => "--cache-type",
+        "draft_cache_type" => "--cache-type-draft",
+        "flash_attn" => "--flash-attn",
         "strategy" => "--strategy",
         "strategies" => "--strategies",
         "lookup_min" => "--lookup-min",

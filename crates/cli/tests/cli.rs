@@ -226,6 +226,12 @@ fn bad_input_gives_clear_errors() {
     assert_clear_error(&draftlab(&with(&base, &["-p", "hi", "--n-draft", "adaptive:many"])), "--n-draft");
     assert_clear_error(&draftlab(&with(&base, &["-p", "hi", "--strategy", "lookup", "--lookup-min", "0"])), "n-gram");
     assert_clear_error(
+        &draftlab(&with(&base, &["-p", "hi", "--cache-type", "q8_0", "--flash-attn", "off"])),
+        "--cache-type is q8_0, but a quantised KV cache needs flash attention",
+    );
+    assert_clear_error(&draftlab(&with(&base, &["-p", "hi", "--cache-type-draft", "q3"])), "--cache-type-draft");
+    assert_clear_error(&draftlab(&with(&base, &["-p", "hi", "--flash-attn", "maybe"])), "--flash-attn");
+    assert_clear_error(
         &draftlab(&["run", "-t", s(&model(QWEN_TARGET)), "-d", s(&small), "-p", "hi"]),
         "token 5 differs",
     );

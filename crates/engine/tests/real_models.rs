@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use draftlab_engine::decoding::compare::{compare, NEAR_TIE_MARGIN};
 use draftlab_engine::decoding::draft::Strategy;
 use draftlab_engine::decoding::generate::Event;
-use draftlab_engine::decoding::llama::{GpuLayers, Logits, Model, Token};
+use draftlab_engine::decoding::llama::{FlashAttn, GpuLayers, KvType, Logits, Model, Token};
 use draftlab_engine::decoding::report::{Report, StopReason, TokenSource};
 use draftlab_engine::decoding::session::Session;
 use draftlab_engine::decoding::settings::{Mode, Settings};
@@ -460,4 +460,25 @@ fn a_session_with_default_settings_runs_auto_adaptive_and_compares_both_modes() 
     assert_same_or_near_tie(&both.baseline, &both.speculative, "default settings");
     let speedup = both.speedup.expect("a measurable baseline");
     assert!((speedup - both.speculative.tokens_per_s / both.baseline.tokens_per_s).abs() < 1e-9);
+}
+
+#[test]
+fn quantised_kv_caches_and_draft_placement_run_and_keep_the_output() {
+    // Both models with quantised caches (flash attention on), the draft on the CPU: the settings
+    // reach llama.cpp, speculation still reproduces the target alone run with the same caches.
+    let s = Settings {
+        cache_type: KvType::Q8_0,
+        draft_cache_type: KvType::Q4_0,
+        flash_attn: FlashAttn::On,
+        draft_gpu_layers: Some(GpuLayers::Count(0)),
+        ..settings(24, 4)
+    };
+    let valid = s.clone().validate(Mode::Speculative).unwrap();
+    let p = Session::load(&model(SMOLLM2), Some(&model(SMOLLM2)), valid).unwrap();
+    let (base, _) = run(&p, Mode::Baseline, "Name three colours.", &s);
+    let (spec, _) = run(&p, Mode::Speculative, "Name three colours.", &s);
+    assert!(base.generated_tokens > 3);
+    assert!(spec.accepted > 0, "a model drafting for itself gets tokens accepted");
+    assert_same_or_near_tie(&base, &spec, "quantised caches");
+    assert_eq!(spec.settings.cache_type, KvType::Q8_0);
 }

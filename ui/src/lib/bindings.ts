@@ -11,6 +11,10 @@ export type Strategy = "draft" | "lookup" | "ngram-cache" | "ngram-map" | "auto"
 
 export type GpuLayers = "all" | { "count": number };
 
+export type FlashAttn = "auto" | "on" | "off";
+
+export type KvType = "f16" | "q8_0" | "q4_0";
+
 export type SamplingParams = { 
 /**
  * 0 means greedy (the argmax, no randomness).
@@ -83,7 +87,23 @@ ngram_map: string | null,
  * Start the n-gram cache from what earlier runs learned (per vocabulary, in the app data
  * folder) and save it when the run ends.
  */
-keep_ngram_cache: boolean, };
+keep_ngram_cache: boolean, 
+/**
+ * Flash attention for both models: llama.cpp decides per device (`auto`), or on, or off.
+ */
+flash_attn: FlashAttn, 
+/**
+ * The target's KV cache type (keys and values).
+ */
+cache_type: KvType, 
+/**
+ * The draft model's KV cache type.
+ */
+draft_cache_type: KvType, 
+/**
+ * The draft model's GPU layers (none: as many as the target's).
+ */
+draft_gpu_layers: GpuLayers | null, };
 
 export type Limits = { max_draft: number, min_ctx: number, 
 /**
@@ -602,6 +622,10 @@ export const LIMITS: Limits = {
       "seed": 42
     },
     "ngram_map": null,
-    "keep_ngram_cache": false
+    "keep_ngram_cache": false,
+    "flash_attn": "auto",
+    "cache_type": "f16",
+    "draft_cache_type": "f16",
+    "draft_gpu_layers": null
   }
 };

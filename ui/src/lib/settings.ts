@@ -54,6 +54,10 @@ export const SETTING_LABELS: Record<string, string> = {
   drafts: "Drafts",
   targets: "Targets",
   reps: "Repetitions",
+  flash_attn: "Flash attention",
+  cache_type: "KV cache",
+  draft_cache_type: "Draft KV cache",
+  draft_gpu_layers: "Draft GPU layers",
 };
 
 /// An engine problem as the page says it: the setting by its label ("top-p is 0, but must be in

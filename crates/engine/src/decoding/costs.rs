@@ -71,7 +71,8 @@ pub fn measure_costs(
     let context: Vec<Token> = prompt.iter().copied().cycle().take(mid.max(1)).collect();
     let n = context.len() as u32;
     let filler: Vec<Token> = prompt.iter().copied().cycle().take(max_batch).collect();
-    let mut tctx = target.context(settings.n_ctx, settings.n_batch, settings.threads)?;
+    let mut tctx =
+        target.context_with(settings.n_ctx, settings.n_batch, settings.threads, settings.target_context())?;
     tctx.decode(&context, 0, Logits::None)?;
     let mut times = vec![Vec::with_capacity(reps); max_batch];
     for rep in 0..=reps {
@@ -94,7 +95,8 @@ pub fn measure_costs(
     let draft_token_ms = match draft {
         None => 0.0,
         Some(d) => {
-            let mut dctx = d.context(settings.n_ctx, settings.n_batch, settings.threads)?;
+            let mut dctx =
+                d.context_with(settings.n_ctx, settings.n_batch, settings.threads, settings.draft_context())?;
             dctx.decode(&context, 0, Logits::None)?;
             let mut times = Vec::with_capacity(reps);
             for rep in 0..=reps {
@@ -121,7 +123,7 @@ pub fn costs_key(target: &ModelId, draft: Option<&ModelId>, settings: &Settings,
     let draft = draft.map_or_else(|| "-".to_string(), id);
     let machine = crate::machine::MachineInfo::now();
     format!(
-        "v1|{}|{draft}|ctx{}|batch{}|t{}|gpu{:?}|max{max_batch}|{}|{}",
+        "v1|{}|{draft}|ctx{}|batch{}|t{}|gpu{:?}|max{max_batch}|{}|{}|{:?}{:?}{:?}{:?}",
         id(target),
         settings.n_ctx,
         settings.n_batch,
@@ -129,6 +131,10 @@ pub fn costs_key(target: &ModelId, draft: Option<&ModelId>, settings: &Settings,
         settings.gpu_layers,
         machine.cpu,
         machine.gpu_backend,
+        settings.flash_attn,
+        settings.cache_type,
+        settings.draft_cache_type,
+        settings.draft_gpu_layers,
     )
 }
 

@@ -7,7 +7,7 @@ use std::num::NonZeroU32;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
-use llama_cpp_2::context::params::LlamaContextParams;
+use llama_cpp_2::context::params::{KvCacheType, LlamaContextParams};
 use llama_cpp_2::context::LlamaContext;
 use llama_cpp_2::llama_backend::LlamaBackend;
 use llama_cpp_2::llama_batch::LlamaBatch;
@@ -70,6 +70,115 @@ impl std::str::FromStr for GpuLayers {
             reason: format!("is {s:?}, but must be a number or `all`"),
         })
     }
+}
+
+/// Flash attention: llama.cpp's choice per device (`auto`, the default), or forced on or off.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum FlashAttn {
+    #[default]
+    Auto,
+    On,
+    Off,
+}
+
+impl FlashAttn {
+    /// The name llama.cpp's `-fa` takes.
+    pub fn name(self) -> &'static str {
+        match self {
+            FlashAttn::Auto => "auto",
+            FlashAttn::On => "on",
+            FlashAttn::Off => "off",
+        }
+    }
+
+    /// llama.cpp's `llama_flash_attn_type`.
+    fn policy(self) -> i32 {
+        match self {
+            FlashAttn::Auto => -1,
+            FlashAttn::Off => 0,
+            FlashAttn::On => 1,
+        }
+    }
+}
+
+impl std::str::FromStr for FlashAttn {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Self> {
+        match s {
+            "auto" => Ok(FlashAttn::Auto),
+            "on" => Ok(FlashAttn::On),
+            "off" => Ok(FlashAttn::Off),
+            _ => Err(Error::InvalidSetting {
+                setting: "flash_attn",
+                reason: format!("is {s:?}, but must be auto, on or off"),
+            }),
+        }
+    }
+}
+
+/// The type of a KV cache's keys and values: f16 (the default), or quantised to q8_0 or q4_0 —
+/// half or about a quarter of the memory, for a little accuracy (a quantised V cache needs flash
+/// attention).
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum KvType {
+    #[default]
+    F16,
+    Q8_0,
+    Q4_0,
+}
+
+impl KvType {
+    /// The name llama.cpp's `-ctk`/`-ctv` take.
+    pub fn name(self) -> &'static str {
+        match self {
+            KvType::F16 => "f16",
+            KvType::Q8_0 => "q8_0",
+            KvType::Q4_0 => "q4_0",
+        }
+    }
+
+    /// Bytes per cached value relative to f16 (what the memory estimate scales by).
+    pub fn size_vs_f16(self) -> f64 {
+        match self {
+            KvType::F16 => 1.0,
+            KvType::Q8_0 => 34.0 / 64.0,
+            KvType::Q4_0 => 18.0 / 64.0,
+        }
+    }
+
+    fn ggml(self) -> KvCacheType {
+        match self {
+            KvType::F16 => KvCacheType::F16,
+            KvType::Q8_0 => KvCacheType::Q8_0,
+            KvType::Q4_0 => KvCacheType::Q4_0,
+        }
+    }
+}
+
+impl std::str::FromStr for KvType {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Self> {
+        match s {
+            "f16" => Ok(KvType::F16),
+            "q8_0" => Ok(KvType::Q8_0),
+            "q4_0" => Ok(KvType::Q4_0),
+            _ => Err(Error::InvalidSetting {
+                setting: "cache_type",
+                reason: format!("is {s:?}, but must be f16, q8_0 or q4_0"),
+            }),
+        }
+    }
+}
+
+/// How a context is set up besides its sizes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct ContextOptions {
+    pub cache_type: KvType,
+    pub flash_attn: FlashAttn,
 }
 
 /// A model identity for reports: enough to tell whether two runs used the same file.
@@ -177,6 +286,11 @@ impl Model {
 
     /// A context for generation. `n_batch` bounds how many tokens one decode call takes.
     pub fn context(&self, n_ctx: u32, n_batch: u32, threads: u32) -> Result<Context<'_>> {
+        self.context_with(n_ctx, n_batch, threads, ContextOptions::default())
+    }
+
+    /// A context with a KV cache type and flash attention setting.
+    pub fn context_with(&self, n_ctx: u32, n_batch: u32, threads: u32, options: ContextOptions) -> Result<Context<'_>> {
         let n_ctx = NonZeroU32::new(n_ctx)
             .ok_or_else(|| Error::InvalidSetting { setting: "n_ctx", reason: "is 0, but must be positive".into() })?;
         let threads = threads.max(1) as i32;
@@ -185,9 +299,15 @@ impl Model {
             .with_n_batch(n_batch)
             .with_n_ubatch(n_batch)
             .with_n_threads(threads)
-            .with_n_threads_batch(threads);
+            .with_n_threads_batch(threads)
+            .with_type_k(options.cache_type.ggml())
+            .with_type_v(options.cache_type.ggml())
+            .with_flash_attention_policy(options.flash_attn.policy());
         let ctx = self.inner.new_context(backend()?, params).map_err(|e| Error::OutOfMemory {
-            reason: format!("llama.cpp could not create a context of {n_ctx} tokens ({e})"),
+            reason: format!(
+                "llama.cpp could not create a context of {n_ctx} tokens with a {} KV cache ({e})",
+                options.cache_type.name()
+            ),
         })?;
         Ok(Context {
             ctx,

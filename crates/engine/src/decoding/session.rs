@@ -73,9 +73,8 @@ impl Session {
         }
         let draft = draft.filter(|_| speculative && settings.strategy.uses_draft_model());
         Self::check(target, draft, settings.n_ctx)?;
-        let gpu = settings.gpu_layers;
-        let target = Model::load(target, gpu)?;
-        let draft = draft.map(|d| Model::load(d, gpu)).transpose()?;
+        let target = Model::load(target, settings.gpu_layers)?;
+        let draft = draft.map(|d| Model::load(d, settings.draft_layers())).transpose()?;
         let session = Session {
             target,
             draft,
@@ -128,7 +127,8 @@ impl Session {
     /// they draft with a model, a loaded draft): then [`Session::set_settings`] keeps them warm.
     pub fn serves(&self, settings: &ValidSettings) -> bool {
         let needs_draft = settings.allows(Mode::Speculative) && settings.strategy.uses_draft_model();
-        settings.gpu_layers == self.settings.gpu_layers && (!needs_draft || self.draft.is_some())
+        settings.gpu_layers == self.settings.gpu_layers
+            && (!needs_draft || (self.draft.is_some() && settings.draft_layers() == self.settings.draft_layers()))
     }
 
     /// Runs the next runs with other settings on the same models (see [`Session::serves`]).
@@ -205,7 +205,8 @@ impl Session {
             _ => None,
         };
         let info = RunInfo { mode, target: self.target.id.clone(), draft, notes };
-        let ctx = self.target.context(settings.n_ctx, settings.n_batch, settings.threads)?;
+        let ctx =
+            self.target.context_with(settings.n_ctx, settings.n_batch, settings.threads, settings.target_context())?;
         let mut target = LlamaTarget { model: &self.target, ctx };
         let mut report = generate(&mut target, &mut drafters, scheduler, prompt, settings, info, cancel, on_event)?;
         // A cache saves what it learned; a failure to save costs the next run, not this one.
@@ -278,7 +279,7 @@ impl Session {
 
     fn model_drafter(&self, s: &ValidSettings) -> Result<Option<Box<dyn Drafter + '_>>> {
         let Some(draft) = self.draft.as_ref() else { return Ok(None) };
-        let dctx = draft.context(s.n_ctx, s.n_batch, s.threads)?;
+        let dctx = draft.context_with(s.n_ctx, s.n_batch, s.threads, s.draft_context())?;
         Ok(Some(Box::new(ModelDrafter::new(dctx, s.p_min, s.sampling))))
     }
 

@@ -9,7 +9,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::decoding::draft::Strategy;
-use crate::decoding::llama::GpuLayers;
+use crate::decoding::llama::{ContextOptions, FlashAttn, GpuLayers, KvType};
 use crate::decoding::sampling::SamplingParams;
 use crate::error::{Error, Result};
 
@@ -75,6 +75,18 @@ pub struct Settings {
     /// folder) and save it when the run ends.
     #[serde(default)]
     pub keep_ngram_cache: bool,
+    /// Flash attention for both models: llama.cpp decides per device (`auto`), or on, or off.
+    #[serde(default)]
+    pub flash_attn: FlashAttn,
+    /// The target's KV cache type (keys and values).
+    #[serde(default)]
+    pub cache_type: KvType,
+    /// The draft model's KV cache type.
+    #[serde(default)]
+    pub draft_cache_type: KvType,
+    /// The draft model's GPU layers (none: as many as the target's).
+    #[serde(default)]
+    pub draft_gpu_layers: Option<GpuLayers>,
 }
 
 fn default_lookup_min() -> usize {
@@ -110,6 +122,10 @@ impl Default for Settings {
             sampling: SamplingParams::default(),
             ngram_map: None,
             keep_ngram_cache: false,
+            flash_attn: FlashAttn::Auto,
+            cache_type: KvType::F16,
+            draft_cache_type: KvType::F16,
+            draft_gpu_layers: None,
         }
     }
 }
@@ -146,6 +162,21 @@ fn bad(setting: &'static str, reason: String) -> Error {
 }
 
 impl Settings {
+    /// How the target's contexts are set up.
+    pub fn target_context(&self) -> ContextOptions {
+        ContextOptions { cache_type: self.cache_type, flash_attn: self.flash_attn }
+    }
+
+    /// How the draft model's contexts are set up.
+    pub fn draft_context(&self) -> ContextOptions {
+        ContextOptions { cache_type: self.draft_cache_type, flash_attn: self.flash_attn }
+    }
+
+    /// The draft model's GPU layers.
+    pub fn draft_layers(&self) -> GpuLayers {
+        self.draft_gpu_layers.unwrap_or(self.gpu_layers)
+    }
+
     /// Checks every rule for runs in `mode` (speculative runs need a draft length of at least 1 and
     /// what their strategy needs) and returns settings that cannot be invalid. Threads 0 (the app's
     /// and the worker protocol's "auto") becomes the physical core count: more threads than cores
@@ -195,6 +226,15 @@ impl Settings {
             )));
         }
         out.extend(self.sampling.problems());
+        // llama.cpp needs flash attention for a quantised V cache.
+        for (setting, t) in [("cache_type", self.cache_type), ("draft_cache_type", self.draft_cache_type)] {
+            if t != KvType::F16 && self.flash_attn == FlashAttn::Off {
+                out.push(bad(
+                    setting,
+                    format!("is {}, but a quantised KV cache needs flash attention (auto or on)", t.name()),
+                ));
+            }
+        }
         if mode == Mode::Speculative {
             let tables = matches!(self.strategy, Strategy::NgramCache | Strategy::Auto);
             let max = crate::decoding::draft::ngram::MAX_TABLE_NGRAM;
@@ -321,5 +361,17 @@ mod tests {
         assert!(p[0].to_string().contains("at most 8 tokens"), "{}", p[0]);
         let s = Settings { strategy: Strategy::PromptLookup, ..s };
         assert!(s.problems(Mode::Speculative).is_empty());
+    }
+
+    #[test]
+    fn a_quantised_cache_needs_flash_attention() {
+        let s = Settings { cache_type: KvType::Q8_0, flash_attn: FlashAttn::Off, ..Settings::default() };
+        assert_eq!(named(&s.problems(Mode::Baseline)), [Some("cache_type")]);
+        let s = Settings { draft_cache_type: KvType::Q4_0, flash_attn: FlashAttn::Off, ..Settings::default() };
+        assert_eq!(named(&s.problems(Mode::Baseline)), [Some("draft_cache_type")]);
+        let s = Settings { cache_type: KvType::Q4_0, flash_attn: FlashAttn::Auto, ..s };
+        assert!(s.problems(Mode::Speculative).is_empty());
+        assert_eq!(s.draft_layers(), s.gpu_layers);
+        assert_eq!(Settings { draft_gpu_layers: Some(GpuLayers::Count(0)), ..s }.draft_layers(), GpuLayers::Count(0));
     }
 }

@@ -16,7 +16,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use crate::decoding::draft::Strategy;
-use crate::decoding::llama::GpuLayers;
+use crate::decoding::llama::{FlashAttn, GpuLayers, KvType};
 use crate::decoding::settings::Settings;
 
 /// Where the flag names were taken from (and where the test checks them).
@@ -69,7 +69,10 @@ pub fn server_command(target: &Path, draft: Option<&Path>, s: &Settings) -> Opti
         Strategy::Auto => return None,
         Strategy::DraftModel => {
             let d = shell(&draft?.display().to_string());
-            push(&["-md", &d, "-ngld", &ngl(s.gpu_layers), "--spec-type", "draft-simple"]);
+            push(&["-md", &d, "-ngld", &ngl(s.draft_layers()), "--spec-type", "draft-simple"]);
+            if s.draft_cache_type != KvType::F16 {
+                push(&["-ctkd", s.draft_cache_type.name(), "-ctvd", s.draft_cache_type.name()]);
+            }
             push(&["--spec-draft-n-max", &n, "--spec-draft-n-min", "0", "--spec-draft-p-min", &s.p_min.to_string()]);
         }
         Strategy::PromptLookup => {
@@ -98,6 +101,13 @@ pub fn server_command(target: &Path, draft: Option<&Path>, s: &Settings) -> Opti
         }
     }
     push(&["-ngl", &ngl(s.gpu_layers), "-c", &s.n_ctx.to_string()]);
+    // llama-server's defaults are f16 caches and flash attention `auto`: only a change is printed.
+    if s.cache_type != KvType::F16 {
+        push(&["-ctk", s.cache_type.name(), "-ctv", s.cache_type.name()]);
+    }
+    if s.flash_attn != FlashAttn::Auto {
+        push(&["-fa", s.flash_attn.name()]);
+    }
     if s.adaptive {
         notes.push(format!(
             "llama.cpp has no cost-aware adaptive draft length: this drafts up to {} tokens a round",
@@ -164,13 +174,24 @@ mod tests {
         for strategy in Strategy::ALL {
             for adaptive in [false, true] {
                 for keep_ngram_cache in [false, true] {
-                    out.push(Settings {
-                        strategy,
-                        adaptive,
-                        keep_ngram_cache,
-                        gpu_layers: GpuLayers::Count(20),
-                        ..Settings::default()
-                    });
+                    // Placement and cache options: the defaults, then every flag they print.
+                    let tuned = [false, true];
+                    for tuned in tuned {
+                        let mut s = Settings {
+                            strategy,
+                            adaptive,
+                            keep_ngram_cache,
+                            gpu_layers: GpuLayers::Count(20),
+                            ..Settings::default()
+                        };
+                        if tuned {
+                            s.flash_attn = FlashAttn::On;
+                            s.cache_type = KvType::Q8_0;
+                            s.draft_cache_type = KvType::Q4_0;
+                            s.draft_gpu_layers = Some(GpuLayers::Count(0));
+                        }
+                        out.push(s);
+                    }
                 }
             }
         }
@@ -215,7 +236,7 @@ mod tests {
                 s.adaptive || matches!(s.strategy, Strategy::PromptLookup | Strategy::NgramMap)
             );
         }
-        assert_eq!(printed, 16);
+        assert_eq!(printed, 32);
     }
 
     #[test]
@@ -232,8 +253,19 @@ mod tests {
         assert!(server_command(Path::new("/m/t.gguf"), None, &s).is_none(), "the draft strategy needs a draft");
         let auto = Settings::default();
         assert!(server_command(Path::new("/m/t.gguf"), Some(Path::new("/m/d.gguf")), &auto).is_none());
-        let adaptive = Settings { adaptive: true, ..s };
+        let adaptive = Settings { adaptive: true, ..s.clone() };
         let note = server_command(Path::new("/m/t.gguf"), Some(Path::new("/m/d.gguf")), &adaptive).unwrap().note;
         assert!(note.unwrap().contains("no cost-aware adaptive draft length"));
+        // Placement and cache options travel with the command.
+        let tuned = Settings {
+            flash_attn: FlashAttn::On,
+            cache_type: KvType::Q8_0,
+            draft_cache_type: KvType::Q4_0,
+            draft_gpu_layers: Some(GpuLayers::Count(0)),
+            ..s
+        };
+        let c = server_command(Path::new("/m/t.gguf"), Some(Path::new("/m/d.gguf")), &tuned).unwrap().command;
+        assert!(c.contains("-ngld 0 --spec-type") && c.contains("-ctkd q4_0 -ctvd q4_0"), "{c}");
+        assert!(c.ends_with("-ngl 99 -c 4096 -ctk q8_0 -ctv q8_0 -fa on"), "{c}");
     }
 }
