@@ -17,7 +17,8 @@ pub mod workers;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use draftlab_engine::files::doctor::{self, Diagnosis};
+use draftlab_engine::decoding::llama::KvType;
+use draftlab_engine::files::doctor::{self, Diagnosis, KvScale};
 use draftlab_engine::files::gguf::GgufFile;
 use draftlab_engine::machine::{MachineInfo, MemoryInfo};
 use draftlab_engine::measuring::charts::{self, Chart};
@@ -51,12 +52,22 @@ async fn blocking<T: Send + 'static>(what: &str, f: impl FnOnce() -> T + Send + 
 }
 
 /// Checks a target (and draft) from their GGUF headers, before anything loads: vocabulary rules and
-/// memory fit at the context size.
+/// memory fit at the context size and KV cache types (f16 unless given).
 #[tauri::command]
-fn doctor(target: PathBuf, draft: Option<PathBuf>, ctx: Option<u32>) -> Result<Diagnosis, ApiError> {
+fn doctor(
+    target: PathBuf,
+    draft: Option<PathBuf>,
+    ctx: Option<u32>,
+    cache_type: Option<KvType>,
+    draft_cache_type: Option<KvType>,
+) -> Result<Diagnosis, ApiError> {
     let t = GgufFile::open(&target)?;
     let d = draft.as_ref().map(GgufFile::open).transpose()?;
-    Ok(doctor::diagnose(&t, d.as_ref(), u64::from(ctx.unwrap_or(4096)), &MemoryInfo::now()))
+    let kv = KvScale {
+        target: cache_type.unwrap_or_default().size_vs_f16(),
+        draft: draft_cache_type.unwrap_or_default().size_vs_f16(),
+    };
+    Ok(doctor::diagnose_with(&t, d.as_ref(), u64::from(ctx.unwrap_or(4096)), kv, &MemoryInfo::now()))
 }
 
 /// The settings' problems for runs in `modes`, by the engine's own rules (empty when they are

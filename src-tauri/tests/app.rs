@@ -238,6 +238,15 @@ fn commands_work_through_the_mock_runtime() {
     use draftlab_engine::testing::{QWEN_DRAFT, QWEN_TARGET};
     let dx = invoke("doctor", serde_json::json!({ "target": model(QWEN_TARGET), "draft": model(QWEN_DRAFT) })).unwrap();
     assert_eq!(dx["verdict"], "ok", "{dx}");
+    // A quantised target cache shrinks the estimate the verdict is based on.
+    let q4 = invoke(
+        "doctor",
+        serde_json::json!({ "target": model(QWEN_TARGET), "draft": model(QWEN_DRAFT), "cacheType": "q4_0" }),
+    )
+    .unwrap();
+    let kv = |d: &serde_json::Value| d["memory"]["target_kv"].as_u64().unwrap();
+    assert!(kv(&q4) * 3 < kv(&dx), "{} vs {}", kv(&q4), kv(&dx));
+    assert_eq!(q4["memory"]["draft_kv"], dx["memory"]["draft_kv"]);
     let dx =
         invoke("doctor", serde_json::json!({ "target": model(QWEN_TARGET), "draft": model(SMOLLM2), "ctx": 2048 }))
             .unwrap();

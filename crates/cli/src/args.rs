@@ -34,6 +34,12 @@ pub(crate) enum Command {
         /// Context size to check memory for.
         #[arg(long, default_value_t = 4096)]
         ctx: u32,
+        /// The target's KV cache type the estimate is for: f16, q8_0 or q4_0.
+        #[arg(long, default_value = "f16")]
+        cache_type: String,
+        /// The draft's KV cache type: f16, q8_0 or q4_0.
+        #[arg(long, default_value = "f16")]
+        cache_type_draft: String,
         #[arg(long)]
         json: bool,
     },

@@ -2,12 +2,13 @@
 // runs in a plain browser against `FakeBackend` (tests, and design work with `npm run dev`; the
 // production bundle leaves the fake out).
 import type {
-  ApiError, CatalogView, Chart, Diagnosis, Mode, Settings, DownloadEvent, ExportSource, VocabGroup, HistoryEntry, HistoryRun, RunEvent, RunOutcome, RunRequest, SweepEntry, SweepOutcome,
+  ApiError, CatalogView, Chart, Diagnosis, KvType, Mode, Settings, DownloadEvent, ExportSource, VocabGroup, HistoryEntry, HistoryRun, RunEvent, RunOutcome, RunRequest, SweepEntry, SweepOutcome,
   SweepRequest, SweepUiEvent, SweepView,
 } from "./types";
 
 export interface Backend {
-  doctor(target: string, draft: string | null, ctx: number): Promise<Diagnosis>;
+  /// The doctor's verdict before loading, for a context size and KV cache types (f16 if not given).
+  doctor(target: string, draft: string | null, ctx: number, cacheTypes?: { target: KvType; draft: KvType }): Promise<Diagnosis>;
   /// What the engine would refuse in these settings for runs in `modes` (empty: nothing).
   checkSettings(settings: Settings, modes: Mode[]): Promise<ApiError[]>;
   run(request: RunRequest, onEvent: (e: RunEvent) => void): Promise<RunOutcome>;
@@ -57,7 +58,8 @@ export async function tauriBackend(): Promise<Backend> {
   const { open, save } = await import("@tauri-apps/plugin-dialog");
   const { getCurrentWebview } = await import("@tauri-apps/api/webview");
   return {
-    doctor: (target, draft, ctx) => invoke<Diagnosis>("doctor", { target, draft, ctx }),
+    doctor: (target, draft, ctx, cacheTypes) =>
+      invoke<Diagnosis>("doctor", { target, draft, ctx, cacheType: cacheTypes?.target ?? null, draftCacheType: cacheTypes?.draft ?? null }),
     checkSettings: (settings, modes) => invoke<ApiError[]>("check_settings", { settings, modes }),
     run: (request, onEvent) => {
       const channel = new Channel<RunEvent>();

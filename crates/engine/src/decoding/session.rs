@@ -21,10 +21,10 @@ use crate::decoding::generate::{generate, Event, RunInfo};
 use crate::decoding::llama::{Model, Token};
 use crate::decoding::report::Report;
 use crate::decoding::schedule::Scheduler;
-use crate::decoding::settings::{Mode, ValidSettings};
+use crate::decoding::settings::{Mode, Settings, ValidSettings};
 use crate::decoding::target::LlamaTarget;
 use crate::error::{Error, Result};
-use crate::files::doctor::{self, Topic, Verdict};
+use crate::files::doctor::{self, KvScale, Topic, Verdict};
 use crate::files::gguf::GgufFile;
 use crate::machine::MemoryInfo;
 
@@ -72,7 +72,7 @@ impl Session {
             });
         }
         let draft = draft.filter(|_| speculative && settings.strategy.uses_draft_model());
-        Self::check(target, draft, settings.n_ctx)?;
+        Self::check(target, draft, &settings)?;
         let target = Model::load(target, settings.gpu_layers)?;
         let draft = draft.map(|d| Model::load(d, settings.draft_layers())).transpose()?;
         let session = Session {
@@ -87,11 +87,12 @@ impl Session {
     }
 
     /// The doctor's verdict from the headers alone (nothing loads): an incompatible vocabulary or a
-    /// pair that cannot fit in memory now is an error.
-    pub fn check(target: &Path, draft: Option<&Path>, n_ctx: u32) -> Result<()> {
+    /// pair that cannot fit in memory now (at the settings' context and KV cache types) is an error.
+    pub fn check(target: &Path, draft: Option<&Path>, settings: &Settings) -> Result<()> {
         let tg = GgufFile::open(target)?;
         let dg = draft.map(GgufFile::open).transpose()?;
-        let dx = doctor::diagnose(&tg, dg.as_ref(), u64::from(n_ctx), &MemoryInfo::now());
+        let kv = KvScale { target: settings.cache_type.size_vs_f16(), draft: settings.draft_cache_type.size_vs_f16() };
+        let dx = doctor::diagnose_with(&tg, dg.as_ref(), u64::from(settings.n_ctx), kv, &MemoryInfo::now());
         let blocking = |topic: Topic| -> Option<String> {
             let msgs: Vec<&str> = dx
                 .findings

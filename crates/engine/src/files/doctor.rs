@@ -136,16 +136,37 @@ fn id_str(id: Option<u64>) -> String {
     id.map_or_else(|| "none".into(), |i| i.to_string())
 }
 
-/// Estimates the memory a model needs: its weights (mapped from the file) and its f16 KV cache.
-fn model_memory(m: &ModelSummary, ctx: u64) -> (u64, u64) {
-    let kv = m.kv_bytes_per_token.unwrap_or(0) * ctx;
-    (m.file_size, kv)
+/// The size of each model's KV cache relative to f16 (1.0; a q8_0 cache is about 0.53, q4_0 about
+/// 0.28): what the caches' types change in the estimate.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct KvScale {
+    pub target: f64,
+    pub draft: f64,
+}
+
+impl Default for KvScale {
+    fn default() -> Self {
+        KvScale { target: 1.0, draft: 1.0 }
+    }
+}
+
+/// Estimates the memory a model needs: its weights (mapped from the file) and its KV cache (f16
+/// bytes per token × `scale`).
+fn model_memory(m: &ModelSummary, ctx: u64, scale: f64) -> (u64, u64) {
+    let kv = (m.kv_bytes_per_token.unwrap_or(0) * ctx) as f64 * scale;
+    (m.file_size, kv.ceil() as u64)
 }
 
 /// The memory check alone (used by `run` before loading).
-pub fn memory_fit(target: &ModelSummary, draft: Option<&ModelSummary>, ctx: u64, mem: &MemoryInfo) -> MemoryFit {
-    let (tw, tk) = model_memory(target, ctx);
-    let (dw, dk) = draft.map_or((0, 0), |d| model_memory(d, ctx));
+pub fn memory_fit(
+    target: &ModelSummary,
+    draft: Option<&ModelSummary>,
+    ctx: u64,
+    kv: KvScale,
+    mem: &MemoryInfo,
+) -> MemoryFit {
+    let (tw, tk) = model_memory(target, ctx, kv.target);
+    let (dw, dk) = draft.map_or((0, 0), |d| model_memory(d, ctx, kv.draft));
     // Compute buffers: llama.cpp's graph buffers are roughly a few percent of the weights plus the
     // logits buffer; 5 % + 64 MiB per model covers the models we measured.
     let n_models = 1 + u64::from(draft.is_some());
@@ -197,8 +218,19 @@ fn memory_findings(fit: &MemoryFit) -> Vec<Finding> {
     out
 }
 
-/// Diagnoses a target alone or a target/draft pair at a context size.
+/// Diagnoses a target alone or a target/draft pair at a context size, with f16 KV caches.
 pub fn diagnose(target: &GgufFile, draft: Option<&GgufFile>, ctx: u64, mem: &MemoryInfo) -> Diagnosis {
+    diagnose_with(target, draft, ctx, KvScale::default(), mem)
+}
+
+/// [`diagnose`] with the KV caches' types (their sizes relative to f16).
+pub fn diagnose_with(
+    target: &GgufFile,
+    draft: Option<&GgufFile>,
+    ctx: u64,
+    kv: KvScale,
+    mem: &MemoryInfo,
+) -> Diagnosis {
     let ts = target.summary();
     let ds = draft.map(GgufFile::summary);
     let mut findings = Vec::new();
@@ -228,7 +260,7 @@ pub fn diagnose(target: &GgufFile, draft: Option<&GgufFile>, ctx: u64, mem: &Mem
             }
         }
     }
-    let memory = memory_fit(&ts, ds.as_ref(), ctx, mem);
+    let memory = memory_fit(&ts, ds.as_ref(), ctx, kv, mem);
     findings.extend(memory_findings(&memory));
     let verdict = findings.iter().map(|f| f.level).max().unwrap_or(Verdict::Ok);
     Diagnosis { verdict, findings, memory, target: ts, draft: ds }
@@ -317,9 +349,20 @@ mod tests {
         assert!(dx.findings[0].message.contains("cannot run here"));
         assert_eq!(dx.findings[0].topic, Topic::Memory);
         // The KV cache grows with the context.
-        let a = memory_fit(&t.summary(), None, 1024, &plenty());
-        let b = memory_fit(&t.summary(), None, 2048, &plenty());
+        let a = memory_fit(&t.summary(), None, 1024, KvScale::default(), &plenty());
+        let b = memory_fit(&t.summary(), None, 2048, KvScale::default(), &plenty());
         assert_eq!(b.target_kv, 2 * a.target_kv);
         assert!(a.target_kv > 0);
+    }
+
+    #[test]
+    fn quantised_kv_caches_shrink_the_estimate() {
+        let dir = tempfile::tempdir().unwrap();
+        let t = open(llama_like(&TOKS), dir.path(), "t.gguf");
+        let f16 = memory_fit(&t.summary(), None, 4096, KvScale::default(), &plenty());
+        let q8 = memory_fit(&t.summary(), None, 4096, KvScale { target: 34.0 / 64.0, draft: 1.0 }, &plenty());
+        assert!(f16.target_kv > 0);
+        assert_eq!(q8.target_kv, (f16.target_kv as f64 * 34.0 / 64.0).ceil() as u64);
+        assert_eq!(f16.needed - q8.needed, f16.target_kv - q8.target_kv);
     }
 }

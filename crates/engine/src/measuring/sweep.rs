@@ -406,7 +406,7 @@ pub fn run(
     let mut runnable = Vec::new();
     for (ids, keys) in groups {
         let draft = ids.1.map(|d| spec.drafts[d].as_path());
-        match Session::check(&spec.targets[ids.0], draft, spec.settings.n_ctx) {
+        match Session::check(&spec.targets[ids.0], draft, &spec.settings) {
             Ok(()) => {
                 timing.pending.push(ids);
                 timing.weights.insert(ids, weight(ids));
