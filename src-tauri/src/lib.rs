@@ -17,8 +17,8 @@ pub mod workers;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use draftlab_engine::decoding::llama::KvType;
-use draftlab_engine::files::doctor::{self, Diagnosis, KvScale};
+use draftlab_engine::decoding::llama::{kv_scale, KvType};
+use draftlab_engine::files::doctor::{self, Diagnosis};
 use draftlab_engine::files::gguf::GgufFile;
 use draftlab_engine::machine::{MachineInfo, MemoryInfo};
 use draftlab_engine::measuring::charts::{self, Chart};
@@ -63,10 +63,7 @@ fn doctor(
 ) -> Result<Diagnosis, ApiError> {
     let t = GgufFile::open(&target)?;
     let d = draft.as_ref().map(GgufFile::open).transpose()?;
-    let kv = KvScale {
-        target: cache_type.unwrap_or_default().size_vs_f16(),
-        draft: draft_cache_type.unwrap_or_default().size_vs_f16(),
-    };
+    let kv = kv_scale(cache_type.unwrap_or_default(), draft_cache_type.unwrap_or_default());
     Ok(doctor::diagnose_with(&t, d.as_ref(), u64::from(ctx.unwrap_or(4096)), kv, &MemoryInfo::now()))
 }
 

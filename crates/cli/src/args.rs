@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use anyhow::Context as _;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use draftlab_engine::decoding::draft::Strategy;
-use draftlab_engine::decoding::llama::Token;
+use draftlab_engine::decoding::llama::{KvType, Token};
 use draftlab_engine::decoding::sampling::SamplingParams;
 use draftlab_engine::decoding::session::Session;
 use draftlab_engine::decoding::settings::{Mode, Settings, DEFAULT_N_DRAFT};
@@ -332,10 +332,7 @@ impl GenArgs {
                 Error::InvalidSetting { setting: "draft_gpu_layers", reason: "must be a number or `all`".into() }
             })?,
             cache_type: self.cache_type.parse()?,
-            draft_cache_type: self.cache_type_draft.parse().map_err(|_| Error::InvalidSetting {
-                setting: "draft_cache_type",
-                reason: format!("is {:?}, but must be f16, q8_0 or q4_0", self.cache_type_draft),
-            })?,
+            draft_cache_type: KvType::parse("draft_cache_type", &self.cache_type_draft)?,
             flash_attn: self.flash_attn.parse()?,
             ngram_map: self.ngram_map.clone(),
             keep_ngram_cache: self.keep_ngram_cache,

@@ -3,11 +3,10 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use draftlab_engine::decoding::llama::KvType;
-use draftlab_engine::files::doctor::{self, KvScale, Verdict};
+use draftlab_engine::decoding::llama::{kv_scale, KvType};
+use draftlab_engine::files::doctor::{self, Verdict};
 use draftlab_engine::files::gguf::GgufFile;
 use draftlab_engine::machine::MemoryInfo;
-use draftlab_engine::Error;
 
 use crate::print::gib;
 
@@ -18,14 +17,9 @@ pub(crate) fn doctor_cmd(
     (cache_type, cache_type_draft): (&str, &str),
     json: bool,
 ) -> anyhow::Result<ExitCode> {
-    let target_kv: KvType = cache_type.parse()?;
-    let draft_kv: KvType = cache_type_draft.parse().map_err(|_| Error::InvalidSetting {
-        setting: "draft_cache_type",
-        reason: format!("is {cache_type_draft:?}, but must be f16, q8_0 or q4_0"),
-    })?;
+    let kv = kv_scale(cache_type.parse()?, KvType::parse("draft_cache_type", cache_type_draft)?);
     let t = GgufFile::open(&target)?;
     let d = draft.as_ref().map(GgufFile::open).transpose()?;
-    let kv = KvScale { target: target_kv.size_vs_f16(), draft: draft_kv.size_vs_f16() };
     let dx = doctor::diagnose_with(&t, d.as_ref(), u64::from(ctx), kv, &MemoryInfo::now());
     if json {
         println!("{}", serde_json::to_string_pretty(&dx)?);

@@ -78,9 +78,7 @@ pub fn generate(
     cancel: &AtomicBool,
     on_event: &mut dyn FnMut(Event),
 ) -> Result<Report> {
-    if !settings.allows(info.mode) {
-        return Err(Error::InvalidSettings("these settings were checked for baseline runs only".into()));
-    }
+    settings.require(info.mode)?;
     check_room(prompt.len(), target.n_ctx(), info.mode, settings.n_draft)?;
     let started_at = crate::paths::now_secs();
     let mut run = Loop::start(target, drafters, scheduler, prompt, settings, on_event)?;

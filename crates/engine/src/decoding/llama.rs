@@ -17,6 +17,7 @@ use llama_cpp_2::token::LlamaToken;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
+use crate::files::doctor::KvScale;
 use crate::files::gguf::{GgufFile, ModelSummary};
 
 /// A token id.
@@ -106,15 +107,9 @@ impl FlashAttn {
 impl std::str::FromStr for FlashAttn {
     type Err = Error;
     fn from_str(s: &str) -> Result<Self> {
-        match s {
-            "auto" => Ok(FlashAttn::Auto),
-            "on" => Ok(FlashAttn::On),
-            "off" => Ok(FlashAttn::Off),
-            _ => Err(Error::InvalidSetting {
-                setting: "flash_attn",
-                reason: format!("is {s:?}, but must be auto, on or off"),
-            }),
-        }
+        [FlashAttn::Auto, FlashAttn::On, FlashAttn::Off].into_iter().find(|f| f.name() == s).ok_or_else(|| {
+            Error::InvalidSetting { setting: "flash_attn", reason: format!("is {s:?}, but must be auto, on or off") }
+        })
     }
 }
 
@@ -159,19 +154,25 @@ impl KvType {
     }
 }
 
+impl KvType {
+    /// The type named `s` (`f16`, `q8_0`, `q4_0`) for `setting` (`cache_type` or `draft_cache_type`).
+    pub fn parse(setting: &'static str, s: &str) -> Result<KvType> {
+        [KvType::F16, KvType::Q8_0, KvType::Q4_0].into_iter().find(|t| t.name() == s).ok_or_else(|| {
+            Error::InvalidSetting { setting, reason: format!("is {s:?}, but must be f16, q8_0 or q4_0") }
+        })
+    }
+}
+
 impl std::str::FromStr for KvType {
     type Err = Error;
     fn from_str(s: &str) -> Result<Self> {
-        match s {
-            "f16" => Ok(KvType::F16),
-            "q8_0" => Ok(KvType::Q8_0),
-            "q4_0" => Ok(KvType::Q4_0),
-            _ => Err(Error::InvalidSetting {
-                setting: "cache_type",
-                reason: format!("is {s:?}, but must be f16, q8_0 or q4_0"),
-            }),
-        }
+        KvType::parse("cache_type", s)
     }
+}
+
+/// The memory the doctor counts for caches of these types (relative to f16).
+pub fn kv_scale(target: KvType, draft: KvType) -> KvScale {
+    KvScale { target: target.size_vs_f16(), draft: draft.size_vs_f16() }
 }
 
 /// How a context is set up besides its sizes.

@@ -124,8 +124,9 @@ impl Scheduler {
     }
 
     /// The draft length (≤ `max`) at which a draft that is always right pays best, if any length
-    /// beats not drafting: what an exploration round tries.
-    pub fn best_if_perfect(&self, max: usize, token_ms: f64, setup_ms: f64) -> Option<usize> {
+    /// beats not drafting (the tests compare it with what exploration tries).
+    #[cfg(test)]
+    fn best_if_perfect(&self, max: usize, token_ms: f64, setup_ms: f64) -> Option<usize> {
         let base = 1.0 / self.round_cost(0, 0.0, 0.0);
         let rate = |k: usize| (k + 1) as f64 / self.round_cost(k, token_ms, setup_ms);
         (1..=self.longest(max)).filter(|&k| rate(k) > base).max_by(|&a, &b| rate(a).total_cmp(&rate(b)))

@@ -24,7 +24,7 @@ use crate::decoding::schedule::Scheduler;
 use crate::decoding::settings::{Mode, Settings, ValidSettings};
 use crate::decoding::target::LlamaTarget;
 use crate::error::{Error, Result};
-use crate::files::doctor::{self, KvScale, Topic, Verdict};
+use crate::files::doctor::{self, Topic, Verdict};
 use crate::files::gguf::GgufFile;
 use crate::machine::MemoryInfo;
 
@@ -55,6 +55,14 @@ pub struct Both {
 pub fn speedup(baseline: &Report, speculative: &Report) -> Option<f64> {
     (baseline.tokens_per_s > 0.0 && speculative.tokens_per_s.is_finite())
         .then(|| speculative.tokens_per_s / baseline.tokens_per_s)
+}
+
+/// The draft strategy without a draft model.
+fn no_draft() -> Error {
+    Error::InvalidSetting {
+        setting: "draft",
+        reason: "is needed by the draft strategy: give a draft model (or use the lookup or auto strategy)".into(),
+    }
 }
 
 impl Session {
@@ -91,8 +99,8 @@ impl Session {
     pub fn check(target: &Path, draft: Option<&Path>, settings: &Settings) -> Result<()> {
         let tg = GgufFile::open(target)?;
         let dg = draft.map(GgufFile::open).transpose()?;
-        let kv = KvScale { target: settings.cache_type.size_vs_f16(), draft: settings.draft_cache_type.size_vs_f16() };
-        let dx = doctor::diagnose_with(&tg, dg.as_ref(), u64::from(settings.n_ctx), kv, &MemoryInfo::now());
+        let dx =
+            doctor::diagnose_with(&tg, dg.as_ref(), u64::from(settings.n_ctx), settings.kv_scale(), &MemoryInfo::now());
         let blocking = |topic: Topic| -> Option<String> {
             let msgs: Vec<&str> = dx
                 .findings
@@ -189,9 +197,7 @@ impl Session {
         cancel: &AtomicBool,
         on_event: &mut dyn FnMut(Event),
     ) -> Result<Report> {
-        if !settings.allows(mode) {
-            return Err(Error::InvalidSettings("these settings were checked for baseline runs only".into()));
-        }
+        settings.require(mode)?;
         let mut notes = Vec::new();
         let mut drafters = match mode {
             Mode::Baseline => Vec::new(),
@@ -255,11 +261,7 @@ impl Session {
     fn drafters(&self, s: &ValidSettings, notes: &mut Vec<String>) -> Result<Vec<Box<dyn Drafter + '_>>> {
         let mut out: Vec<Box<dyn Drafter + '_>> = Vec::new();
         match s.strategy {
-            Strategy::DraftModel => out.push(self.model_drafter(s)?.ok_or_else(|| Error::InvalidSetting {
-                setting: "draft",
-                reason:
-                    "is needed by the draft strategy: give a draft model (or use the lookup or auto strategy)".into(),
-            })?),
+            Strategy::DraftModel => out.push(self.model_drafter(s)?.ok_or_else(no_draft)?),
             Strategy::PromptLookup => out.push(Box::new(PromptLookup::new(s.lookup_min, s.lookup_max)?)),
             Strategy::NgramCache => out.push(self.ngram_cache(s, notes)?),
             Strategy::NgramMap => out.push(self.ngram_map(s)?.ok_or_else(|| Error::InvalidSetting {

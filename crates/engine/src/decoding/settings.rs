@@ -177,6 +177,11 @@ impl Settings {
         self.draft_gpu_layers.unwrap_or(self.gpu_layers)
     }
 
+    /// What the doctor counts for the two KV caches.
+    pub fn kv_scale(&self) -> crate::files::doctor::KvScale {
+        crate::decoding::llama::kv_scale(self.cache_type, self.draft_cache_type)
+    }
+
     /// Checks every rule for runs in `mode` (speculative runs need a draft length of at least 1 and
     /// what their strategy needs) and returns settings that cannot be invalid. Threads 0 (the app's
     /// and the worker protocol's "auto") becomes the physical core count: more threads than cores
@@ -269,10 +274,13 @@ impl ValidSettings {
         mode == Mode::Baseline || self.speculative
     }
 
-    /// The same settings with another strategy, draft length and adaptivity (a sweep's cells),
-    /// checked again.
-    pub fn with_drafting(&self, strategy: Strategy, n_draft: usize, adaptive: bool) -> Result<ValidSettings> {
-        Settings { strategy, n_draft, adaptive, ..self.settings.clone() }.validate(Mode::Speculative)
+    /// An error unless runs in `mode` may use these settings.
+    pub fn require(&self, mode: Mode) -> Result<()> {
+        if self.allows(mode) {
+            Ok(())
+        } else {
+            Err(Error::InvalidSettings(format!("these settings were checked for baseline runs only, not {mode} ones")))
+        }
     }
 
     pub fn into_inner(self) -> Settings {
@@ -326,7 +334,7 @@ mod tests {
         assert!(v.threads >= 1);
         assert!(v.allows(Mode::Baseline));
         assert!(!v.allows(Mode::Speculative));
-        let map = v.with_drafting(Strategy::NgramMap, 4, false);
+        let map = Settings { strategy: Strategy::NgramMap, ..v.into_inner() }.validate(Mode::Speculative);
         assert!(matches!(map, Err(Error::InvalidSetting { setting: "ngram_map", .. })));
     }
 

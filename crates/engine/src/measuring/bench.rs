@@ -19,7 +19,7 @@ use crate::decoding::llama::Token;
 use crate::decoding::report::{median, Report};
 use crate::decoding::session::{speedup, Session};
 use crate::decoding::settings::{Mode, ValidSettings};
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::measuring::llama_cpp;
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -193,9 +193,7 @@ pub fn bench_with_costs(
     cancel: &AtomicBool,
     progress: &mut dyn FnMut(&str),
 ) -> Result<BenchReport> {
-    if !settings.allows(Mode::Speculative) {
-        return Err(Error::InvalidSettings("a bench needs settings checked for speculative runs".into()));
-    }
+    settings.require(Mode::Speculative)?;
     let total = options.warmup + options.reps.max(1);
     let mut runs = Vec::new();
     let mut ignore = |_| {};

@@ -13,7 +13,6 @@
 
 use std::path::Path;
 
-use serde::{Deserialize, Serialize};
 
 use crate::decoding::draft::Strategy;
 use crate::decoding::llama::{FlashAttn, GpuLayers, KvType};
@@ -24,8 +23,7 @@ pub const FLAGS_FROM: &str =
     "llama.cpp common/arg.cpp as vendored by llama-cpp-sys-2 0.1.161 (the llama.cpp Draftlab runs)";
 
 /// A command line and what it does not reproduce exactly.
-#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct LlamaCpp {
     pub command: String,
     /// Where llama.cpp's behaviour differs from the measured setting (none: it is the same).

@@ -322,8 +322,7 @@ impl SweepResults {
 /// The cell's setting as a `llama-server` command line (with what it does not reproduce after a
 /// `#`); none for `auto`, which llama.cpp has no equivalent of.
 pub fn llama_cpp_command(spec: &SweepSpec, key: &CellKey) -> Option<String> {
-    let settings =
-        Settings { strategy: key.strategy, n_draft: key.n_draft, adaptive: spec.adaptive, ..spec.settings.clone() };
+    let settings = spec.cell_settings(key).ok()?;
     let draft = key.draft.map(|d| spec.drafts[d].as_path());
     llama_cpp::server_command(&spec.targets[key.target], draft, &settings).map(|c| c.line())
 }
