@@ -13,7 +13,6 @@
 
 use std::path::Path;
 
-
 use crate::decoding::draft::Strategy;
 use crate::decoding::llama::{FlashAttn, GpuLayers, KvType};
 use crate::decoding::settings::Settings;
