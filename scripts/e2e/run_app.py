@@ -129,6 +129,8 @@ def models_view(s):
     s.click("nav-models")
     wait("the catalog", lambda: s.exists("catalog-qwen2.5-coder-7b-instruct"), timeout=30)
     assert "fits" in s.text("catalog-qwen2.5-0.5b-instruct"), s.text("catalog-qwen2.5-0.5b-instruct")
+    # The badges say what they were judged against (free memory here; the GPU's working set on a Mac).
+    assert "judged against memory free now" in s.text("catalog-limit"), s.text("catalog-limit")
     wait("the cached model", lambda: "SmolLM2-135M-Instruct.Q4_1.gguf" in s.text("disk-group"), timeout=30)
     s.screenshot(out_dir[0] / "models.png")
     s.script("[...document.querySelectorAll('[data-testid=disk-group] button')].find(b => b.textContent === 'Target').click()")

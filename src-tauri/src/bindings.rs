@@ -3,7 +3,7 @@
 //! `typescript_bindings_are_fresh` fails when it no longer matches the Rust side.
 
 use draftlab_engine::decoding::{compare, draft, llama, report, sampling, settings};
-use draftlab_engine::files::{catalog, discover, doctor, gguf, hub};
+use draftlab_engine::files::{catalog, discover, doctor, estimate, gguf, hub, memory};
 use draftlab_engine::measuring::sweep as engine_sweep;
 use draftlab_engine::measuring::{bench, charts};
 use draftlab_engine::{error, machine};
@@ -57,6 +57,7 @@ pub fn typescript() -> String {
         doctor::Verdict,
         doctor::Topic,
         doctor::Finding,
+        memory::MemoryVerdict,
         doctor::MemoryFit,
         gguf::VocabSummary,
         gguf::ModelSummary,
@@ -98,6 +99,10 @@ pub fn typescript() -> String {
         discover::Source,
         discover::FoundModel,
         discover::VocabGroup,
+        estimate::Experts,
+        estimate::Swa,
+        estimate::Arch,
+        catalog::Evidence,
         catalog::CatalogFile,
         catalog::CatalogModel,
         catalog::Fit,

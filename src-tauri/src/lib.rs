@@ -17,7 +17,7 @@ pub mod workers;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use draftlab_engine::decoding::llama::{kv_scale, KvType};
+use draftlab_engine::decoding::llama::{kv_scale, GpuLayers, KvType};
 use draftlab_engine::files::doctor::{self, Diagnosis};
 use draftlab_engine::files::gguf::GgufFile;
 use draftlab_engine::machine::{MachineInfo, MemoryInfo};
@@ -60,11 +60,14 @@ fn doctor(
     ctx: Option<u32>,
     cache_type: Option<KvType>,
     draft_cache_type: Option<KvType>,
+    gpu_layers: Option<GpuLayers>,
+    draft_gpu_layers: Option<GpuLayers>,
 ) -> Result<Diagnosis, ApiError> {
     let t = GgufFile::open(&target)?;
     let d = draft.as_ref().map(GgufFile::open).transpose()?;
     let kv = kv_scale(cache_type.unwrap_or_default(), draft_cache_type.unwrap_or_default());
-    Ok(doctor::diagnose_with(&t, d.as_ref(), u64::from(ctx.unwrap_or(4096)), kv, &MemoryInfo::now()))
+    let placement = doctor::Placement { target: gpu_layers.and_then(GpuLayers::count), draft: draft_gpu_layers.or(gpu_layers).and_then(GpuLayers::count) };
+    Ok(doctor::diagnose_with(&t, d.as_ref(), u64::from(ctx.unwrap_or(4096)), kv, placement, &MemoryInfo::now()))
 }
 
 /// The settings' problems for runs in `modes`, by the engine's own rules (empty when they are

@@ -26,17 +26,24 @@ pub struct CatalogEntry {
 #[derive(Debug, Clone, Serialize, ts_rs::TS)]
 pub struct CatalogView {
     pub models: Vec<CatalogEntry>,
-    /// Bytes this machine can give models (what the fit badges compare against).
-    pub budget: u64,
+    /// What the fit badges are judged against (bytes), and why it is that number: the GPU's
+    /// working set on Apple Silicon, memory free now elsewhere.
+    pub limit: u64,
+    pub limit_reason: String,
+    /// The context the badges are for.
+    pub context: u64,
 }
 
 pub fn catalog_view() -> CatalogView {
     let models = catalog::models();
-    let budget = catalog::memory_budget(MemoryInfo::now().total);
-    let fits = catalog::fit(&models, budget);
+    let mem = MemoryInfo::now();
+    let fits = catalog::fit(&models, &mem);
+    let (limit, limit_reason) = catalog::limit(&mem);
     CatalogView {
         models: models.into_iter().zip(fits).map(|(model, fit)| CatalogEntry { model, fit }).collect(),
-        budget,
+        limit,
+        limit_reason,
+        context: catalog::FIT_CONTEXT,
     }
 }
 

@@ -391,6 +391,8 @@ fn models_on_disk_the_catalog_and_downloads_with_cancel() {
     let groups = models::on_disk(&[dir.path().join("hub")]);
     assert!(groups.iter().any(|g| g.models.iter().any(|m| m.path == path)), "{groups:?}");
     let cat = models::catalog_view();
-    assert!(cat.models.len() >= 25 && cat.budget > 0);
+    assert!(cat.models.len() >= 40 && cat.limit > 0, "{} models", cat.models.len());
+    // Off a Mac the badges are judged against memory free now, and say so.
+    assert!(cat.limit_reason.contains("free now"), "{}", cat.limit_reason);
     assert!(cat.models.iter().any(|e| e.model.id == "qwen2.5-coder-7b-instruct"));
 }

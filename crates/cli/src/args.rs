@@ -40,6 +40,12 @@ pub(crate) enum Command {
         /// The draft's KV cache type: f16, q8_0 or q4_0.
         #[arg(long, default_value = "f16")]
         cache_type_draft: String,
+        /// Target layers on the GPU (a number or `all`), like llama.cpp's -ngl.
+        #[arg(long, default_value = "all")]
+        gpu_layers: String,
+        /// Draft layers on the GPU (default: as --gpu-layers), like llama.cpp's -ngld.
+        #[arg(long)]
+        gpu_layers_draft: Option<String>,
         #[arg(long)]
         json: bool,
     },

@@ -3,23 +3,77 @@
 use serde::{Deserialize, Serialize};
 use sysinfo::{CpuRefreshKind, MemoryRefreshKind, RefreshKind, System};
 
-#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
+/// Memory, and the most a GPU sharing it may use.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct MemoryInfo {
     pub total: u64,
     pub available: u64,
+    /// Apple Silicon: the GPU's working set (unified memory the GPU may wire). None elsewhere.
+    #[serde(default)]
+    pub gpu: Option<GpuLimit>,
+}
+
+/// The most a GPU may use, and where the number comes from.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GpuLimit {
+    pub bytes: u64,
+    pub source: GpuLimitSource,
+}
+
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "kind")]
+pub enum GpuLimitSource {
+    /// Metal's `recommendedMaxWorkingSetSize` for this much memory.
+    MetalDefault,
+    /// The user raised (or lowered) it with `sudo sysctl iogpu.wired_limit_mb=N`.
+    WiredLimit { mb: u64 },
 }
 
 impl MemoryInfo {
     pub fn now() -> Self {
         let mut sys = System::new_with_specifics(RefreshKind::nothing()).ok();
-        match sys.as_mut() {
+        let (total, available) = match sys.as_mut() {
             Some(s) => {
                 s.refresh_memory_specifics(MemoryRefreshKind::nothing().with_ram());
-                MemoryInfo { total: s.total_memory(), available: s.available_memory() }
+                (s.total_memory(), s.available_memory())
             }
-            None => MemoryInfo { total: 0, available: 0 },
+            None => (0, 0),
+        };
+        let gpu = if gpu_backend() == "metal" { Some(apple_gpu_limit(total, wired_limit_mb())) } else { None };
+        MemoryInfo { total, available, gpu }
+    }
+
+    /// An Apple Silicon Mac with `total` bytes and everything free (tables and tests).
+    pub fn apple_silicon(total: u64, wired_limit_mb: Option<u64>) -> Self {
+        MemoryInfo { total, available: total, gpu: Some(apple_gpu_limit(total, wired_limit_mb)) }
+    }
+}
+
+/// The GPU's working set on Apple Silicon: `iogpu.wired_limit_mb` when the user set it (0 means
+/// unset), otherwise what Metal recommends: two thirds of memory up to 36 GB, three quarters above
+/// (the `recommendedMaxWorkingSetSize` llama.cpp prints at start-up on such Macs).
+pub fn apple_gpu_limit(total: u64, wired_limit_mb: Option<u64>) -> GpuLimit {
+    match wired_limit_mb.filter(|&mb| mb > 0) {
+        Some(mb) => GpuLimit { bytes: (mb << 20).min(total), source: GpuLimitSource::WiredLimit { mb } },
+        None => {
+            let bytes = if total <= 36 << 30 { total / 3 * 2 } else { total / 4 * 3 };
+            GpuLimit { bytes, source: GpuLimitSource::MetalDefault }
         }
     }
+}
+
+/// `sysctl iogpu.wired_limit_mb` (macOS 14+), when it can be read.
+#[cfg(target_os = "macos")]
+fn wired_limit_mb() -> Option<u64> {
+    let out = std::process::Command::new("/usr/sbin/sysctl").args(["-n", "iogpu.wired_limit_mb"]).output().ok()?;
+    String::from_utf8_lossy(&out.stdout).trim().parse().ok()
+}
+
+#[cfg(not(target_os = "macos"))]
+fn wired_limit_mb() -> Option<u64> {
+    None
 }
 
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]

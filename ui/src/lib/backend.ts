@@ -2,13 +2,22 @@
 // runs in a plain browser against `FakeBackend` (tests, and design work with `npm run dev`; the
 // production bundle leaves the fake out).
 import type {
-  ApiError, CatalogView, Chart, Diagnosis, KvType, Mode, Settings, DownloadEvent, ExportSource, VocabGroup, HistoryEntry, HistoryRun, RunEvent, RunOutcome, RunRequest, SweepEntry, SweepOutcome,
+  ApiError, CatalogView, Chart, Diagnosis, GpuLayers, KvType, Mode, Settings, DownloadEvent, ExportSource, VocabGroup, HistoryEntry, HistoryRun, RunEvent, RunOutcome, RunRequest, SweepEntry, SweepOutcome,
   SweepRequest, SweepUiEvent, SweepView,
 } from "./types";
 
+/// What the doctor's memory estimate is for: each model's KV cache type and GPU layers.
+export interface DoctorOptions {
+  target: KvType;
+  draft: KvType;
+  gpuLayers?: GpuLayers;
+  draftGpuLayers?: GpuLayers | null;
+}
+
 export interface Backend {
-  /// The doctor's verdict before loading, for a context size and KV cache types (f16 if not given).
-  doctor(target: string, draft: string | null, ctx: number, cacheTypes?: { target: KvType; draft: KvType }): Promise<Diagnosis>;
+  /// The doctor's verdict before loading, for a context size, KV cache types (f16 if not given)
+  /// and GPU layers (all if not given).
+  doctor(target: string, draft: string | null, ctx: number, placement?: DoctorOptions): Promise<Diagnosis>;
   /// What the engine would refuse in these settings for runs in `modes` (empty: nothing).
   checkSettings(settings: Settings, modes: Mode[]): Promise<ApiError[]>;
   run(request: RunRequest, onEvent: (e: RunEvent) => void): Promise<RunOutcome>;
@@ -58,8 +67,12 @@ export async function tauriBackend(): Promise<Backend> {
   const { open, save } = await import("@tauri-apps/plugin-dialog");
   const { getCurrentWebview } = await import("@tauri-apps/api/webview");
   return {
-    doctor: (target, draft, ctx, cacheTypes) =>
-      invoke<Diagnosis>("doctor", { target, draft, ctx, cacheType: cacheTypes?.target ?? null, draftCacheType: cacheTypes?.draft ?? null }),
+    doctor: (target, draft, ctx, o) =>
+      invoke<Diagnosis>("doctor", {
+        target, draft, ctx,
+        cacheType: o?.target ?? null, draftCacheType: o?.draft ?? null,
+        gpuLayers: o?.gpuLayers ?? null, draftGpuLayers: o?.draftGpuLayers ?? null,
+      }),
     checkSettings: (settings, modes) => invoke<ApiError[]>("check_settings", { settings, modes }),
     run: (request, onEvent) => {
       const channel = new Channel<RunEvent>();

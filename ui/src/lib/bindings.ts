@@ -279,15 +279,25 @@ export type Topic = "vocabulary" | "size" | "context" | "memory";
 
 export type Finding = { level: Verdict, topic: Topic, message: string, };
 
+export type MemoryVerdict = "fits" | "tight" | "too_big";
+
 export type MemoryFit = { context: number, target_weights: number, target_kv: number, draft_weights: number, draft_kv: number, 
 /**
  * Compute buffers and other overhead (an estimate).
  */
-overhead: number, needed: number, available: number, total: number, 
+overhead: number, needed: number, 
 /**
- * The most a GPU may use (Metal's working-set limit on Apple Silicon), when that binds.
+ * The part of `needed` on the GPU (weights of offloaded layers, their caches, buffers).
  */
-gpu_budget: number | null, };
+gpu_needed: number, available: number, total: number, 
+/**
+ * The most the GPU may use (Apple Silicon's working set), when this build offloads to one.
+ */
+gpu_budget: number | null, 
+/**
+ * The limit the verdict used, in bytes, and why it is that number.
+ */
+limit: number, limit_reason: string, verdict: MemoryVerdict, };
 
 export type VocabSummary = { 
 /**
@@ -548,18 +558,62 @@ fingerprint: string, tokenizer: string, vocab_size: number,
  */
 models: Array<FoundModel>, };
 
+export type Experts = { count: number, used: number, 
+/**
+ * Feed-forward width of one expert.
+ */
+ff: number, 
+/**
+ * Width of the shared expert (0: none).
+ */
+shared_ff: number, };
+
+export type Swa = { window: number, full_every: number, };
+
+export type Arch = { layers: number, embd: number, 
+/**
+ * Dense feed-forward width (for MoE models: of a dense layer, unused when every layer is MoE).
+ */
+ff: number, heads: number, kv_heads: number, head_dim: number, vocab: number, tied_embeddings: boolean, experts: Experts | null, swa: Swa | null, };
+
+export type Evidence = { 
+/**
+ * Names the repository and the file names.
+ */
+files: string, 
+/**
+ * States the model's shape (its config.json).
+ */
+arch: string, 
+/**
+ * States the exact sizes, when the entry has them.
+ */
+size: string | null, 
+/**
+ * Shows the recommended drafts in use, or their shared tokenizer.
+ */
+drafts: string | null, };
+
 export type CatalogFile = { quant: string, file: string, 
 /**
- * Estimated from the parameters and the quantisation's bits per weight (the hub says the
- * exact size when the download starts).
+ * Bytes: exact when a public source states it, else computed from the tensor types the
+ * quantisation uses (`size_estimated`). The hub says the exact size when the download starts.
  */
-approx_size: number, };
+size: number, size_estimated: boolean, sha256: string | null, };
 
 export type CatalogModel = { 
 /**
- * What `draftlab pull` takes, e.g. `qwen2.5-7b-instruct`.
+ * What `draftlab pull` takes, e.g. `qwen3-8b`.
  */
-id: string, family: string, family_name: string, params: number, 
+id: string, family: string, family_name: string, 
+/**
+ * All parameters.
+ */
+params: number, 
+/**
+ * Mixture-of-experts models: the parameters one token uses.
+ */
+active_params: number | null, 
 /**
  * Training context in tokens.
  */
@@ -569,31 +623,40 @@ context: number,
  */
 repo: string, 
 /**
- * Files by quantisation, the default (Q4_K_M) first.
+ * Files by quantisation, the default (Q4_K_M where there is one) first.
  */
 files: Array<CatalogFile>, 
 /**
  * Recommended drafts (catalog ids, best first).
  */
-drafts: Array<string>, };
+drafts: Array<string>, arch: Arch, source: Evidence, notes: string | null, };
 
 export type Fit = { id: string, 
 /**
- * Bytes needed for the default file at a 4096-token context (weights, cache, buffers).
+ * Bytes needed for the default file alone (weights, cache, buffers).
  */
-needed: number, fits: boolean, 
+needed: number, verdict: MemoryVerdict, 
 /**
- * Fits together with its first recommended draft.
+ * Not too big (it may still need other programs closed).
  */
-fits_with_draft: boolean | null, };
+fits: boolean, 
+/**
+ * The first recommended draft, and the verdict for the pair.
+ */
+draft: string | null, needed_with_draft: number | null, with_draft: MemoryVerdict | null, fits_with_draft: boolean | null, };
 
 export type CatalogEntry = { model: CatalogModel, fit: Fit, };
 
 export type CatalogView = { models: Array<CatalogEntry>, 
 /**
- * Bytes this machine can give models (what the fit badges compare against).
+ * What the fit badges are judged against (bytes), and why it is that number: the GPU's
+ * working set on Apple Silicon, memory free now elsewhere.
  */
-budget: number, };
+limit: number, limit_reason: string, 
+/**
+ * The context the badges are for.
+ */
+context: number, };
 
 export type DownloadEvent = { "type": "started", repo: string, file: string, total: number, resumed_from: number, } | { "type": "progress", downloaded: number, total: number, bytes_per_s: number, eta_s: number, } | { "type": "retrying", attempt: number, of: number, reason: string, wait_s: number, } | { "type": "verifying" } | { "type": "done", path: string, already: boolean, };
 

@@ -48,7 +48,8 @@ export class FakeBackend implements Backend {
       findings: incompatible ? [{ level: "incompatible", topic: "vocabulary", message: "token 5 differs" }] : [],
       memory: {
         context: ctx, target_weights: 1.5e9, target_kv: 1e8, draft_weights: draft ? 3e8 : 0, draft_kv: draft ? 5e7 : 0,
-        overhead: 5e7, needed: 2e9, available: 8e9, total: 16e9, gpu_budget: null,
+        overhead: 5e7, needed: 2e9, gpu_needed: 2e9, available: 8e9, total: 16e9, gpu_budget: null,
+        limit: 8e9, limit_reason: "memory free now (7.5 GiB of 14.9 GiB)", verdict: "fits",
       },
       target: summary(target, 1.5e9, "Q4_K_M"),
       draft: draft ? summary(draft, 0.5e9, "Q8_0") : null,
@@ -207,7 +208,7 @@ export class FakeBackend implements Backend {
   }
 
   disk: VocabGroup[] = [];
-  catalogView: CatalogView = { models: [], budget: 16e9 };
+  catalogView: CatalogView = { models: [], limit: 16e9, limit_reason: "memory free now (14.9 GiB of 16 GiB)", context: 4096 };
   downloads: string[] = [];
 
   async modelsOnDisk(): Promise<VocabGroup[]> {

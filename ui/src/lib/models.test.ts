@@ -90,7 +90,7 @@ describe("a pair download", () => {
   });
 
   it("takes the draft's file in the target's quantisation when it has one, else its first", () => {
-    const m = { repo: "org/r", files: [{ quant: "Q8_0", file: "r-Q8_0.gguf", approx_size: 5 }, { quant: "Q4_K_M", file: "r-Q4_K_M.gguf", approx_size: 3 }] } as CatalogModel;
+    const m = { repo: "org/r", files: [{ quant: "Q8_0", file: "r-Q8_0.gguf", size: 5, size_estimated: true, sha256: null }, { quant: "Q4_K_M", file: "r-Q4_K_M.gguf", size: 3, size_estimated: true, sha256: null }] } as CatalogModel;
     expect(fileJob(m, "Q4_K_M")).toEqual({ repo: "org/r", file: "r-Q4_K_M.gguf", approxSize: 3 });
     expect(fileJob(m, "IQ2_XS")?.file).toBe("r-Q8_0.gguf");
     expect(fileJob({ ...m, files: [] }, "Q8_0")).toBeNull();

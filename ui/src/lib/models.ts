@@ -75,7 +75,7 @@ export interface FileJob {
 /// (drafts often come in fewer quantisations than their targets).
 export function fileJob(m: CatalogModel, quant: string | undefined): FileJob | null {
   const f = m.files.find((x) => x.quant === quant) ?? m.files[0];
-  return f ? { repo: m.repo, file: f.file, approxSize: f.approx_size } : null;
+  return f ? { repo: m.repo, file: f.file, approxSize: f.size } : null;
 }
 
 /// The state of a pair download: one progress for both files, the file being downloaded (for

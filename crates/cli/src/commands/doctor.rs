@@ -3,7 +3,8 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use draftlab_engine::decoding::llama::{kv_scale, KvType};
+use draftlab_engine::decoding::llama::{kv_scale, GpuLayers, KvType};
+use draftlab_engine::error::Error;
 use draftlab_engine::files::doctor::{self, Verdict};
 use draftlab_engine::files::gguf::GgufFile;
 use draftlab_engine::machine::MemoryInfo;
@@ -15,12 +16,22 @@ pub(crate) fn doctor_cmd(
     draft: Option<PathBuf>,
     ctx: u32,
     (cache_type, cache_type_draft): (&str, &str),
+    (gpu_layers, gpu_layers_draft): (&str, Option<&str>),
     json: bool,
 ) -> anyhow::Result<ExitCode> {
     let kv = kv_scale(cache_type.parse()?, KvType::parse("draft_cache_type", cache_type_draft)?);
+    let target_layers: GpuLayers = gpu_layers.parse()?;
+    let draft_layers: GpuLayers = match gpu_layers_draft {
+        Some(s) => s.parse().map_err(|_| Error::InvalidSetting {
+            setting: "draft_gpu_layers",
+            reason: format!("is {s:?}, but must be a number or `all`"),
+        })?,
+        None => target_layers,
+    };
+    let placement = doctor::Placement { target: target_layers.count(), draft: draft_layers.count() };
     let t = GgufFile::open(&target)?;
     let d = draft.as_ref().map(GgufFile::open).transpose()?;
-    let dx = doctor::diagnose_with(&t, d.as_ref(), u64::from(ctx), kv, &MemoryInfo::now());
+    let dx = doctor::diagnose_with(&t, d.as_ref(), u64::from(ctx), kv, placement, &MemoryInfo::now());
     if json {
         println!("{}", serde_json::to_string_pretty(&dx)?);
     } else {
@@ -50,6 +61,7 @@ pub(crate) fn doctor_cmd(
             gib(m.available),
             gib(m.total)
         );
+        println!("limit   {} ({} on the GPU)", m.limit_reason, gib(m.gpu_needed));
         for f in &dx.findings {
             println!("{:<13}{}", f.level.to_string(), f.message);
         }

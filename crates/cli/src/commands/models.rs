@@ -3,6 +3,7 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use draftlab_engine::files::memory::MemoryVerdict;
 use draftlab_engine::files::{catalog, discover};
 use draftlab_engine::machine::MemoryInfo;
 
@@ -21,8 +22,8 @@ pub(crate) fn models_cmd(
     };
     let all = catalog::models();
     let mem = MemoryInfo::now();
-    let budget = catalog::memory_budget(mem.total);
-    let fits = catalog::fit(&all, budget);
+    let fits = catalog::fit(&all, &mem);
+    let (limit, limit_reason) = catalog::limit(&mem);
     if json {
         let catalog: Vec<serde_json::Value> =
             all.iter().zip(&fits).map(|(m, f)| serde_json::json!({ "model": m, "fit": f })).collect();
@@ -32,7 +33,8 @@ pub(crate) fn models_cmd(
         }
         if show_catalog {
             out.insert("catalog".into(), serde_json::Value::Array(catalog));
-            out.insert("memory_budget".into(), budget.into());
+            out.insert("memory_limit".into(), limit.into());
+            out.insert("memory_limit_reason".into(), limit_reason.into());
         }
         println!("{}", serde_json::to_string_pretty(&out)?);
         return Ok(ExitCode::SUCCESS);
@@ -75,8 +77,9 @@ pub(crate) fn models_cmd(
     }
     if show_catalog {
         println!(
-            "Catalog (default Q4_K_M; ✓ fits this machine's {}, +draft: fits together with its first draft):",
-            gib(budget)
+            "Catalog (default file at context {}; ✓ fits, ~ fits if other programs close, ✗ too big; \
+             +draft: fits together with its first draft).\nJudged against {limit_reason}.",
+            catalog::FIT_CONTEXT
         );
         let mut family = "";
         for (m, f) in all.iter().zip(&fits) {
@@ -84,15 +87,25 @@ pub(crate) fn models_cmd(
                 family = &m.family_name;
                 println!("\n  {family}");
             }
+            let params = match m.active_params {
+                Some(a) => format!("{:.1}B-A{:.1}B", m.params as f64 / 1e9, a as f64 / 1e9),
+                None => format!("{:.1}B", m.params as f64 / 1e9),
+            };
+            let mark = |v: MemoryVerdict| match v {
+                MemoryVerdict::Fits => "✓",
+                MemoryVerdict::Tight => "~",
+                MemoryVerdict::TooBig => "✗",
+            };
             println!(
-                "    {:<30} {:>7} ≈{:>10}  {:<2} {:<7} drafts: {}",
+                "    {:<30} {:>12} {}{:>10}  {:<2} {:<7} drafts: {}",
                 m.id,
-                format!("{:.1}B", m.params as f64 / 1e9),
-                gib(m.files[0].approx_size),
-                if f.fits { "✓" } else { "✗" },
-                match f.fits_with_draft {
-                    Some(true) => "+draft",
-                    Some(false) => "alone",
+                params,
+                if m.files[0].size_estimated { "≈" } else { " " },
+                gib(m.files[0].size),
+                mark(f.verdict),
+                match f.with_draft {
+                    Some(MemoryVerdict::TooBig) => "alone",
+                    Some(v) => if v == MemoryVerdict::Fits { "+draft" } else { "+draft~" },
                     None => "",
                 },
                 if m.drafts.is_empty() { "-".to_string() } else { m.drafts.join(", ") }

@@ -51,6 +51,14 @@ pub enum GpuLayers {
 }
 
 impl GpuLayers {
+    /// The layer count, None for all.
+    pub fn count(self) -> Option<u32> {
+        match self {
+            GpuLayers::All => None,
+            GpuLayers::Count(n) => Some(n),
+        }
+    }
+
     fn n(self) -> u32 {
         match self {
             // llama.cpp clamps to the model's layer count.

@@ -182,6 +182,11 @@ impl Settings {
         crate::decoding::llama::kv_scale(self.cache_type, self.draft_cache_type)
     }
 
+    /// The GPU layers of each model, for the memory estimate.
+    pub fn placement(&self) -> crate::files::memory::Placement {
+        crate::files::memory::Placement { target: self.gpu_layers.count(), draft: self.draft_layers().count() }
+    }
+
     /// Checks every rule for runs in `mode` (speculative runs need a draft length of at least 1 and
     /// what their strategy needs) and returns settings that cannot be invalid. Threads 0 (the app's
     /// and the worker protocol's "auto") becomes the physical core count: more threads than cores

@@ -9,6 +9,8 @@
 use serde::Serialize;
 
 use crate::files::gguf::{GgufFile, ModelSummary, VocabSummary};
+pub use crate::files::memory::{KvScale, MemoryFit, Placement};
+use crate::files::memory::{self, Footprint, MemoryVerdict};
 use crate::machine::MemoryInfo;
 
 /// Vocabulary sizes may differ by this much (padding tokens added by some conversions).
@@ -52,24 +54,6 @@ pub struct Finding {
     pub level: Verdict,
     pub topic: Topic,
     pub message: String,
-}
-
-/// How much memory the pair needs at a context size, against what the machine has.
-#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
-#[derive(Debug, Clone, Serialize)]
-pub struct MemoryFit {
-    pub context: u64,
-    pub target_weights: u64,
-    pub target_kv: u64,
-    pub draft_weights: u64,
-    pub draft_kv: u64,
-    /// Compute buffers and other overhead (an estimate).
-    pub overhead: u64,
-    pub needed: u64,
-    pub available: u64,
-    pub total: u64,
-    /// The most a GPU may use (Metal's working-set limit on Apple Silicon), when that binds.
-    pub gpu_budget: Option<u64>,
 }
 
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
@@ -136,99 +120,41 @@ fn id_str(id: Option<u64>) -> String {
     id.map_or_else(|| "none".into(), |i| i.to_string())
 }
 
-/// The size of each model's KV cache relative to f16 (1.0; a q8_0 cache is about 0.53, q4_0 about
-/// 0.28): what the caches' types change in the estimate.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct KvScale {
-    pub target: f64,
-    pub draft: f64,
-}
-
-impl Default for KvScale {
-    fn default() -> Self {
-        KvScale { target: 1.0, draft: 1.0 }
-    }
-}
-
-/// Estimates the memory a model needs: its weights (mapped from the file) and its KV cache (f16
-/// bytes per token × `scale`).
-fn model_memory(m: &ModelSummary, ctx: u64, scale: f64) -> (u64, u64) {
-    let kv = (m.kv_bytes_per_token.unwrap_or(0) * ctx) as f64 * scale;
-    (m.file_size, kv.ceil() as u64)
-}
-
-/// The memory check alone (used by `run` before loading).
+/// The memory check alone (used before loading): the pair's footprints from their headers.
 pub fn memory_fit(
-    target: &ModelSummary,
-    draft: Option<&ModelSummary>,
+    target: &GgufFile,
+    draft: Option<&GgufFile>,
     ctx: u64,
     kv: KvScale,
+    placement: Placement,
     mem: &MemoryInfo,
 ) -> MemoryFit {
-    let (tw, tk) = model_memory(target, ctx, kv.target);
-    let (dw, dk) = draft.map_or((0, 0), |d| model_memory(d, ctx, kv.draft));
-    // Compute buffers: llama.cpp's graph buffers are roughly a few percent of the weights plus the
-    // logits buffer; 5 % + 64 MiB per model covers the models we measured.
-    let n_models = 1 + u64::from(draft.is_some());
-    let overhead = (tw + dw) / 20 + n_models * (64 << 20);
-    let gpu_budget = if cfg!(target_os = "macos") { Some(mem.total / 4 * 3) } else { None };
-    MemoryFit {
-        context: ctx,
-        target_weights: tw,
-        target_kv: tk,
-        draft_weights: dw,
-        draft_kv: dk,
-        overhead,
-        needed: tw + tk + dw + dk + overhead,
-        available: mem.available,
-        total: mem.total,
-        gpu_budget,
-    }
+    let d = draft.map(Footprint::of_gguf);
+    memory::estimate(&Footprint::of_gguf(target), d.as_ref(), ctx, kv, placement, mem)
 }
 
 fn memory_findings(fit: &MemoryFit) -> Vec<Finding> {
-    let gib = |b: u64| b as f64 / (1u64 << 30) as f64;
-    let mut out = Vec::new();
-    let limit = fit.gpu_budget.map_or(fit.total, |g| g.min(fit.total));
-    if fit.needed > limit {
-        out.push(Finding {
-            level: Verdict::Incompatible,
-            topic: Topic::Memory,
-            message: format!(
-                "the pair needs {:.1} GiB at context {} but this machine {} {:.1} GiB: it cannot run here",
-                gib(fit.needed),
-                fit.context,
-                if fit.gpu_budget.is_some() { "lets the GPU use" } else { "has" },
-                gib(limit)
-            ),
-        });
-    } else if fit.needed > fit.available {
-        out.push(Finding {
-            level: Verdict::Warning,
-            topic: Topic::Memory,
-            message: format!(
-                "the pair needs {:.1} GiB at context {}, more than the {:.1} GiB free now: close other \
-                 programs or expect swapping",
-                gib(fit.needed),
-                fit.context,
-                gib(fit.available)
-            ),
-        });
-    }
-    out
+    let level = match fit.verdict {
+        MemoryVerdict::Fits => return Vec::new(),
+        MemoryVerdict::Tight => Verdict::Warning,
+        MemoryVerdict::TooBig => Verdict::Incompatible,
+    };
+    let what = if fit.draft_weights > 0 { "the pair" } else { "the model" };
+    vec![Finding { level, topic: Topic::Memory, message: format!("{what} {}", fit.problem().unwrap_or_default()) }]
 }
 
 /// Diagnoses a target alone or a target/draft pair at a context size, with f16 KV caches.
 pub fn diagnose(target: &GgufFile, draft: Option<&GgufFile>, ctx: u64, mem: &MemoryInfo) -> Diagnosis {
-    diagnose_with(target, draft, ctx, KvScale::default(), mem)
+    diagnose_with(target, draft, ctx, KvScale::default(), Placement::default(), mem)
 }
 
-/// [`diagnose`] with the KV caches' types (their sizes relative to f16).
+/// [`diagnose`] with the KV caches' types (their sizes relative to f16) and the GPU layers.
 pub fn diagnose_with(
     target: &GgufFile,
     draft: Option<&GgufFile>,
     ctx: u64,
     kv: KvScale,
+    placement: Placement,
     mem: &MemoryInfo,
 ) -> Diagnosis {
     let ts = target.summary();
@@ -260,7 +186,7 @@ pub fn diagnose_with(
             }
         }
     }
-    let memory = memory_fit(&ts, ds.as_ref(), ctx, kv, mem);
+    let memory = memory_fit(target, draft, ctx, kv, placement, mem);
     findings.extend(memory_findings(&memory));
     let verdict = findings.iter().map(|f| f.level).max().unwrap_or(Verdict::Ok);
     Diagnosis { verdict, findings, memory, target: ts, draft: ds }
@@ -278,7 +204,7 @@ mod tests {
     }
 
     fn plenty() -> MemoryInfo {
-        MemoryInfo { total: 64 * GIB, available: 48 * GIB }
+        MemoryInfo { total: 64 * GIB, available: 48 * GIB, gpu: None }
     }
 
     const TOKS: [&str; 8] = ["<unk>", "<s>", "</s>", "x", "y", "a", "b", "c"];
@@ -341,16 +267,16 @@ mod tests {
     fn memory_verdicts() {
         let dir = tempfile::tempdir().unwrap();
         let t = open(llama_like(&TOKS), dir.path(), "t.gguf");
-        let tight = MemoryInfo { total: 64 * GIB, available: 10 << 20 };
+        let tight = MemoryInfo { total: 64 * GIB, available: 10 << 20, gpu: None };
         assert_eq!(diagnose(&t, None, 2048, &tight).verdict, Verdict::Warning);
-        let tiny = MemoryInfo { total: 20 << 20, available: 20 << 20 };
+        let tiny = MemoryInfo { total: 20 << 20, available: 20 << 20, gpu: None };
         let dx = diagnose(&t, None, 2048, &tiny);
         assert_eq!(dx.verdict, Verdict::Incompatible);
         assert!(dx.findings[0].message.contains("cannot run here"));
         assert_eq!(dx.findings[0].topic, Topic::Memory);
         // The KV cache grows with the context.
-        let a = memory_fit(&t.summary(), None, 1024, KvScale::default(), &plenty());
-        let b = memory_fit(&t.summary(), None, 2048, KvScale::default(), &plenty());
+        let a = memory_fit(&t, None, 1024, KvScale::default(), Placement::default(), &plenty());
+        let b = memory_fit(&t, None, 2048, KvScale::default(), Placement::default(), &plenty());
         assert_eq!(b.target_kv, 2 * a.target_kv);
         assert!(a.target_kv > 0);
     }
@@ -359,8 +285,8 @@ mod tests {
     fn quantised_kv_caches_shrink_the_estimate() {
         let dir = tempfile::tempdir().unwrap();
         let t = open(llama_like(&TOKS), dir.path(), "t.gguf");
-        let f16 = memory_fit(&t.summary(), None, 4096, KvScale::default(), &plenty());
-        let q8 = memory_fit(&t.summary(), None, 4096, KvScale { target: 34.0 / 64.0, draft: 1.0 }, &plenty());
+        let f16 = memory_fit(&t, None, 4096, KvScale::default(), Placement::default(), &plenty());
+        let q8 = memory_fit(&t, None, 4096, KvScale { target: 34.0 / 64.0, draft: 1.0 }, Placement::default(), &plenty());
         assert!(f16.target_kv > 0);
         assert_eq!(q8.target_kv, (f16.target_kv as f64 * 34.0 / 64.0).ceil() as u64);
         assert_eq!(f16.needed - q8.needed, f16.target_kv - q8.target_kv);

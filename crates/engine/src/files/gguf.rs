@@ -666,7 +666,8 @@ pub(crate) mod tests {
             self.tensors.push((name.into(), dims.into(), ty));
             self
         }
-        pub(crate) fn bytes(&self) -> Vec<u8> {
+        /// The header and tensor infos, padded to the data's alignment.
+        fn header(&self) -> Vec<u8> {
             let mut out = Vec::new();
             out.extend(b"GGUF");
             out.extend(3u32.to_le_bytes());
@@ -674,7 +675,6 @@ pub(crate) mod tests {
             out.extend(self.n_kv.to_le_bytes());
             out.extend(&self.kv);
             let mut offset = 0u64;
-            let mut sizes = Vec::new();
             for (name, dims, ty) in &self.tensors {
                 out.extend((name.len() as u64).to_le_bytes());
                 out.extend(name.as_bytes());
@@ -684,20 +684,38 @@ pub(crate) mod tests {
                 }
                 out.extend(ty.to_le_bytes());
                 out.extend(offset.to_le_bytes());
-                let (block, size) = ggml_type_layout(*ty).unwrap();
-                let n = dims.iter().product::<u64>().div_ceil(block) * size;
-                sizes.push(n);
-                offset += n.div_ceil(32) * 32;
+                offset += Self::tensor_len(dims, *ty);
             }
             while out.len() % 32 != 0 {
                 out.push(0);
             }
-            out.resize(out.len() + offset as usize, 0);
+            out
+        }
+        fn tensor_len(dims: &[u64], ty: u32) -> u64 {
+            let (block, size) = ggml_type_layout(ty).unwrap();
+            (dims.iter().product::<u64>().div_ceil(block) * size).div_ceil(32) * 32
+        }
+        fn data_len(&self) -> u64 {
+            self.tensors.iter().map(|(_, dims, ty)| Self::tensor_len(dims, *ty)).sum()
+        }
+        pub(crate) fn bytes(&self) -> Vec<u8> {
+            let mut out = self.header();
+            out.resize(out.len() + self.data_len() as usize, 0);
             out
         }
         pub(crate) fn write(&self, dir: &Path, name: &str) -> PathBuf {
             let p = dir.join(name);
             std::fs::File::create(&p).unwrap().write_all(&self.bytes()).unwrap();
+            p
+        }
+        /// The header, with the tensor data left as a hole: the file is `len` bytes (at least what
+        /// the tensors need), so a "72B model" costs no disk.
+        pub(crate) fn write_sparse(&self, dir: &Path, name: &str, len: u64) -> PathBuf {
+            let head = self.header();
+            let p = dir.join(name);
+            let mut f = std::fs::File::create(&p).unwrap();
+            f.write_all(&head).unwrap();
+            f.set_len(len.max(head.len() as u64 + self.data_len())).unwrap();
             p
         }
     }

@@ -1,9 +1,13 @@
 //! Model files, read and fetched without llama.cpp: what a GGUF file is (`gguf`), whether a
-//! target/draft pair can work and fit (`doctor`), the built-in catalog (`catalog`), models already
-//! on disk (`discover`), and downloads into the Hugging Face cache (`hub`).
+//! target/draft pair can work and fit (`doctor`), the one memory estimate every check uses
+//! (`memory`), file sizes and footprints before a download (`estimate`), the built-in catalog
+//! (`catalog`), models already on disk (`discover`), and downloads into the Hugging Face cache
+//! (`hub`).
 
 pub mod catalog;
 pub mod discover;
 pub mod doctor;
+pub mod estimate;
 pub mod gguf;
 pub mod hub;
+pub mod memory;

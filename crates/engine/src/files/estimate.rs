@@ -1,0 +1,337 @@
+//! What a GGUF file of a model holds before it is downloaded: its tensors, with the types
+//! `llama-quantize` gives them for a quantisation (llama.cpp's `src/llama-quant.cpp`), and so its
+//! size and memory footprint. A quantisation is not one type: the output matrix (and tied
+//! embeddings) go to Q6_K, `attn_v` and `ffn_down` of the "more bits" layers to Q6_K in *_K_M files,
+//! rows that do not divide a 256-wide block fall back to a 32-wide type, and norms stay F32. That
+//! is why small models weigh more than parameters × nominal bits.
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, Result};
+use crate::files::gguf::ggml_type_layout;
+use crate::files::memory::Footprint;
+
+/// A model's shape, as its `config.json` (or GGUF metadata) states it.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Arch {
+    pub layers: u64,
+    pub embd: u64,
+    /// Dense feed-forward width (for MoE models: of a dense layer, unused when every layer is MoE).
+    pub ff: u64,
+    pub heads: u64,
+    pub kv_heads: u64,
+    pub head_dim: u64,
+    pub vocab: u64,
+    #[serde(default)]
+    pub tied_embeddings: bool,
+    #[serde(default)]
+    pub experts: Option<Experts>,
+    #[serde(default)]
+    pub swa: Option<Swa>,
+}
+
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Experts {
+    pub count: u64,
+    pub used: u64,
+    /// Feed-forward width of one expert.
+    pub ff: u64,
+    /// Width of the shared expert (0: none).
+    #[serde(default)]
+    pub shared_ff: u64,
+}
+
+/// Sliding-window attention: `window` tokens, one full-attention layer every `full_every` layers.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Swa {
+    pub window: u64,
+    pub full_every: u64,
+}
+
+impl Arch {
+    /// Parameters in all weights.
+    pub fn params(&self) -> u64 {
+        self.tensors("F16").map(|t| t.iter().map(|t| t.dims.iter().product::<u64>()).sum()).unwrap_or(0)
+    }
+
+    /// Parameters a token passes through (MoE: the used experts only).
+    pub fn active_params(&self) -> u64 {
+        match &self.experts {
+            None => self.params(),
+            Some(e) => self.params() - self.layers * 3 * self.embd * e.ff * (e.count - e.used),
+        }
+    }
+
+    fn sliding_layers(&self) -> u64 {
+        self.swa.as_ref().map_or(0, |s| self.layers - self.layers / s.full_every.max(1))
+    }
+
+    /// The tensors of a GGUF file of this model in `quant` (Q4_K_M, Q5_K_M, Q6_K, Q8_0, MXFP4_MOE,
+    /// F16), with their types.
+    pub fn tensors(&self, quant: &str) -> Result<Vec<PlannedTensor>> {
+        let recipe = Recipe::of(quant)?;
+        let n = self.layers;
+        let q = self.heads * self.head_dim;
+        let kv = self.kv_heads * self.head_dim;
+        let mut out = Vec::new();
+        let mut push = |name: String, dims: Vec<u64>, ty: u32| out.push(PlannedTensor { name, dims, ggml_type: ty });
+        let output_type = recipe.output(self.embd);
+        push(
+            "token_embd.weight".into(),
+            vec![self.embd, self.vocab],
+            if self.tied_embeddings { output_type } else { recipe.fallback(recipe.base, self.embd) },
+        );
+        for i in 0..n {
+            let b = |s: &str| format!("blk.{i}.{s}");
+            push(b("attn_norm.weight"), vec![self.embd], F32);
+            push(b("attn_q.weight"), vec![self.embd, q], recipe.fallback(recipe.base, self.embd));
+            push(b("attn_k.weight"), vec![self.embd, kv], recipe.fallback(recipe.base, self.embd));
+            push(b("attn_v.weight"), vec![self.embd, kv], recipe.fallback(recipe.attn_v(i, n, self), self.embd));
+            push(b("attn_output.weight"), vec![q, self.embd], recipe.fallback(recipe.base, q));
+            push(b("ffn_norm.weight"), vec![self.embd], F32);
+            match &self.experts {
+                None => {
+                    push(b("ffn_gate.weight"), vec![self.embd, self.ff], recipe.fallback(recipe.base, self.embd));
+                    push(b("ffn_up.weight"), vec![self.embd, self.ff], recipe.fallback(recipe.base, self.embd));
+                    push(b("ffn_down.weight"), vec![self.ff, self.embd], recipe.fallback(recipe.ffn_down(i, n), self.ff));
+                }
+                Some(e) => {
+                    push(b("ffn_gate_inp.weight"), vec![self.embd, e.count], F32);
+                    let ex = recipe.expert_type();
+                    push(b("ffn_gate_exps.weight"), vec![self.embd, e.ff, e.count], recipe.fallback(ex, self.embd));
+                    push(b("ffn_up_exps.weight"), vec![self.embd, e.ff, e.count], recipe.fallback(ex, self.embd));
+                    let down = if recipe.mxfp4 { ex } else { recipe.ffn_down(i, n) };
+                    push(b("ffn_down_exps.weight"), vec![e.ff, self.embd, e.count], recipe.fallback(down, e.ff));
+                    if e.shared_ff > 0 {
+                        let base = recipe.fallback(recipe.base, self.embd);
+                        push(b("ffn_gate_shexp.weight"), vec![self.embd, e.shared_ff], base);
+                        push(b("ffn_up_shexp.weight"), vec![self.embd, e.shared_ff], base);
+                        push(
+                            b("ffn_down_shexp.weight"),
+                            vec![e.shared_ff, self.embd],
+                            recipe.fallback(recipe.ffn_down(i, n), e.shared_ff),
+                        );
+                    }
+                }
+            }
+        }
+        push("output_norm.weight".into(), vec![self.embd], F32);
+        if !self.tied_embeddings {
+            push("output.weight".into(), vec![self.embd, self.vocab], output_type);
+        }
+        Ok(out)
+    }
+
+    /// Bytes of a GGUF file in `quant`: its tensors plus the header (tokenizer tables).
+    pub fn file_size(&self, quant: &str) -> Result<u64> {
+        Ok(self.tensors(quant)?.iter().map(PlannedTensor::n_bytes).sum::<u64>() + self.vocab * HEADER_BYTES_PER_TOKEN)
+    }
+
+    /// What the memory model needs, for a file of `file_size` bytes in `quant`.
+    pub fn footprint(&self, quant: &str, file_size: u64) -> Result<Footprint> {
+        let tensors = self.tensors(quant)?;
+        let layer_weights = tensors.iter().filter(|t| t.name.starts_with("blk.")).map(PlannedTensor::n_bytes).sum();
+        let per_layer = self.kv_heads * self.head_dim * 2 * 2;
+        let swa = self.sliding_layers();
+        Ok(Footprint {
+            weights: file_size,
+            layer_weights,
+            n_layer: self.layers,
+            kv_per_token: (self.layers - swa) * per_layer,
+            swa_kv_per_token: swa * per_layer,
+            swa_window: self.swa.as_ref().map_or(0, |s| if swa > 0 { s.window } else { 0 }),
+        })
+    }
+}
+
+/// The header holds the token texts, types, scores and merges: about this much per token.
+const HEADER_BYTES_PER_TOKEN: u64 = 40;
+
+const F32: u32 = 0;
+const F16: u32 = 1;
+const Q5_0: u32 = 6;
+const Q5_1: u32 = 7;
+const Q8_0: u32 = 8;
+const Q4_K: u32 = 12;
+const Q5_K: u32 = 13;
+const Q6_K: u32 = 14;
+const MXFP4: u32 = 39;
+
+/// One tensor of a planned file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PlannedTensor {
+    pub name: String,
+    pub dims: Vec<u64>,
+    pub ggml_type: u32,
+}
+
+impl PlannedTensor {
+    pub fn n_bytes(&self) -> u64 {
+        let (block, size) = ggml_type_layout(self.ggml_type).expect("planned types have a layout");
+        self.dims.iter().product::<u64>().div_ceil(block) * size
+    }
+}
+
+/// `llama-quantize`'s choices for one file type.
+struct Recipe {
+    base: u32,
+    /// `*_K_M`: more bits for attn_v and ffn_down in some layers.
+    k_m: bool,
+    mxfp4: bool,
+}
+
+impl Recipe {
+    fn of(quant: &str) -> Result<Recipe> {
+        let (base, k_m, mxfp4) = match quant.to_ascii_uppercase().as_str() {
+            "Q4_K_M" => (Q4_K, true, false),
+            "Q5_K_M" => (Q5_K, true, false),
+            "Q6_K" => (Q6_K, false, false),
+            "Q8_0" => (Q8_0, false, false),
+            "MXFP4" | "MXFP4_MOE" => (Q8_0, false, true),
+            "F16" => (F16, false, false),
+            other => {
+                return Err(Error::InvalidSettings(format!(
+                    "no size estimate for quantisation {other} (Q4_K_M, Q5_K_M, Q6_K, Q8_0, MXFP4_MOE, F16 have one)"
+                )))
+            }
+        };
+        Ok(Recipe { base, k_m, mxfp4 })
+    }
+
+    fn quantized(&self) -> bool {
+        self.base != F16
+    }
+
+    /// The output matrix (and tied embeddings): Q8_0 when the row does not divide the block or for
+    /// Q8_0/MXFP4 files, otherwise Q6_K.
+    fn output(&self, embd: u64) -> u32 {
+        if !self.quantized() {
+            F16
+        } else if self.mxfp4 || self.base == Q8_0 || !embd.is_multiple_of(block(self.base)) {
+            Q8_0
+        } else {
+            Q6_K
+        }
+    }
+
+    fn more_bits(i: u64, n: u64) -> bool {
+        i < n / 8 || i >= 7 * n / 8 || (i as i64 - (n / 8) as i64).rem_euclid(3) == 2
+    }
+
+    fn attn_v(&self, i: u64, n: u64, arch: &Arch) -> u32 {
+        if self.k_m && Self::more_bits(i, n) {
+            return Q6_K;
+        }
+        // llama.cpp's "70B" type (80 layers, grouped KV): attn_v gets Q5_K instead of Q4_K.
+        if self.base == Q4_K && n == 80 && arch.kv_heads * 8 == arch.heads {
+            return Q5_K;
+        }
+        self.base
+    }
+
+    fn ffn_down(&self, i: u64, n: u64) -> u32 {
+        if self.k_m && Self::more_bits(i, n) {
+            Q6_K
+        } else {
+            self.base
+        }
+    }
+
+    fn expert_type(&self) -> u32 {
+        if self.mxfp4 {
+            MXFP4
+        } else {
+            self.base
+        }
+    }
+
+    /// A type whose block does not divide the row length falls back to a 32-wide one (then F16).
+    fn fallback(&self, ty: u32, ncols: u64) -> u32 {
+        if !self.quantized() || ncols.is_multiple_of(block(ty)) {
+            return ty;
+        }
+        let back = match ty {
+            Q4_K => Q5_0,
+            Q5_K => Q5_1,
+            Q6_K => Q8_0,
+            other => other,
+        };
+        if ncols.is_multiple_of(block(back)) {
+            back
+        } else {
+            F16
+        }
+    }
+}
+
+fn block(ty: u32) -> u64 {
+    ggml_type_layout(ty).map_or(1, |(b, _)| b)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn qwen3_8b() -> Arch {
+        Arch {
+            layers: 36,
+            embd: 4096,
+            ff: 12288,
+            heads: 32,
+            kv_heads: 8,
+            head_dim: 128,
+            vocab: 151936,
+            tied_embeddings: false,
+            experts: None,
+            swa: None,
+        }
+    }
+
+    #[test]
+    fn k_m_files_mix_types_as_llama_quantize_does() {
+        let t = qwen3_8b().tensors("Q4_K_M").unwrap();
+        let ty = |name: &str| t.iter().find(|x| x.name == name).unwrap_or_else(|| panic!("{name}")).ggml_type;
+        assert_eq!(ty("output.weight"), Q6_K);
+        assert_eq!(ty("token_embd.weight"), Q4_K);
+        assert_eq!(ty("blk.0.attn_v.weight"), Q6_K);
+        assert_eq!(ty("blk.0.ffn_down.weight"), Q6_K);
+        assert_eq!(ty("blk.5.attn_v.weight"), Q4_K);
+        assert_eq!(ty("blk.6.attn_v.weight"), Q6_K, "(6 - 36/8) % 3 == 2");
+        assert_eq!(ty("blk.35.ffn_down.weight"), Q6_K);
+        assert_eq!(ty("blk.10.attn_q.weight"), Q4_K);
+        assert_eq!(ty("blk.10.attn_norm.weight"), F32);
+        // A 896-wide row does not divide 256: Q4_K falls back to Q5_0, Q6_K to Q8_0.
+        let small = Arch { embd: 896, tied_embeddings: true, ..qwen3_8b() };
+        let t = small.tensors("Q4_K_M").unwrap();
+        let ty = |name: &str| t.iter().find(|x| x.name == name).unwrap().ggml_type;
+        assert_eq!(ty("blk.10.attn_q.weight"), Q5_0);
+        assert_eq!(ty("token_embd.weight"), Q8_0);
+        assert!(t.iter().all(|x| x.name != "output.weight"));
+    }
+
+    #[test]
+    fn moe_experts_and_parameter_counts() {
+        let moe = Arch {
+            layers: 48,
+            embd: 2048,
+            ff: 6144,
+            heads: 32,
+            kv_heads: 4,
+            head_dim: 128,
+            vocab: 151936,
+            tied_embeddings: false,
+            experts: Some(Experts { count: 128, used: 8, ff: 768, shared_ff: 0 }),
+            swa: None,
+        };
+        // Qwen3-30B-A3B: 30.5 B total, 3.3 B active (its model card).
+        assert!((30.0e9..31.0e9).contains(&(moe.params() as f64)), "{}", moe.params());
+        assert!((3.1e9..3.5e9).contains(&(moe.active_params() as f64)), "{}", moe.active_params());
+        let t = moe.tensors("MXFP4_MOE").unwrap();
+        assert_eq!(t.iter().find(|x| x.name == "blk.0.ffn_up_exps.weight").unwrap().ggml_type, MXFP4);
+        assert_eq!(t.iter().find(|x| x.name == "blk.0.attn_q.weight").unwrap().ggml_type, Q8_0);
+        assert!(Arch::tensors(&moe, "IQ2_XXS").unwrap_err().to_string().contains("no size estimate"));
+    }
+}

@@ -1,0 +1,318 @@
+//! One memory model, used by the doctor, the catalog's fit badges and a sweep's "too big": the
+//! weights each model places on the GPU (its GPU layers), its KV cache at the context and cache
+//! type, and compute buffers, for the target and the draft; judged against the GPU's working set on
+//! Apple Silicon (Metal's recommended maximum, or `iogpu.wired_limit_mb` when raised) and against
+//! memory elsewhere.
+//!
+//! A model's [`Footprint`] comes from its GGUF header (the doctor: real tensor sizes) or from its
+//! catalog entry (tensor types the quantisation uses, see `estimate`); everything after that is
+//! the same code.
+
+use serde::{Deserialize, Serialize};
+
+use crate::files::gguf::GgufFile;
+use crate::machine::{GpuLimitSource, MemoryInfo};
+
+/// Tokens llama.cpp keeps beyond a sliding window (one micro-batch), per sliding-window layer.
+const SWA_EXTRA_TOKENS: u64 = 512;
+/// Compute buffers: llama.cpp's graph buffers are roughly a few percent of the weights plus the
+/// logits buffer; 5 % + 64 MiB per model covers the models measured here.
+const BUFFER_PER_MODEL: u64 = 64 << 20;
+
+/// What one model puts in memory, whatever the context.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Footprint {
+    /// All weights (the file's size for a GGUF file).
+    pub weights: u64,
+    /// Weights in the repeating blocks (`blk.N.*`), placed on the GPU layer by layer.
+    pub layer_weights: u64,
+    pub n_layer: u64,
+    /// f16 K and V bytes per context token over the full-attention layers.
+    pub kv_per_token: u64,
+    /// f16 K and V bytes per token over the sliding-window layers, and their window.
+    pub swa_kv_per_token: u64,
+    pub swa_window: u64,
+}
+
+impl Footprint {
+    /// From a GGUF header: real tensor sizes, attention shape from the metadata.
+    pub fn of_gguf(f: &GgufFile) -> Footprint {
+        let layer = f.tensors.iter().filter(|t| t.name.starts_with("blk.")).map(|t| t.n_bytes().unwrap_or(0)).sum();
+        let n_layer = f.arch_u64("block_count").unwrap_or(0);
+        let n_embd = f.arch_u64("embedding_length");
+        let n_head = f.arch_u64("attention.head_count");
+        let n_head_kv = f.arch_u64("attention.head_count_kv").or(n_head).unwrap_or(0);
+        let k = f.arch_u64("attention.key_length").or_else(|| Some(n_embd? / n_head?.max(1))).unwrap_or(0);
+        let v = f.arch_u64("attention.value_length").unwrap_or(k);
+        let window = f.arch_u64("attention.sliding_window").unwrap_or(0);
+        let swa_layers = sliding_layers(f.architecture().unwrap_or(""), n_layer, window);
+        let per_layer = n_head_kv * (k + v) * 2;
+        Footprint {
+            weights: f.file_size,
+            layer_weights: layer,
+            n_layer,
+            kv_per_token: (n_layer - swa_layers) * per_layer,
+            swa_kv_per_token: swa_layers * per_layer,
+            swa_window: if swa_layers > 0 { window } else { 0 },
+        }
+    }
+
+    /// f16 KV bytes at a context size.
+    pub fn kv_bytes(&self, ctx: u64) -> u64 {
+        self.kv_per_token * ctx + self.swa_kv_per_token * ctx.min(self.swa_window + SWA_EXTRA_TOKENS)
+    }
+
+    /// The weights placed on the GPU with `gpu_layers` layers offloaded (None: all).
+    pub fn gpu_weights(&self, gpu_layers: Option<u32>) -> u64 {
+        let n = gpu_layers.map_or(u64::MAX, u64::from);
+        if self.n_layer == 0 || n > self.n_layer {
+            // Everything offloaded: llama.cpp maps the whole file into one GPU buffer (on Apple
+            // Silicon, the mapped file counts against the working set, token embeddings included).
+            return self.weights;
+        }
+        // llama.cpp offloads the last `n` repeating layers; the output layer counts as one more.
+        (self.layer_weights as f64 * n.min(self.n_layer) as f64 / self.n_layer as f64) as u64
+    }
+
+    fn gpu_fraction(&self, gpu_layers: Option<u32>) -> f64 {
+        match gpu_layers {
+            None => 1.0,
+            Some(_) if self.n_layer == 0 => 1.0,
+            Some(n) => (u64::from(n).min(self.n_layer)) as f64 / self.n_layer as f64,
+        }
+    }
+}
+
+/// Layers that use a sliding window, by architecture (llama.cpp's patterns): Gemma 2/3 and gpt-oss
+/// alternate local and global attention.
+fn sliding_layers(arch: &str, n_layer: u64, window: u64) -> u64 {
+    if window == 0 {
+        return 0;
+    }
+    match arch {
+        // Five local layers, then one global.
+        "gemma3" => n_layer - n_layer / 6,
+        // Every other layer.
+        "gemma2" | "gpt-oss" => n_layer.div_ceil(2),
+        "cohere2" => n_layer - n_layer / 4,
+        _ => 0,
+    }
+}
+
+/// Each cache's size relative to f16 (1.0; a q8_0 cache is about 0.53, q4_0 about 0.28).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct KvScale {
+    pub target: f64,
+    pub draft: f64,
+}
+
+impl Default for KvScale {
+    fn default() -> Self {
+        KvScale { target: 1.0, draft: 1.0 }
+    }
+}
+
+/// How many layers of each model go to the GPU (None: all, llama.cpp's `-ngl 999`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Placement {
+    pub target: Option<u32>,
+    pub draft: Option<u32>,
+}
+
+/// What the estimate concludes.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MemoryVerdict {
+    Fits,
+    /// Fits the machine, but not in what is free now.
+    Tight,
+    /// Over the machine's limit (the GPU's working set, or all memory).
+    TooBig,
+}
+
+/// How much memory a target (and draft) need at a context size, against what the machine has.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[derive(Debug, Clone, Serialize)]
+pub struct MemoryFit {
+    pub context: u64,
+    pub target_weights: u64,
+    pub target_kv: u64,
+    pub draft_weights: u64,
+    pub draft_kv: u64,
+    /// Compute buffers and other overhead (an estimate).
+    pub overhead: u64,
+    pub needed: u64,
+    /// The part of `needed` on the GPU (weights of offloaded layers, their caches, buffers).
+    pub gpu_needed: u64,
+    pub available: u64,
+    pub total: u64,
+    /// The most the GPU may use (Apple Silicon's working set), when this build offloads to one.
+    pub gpu_budget: Option<u64>,
+    /// The limit the verdict used, in bytes, and why it is that number.
+    pub limit: u64,
+    pub limit_reason: String,
+    pub verdict: MemoryVerdict,
+}
+
+/// The one estimate: `target` and `draft` at `ctx` tokens with the given cache types and placement.
+pub fn estimate(
+    target: &Footprint,
+    draft: Option<&Footprint>,
+    ctx: u64,
+    kv: KvScale,
+    placement: Placement,
+    mem: &MemoryInfo,
+) -> MemoryFit {
+    let tk = (target.kv_bytes(ctx) as f64 * kv.target).ceil() as u64;
+    let dk = draft.map_or(0, |d| (d.kv_bytes(ctx) as f64 * kv.draft).ceil() as u64);
+    let (tw, dw) = (target.weights, draft.map_or(0, |d| d.weights));
+    let n_models = 1 + u64::from(draft.is_some());
+    let overhead = (tw + dw) / 20 + n_models * BUFFER_PER_MODEL;
+    let needed = tw + tk + dw + dk + overhead;
+    let gpu_needed = target.gpu_weights(placement.target)
+        + (tk as f64 * target.gpu_fraction(placement.target)) as u64
+        + draft.map_or(0, |d| d.gpu_weights(placement.draft) + (dk as f64 * d.gpu_fraction(placement.draft)) as u64)
+        + overhead;
+    let gib = |b: u64| b as f64 / (1u64 << 30) as f64;
+    let (verdict, limit, limit_reason) = match mem.gpu {
+        Some(gpu) if gpu_needed > gpu.bytes => (MemoryVerdict::TooBig, gpu.bytes, gpu_reason(gpu.source, gpu.bytes, mem)),
+        _ if needed > mem.total => {
+            (MemoryVerdict::TooBig, mem.total, format!("all of this machine's memory ({:.1} GiB)", gib(mem.total)))
+        }
+        Some(gpu) if needed <= mem.available => {
+            (MemoryVerdict::Fits, gpu.bytes, gpu_reason(gpu.source, gpu.bytes, mem))
+        }
+        _ => (
+            if needed <= mem.available { MemoryVerdict::Fits } else { MemoryVerdict::Tight },
+            mem.available,
+            format!("memory free now ({:.1} GiB of {:.1} GiB)", gib(mem.available), gib(mem.total)),
+        ),
+    };
+    MemoryFit {
+        context: ctx,
+        target_weights: tw,
+        target_kv: tk,
+        draft_weights: dw,
+        draft_kv: dk,
+        overhead,
+        needed,
+        gpu_needed,
+        available: mem.available,
+        total: mem.total,
+        gpu_budget: mem.gpu.map(|g| g.bytes),
+        limit,
+        limit_reason,
+        verdict,
+    }
+}
+
+fn gpu_reason(source: GpuLimitSource, bytes: u64, mem: &MemoryInfo) -> String {
+    let gib = |b: u64| b as f64 / (1u64 << 30) as f64;
+    match source {
+        GpuLimitSource::MetalDefault => format!(
+            "the GPU's working set ({:.1} GiB: Metal's recommended maximum on a {:.0} GB Mac; \
+             `sudo sysctl iogpu.wired_limit_mb=N` raises it)",
+            gib(bytes),
+            gib(mem.total)
+        ),
+        GpuLimitSource::WiredLimit { mb } => {
+            format!("the GPU's working set ({:.1} GiB, set by iogpu.wired_limit_mb={mb})", gib(bytes))
+        }
+    }
+}
+
+impl MemoryFit {
+    /// The doctor's sentence for a verdict other than `Fits`.
+    pub fn problem(&self) -> Option<String> {
+        let gib = |b: u64| b as f64 / (1u64 << 30) as f64;
+        match self.verdict {
+            MemoryVerdict::Fits => None,
+            MemoryVerdict::TooBig => {
+                let need = if self.gpu_budget == Some(self.limit) { self.gpu_needed } else { self.needed };
+                Some(format!(
+                    "needs {:.1} GiB at context {} but the limit is {}: it cannot run here (fewer GPU layers, \
+                     a smaller context, a quantised KV cache or a smaller quantisation would help)",
+                    gib(need),
+                    self.context,
+                    self.limit_reason
+                ))
+            }
+            MemoryVerdict::Tight => Some(format!(
+                "needs {:.1} GiB at context {}, more than the {:.1} GiB free now: close other programs or expect \
+                 swapping",
+                gib(self.needed),
+                self.context,
+                gib(self.available)
+            )),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::machine::GpuLimit;
+
+    const GIB: u64 = 1 << 30;
+
+    fn model(weights: u64) -> Footprint {
+        Footprint {
+            weights,
+            layer_weights: weights * 9 / 10,
+            n_layer: 40,
+            kv_per_token: 100_000,
+            swa_kv_per_token: 0,
+            swa_window: 0,
+        }
+    }
+
+    fn linux(total: u64, available: u64) -> MemoryInfo {
+        MemoryInfo { total, available, gpu: None }
+    }
+
+    #[test]
+    fn verdicts_against_free_and_total_memory() {
+        let m = model(8 * GIB);
+        let f = estimate(&m, None, 4096, KvScale::default(), Placement::default(), &linux(32 * GIB, 24 * GIB));
+        assert_eq!(f.verdict, MemoryVerdict::Fits);
+        assert!(f.limit_reason.contains("free now"), "{}", f.limit_reason);
+        let f = estimate(&m, None, 4096, KvScale::default(), Placement::default(), &linux(32 * GIB, 4 * GIB));
+        assert_eq!(f.verdict, MemoryVerdict::Tight);
+        assert!(f.problem().unwrap().contains("close other programs"));
+        let f = estimate(&m, None, 4096, KvScale::default(), Placement::default(), &linux(8 * GIB, 8 * GIB));
+        assert_eq!(f.verdict, MemoryVerdict::TooBig);
+        assert!(f.problem().unwrap().contains("cannot run here"));
+    }
+
+    #[test]
+    fn the_working_set_binds_only_what_is_on_the_gpu() {
+        let m = model(20 * GIB);
+        let mac = MemoryInfo {
+            total: 32 * GIB,
+            available: 30 * GIB,
+            gpu: Some(GpuLimit { bytes: 16 * GIB, source: GpuLimitSource::MetalDefault }),
+        };
+        let all = estimate(&m, None, 4096, KvScale::default(), Placement::default(), &mac);
+        assert_eq!(all.verdict, MemoryVerdict::TooBig);
+        assert!(all.limit_reason.contains("working set"), "{}", all.limit_reason);
+        // Half the layers on the GPU: the GPU part fits, the whole fits in memory.
+        let half = estimate(&m, None, 4096, KvScale::default(), Placement { target: Some(20), draft: None }, &mac);
+        assert!(half.gpu_needed < all.gpu_needed / 2 + 2 * GIB, "{half:?}");
+        assert_eq!(half.verdict, MemoryVerdict::Fits, "{half:?}");
+        assert_eq!(half.needed, all.needed);
+        // No layer on the GPU: buffers only.
+        let none = estimate(&m, None, 4096, KvScale::default(), Placement { target: Some(0), draft: None }, &mac);
+        assert_eq!(none.gpu_needed, none.overhead);
+    }
+
+    #[test]
+    fn sliding_window_layers_stop_growing_at_the_window() {
+        let m = Footprint { swa_kv_per_token: 50_000, swa_window: 1024, ..model(GIB) };
+        assert_eq!(m.kv_bytes(1000), 150_000 * 1000);
+        assert_eq!(m.kv_bytes(32_768), 100_000 * 32_768 + 50_000 * (1024 + SWA_EXTRA_TOKENS));
+        assert_eq!(sliding_layers("gemma3", 26, 512), 22);
+        assert_eq!(sliding_layers("gpt-oss", 24, 128), 12);
+        assert_eq!(sliding_layers("llama", 32, 4096), 0);
+    }
+}

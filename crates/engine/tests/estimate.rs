@@ -1,0 +1,85 @@
+//! The size estimate against real GGUF files: the tensor types `llama-quantize` gave the test
+//! models are the types the estimate plans, and the catalog's shapes are the headers' shapes.
+
+use draftlab_engine::files::catalog;
+use draftlab_engine::files::estimate::Arch;
+use draftlab_engine::files::gguf::{ggml_type_name, GgufFile};
+use draftlab_engine::files::memory::Footprint;
+use draftlab_engine::testing::{model, GEMMA3, QWEN_DRAFT, QWEN_TARGET};
+
+/// The shape a header states.
+fn arch_of(f: &GgufFile) -> Arch {
+    let get = |k: &str| f.arch_u64(k).unwrap_or_else(|| panic!("{k}"));
+    let heads = get("attention.head_count");
+    let has_output = f.tensors.iter().any(|t| t.name == "output.weight");
+    Arch {
+        layers: get("block_count"),
+        embd: get("embedding_length"),
+        ff: get("feed_forward_length"),
+        heads,
+        kv_heads: f.arch_u64("attention.head_count_kv").unwrap_or(heads),
+        head_dim: f.arch_u64("attention.key_length").unwrap_or(get("embedding_length") / heads),
+        vocab: f.tokens().expect("tokens").len() as u64,
+        tied_embeddings: !has_output,
+        experts: None,
+        swa: None,
+    }
+}
+
+/// Every planned weight matrix exists with the planned shape, and each kind of matrix (attn_v,
+/// ffn_down, …) has the planned types in the planned numbers. Which layers get the extra bits
+/// follows the order of the tensors in the file (`llama-quantize` counts them as they come, and
+/// older conversions stored `blk.10` before `blk.2`), so the numbers are compared, not the layers.
+fn check_types(f: &GgufFile, arch: &Arch, quant: &str) {
+    use std::collections::BTreeMap;
+    let kind = |name: &str| match name.strip_prefix("blk.") {
+        Some(rest) => rest.split_once('.').map_or(rest, |(_, k)| k).to_string(),
+        None => name.to_string(),
+    };
+    let mut planned: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    let mut real: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for p in arch.tensors(quant).expect("plan").iter().filter(|p| p.dims.len() > 1) {
+        let t = f.tensors.iter().find(|t| t.name == p.name).unwrap_or_else(|| panic!("{} missing", p.name));
+        assert_eq!(t.dims, p.dims, "{}", p.name);
+        planned.entry(kind(&p.name)).or_default().push(ggml_type_name(p.ggml_type));
+        real.entry(kind(&p.name)).or_default().push(ggml_type_name(t.ggml_type));
+    }
+    for v in planned.values_mut().chain(real.values_mut()) {
+        v.sort();
+    }
+    assert_eq!(planned, real);
+}
+
+#[test]
+fn qwen_target_types_and_size_are_planned_exactly() {
+    let f = GgufFile::open(model(QWEN_TARGET)).expect("opens");
+    let arch = arch_of(&f);
+    // The catalog's entry for this model has the header's shape.
+    let entry = catalog::find("qwen2.5-coder-1.5b-instruct").expect("in the catalog");
+    assert_eq!(entry.arch, arch);
+    check_types(&f, &arch, "Q4_K_M");
+    let est = arch.file_size("Q4_K_M").expect("size") as f64;
+    assert!((est / f.file_size as f64 - 1.0).abs() < 0.005, "estimate {est} vs file {}", f.file_size);
+    // The footprint from the plan and from the header agree.
+    let from_file = Footprint::of_gguf(&f);
+    let planned = arch.footprint("Q4_K_M", f.file_size).expect("footprint");
+    assert_eq!(planned.kv_per_token, from_file.kv_per_token);
+    assert!(planned.layer_weights.abs_diff(from_file.layer_weights) < from_file.layer_weights / 200, "{planned:?} {from_file:?}");
+}
+
+#[test]
+fn qwen_draft_shape_is_the_catalogs() {
+    let f = GgufFile::open(model(QWEN_DRAFT)).expect("opens");
+    assert_eq!(catalog::find("qwen2.5-coder-0.5b-instruct").expect("in the catalog").arch, arch_of(&f));
+}
+
+#[test]
+fn gemma_small_rows_fall_back_as_planned() {
+    let f = GgufFile::open(model(GEMMA3)).expect("opens");
+    let arch = arch_of(&f);
+    // 640-wide rows do not divide Q4_K's 256-wide blocks: llama-quantize fell back to 32-wide types.
+    assert_eq!(arch.embd, 640);
+    check_types(&f, &arch, "Q4_K_M");
+    let est = arch.file_size("Q4_K_M").expect("size") as f64;
+    assert!((est / f.file_size as f64 - 1.0).abs() < 0.03, "estimate {est} vs file {}", f.file_size);
+}
