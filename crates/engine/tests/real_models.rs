@@ -482,3 +482,25 @@ fn quantised_kv_caches_and_draft_placement_run_and_keep_the_output() {
     assert_same_or_near_tie(&base, &spec, "quantised caches");
     assert_eq!(spec.settings.cache_type, KvType::Q8_0);
 }
+
+/// The test models' own templates (GGUF metadata) render through the Jinja path: the system text
+/// where each family puts it, the assistant's turn open, and BOS never written twice.
+#[test]
+fn the_test_models_chat_templates_render() {
+    use draftlab_engine::decoding::template::ChatMessage;
+    // (The Gemma test file carries no template: tests/templates.rs checks Gemma's.)
+    let chat = [ChatMessage::new("system", "Be brief."), ChatMessage::new("user", "Name a colour.")];
+    for (name, starts, ends) in [
+        (QWEN_TARGET, "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nName a colour.", "<|im_start|>assistant\n"),
+        (QWEN_DRAFT, "<|im_start|>system\nBe brief.<|im_end|>\n", "<|im_start|>assistant\n"),
+        (SMOLLM2, "<|im_start|>system\nBe brief.<|im_end|>\n", "<|im_start|>assistant\n"),
+    ] {
+        let m = Model::load_vocab_only(model(name)).unwrap();
+        let p = m.chat_prompt(&chat).unwrap().unwrap_or_else(|| panic!("{name} has a template"));
+        assert!(p.starts_with(starts), "{name}: {p:?}");
+        assert!(p.ends_with(ends), "{name}: {p:?}");
+        // One user turn without a system message still renders (Qwen adds its default system text).
+        let one = m.apply_chat_template("Hi").unwrap().expect("template");
+        assert!(one.contains("Hi") && one.ends_with(ends), "{name}: {one:?}");
+    }
+}

@@ -17,6 +17,7 @@ use llama_cpp_2::token::LlamaToken;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
+use crate::decoding::template::{self, ChatMessage, TemplateVars};
 use crate::files::doctor::KvScale;
 use crate::files::gguf::{GgufFile, ModelSummary};
 
@@ -282,15 +283,33 @@ impl Model {
 
     /// Wraps a user prompt in the model's chat template; `None` when the model has none.
     pub fn apply_chat_template(&self, prompt: &str) -> Result<Option<String>> {
+        self.chat_prompt(&[ChatMessage::new("user", prompt)])
+    }
+
+    /// Renders a chat with the model's own (Jinja) template, as llama.cpp's Jinja path does; a
+    /// template the Jinja engine cannot render falls back to llama.cpp's legacy matcher, and when
+    /// that fails too, the Jinja error (which suggests `--raw`) is returned. `None`: no template.
+    pub fn chat_prompt(&self, messages: &[ChatMessage]) -> Result<Option<String>> {
         let Ok(tmpl) = self.inner.chat_template(None) else {
             return Ok(None);
         };
-        let msg = LlamaChatMessage::new("user".into(), prompt.into())
-            .map_err(|e| Error::InvalidPrompt(format!("the prompt cannot be passed to the template: {e}")))?;
-        self.inner
-            .apply_chat_template(&tmpl, &[msg], true)
-            .map(Some)
-            .map_err(|e| Error::Llama(format!("applying the chat template failed: {e}")))
+        let text = tmpl
+            .to_str()
+            .map_err(|e| Error::InvalidPrompt(format!("the model's chat template is not UTF-8 ({e}); use --raw")))?;
+        let v = self.inner.vocab();
+        let piece = |t: LlamaToken| String::from_utf8_lossy(&v.token_to_piece(t, true, None)).into_owned();
+        let vars = TemplateVars::new(&piece(v.bos()), &piece(v.eos()), v.should_add_bos());
+        match template::render(text, messages, &vars) {
+            Ok(p) => Ok(Some(p)),
+            Err(jinja) => {
+                let msgs: Vec<LlamaChatMessage> = messages
+                    .iter()
+                    .map(|m| LlamaChatMessage::new(m.role.clone(), m.content.clone()))
+                    .collect::<std::result::Result<_, _>>()
+                    .map_err(|e| Error::InvalidPrompt(format!("the prompt cannot be passed to the template: {e}")))?;
+                self.inner.apply_chat_template(&tmpl, &msgs, true).map(Some).map_err(|_| jinja)
+            }
+        }
     }
 
     /// A context for generation. `n_batch` bounds how many tokens one decode call takes.

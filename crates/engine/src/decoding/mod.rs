@@ -22,4 +22,5 @@ pub mod schedule;
 pub mod session;
 pub mod settings;
 pub mod target;
+pub mod template;
 pub mod verify;

@@ -1,0 +1,175 @@
+//! Chat templates as the model ships them: the Jinja text in the GGUF's `tokenizer.chat_template`,
+//! rendered the way llama.cpp's own Jinja path renders it (`common/chat.cpp`): `messages`,
+//! `add_generation_prompt`, `bos_token`, `eos_token`, `enable_thinking`, today's date, the
+//! functions `raise_exception` and `strftime_now`, blocks trimmed, and Python's string and dict
+//! methods. llama.cpp's legacy matcher (`llama_chat_apply_template`) only recognises known
+//! templates by fragments: it drops Llama 3.1's date header, gpt-oss's system header and
+//! Mistral's `[SYSTEM_PROMPT]`, so it is the fallback, not the rule.
+
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use minijinja::{Environment, Error as JinjaError, ErrorKind, Value};
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, Result};
+
+/// One message of a chat.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ChatMessage {
+    /// `system`, `user` or `assistant`.
+    pub role: String,
+    pub content: String,
+}
+
+impl ChatMessage {
+    pub fn new(role: &str, content: &str) -> Self {
+        ChatMessage { role: role.into(), content: content.into() }
+    }
+}
+
+/// What a template sees besides the messages.
+#[derive(Debug, Clone)]
+pub struct TemplateVars {
+    /// The texts of the model's BOS and EOS tokens (`<|begin_of_text|>`, `<eos>`, …).
+    pub bos_token: String,
+    pub eos_token: String,
+    /// Whether the tokenizer adds BOS itself: then a BOS the template wrote is removed, or the
+    /// prompt would start with two.
+    pub tokenizer_adds_bos: bool,
+    /// Reasoning models (Qwen3): think before answering (llama.cpp's default).
+    pub enable_thinking: bool,
+    /// Seconds since the Unix epoch for `strftime_now` and `date_string` (now, unless a test pins it).
+    pub now: u64,
+}
+
+impl TemplateVars {
+    pub fn new(bos_token: &str, eos_token: &str, tokenizer_adds_bos: bool) -> Self {
+        TemplateVars {
+            bos_token: bos_token.into(),
+            eos_token: eos_token.into(),
+            tokenizer_adds_bos,
+            enable_thinking: true,
+            now: SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs()),
+        }
+    }
+}
+
+/// Renders `template` for `messages`, ending with the assistant's turn opened.
+pub fn render(template: &str, messages: &[ChatMessage], vars: &TemplateVars) -> Result<String> {
+    let mut env = Environment::new();
+    // llama.cpp's Jinja lexer trims blocks, as Hugging Face's apply_chat_template does.
+    let syntax = minijinja::syntax::SyntaxConfig::builder().trim_blocks(true).lstrip_blocks(true).build();
+    env.set_syntax(syntax.map_err(|e| Error::InvalidPrompt(format!("template syntax: {e}")))?);
+    env.set_unknown_method_callback(minijinja_contrib::pycompat::unknown_method_callback);
+    env.add_function("raise_exception", |msg: String| -> std::result::Result<Value, JinjaError> {
+        Err(JinjaError::new(ErrorKind::InvalidOperation, msg))
+    });
+    let now = vars.now;
+    env.add_function("strftime_now", move |fmt: String| strftime(&fmt, now));
+    let bad = |e: JinjaError| {
+        Error::InvalidPrompt(format!(
+            "the model's chat template cannot be rendered ({e}); send the prompt as it is with --raw \
+             (the Raw switch in the app)"
+        ))
+    };
+    env.add_template("chat", template).map_err(bad)?;
+    let ctx = minijinja::context! {
+        messages => Value::from(minijinja::value::Serde(messages)),
+        add_generation_prompt => true,
+        bos_token => &vars.bos_token,
+        eos_token => &vars.eos_token,
+        enable_thinking => vars.enable_thinking,
+        date_string => strftime("%d %b %Y", now),
+        datetime => strftime("%b %d %Y", now),
+        tools => Value::UNDEFINED,
+    };
+    let out = env.get_template("chat").and_then(|t| t.render(ctx)).map_err(bad)?;
+    Ok(match out.strip_prefix(vars.bos_token.as_str()) {
+        Some(rest) if vars.tokenizer_adds_bos && !vars.bos_token.is_empty() => rest.to_string(),
+        _ => out,
+    })
+}
+
+const MONTHS: [&str; 12] =
+    ["January", "February", "March", "April", "May", "June", "July", "August", "September", "October", "November", "December"];
+
+/// `strftime` for the directives chat templates use (%Y %m %d %b %B %H %M %S %%), in UTC.
+fn strftime(fmt: &str, secs: u64) -> String {
+    let days = (secs / 86_400) as i64;
+    let (y, m, d) = civil_from_days(days);
+    let rem = secs % 86_400;
+    let mut out = String::new();
+    let mut chars = fmt.chars();
+    while let Some(c) = chars.next() {
+        if c != '%' {
+            out.push(c);
+            continue;
+        }
+        match chars.next() {
+            Some('Y') => out.push_str(&y.to_string()),
+            Some('m') => out.push_str(&format!("{m:02}")),
+            Some('d') => out.push_str(&format!("{d:02}")),
+            Some('b') => out.push_str(&MONTHS[m as usize - 1][..3]),
+            Some('B') => out.push_str(MONTHS[m as usize - 1]),
+            Some('H') => out.push_str(&format!("{:02}", rem / 3600)),
+            Some('M') => out.push_str(&format!("{:02}", rem / 60 % 60)),
+            Some('S') => out.push_str(&format!("{:02}", rem % 60)),
+            Some('%') => out.push('%'),
+            Some(other) => {
+                out.push('%');
+                out.push(other);
+            }
+            None => out.push('%'),
+        }
+    }
+    out
+}
+
+/// Year, month, day of a day count since 1970-01-01 (Howard Hinnant's algorithm).
+fn civil_from_days(z: i64) -> (i64, u32, u32) {
+    let z = z + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    (yoe + era * 400 + i64::from(m <= 2), m, d)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dates_as_templates_print_them() {
+        // 2025-01-15 12:34:56 UTC.
+        let t = 1_736_944_496;
+        assert_eq!(strftime("%d %b %Y", t), "15 Jan 2025");
+        assert_eq!(strftime("%Y-%m-%d %H:%M:%S %%", t), "2025-01-15 12:34:56 %");
+        assert_eq!(strftime("%B", 0), "January");
+        assert_eq!(civil_from_days(19_782), (2024, 2, 29));
+    }
+
+    #[test]
+    fn bos_is_written_once() {
+        let tmpl = "{{ bos_token }}{% for m in messages %}[{{ m.role }}]{{ m.content }}{% endfor %}";
+        let msgs = [ChatMessage::new("user", "hi")];
+        let mut vars = TemplateVars::new("<s>", "</s>", true);
+        assert_eq!(render(tmpl, &msgs, &vars).unwrap(), "[user]hi");
+        vars.tokenizer_adds_bos = false;
+        assert_eq!(render(tmpl, &msgs, &vars).unwrap(), "<s>[user]hi");
+    }
+
+    #[test]
+    fn broken_templates_and_raised_errors_suggest_raw() {
+        let vars = TemplateVars::new("", "", false);
+        let msgs = [ChatMessage::new("user", "hi")];
+        let e = render("{% for %}", &msgs, &vars).unwrap_err().to_string();
+        assert!(e.contains("--raw"), "{e}");
+        let e = render("{{ raise_exception('roles must alternate') }}", &msgs, &vars).unwrap_err().to_string();
+        assert!(e.contains("roles must alternate") && e.contains("--raw"), "{e}");
+    }
+}

@@ -1,0 +1,108 @@
+//! Every catalog family's chat template, as its public GGUF metadata (or model card) ships it,
+//! renders a system + user message the way that family expects. The expected texts were rendered
+//! independently (Python's jinja2, with llama.cpp's render context); `tests/data/templates/*.source`
+//! says where each template comes from. The clock is pinned to 2025-01-15 for the date headers.
+
+use std::path::PathBuf;
+
+use draftlab_engine::decoding::template::{render, ChatMessage, TemplateVars};
+use draftlab_engine::files::catalog;
+
+/// 2025-01-15 00:00 UTC.
+const PINNED: u64 = 1_736_899_200;
+
+/// Template fixture → BOS and EOS token texts of that family's tokenizer.
+const FIXTURES: [(&str, &str, &str); 11] = [
+    ("qwen2.5", "<|endoftext|>", "<|im_end|>"),
+    ("qwen3", "<|endoftext|>", "<|im_end|>"),
+    ("qwen3-coder", "<|endoftext|>", "<|im_end|>"),
+    ("llama3.1", "<|begin_of_text|>", "<|eot_id|>"),
+    ("llama3.2", "<|begin_of_text|>", "<|eot_id|>"),
+    ("gemma3", "<bos>", "<eos>"),
+    ("gemma3n", "<bos>", "<eos>"),
+    ("gpt-oss", "<|startoftext|>", "<|return|>"),
+    ("mistral-small-3.2", "<s>", "</s>"),
+    ("devstral-small", "<s>", "</s>"),
+    ("smollm2", "<|im_start|>", "<|im_end|>"),
+];
+
+/// Catalog family → the fixtures of its models' templates.
+fn fixtures_of(family: &str) -> &'static [&'static str] {
+    match family {
+        "qwen2.5-instruct" | "qwen2.5-coder" => &["qwen2.5"],
+        "qwen3" => &["qwen3", "qwen3-coder"],
+        "llama3" => &["llama3.1", "llama3.2"],
+        "gemma3" => &["gemma3"],
+        "gemma3n" => &["gemma3n"],
+        "gpt-oss" => &["gpt-oss"],
+        "mistral" => &["mistral-small-3.2", "devstral-small"],
+        "smollm2" => &["smollm2"],
+        _ => &[],
+    }
+}
+
+fn data(name: &str) -> String {
+    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/templates").join(name);
+    std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+}
+
+fn probe() -> Vec<ChatMessage> {
+    vec![ChatMessage::new("system", "You are a helpful assistant."), ChatMessage::new("user", "Hello!")]
+}
+
+#[test]
+fn every_family_renders_system_and_user_as_it_expects() {
+    for (name, bos, eos) in FIXTURES {
+        let vars = TemplateVars { now: PINNED, ..TemplateVars::new(bos, eos, false) };
+        let got = render(&data(&format!("{name}.jinja")), &probe(), &vars).unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert_eq!(got, data(&format!("{name}.expected")), "{name}");
+        // The system text arrives, and the assistant's turn is open at the end.
+        assert!(got.contains("You are a helpful assistant.") && got.contains("Hello!"), "{name}: {got}");
+        assert!(got.find("Hello!") > got.find("You are a helpful assistant."), "{name}");
+    }
+}
+
+#[test]
+fn a_template_bos_is_dropped_when_the_tokenizer_adds_one() {
+    for (name, bos, eos) in FIXTURES {
+        let full = render(&data(&format!("{name}.jinja")), &probe(), &TemplateVars { now: PINNED, ..TemplateVars::new(bos, eos, false) })
+            .expect("renders");
+        let adds = render(&data(&format!("{name}.jinja")), &probe(), &TemplateVars { now: PINNED, ..TemplateVars::new(bos, eos, true) })
+            .expect("renders");
+        assert!(!adds.starts_with(bos) || bos == "<|im_start|>", "{name}: {adds}");
+        assert!(full.ends_with(&adds), "{name}");
+    }
+}
+
+#[test]
+fn family_details_that_legacy_matching_loses() {
+    let r = |name: &str, bos: &str, eos: &str| {
+        render(&data(&format!("{name}.jinja")), &probe(), &TemplateVars { now: PINNED, ..TemplateVars::new(bos, eos, false) })
+            .expect("renders")
+    };
+    // Llama 3.1+: a date header before the system text.
+    assert!(r("llama3.1", "<|begin_of_text|>", "<|eot_id|>").contains("Today Date: 15 Jan 2025\n\nYou are a helpful"));
+    // gpt-oss: the system prompt becomes the developer's instructions.
+    let g = r("gpt-oss", "<|startoftext|>", "<|return|>");
+    assert!(g.contains("<|start|>developer<|message|># Instructions\n\nYou are a helpful assistant."), "{g}");
+    // Gemma: no system role; the system text opens the first user turn.
+    assert!(r("gemma3", "<bos>", "<eos>").starts_with("<bos><start_of_turn>user\nYou are a helpful assistant.\n\nHello!"));
+    // Mistral Small 3.2: [SYSTEM_PROMPT] blocks.
+    assert!(r("mistral-small-3.2", "<s>", "</s>").contains("[SYSTEM_PROMPT]You are a helpful assistant.[/SYSTEM_PROMPT]"));
+    // Qwen3 with thinking off: an empty think block opens the answer.
+    let vars = TemplateVars { now: PINNED, enable_thinking: false, ..TemplateVars::new("<|endoftext|>", "<|im_end|>", false) };
+    let q = render(&data("qwen3.jinja"), &probe(), &vars).expect("renders");
+    assert!(q.ends_with("<|im_start|>assistant\n<think>\n\n</think>\n\n"), "{q:?}");
+}
+
+#[test]
+fn every_catalog_family_has_a_checked_template() {
+    let families: std::collections::BTreeSet<String> = catalog::models().into_iter().map(|m| m.family).collect();
+    for f in &families {
+        let names = fixtures_of(f);
+        assert!(!names.is_empty(), "catalog family {f} has no template test");
+        for n in names {
+            assert!(FIXTURES.iter().any(|(x, _, _)| x == n), "{n}");
+        }
+    }
+}
