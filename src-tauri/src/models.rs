@@ -91,5 +91,5 @@ pub fn download(
     let cancel = downloads.start(&key)?;
     let r = hub::download(opts, repo, file, &cancel, send);
     downloads.finish(&key);
-    Ok(r?)
+    Ok(r.map_err(|e| catalog::name_missing(repo, file, e))?)
 }

@@ -176,6 +176,14 @@ fn hub_errors_are_clear() {
     let err = hub::download(&o, REPO, "missing.gguf", &cancel, &mut |_| {}).unwrap_err();
     assert_eq!(err.code(), "hub_not_found", "{err}");
     assert!(err.hint().contains("repo and file names"));
+    // A catalog file the hub no longer has: the error names the catalog entry.
+    let q = draftlab_engine::files::catalog::find("qwen3-8b").unwrap();
+    let f = q.file(None).unwrap().file.clone();
+    let err = hub::download(&o, &q.repo, &f, &cancel, &mut |_| {})
+        .map_err(|e| draftlab_engine::files::catalog::name_missing(&q.repo, &f, e))
+        .unwrap_err();
+    assert_eq!(err.code(), "hub_not_found", "{err}");
+    assert!(err.to_string().contains("catalog entry qwen3-8b (Q4_K_M)"), "{err}");
     *hub.faults.token.lock().unwrap() = Some("secret".into());
     let err = hub::download(&o, REPO, FILE, &cancel, &mut |_| {}).unwrap_err();
     assert_eq!(err.code(), "hub_unauthorized", "{err}");

@@ -74,7 +74,8 @@ pub(crate) fn pull_cmd(what: &[String], quant: Option<&str>, with_draft: bool) -
             }
             hub::DownloadEvent::Done { already: true, .. } => eprintln!("pull: {repo}/{file} is already in the cache"),
             hub::DownloadEvent::Done { .. } => {}
-        })?;
+        })
+        .map_err(|e| catalog::name_missing(&repo, &file, e))?;
         println!("{}", path.display());
     }
     Ok(ExitCode::SUCCESS)

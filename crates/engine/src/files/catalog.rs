@@ -192,6 +192,28 @@ pub fn find(id: &str) -> Result<CatalogModel> {
     })
 }
 
+/// A download of a catalog file that the hub no longer has names the catalog entry, so the user
+/// knows the catalog is out of date, not their typing; other errors pass through.
+pub fn name_missing(repo: &str, file: &str, e: Error) -> Error {
+    let Error::Download { code: crate::error::ErrorCode::HubNotFound, message } = &e else {
+        return e;
+    };
+    let entry = models().into_iter().find_map(|m| {
+        let f = m.files.iter().find(|f| m.repo == repo && f.file == file)?.quant.clone();
+        Some((m.id, f))
+    });
+    match entry {
+        Some((id, quant)) => Error::Download {
+            code: crate::error::ErrorCode::HubNotFound,
+            message: format!(
+                "catalog entry {id} ({quant}) is no longer on the hub: {message}. The catalog may be out of date: \
+                 `draftlab pull REPO FILE` takes a current file name from the repo's page"
+            ),
+        },
+        None => e,
+    }
+}
+
 /// Whether a model (and its first recommended draft) fits this machine, for the catalog's badges:
 /// the doctor's estimate at a 4096-token context with f16 caches and every layer on the GPU.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
