@@ -83,6 +83,7 @@ pub fn typescript() -> String {
         charts::DraftLengthChart,
         charts::Chart,
         crate::rendered::RenderedChart,
+        engine_sweep::Variant,
         engine_sweep::SweepSpec,
         engine_sweep::CellKey,
         engine_sweep::CellOutcome,

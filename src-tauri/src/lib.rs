@@ -66,7 +66,10 @@ fn doctor(
     let t = GgufFile::open(&target)?;
     let d = draft.as_ref().map(GgufFile::open).transpose()?;
     let kv = kv_scale(cache_type.unwrap_or_default(), draft_cache_type.unwrap_or_default());
-    let placement = doctor::Placement { target: gpu_layers.and_then(GpuLayers::count), draft: draft_gpu_layers.or(gpu_layers).and_then(GpuLayers::count) };
+    let placement = doctor::Placement {
+        target: gpu_layers.and_then(GpuLayers::count),
+        draft: draft_gpu_layers.or(gpu_layers).and_then(GpuLayers::count),
+    };
     Ok(doctor::diagnose_with(&t, d.as_ref(), u64::from(ctx.unwrap_or(4096)), kv, placement, &MemoryInfo::now()))
 }
 

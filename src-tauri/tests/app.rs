@@ -304,6 +304,7 @@ fn a_sweep_streams_progress_and_charts_is_listed_and_resumes() {
         prompt: "List three colours.".into(),
         settings: Settings { n_predict: 8, n_ctx: 512, threads: 2, ..Settings::default() },
         adaptive: false,
+        variants: Vec::new(),
     };
     let mut events = Vec::new();
     let outcome =

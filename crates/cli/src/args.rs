@@ -281,6 +281,18 @@ pub(crate) struct SweepArgs {
     /// Pairs run first in each cell and not counted.
     #[arg(long, default_value_t = 1)]
     pub(crate) warmup: usize,
+    /// Grid dimension: target KV cache types to compare, comma-separated (f16, q8_0, q4_0).
+    #[arg(long, value_delimiter = ',')]
+    pub(crate) grid_cache_type: Vec<String>,
+    /// Grid dimension: draft KV cache types to compare.
+    #[arg(long, value_delimiter = ',')]
+    pub(crate) grid_cache_type_draft: Vec<String>,
+    /// Grid dimension: draft GPU layers to compare (numbers or `all`; 0 keeps the draft on the CPU).
+    #[arg(long, value_delimiter = ',')]
+    pub(crate) grid_gpu_layers_draft: Vec<String>,
+    /// Grid dimension: flash attention settings to compare (auto, on, off).
+    #[arg(long, value_delimiter = ',')]
+    pub(crate) grid_flash_attn: Vec<String>,
     /// The sweep's folder: results.json (resumable), charts, cells.csv.
     #[arg(long, short = 'o')]
     pub(crate) out: PathBuf,

@@ -45,7 +45,14 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Inspect { file, json } => inspect(file, json),
         Command::Doctor { target, draft, ctx, cache_type, cache_type_draft, gpu_layers, gpu_layers_draft, json } => {
-            doctor_cmd(target, draft, ctx, (&cache_type, &cache_type_draft), (&gpu_layers, gpu_layers_draft.as_deref()), json)
+            doctor_cmd(
+                target,
+                draft,
+                ctx,
+                (&cache_type, &cache_type_draft),
+                (&gpu_layers, gpu_layers_draft.as_deref()),
+                json,
+            )
         }
         Command::Run(args) => run_cmd(args),
         Command::Bench { model, reps, warmup, json } => bench_cmd(model, reps, warmup, json),

@@ -635,3 +635,54 @@ fn pull_downloads_from_a_hub_mirror_and_says_what_went_wrong() {
     assert_clear_error(&pull(&["no-such-model"]), "no catalog model");
     assert_clear_error(&pull(&["qwen2.5-7b-instruct", "--quant", "Q2_K"]), "comes in");
 }
+
+/// Placement and cache setups as a sweep dimension: each setup's cells are measured, labelled and
+/// carry their own llama.cpp command; a setup llama.cpp cannot run is refused before loading.
+#[test]
+fn sweep_compares_cache_setups() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("sweep");
+    let smol = model(SMOLLM2);
+    let base = [
+        "sweep",
+        "--targets",
+        s(&smol),
+        "--strategies",
+        "lookup",
+        "--n-draft",
+        "3",
+        "--reps",
+        "1",
+        "--warmup",
+        "0",
+        "-n",
+        "8",
+        "--ctx",
+        "256",
+        "--prompt",
+        "Repeat: one two three, one two three,",
+    ];
+    let mut args: Vec<&str> = base.to_vec();
+    args.extend(["--grid-cache-type", "f16,q8_0", "--flash-attn", "on", "--out", s(&out)]);
+    let o = draftlab(&args);
+    let (stdout, stderr) = text(&o);
+    assert!(o.status.success(), "{stdout}\n{stderr}");
+    assert!(stderr.contains("× 2 setup(s) = 2 cells"), "{stderr}");
+    let results: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("results.json")).unwrap()).unwrap();
+    let cells = results["cells"].as_array().expect("cells");
+    assert_eq!(cells.len(), 2, "{cells:?}");
+    for (variant, quantised) in [(0, false), (1, true)] {
+        let c = cells.iter().find(|c| c["key"]["variant"] == variant).expect("the setup's cell");
+        assert_eq!(c["outcome"]["state"], "measured", "{c}");
+        // f16 is llama.cpp's default: only the quantised setup names its cache type.
+        assert_eq!(c["llama_cpp"].as_str().expect("command").contains("-ctk q8_0 -ctv q8_0"), quantised, "{c}");
+    }
+    let csv = std::fs::read_to_string(out.join("cells.csv")).unwrap();
+    assert!(csv.contains("kv q8_0/f16"), "{csv}");
+    // A quantised cache with flash attention off: refused, naming the setting.
+    let mut bad: Vec<&str> = base.to_vec();
+    let other = dir.path().join("bad");
+    bad.extend(["--grid-cache-type", "q4_0", "--flash-attn", "off", "--out", s(&other)]);
+    assert_clear_error(&draftlab(&bad), "cache");
+}

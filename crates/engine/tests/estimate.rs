@@ -64,7 +64,10 @@ fn qwen_target_types_and_size_are_planned_exactly() {
     let from_file = Footprint::of_gguf(&f);
     let planned = arch.footprint("Q4_K_M", f.file_size).expect("footprint");
     assert_eq!(planned.kv_per_token, from_file.kv_per_token);
-    assert!(planned.layer_weights.abs_diff(from_file.layer_weights) < from_file.layer_weights / 200, "{planned:?} {from_file:?}");
+    assert!(
+        planned.layer_weights.abs_diff(from_file.layer_weights) < from_file.layer_weights / 200,
+        "{planned:?} {from_file:?}"
+    );
 }
 
 #[test]

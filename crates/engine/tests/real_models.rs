@@ -491,7 +491,11 @@ fn the_test_models_chat_templates_render() {
     // (The Gemma test file carries no template: tests/templates.rs checks Gemma's.)
     let chat = [ChatMessage::new("system", "Be brief."), ChatMessage::new("user", "Name a colour.")];
     for (name, starts, ends) in [
-        (QWEN_TARGET, "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nName a colour.", "<|im_start|>assistant\n"),
+        (
+            QWEN_TARGET,
+            "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nName a colour.",
+            "<|im_start|>assistant\n",
+        ),
         (QWEN_DRAFT, "<|im_start|>system\nBe brief.<|im_end|>\n", "<|im_start|>assistant\n"),
         (SMOLLM2, "<|im_start|>system\nBe brief.<|im_end|>\n", "<|im_start|>assistant\n"),
     ] {

@@ -65,10 +65,18 @@ fn every_family_renders_system_and_user_as_it_expects() {
 #[test]
 fn a_template_bos_is_dropped_when_the_tokenizer_adds_one() {
     for (name, bos, eos) in FIXTURES {
-        let full = render(&data(&format!("{name}.jinja")), &probe(), &TemplateVars { now: PINNED, ..TemplateVars::new(bos, eos, false) })
-            .expect("renders");
-        let adds = render(&data(&format!("{name}.jinja")), &probe(), &TemplateVars { now: PINNED, ..TemplateVars::new(bos, eos, true) })
-            .expect("renders");
+        let full = render(
+            &data(&format!("{name}.jinja")),
+            &probe(),
+            &TemplateVars { now: PINNED, ..TemplateVars::new(bos, eos, false) },
+        )
+        .expect("renders");
+        let adds = render(
+            &data(&format!("{name}.jinja")),
+            &probe(),
+            &TemplateVars { now: PINNED, ..TemplateVars::new(bos, eos, true) },
+        )
+        .expect("renders");
         assert!(!adds.starts_with(bos) || bos == "<|im_start|>", "{name}: {adds}");
         assert!(full.ends_with(&adds), "{name}");
     }
@@ -77,8 +85,12 @@ fn a_template_bos_is_dropped_when_the_tokenizer_adds_one() {
 #[test]
 fn family_details_that_legacy_matching_loses() {
     let r = |name: &str, bos: &str, eos: &str| {
-        render(&data(&format!("{name}.jinja")), &probe(), &TemplateVars { now: PINNED, ..TemplateVars::new(bos, eos, false) })
-            .expect("renders")
+        render(
+            &data(&format!("{name}.jinja")),
+            &probe(),
+            &TemplateVars { now: PINNED, ..TemplateVars::new(bos, eos, false) },
+        )
+        .expect("renders")
     };
     // Llama 3.1+: a date header before the system text.
     assert!(r("llama3.1", "<|begin_of_text|>", "<|eot_id|>").contains("Today Date: 15 Jan 2025\n\nYou are a helpful"));
@@ -86,11 +98,16 @@ fn family_details_that_legacy_matching_loses() {
     let g = r("gpt-oss", "<|startoftext|>", "<|return|>");
     assert!(g.contains("<|start|>developer<|message|># Instructions\n\nYou are a helpful assistant."), "{g}");
     // Gemma: no system role; the system text opens the first user turn.
-    assert!(r("gemma3", "<bos>", "<eos>").starts_with("<bos><start_of_turn>user\nYou are a helpful assistant.\n\nHello!"));
+    assert!(
+        r("gemma3", "<bos>", "<eos>").starts_with("<bos><start_of_turn>user\nYou are a helpful assistant.\n\nHello!")
+    );
     // Mistral Small 3.2: [SYSTEM_PROMPT] blocks.
-    assert!(r("mistral-small-3.2", "<s>", "</s>").contains("[SYSTEM_PROMPT]You are a helpful assistant.[/SYSTEM_PROMPT]"));
+    assert!(
+        r("mistral-small-3.2", "<s>", "</s>").contains("[SYSTEM_PROMPT]You are a helpful assistant.[/SYSTEM_PROMPT]")
+    );
     // Qwen3 with thinking off: an empty think block opens the answer.
-    let vars = TemplateVars { now: PINNED, enable_thinking: false, ..TemplateVars::new("<|endoftext|>", "<|im_end|>", false) };
+    let vars =
+        TemplateVars { now: PINNED, enable_thinking: false, ..TemplateVars::new("<|endoftext|>", "<|im_end|>", false) };
     let q = render(&data("qwen3.jinja"), &probe(), &vars).expect("renders");
     assert!(q.ends_with("<|im_start|>assistant\n<think>\n\n</think>\n\n"), "{q:?}");
 }

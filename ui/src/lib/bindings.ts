@@ -428,6 +428,12 @@ export type Chart = { "kind": "bars" } & BarsChart | { "kind": "timeline" } & Ti
 
 export type RenderedChart = { chart: Chart, svg: string, };
 
+export type Variant = { cache_type: KvType, draft_cache_type: KvType, 
+/**
+ * None: as the target's GPU layers.
+ */
+draft_gpu_layers: GpuLayers | null, flash_attn: FlashAttn, };
+
 export type SweepSpec = { targets: Array<string>, 
 /**
  * Draft models (used by the `draft-model` and `auto` strategies).
@@ -446,13 +452,21 @@ settings: Settings,
  * Each cell's draft length is the longest the cost-aware adaptive length may choose (the
  * setting that never loses to the target alone), rather than a fixed length (experiments).
  */
-adaptive: boolean, };
+adaptive: boolean, 
+/**
+ * Placement and cache setups to compare (a grid dimension); empty: the one in `settings`.
+ */
+variants: Array<Variant>, };
 
 export type CellKey = { target: number, 
 /**
  * None for strategies that need no draft model.
  */
-draft: number | null, strategy: Strategy, n_draft: number, };
+draft: number | null, strategy: Strategy, n_draft: number, 
+/**
+ * Index into the spec's variants (0 when it has none).
+ */
+variant: number, };
 
 export type CellOutcome = { "state": "measured", 
 /**

@@ -163,7 +163,7 @@ export class FakeBackend implements Backend {
     const spec = request.spec ?? this.sweeps.find((x) => x.id === request.resume)?.results.spec;
     if (!spec) throw { code: "not_found", message: "no saved sweep", hint: "Pick a sweep from the list." };
     const id = request.resume ?? `${1700000000 + this.sweeps.length}-000000000`;
-    const cells = spec.targets.flatMap((_, t) => spec.drafts.flatMap((_, d) => spec.n_drafts.map((k) => ({ target: t, draft: d as number | null, strategy: "draft" as const, n_draft: k }))));
+    const cells = spec.targets.flatMap((_, t) => spec.drafts.flatMap((_, d) => spec.n_drafts.map((k) => ({ target: t, draft: d as number | null, strategy: "draft" as const, n_draft: k, variant: 0 }))));
     this.cancelled = false;
     onEvent({ type: "started", id, total: cells.length, spec });
     let done = 0;

@@ -1,11 +1,11 @@
 import { describe, expect, it } from "vitest";
 import { FakeBackend } from "./fake";
-import { applySweepEvent, cellLabel, formatDuration, initialSweep, parseLengths } from "./sweepState";
+import { applySweepEvent, cellLabel, formatDuration, initialSweep, parseLengths, sweepVariants } from "./sweepState";
 import { defaultSettings } from "./settings";
 import type { SweepSpec } from "./types";
 
 const spec: SweepSpec = {
-  targets: ["/m/qwen-7b.gguf"], drafts: ["/m/qwen-0.5b.gguf", "/m/smol.gguf"], n_drafts: [2, 4], strategies: ["draft"], adaptive: false,
+  targets: ["/m/qwen-7b.gguf"], drafts: ["/m/qwen-0.5b.gguf", "/m/smol.gguf"], n_drafts: [2, 4], strategies: ["draft"], adaptive: false, variants: [],
   reps: 2, warmup: 1, prompt: "hi", settings: defaultSettings(),
 };
 
@@ -51,5 +51,16 @@ describe("sweep state", () => {
     expect(cellLabel(spec, { target: 0, draft: null, strategy: "lookup", n_draft: 3 })).toBe("qwen-7b + no draft · lookup k=3");
     expect(formatDuration(125)).toBe("2 min 5 s");
     expect(formatDuration(4.4)).toBe("4 s");
+  });
+});
+
+describe("sweepVariants", () => {
+  it("is no dimension for the defaults, and the full grid otherwise", () => {
+    expect(sweepVariants(["f16"], [false])).toEqual([]);
+    const v = sweepVariants(["f16", "q8_0"], [false, true]);
+    expect(v).toHaveLength(4);
+    expect(v[1]).toEqual({ cache_type: "f16", draft_cache_type: "f16", draft_gpu_layers: { count: 0 }, flash_attn: "auto" });
+    expect(v[2]?.cache_type).toBe("q8_0");
+    expect(sweepVariants(["q4_0"], [false])).toHaveLength(1);
   });
 });

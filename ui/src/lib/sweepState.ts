@@ -1,6 +1,6 @@
 // What the Sweep view shows, built from the stream of `SweepUiEvent`s (pure: tested without a backend).
 import { mergeCharts } from "./runState";
-import type { CellOutcome, Recommendation, RenderedChart, SweepSpec, SweepUiEvent } from "./types";
+import type { CellOutcome, KvType, Recommendation, RenderedChart, SweepSpec, SweepUiEvent, Variant } from "./types";
 
 export interface SweepState {
   id: string | null;
@@ -104,4 +104,16 @@ export function parseLengths(text: string): number[] | null {
   if (parts.length === 0 || !parts.every((p) => /^\d+$/.test(p))) return null;
   const n = parts.map(Number);
   return n.every((k) => k >= 1 && k <= 128) ? [...new Set(n)] : null;
+}
+
+/// The placement and cache setups a sweep compares: every chosen KV cache type (for the target and
+/// the draft alike) × every chosen draft placement. One setup (the defaults) is no dimension: [].
+export function sweepVariants(kv: KvType[], draftOnCpu: boolean[]): Variant[] {
+  if (kv.length === 0 || draftOnCpu.length === 0) return [];
+  if (kv.length === 1 && kv[0] === "f16" && draftOnCpu.length === 1 && !draftOnCpu[0]) return [];
+  return kv.flatMap((k) => draftOnCpu.map((cpu) => ({
+    cache_type: k, draft_cache_type: k,
+    draft_gpu_layers: cpu ? { count: 0 } : null,
+    flash_attn: "auto" as const,
+  })));
 }

@@ -105,7 +105,12 @@ pub(crate) fn models_cmd(
                 mark(f.verdict),
                 match f.with_draft {
                     Some(MemoryVerdict::TooBig) => "alone",
-                    Some(v) => if v == MemoryVerdict::Fits { "+draft" } else { "+draft~" },
+                    Some(v) =>
+                        if v == MemoryVerdict::Fits {
+                            "+draft"
+                        } else {
+                            "+draft~"
+                        },
                     None => "",
                 },
                 if m.drafts.is_empty() { "-".to_string() } else { m.drafts.join(", ") }

@@ -4,13 +4,63 @@ use std::process::ExitCode;
 use std::sync::atomic::AtomicBool;
 
 use draftlab_engine::decoding::draft::Strategy;
+use draftlab_engine::decoding::llama::{FlashAttn, GpuLayers, KvType};
+use draftlab_engine::decoding::settings::{Mode, Settings};
 use draftlab_engine::measuring::charts;
 use draftlab_engine::measuring::results::Results;
-use draftlab_engine::measuring::sweep::{self, CellOutcome, SweepEvent, SweepSpec};
+use draftlab_engine::measuring::sweep::{self, CellOutcome, SweepEvent, SweepSpec, Variant};
 use draftlab_engine::paths::write_atomically;
 use draftlab_engine::Error;
 
 use crate::args::SweepArgs;
+
+/// The placement and cache setups to compare: every combination of the `--grid-*` values (a
+/// dimension not given keeps the run settings' value); none when no `--grid-*` flag is given.
+fn variants(args: &SweepArgs, s: &Settings) -> Result<Vec<Variant>, Error> {
+    if args.grid_cache_type.is_empty()
+        && args.grid_cache_type_draft.is_empty()
+        && args.grid_gpu_layers_draft.is_empty()
+        && args.grid_flash_attn.is_empty()
+    {
+        return Ok(Vec::new());
+    }
+    let kv = |setting: &'static str, given: &[String], current: KvType| -> Result<Vec<KvType>, Error> {
+        if given.is_empty() {
+            return Ok(vec![current]);
+        }
+        given.iter().map(|v| KvType::parse(setting, v)).collect()
+    };
+    let layers: Vec<Option<GpuLayers>> = if args.grid_gpu_layers_draft.is_empty() {
+        vec![s.draft_gpu_layers]
+    } else {
+        args.grid_gpu_layers_draft
+            .iter()
+            .map(|v| {
+                v.parse::<GpuLayers>().map(Some).map_err(|_| Error::InvalidSetting {
+                    setting: "draft_gpu_layers",
+                    reason: format!("is {v:?}, but must be a number or `all`"),
+                })
+            })
+            .collect::<Result<_, _>>()?
+    };
+    let fa: Vec<FlashAttn> = if args.grid_flash_attn.is_empty() {
+        vec![s.flash_attn]
+    } else {
+        args.grid_flash_attn.iter().map(|v| v.parse()).collect::<Result<_, Error>>()?
+    };
+    let all = Variant::grid(
+        &kv("cache_type", &args.grid_cache_type, s.cache_type)?,
+        &kv("draft_cache_type", &args.grid_cache_type_draft, s.draft_cache_type)?,
+        &layers,
+        &fa,
+    );
+    // A setup llama.cpp cannot run (a quantised cache without flash attention) is refused here,
+    // naming the setting, before anything loads.
+    for v in &all {
+        v.apply(s.clone()).validate(Mode::Speculative)?;
+    }
+    Ok(all)
+}
 
 pub(crate) fn sweep_cmd(args: SweepArgs) -> anyhow::Result<ExitCode> {
     let names: Vec<String> = match (&args.strategies[..], args.drafts.is_empty()) {
@@ -20,6 +70,8 @@ pub(crate) fn sweep_cmd(args: SweepArgs) -> anyhow::Result<ExitCode> {
     };
     let strategies = names.iter().map(|s| s.parse()).collect::<Result<Vec<Strategy>, Error>>()?;
     let max_k = args.n_drafts.iter().copied().max().unwrap_or(1);
+    let settings = args.gen.settings(max_k, !args.fixed_length, Strategy::Auto)?;
+    let variants = variants(&args, &settings)?;
     let spec = SweepSpec {
         targets: args.targets.clone(),
         drafts: args.drafts.clone(),
@@ -28,16 +80,18 @@ pub(crate) fn sweep_cmd(args: SweepArgs) -> anyhow::Result<ExitCode> {
         reps: args.reps,
         warmup: args.warmup,
         prompt: args.prompt.read()?,
-        settings: args.gen.settings(max_k, !args.fixed_length, Strategy::Auto)?,
+        settings,
         adaptive: !args.fixed_length,
+        variants,
     };
     let total = spec.cells().len();
     eprintln!(
-        "sweep: {} target(s) × {} draft(s) × {} length(s) × {} strateg(ies) = {total} cells, {} reps + {} warm-up each → {}",
+        "sweep: {} target(s) × {} draft(s) × {} length(s) × {} strateg(ies) × {} setup(s) = {total} cells, {} reps + {} warm-up each → {}",
         spec.targets.len(),
         spec.drafts.len(),
         spec.n_drafts.len(),
         spec.strategies.len(),
+        spec.variants().len(),
         spec.reps,
         spec.warmup,
         args.out.display()

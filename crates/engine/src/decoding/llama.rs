@@ -16,8 +16,8 @@ use llama_cpp_2::model::{LlamaChatMessage, LlamaModel};
 use llama_cpp_2::token::LlamaToken;
 use serde::{Deserialize, Serialize};
 
-use crate::error::{Error, Result};
 use crate::decoding::template::{self, ChatMessage, TemplateVars};
+use crate::error::{Error, Result};
 use crate::files::doctor::KvScale;
 use crate::files::gguf::{GgufFile, ModelSummary};
 

@@ -99,15 +99,14 @@ impl Session {
     pub fn check(target: &Path, draft: Option<&Path>, settings: &Settings) -> Result<()> {
         let tg = GgufFile::open(target)?;
         let dg = draft.map(GgufFile::open).transpose()?;
-        let dx =
-            doctor::diagnose_with(
-                &tg,
-                dg.as_ref(),
-                u64::from(settings.n_ctx),
-                settings.kv_scale(),
-                settings.placement(),
-                &MemoryInfo::now(),
-            );
+        let dx = doctor::diagnose_with(
+            &tg,
+            dg.as_ref(),
+            u64::from(settings.n_ctx),
+            settings.kv_scale(),
+            settings.placement(),
+            &MemoryInfo::now(),
+        );
         let blocking = |topic: Topic| -> Option<String> {
             let msgs: Vec<&str> = dx
                 .findings

@@ -91,8 +91,20 @@ pub fn render(template: &str, messages: &[ChatMessage], vars: &TemplateVars) -> 
     })
 }
 
-const MONTHS: [&str; 12] =
-    ["January", "February", "March", "April", "May", "June", "July", "August", "September", "October", "November", "December"];
+const MONTHS: [&str; 12] = [
+    "January",
+    "February",
+    "March",
+    "April",
+    "May",
+    "June",
+    "July",
+    "August",
+    "September",
+    "October",
+    "November",
+    "December",
+];
 
 /// `strftime` for the directives chat templates use (%Y %m %d %b %B %H %M %S %%), in UTC.
 fn strftime(fmt: &str, secs: u64) -> String {

@@ -264,14 +264,8 @@ pub fn fit(models: &[CatalogModel], mem: &MemoryInfo) -> Vec<Fit> {
 
 /// The limit the badges are judged against on this machine, and why it is that number.
 pub fn limit(mem: &MemoryInfo) -> (u64, String) {
-    let nothing = Footprint {
-        weights: 0,
-        layer_weights: 0,
-        n_layer: 0,
-        kv_per_token: 0,
-        swa_kv_per_token: 0,
-        swa_window: 0,
-    };
+    let nothing =
+        Footprint { weights: 0, layer_weights: 0, n_layer: 0, kv_per_token: 0, swa_kv_per_token: 0, swa_window: 0 };
     let f = memory::estimate(&nothing, None, FIT_CONTEXT, KvScale::default(), Placement::default(), mem);
     (f.limit, f.limit_reason)
 }
@@ -336,8 +330,21 @@ mod tests {
             for f in m.files.iter().filter(|f| !f.size_estimated) {
                 let est = m.arch.file_size(&f.quant).expect("estimate") as f64;
                 let err = est / f.size as f64 - 1.0;
-                eprintln!("{:<36} {:<9} estimate {est:>14} stated {:>14} ({:+.2} %)", m.id, f.quant, f.size, err * 100.0);
-                assert!(err.abs() < 0.005, "{} {}: estimate {est} vs {} ({:+.1} %)", m.id, f.quant, f.size, err * 100.0);
+                eprintln!(
+                    "{:<36} {:<9} estimate {est:>14} stated {:>14} ({:+.2} %)",
+                    m.id,
+                    f.quant,
+                    f.size,
+                    err * 100.0
+                );
+                assert!(
+                    err.abs() < 0.005,
+                    "{} {}: estimate {est} vs {} ({:+.1} %)",
+                    m.id,
+                    f.quant,
+                    f.size,
+                    err * 100.0
+                );
                 checked += 1;
             }
         }
@@ -391,14 +398,20 @@ mod tests {
                     let df = d.map(|d| &files[d.as_str()]);
                     let dx = doctor::diagnose_with(t, df, FIT_CONTEXT, KvScale::default(), Placement::default(), &mac);
                     let doctor_says = dx.memory.verdict;
-                    let refused = dx.findings.iter().any(|f| {
-                        f.topic == doctor::Topic::Memory && f.level == doctor::Verdict::Incompatible
-                    });
+                    let refused = dx
+                        .findings
+                        .iter()
+                        .any(|f| f.topic == doctor::Topic::Memory && f.level == doctor::Verdict::Incompatible);
                     assert_eq!(refused, doctor_says == MemoryVerdict::TooBig);
                     assert_eq!(ours.verdict, doctor_says, "{gb} GB Mac, {} + {d:?}: catalog {ours:?}", m.id);
                     let rel = ours.needed as f64 / dx.memory.needed as f64;
                     assert!((0.99..1.01).contains(&rel), "{gb} GB, {} + {d:?}: {rel}", m.id);
-                    table.push_str(&format!("{gb:>4} GB  {:<32} {:<28} {:?}\n", m.id, d.map_or("-", |s| s), ours.verdict));
+                    table.push_str(&format!(
+                        "{gb:>4} GB  {:<32} {:<28} {:?}\n",
+                        m.id,
+                        d.map_or("-", |s| s),
+                        ours.verdict
+                    ));
                     pairs += 1;
                 }
             }

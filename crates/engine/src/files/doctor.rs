@@ -9,8 +9,8 @@
 use serde::Serialize;
 
 use crate::files::gguf::{GgufFile, ModelSummary, VocabSummary};
-pub use crate::files::memory::{KvScale, MemoryFit, Placement};
 use crate::files::memory::{self, Footprint, MemoryVerdict};
+pub use crate::files::memory::{KvScale, MemoryFit, Placement};
 use crate::machine::MemoryInfo;
 
 /// Vocabulary sizes may differ by this much (padding tokens added by some conversions).
@@ -286,7 +286,8 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let t = open(llama_like(&TOKS), dir.path(), "t.gguf");
         let f16 = memory_fit(&t, None, 4096, KvScale::default(), Placement::default(), &plenty());
-        let q8 = memory_fit(&t, None, 4096, KvScale { target: 34.0 / 64.0, draft: 1.0 }, Placement::default(), &plenty());
+        let q8 =
+            memory_fit(&t, None, 4096, KvScale { target: 34.0 / 64.0, draft: 1.0 }, Placement::default(), &plenty());
         assert!(f16.target_kv > 0);
         assert_eq!(q8.target_kv, (f16.target_kv as f64 * 34.0 / 64.0).ceil() as u64);
         assert_eq!(f16.needed - q8.needed, f16.target_kv - q8.target_kv);

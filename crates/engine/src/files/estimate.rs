@@ -96,7 +96,11 @@ impl Arch {
                 None => {
                     push(b("ffn_gate.weight"), vec![self.embd, self.ff], recipe.fallback(recipe.base, self.embd));
                     push(b("ffn_up.weight"), vec![self.embd, self.ff], recipe.fallback(recipe.base, self.embd));
-                    push(b("ffn_down.weight"), vec![self.ff, self.embd], recipe.fallback(recipe.ffn_down(i, n), self.ff));
+                    push(
+                        b("ffn_down.weight"),
+                        vec![self.ff, self.embd],
+                        recipe.fallback(recipe.ffn_down(i, n), self.ff),
+                    );
                 }
                 Some(e) => {
                     push(b("ffn_gate_inp.weight"), vec![self.embd, e.count], F32);

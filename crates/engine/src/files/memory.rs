@@ -176,7 +176,9 @@ pub fn estimate(
         + overhead;
     let gib = |b: u64| b as f64 / (1u64 << 30) as f64;
     let (verdict, limit, limit_reason) = match mem.gpu {
-        Some(gpu) if gpu_needed > gpu.bytes => (MemoryVerdict::TooBig, gpu.bytes, gpu_reason(gpu.source, gpu.bytes, mem)),
+        Some(gpu) if gpu_needed > gpu.bytes => {
+            (MemoryVerdict::TooBig, gpu.bytes, gpu_reason(gpu.source, gpu.bytes, mem))
+        }
         _ if needed > mem.total => {
             (MemoryVerdict::TooBig, mem.total, format!("all of this machine's memory ({:.1} GiB)", gib(mem.total)))
         }

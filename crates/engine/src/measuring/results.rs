@@ -105,7 +105,7 @@ impl SweepResults {
     /// One line per cell, with a header: for spreadsheets.
     pub fn csv(&self) -> String {
         let mut out = String::from(
-            "target,draft,strategy,n_draft,state,baseline_tps,speculative_tps,speedup_median,speedup_min,speedup_max,predicted_speedup,acceptance_rate,mean_accepted_len,identical,seconds,note\n",
+            "target,draft,strategy,n_draft,setup,state,baseline_tps,speculative_tps,speedup_median,speedup_min,speedup_max,predicted_speedup,acceptance_rate,mean_accepted_len,identical,seconds,note\n",
         );
         for c in &self.cells {
             let k = &c.key;
@@ -136,12 +136,14 @@ impl SweepResults {
                 CellOutcome::TooBig { reason } => format!("too_big,,,,,,,,,,,{}", csv_field(reason)),
                 CellOutcome::Failed { error } => format!("failed,,,,,,,,,,,{}", csv_field(&error.message)),
             };
+            let setup = self.spec.variants().get(k.variant).map(|v| v.label()).unwrap_or_default();
             out.push_str(&format!(
-                "{},{},{},{},{row}\n",
+                "{},{},{},{},{},{row}\n",
                 csv_field(&file_label(&self.spec.targets[k.target])),
                 csv_field(&draft),
                 k.strategy.name(),
-                k.n_draft
+                k.n_draft,
+                csv_field(&setup)
             ));
         }
         out

@@ -15,6 +15,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::decoding::costs::Costs;
 use crate::decoding::draft::Strategy;
+use crate::decoding::llama::{FlashAttn, GpuLayers, KvType};
 use crate::decoding::report::Report;
 use crate::decoding::session::Session;
 use crate::decoding::settings::{Mode, Settings, ValidSettings};
@@ -50,6 +51,76 @@ pub struct SweepSpec {
     /// setting that never loses to the target alone), rather than a fixed length (experiments).
     #[serde(default)]
     pub adaptive: bool,
+    /// Placement and cache setups to compare (a grid dimension); empty: the one in `settings`.
+    #[serde(default)]
+    pub variants: Vec<Variant>,
+}
+
+/// One placement and cache setup of a sweep: what users tune on Macs besides the draft length.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+pub struct Variant {
+    pub cache_type: KvType,
+    pub draft_cache_type: KvType,
+    /// None: as the target's GPU layers.
+    pub draft_gpu_layers: Option<GpuLayers>,
+    pub flash_attn: FlashAttn,
+}
+
+impl Variant {
+    /// The setup `settings` describe.
+    pub fn of(s: &Settings) -> Variant {
+        Variant {
+            cache_type: s.cache_type,
+            draft_cache_type: s.draft_cache_type,
+            draft_gpu_layers: s.draft_gpu_layers,
+            flash_attn: s.flash_attn,
+        }
+    }
+
+    /// `settings` with this setup.
+    pub fn apply(&self, s: Settings) -> Settings {
+        Settings {
+            cache_type: self.cache_type,
+            draft_cache_type: self.draft_cache_type,
+            draft_gpu_layers: self.draft_gpu_layers,
+            flash_attn: self.flash_attn,
+            ..s
+        }
+    }
+
+    /// A short name for labels: `kv q8_0/f16 · draft on CPU · fa on`.
+    pub fn label(&self) -> String {
+        let mut parts = vec![format!("kv {}/{}", self.cache_type.name(), self.draft_cache_type.name())];
+        match self.draft_gpu_layers {
+            None => {}
+            Some(GpuLayers::Count(0)) => parts.push("draft on CPU".into()),
+            Some(GpuLayers::Count(n)) => parts.push(format!("draft {n} GPU layers")),
+            Some(GpuLayers::All) => parts.push("draft on GPU".into()),
+        }
+        parts.push(format!("fa {}", self.flash_attn.name()));
+        parts.join(" · ")
+    }
+
+    /// Every combination of the given values (each list non-empty).
+    pub fn grid(
+        cache_types: &[KvType],
+        draft_cache_types: &[KvType],
+        draft_gpu_layers: &[Option<GpuLayers>],
+        flash_attn: &[FlashAttn],
+    ) -> Vec<Variant> {
+        let mut out = Vec::new();
+        for &cache_type in cache_types {
+            for &draft_cache_type in draft_cache_types {
+                for &draft_gpu_layers in draft_gpu_layers {
+                    for &flash_attn in flash_attn {
+                        out.push(Variant { cache_type, draft_cache_type, draft_gpu_layers, flash_attn });
+                    }
+                }
+            }
+        }
+        out
+    }
 }
 
 /// One cell of the grid: indices into the spec's lists.
@@ -61,6 +132,9 @@ pub struct CellKey {
     pub draft: Option<usize>,
     pub strategy: Strategy,
     pub n_draft: usize,
+    /// Index into the spec's variants (0 when it has none).
+    #[serde(default)]
+    pub variant: usize,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -184,7 +258,30 @@ impl SweepSpec {
 
     /// Every cell, in the order they run: by target, then draft (draftless strategies first), then
     /// strategy and draft length.
+    /// The setups compared: the spec's variants, or the one its settings describe.
+    pub fn variants(&self) -> Vec<Variant> {
+        if self.variants.is_empty() {
+            vec![Variant::of(&self.settings)]
+        } else {
+            self.variants.clone()
+        }
+    }
+
+    /// The settings of a variant (before the cell's strategy and length).
+    pub fn variant_settings(&self, variant: usize) -> Settings {
+        let v = self.variants().get(variant).copied().unwrap_or_else(|| Variant::of(&self.settings));
+        v.apply(self.settings.clone())
+    }
+
     pub fn cells(&self) -> Vec<CellKey> {
+        let mut out = Vec::new();
+        for variant in 0..self.variants().len() {
+            out.extend(self.cells_of(variant));
+        }
+        out
+    }
+
+    fn cells_of(&self, variant: usize) -> Vec<CellKey> {
         let mut out = Vec::new();
         for t in 0..self.targets.len() {
             for draft in std::iter::once(None).chain((0..self.drafts.len()).map(Some)) {
@@ -194,7 +291,7 @@ impl SweepSpec {
                         continue;
                     }
                     for &n_draft in &self.n_drafts {
-                        out.push(CellKey { target: t, draft, strategy, n_draft });
+                        out.push(CellKey { target: t, draft, strategy, n_draft, variant });
                     }
                 }
             }
@@ -204,18 +301,33 @@ impl SweepSpec {
 
     /// The settings of one cell, checked.
     pub fn cell_settings(&self, key: &CellKey) -> Result<ValidSettings> {
-        Settings { strategy: key.strategy, n_draft: key.n_draft, adaptive: self.adaptive, ..self.settings.clone() }
-            .validate(Mode::Speculative)
+        Settings {
+            strategy: key.strategy,
+            n_draft: key.n_draft,
+            adaptive: self.adaptive,
+            ..self.variant_settings(key.variant)
+        }
+        .validate(Mode::Speculative)
+    }
+
+    /// The variant's label, when the sweep compares more than one.
+    pub fn variant_label(&self, variant: usize) -> Option<String> {
+        let all = self.variants();
+        (all.len() > 1).then(|| all.get(variant).map(Variant::label).unwrap_or_default())
     }
 
     pub fn label(&self, key: &CellKey) -> String {
-        format!(
+        let mut out = format!(
             "{} + {} · {} k={}",
             file_label(&self.targets[key.target]),
             key.draft.map_or_else(|| "no draft".to_string(), |d| file_label(&self.drafts[d])),
             key.strategy.name(),
             key.n_draft
-        )
+        );
+        if let Some(v) = self.variant_label(key.variant) {
+            out.push_str(&format!(" · {v}"));
+        }
+        out
     }
 }
 
@@ -386,7 +498,7 @@ pub fn run(
     // Groups of cells that share loaded models, in order.
     let mut groups: Vec<(PairIds, Vec<CellKey>)> = Vec::new();
     for key in all.iter().filter(|k| results.record(k).is_none()) {
-        let id = (key.target, key.draft);
+        let id = (key.target, key.draft, key.variant);
         match groups.iter_mut().find(|(g, _)| *g == id) {
             Some((_, v)) => v.push(*key),
             None => groups.push((id, vec![*key])),
@@ -397,15 +509,16 @@ pub fn run(
     // Plus a fixed allowance for what does not scale with the weights (per-token graph work,
     // sampling over the vocabulary): worth about 256 MiB of weights on the machines measured.
     let bytes = |p: &Path| std::fs::metadata(p).map_or(1.0, |m| m.len() as f64);
-    let weight =
-        |(t, d): PairIds| bytes(&spec.targets[t]) + d.map_or(0.0, |d| bytes(&spec.drafts[d])) + f64::from(256u32 << 20);
+    let weight = |(t, d, _): PairIds| {
+        bytes(&spec.targets[t]) + d.map_or(0.0, |d| bytes(&spec.drafts[d])) + f64::from(256u32 << 20)
+    };
     let mut timing = Timing::default();
     // The doctor first, for every pair (headers only): refused pairs are recorded at once and
     // cost nothing, so the heat map shows them from the start and the ETA leaves them out.
     let mut runnable = Vec::new();
     for (ids, keys) in groups {
         let draft = ids.1.map(|d| spec.drafts[d].as_path());
-        match Session::check(&spec.targets[ids.0], draft, &spec.settings) {
+        match Session::check(&spec.targets[ids.0], draft, &spec.variant_settings(ids.2)) {
             Ok(()) => {
                 timing.pending.push(ids);
                 timing.weights.insert(ids, weight(ids));
@@ -418,8 +531,8 @@ pub fn run(
             }
         }
     }
-    for ((t, d), keys) in runnable {
-        timing.pending.retain(|&g| g != (t, d));
+    for ((t, d, v), keys) in runnable {
+        timing.pending.retain(|&g| g != (t, d, v));
         let group_started = Instant::now();
         if cancel.load(Ordering::Relaxed) {
             break;
@@ -454,8 +567,9 @@ pub fn run(
                 strategies.dedup();
                 for strategy in strategies {
                     // The probe drafts every round at the longest length: it measures acceptance.
-                    let probe_settings =
-                        spec.cell_settings(&CellKey { target: t, draft: d, strategy, n_draft: max_k }).and_then(|s| {
+                    let probe_settings = spec
+                        .cell_settings(&CellKey { target: t, draft: d, strategy, n_draft: max_k, variant: v })
+                        .and_then(|s| {
                             Settings { n_predict: s.n_predict.min(PROBE_TOKENS), adaptive: false, ..s.into_inner() }
                                 .validate(Mode::Speculative)
                         });
@@ -476,7 +590,7 @@ pub fn run(
             results.predictions.extend(predictions.iter().copied());
             on_event(SweepEvent::Predicted { cells: predictions.clone() });
         }
-        timing.overheads.push((group_started.elapsed().as_secs_f64(), weight((t, d))));
+        timing.overheads.push((group_started.elapsed().as_secs_f64(), weight((t, d, v))));
         for key in keys {
             if cancel.load(Ordering::Relaxed) {
                 break;
@@ -525,8 +639,9 @@ pub fn run(
     Ok(results)
 }
 
-/// A target and a draft (none for draftless strategies), as indices into the spec.
-type PairIds = (usize, Option<usize>);
+/// A target, a draft (none for draftless strategies) and a variant, as indices into the spec:
+/// the cells that share loaded models.
+type PairIds = (usize, Option<usize>, usize);
 
 /// What the sweep has taken so far, for its estimate of the time left.
 #[derive(Default)]
@@ -547,7 +662,7 @@ impl Timing {
     /// A cell's work: its pair's weight × (1 + 1/predicted speedup), since a cell runs the
     /// baseline and the speculative generation alike often (an unpredicted cell counts as 1×).
     fn cell_weight(&self, key: &CellKey) -> f64 {
-        let pair = self.weights.get(&(key.target, key.draft)).copied().unwrap_or(0.0);
+        let pair = self.weights.get(&(key.target, key.draft, key.variant)).copied().unwrap_or(0.0);
         let p = self.predicted.get(key).copied().unwrap_or(1.0).max(0.2);
         pair * (1.0 + 1.0 / p)
     }
@@ -568,7 +683,7 @@ impl Timing {
         }
         let cells_left: f64 = all
             .iter()
-            .filter(|k| results.record(k).is_none() && self.weights.contains_key(&(k.target, k.draft)))
+            .filter(|k| results.record(k).is_none() && self.weights.contains_key(&(k.target, k.draft, k.variant)))
             .map(|k| self.cell_weight(k))
             .sum();
         let loads_left: f64 = self.pending.iter().map(|g| self.weights.get(g).copied().unwrap_or(0.0)).sum();
@@ -600,4 +715,51 @@ fn record_refusal(
     let eta_s = timing.eta(results, all);
     on_event(SweepEvent::Progress { done: results.cells.len(), total, eta_s, record });
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(variants: Vec<Variant>) -> SweepSpec {
+        SweepSpec {
+            targets: vec!["t.gguf".into()],
+            drafts: vec!["d.gguf".into()],
+            n_drafts: vec![2, 4],
+            strategies: vec![Strategy::DraftModel, Strategy::PromptLookup],
+            reps: 1,
+            warmup: 0,
+            prompt: "p".into(),
+            settings: Settings::default(),
+            adaptive: true,
+            variants,
+        }
+    }
+
+    #[test]
+    fn setups_are_a_grid_dimension() {
+        let one = spec(Vec::new());
+        assert_eq!(one.cells().len(), 4);
+        assert!(one.cells().iter().all(|k| k.variant == 0));
+        assert_eq!(one.variant_label(0), None);
+        let grid = Variant::grid(
+            &[KvType::F16, KvType::Q8_0],
+            &[KvType::F16],
+            &[None, Some(GpuLayers::Count(0))],
+            &[FlashAttn::Auto],
+        );
+        let two = spec(grid);
+        assert_eq!(two.cells().len(), 16);
+        let key = *two.cells().iter().find(|k| k.variant == 3 && k.draft.is_some()).expect("a cell");
+        let s = two.cell_settings(&key).expect("valid");
+        assert_eq!((s.cache_type, s.draft_gpu_layers), (KvType::Q8_0, Some(GpuLayers::Count(0))));
+        assert!(two.label(&key).ends_with("kv q8_0/f16 · draft on CPU · fa auto"), "{}", two.label(&key));
+        // The printed llama.cpp command carries the setup.
+        let cmd = llama_cpp_command(&two, &key).expect("expressible");
+        assert!(cmd.contains("-ctk q8_0") && cmd.contains("-ngld 0"), "{cmd}");
+        // Results from before setups existed read as the one setup.
+        let old: CellKey =
+            serde_json::from_str(r#"{"target":0,"draft":null,"strategy":"lookup","n_draft":2}"#).unwrap();
+        assert_eq!(old.variant, 0);
+    }
 }

@@ -61,11 +61,14 @@ fn heat_cell(r: &SweepResults, keys: &[CellKey]) -> HeatCell {
         .max_by(|a, b| a.1.median.total_cmp(&b.1.median));
     if let Some((key, speedup)) = best {
         let draftless = key.draft.is_none();
-        let setting = if draftless || r.spec.strategies.len() == 1 {
+        let mut setting = if draftless || r.spec.strategies.len() == 1 {
             format!("k={}", key.n_draft)
         } else {
             format!("{} k={}", key.strategy.name(), key.n_draft)
         };
+        if let Some(v) = r.spec.variant_label(key.variant) {
+            setting.push_str(&format!(" · {v}"));
+        }
         return HeatCell::Speedup { speedup, setting };
     }
     match records.first().map(|r| &r.outcome) {
@@ -80,15 +83,15 @@ fn heat_cell(r: &SweepResults, keys: &[CellKey]) -> HeatCell {
 pub fn draft_length(r: &SweepResults) -> Chart {
     let spec = &r.spec;
     let mut series = Vec::new();
-    let mut seen: Vec<(usize, Option<usize>, Strategy)> = Vec::new();
+    let mut seen: Vec<(usize, Option<usize>, Strategy, usize)> = Vec::new();
     let all = spec.cells();
     for key in &all {
-        let id = (key.target, key.draft, key.strategy);
+        let id = (key.target, key.draft, key.strategy, key.variant);
         if seen.contains(&id) {
             continue;
         }
         seen.push(id);
-        let keys: Vec<&CellKey> = all.iter().filter(|k| (k.target, k.draft, k.strategy) == id).collect();
+        let keys: Vec<&CellKey> = all.iter().filter(|k| (k.target, k.draft, k.strategy, k.variant) == id).collect();
         let measured: Vec<(f64, f64)> = keys
             .iter()
             .filter_map(|k| match r.record(k).map(|r| &r.outcome) {
@@ -101,12 +104,15 @@ pub fn draft_length(r: &SweepResults) -> Chart {
         if measured.is_empty() && predicted.is_empty() {
             continue;
         }
-        let label = format!(
+        let mut label = format!(
             "{} + {} {}",
             file_label(&spec.targets[key.target]),
             key.draft.map_or_else(|| "-".to_string(), |d| file_label(&spec.drafts[d])),
             key.strategy.name()
         );
+        if let Some(v) = spec.variant_label(key.variant) {
+            label.push_str(&format!(" ({v})"));
+        }
         series.push(DraftLengthSeries { label, measured, predicted });
     }
     Chart::DraftLength(DraftLengthChart { title: "Speedup by draft length: measured and predicted".into(), series })
