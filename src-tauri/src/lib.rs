@@ -70,7 +70,14 @@ fn doctor(
         target: gpu_layers.and_then(GpuLayers::count),
         draft: draft_gpu_layers.or(gpu_layers).and_then(GpuLayers::count),
     };
-    Ok(doctor::diagnose_with(&t, d.as_ref(), u64::from(ctx.unwrap_or(4096)), kv, placement, &MemoryInfo::now()))
+    Ok(doctor::diagnose_with(
+        &t,
+        d.as_ref(),
+        u64::from(ctx.unwrap_or(4096)),
+        kv,
+        placement,
+        &draftlab_engine::decoding::llama::memory_info(),
+    ))
 }
 
 /// The settings' problems for runs in `modes`, by the engine's own rules (empty when they are

@@ -36,7 +36,7 @@ pub struct CatalogView {
 
 pub fn catalog_view() -> CatalogView {
     let models = catalog::models();
-    let mem = MemoryInfo::now();
+    let mem = draftlab_engine::decoding::llama::memory_info();
     let fits = catalog::fit(&models, &mem);
     let (limit, limit_reason) = catalog::limit(&mem);
     CatalogView {

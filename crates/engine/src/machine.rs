@@ -29,6 +29,9 @@ pub enum GpuLimitSource {
     MetalDefault,
     /// The user raised (or lowered) it with `sudo sysctl iogpu.wired_limit_mb=N`.
     WiredLimit { mb: u64 },
+    /// What llama.cpp's GPU device reports (on Apple Silicon, Metal's `recommendedMaxWorkingSetSize`,
+    /// which follows `iogpu.wired_limit_mb`).
+    Device { wired_limit_mb: Option<u64> },
 }
 
 impl MemoryInfo {
@@ -51,17 +54,24 @@ impl MemoryInfo {
     }
 }
 
-/// The GPU's working set on Apple Silicon: `iogpu.wired_limit_mb` when the user set it (0 means
-/// unset), otherwise what Metal recommends: two thirds of memory up to 36 GB, three quarters above
-/// (the `recommendedMaxWorkingSetSize` llama.cpp prints at start-up on such Macs).
+/// The GPU's working set on Apple Silicon when llama.cpp's Metal device cannot be asked (tables,
+/// tests, the catalog before anything loads): `iogpu.wired_limit_mb` when the user set it (0 means
+/// unset), otherwise what Metal recommends: two thirds of memory up to 32 GB, three quarters above
+/// (the `recommendedMaxWorkingSetSize` llama.cpp prints at start-up: 10922.67 MiB on 16 GB and
+/// 21845.34 on 32 GB, 49152 on 64 GB and 73728 on 96 GB; newer macOS gives somewhat more).
 pub fn apple_gpu_limit(total: u64, wired_limit_mb: Option<u64>) -> GpuLimit {
     match wired_limit_mb.filter(|&mb| mb > 0) {
         Some(mb) => GpuLimit { bytes: (mb << 20).min(total), source: GpuLimitSource::WiredLimit { mb } },
         None => {
-            let bytes = if total <= 36 << 30 { total / 3 * 2 } else { total / 4 * 3 };
+            let bytes = if total <= 32 << 30 { total / 3 * 2 } else { total / 4 * 3 };
             GpuLimit { bytes, source: GpuLimitSource::MetalDefault }
         }
     }
+}
+
+/// `sysctl iogpu.wired_limit_mb`, when set (macOS).
+pub fn wired_limit() -> Option<u64> {
+    wired_limit_mb().filter(|&mb| mb > 0)
 }
 
 /// `sysctl iogpu.wired_limit_mb` (macOS 14+), when it can be read.

@@ -23,6 +23,7 @@ fn arch_of(f: &GgufFile) -> Arch {
         tied_embeddings: !has_output,
         experts: None,
         swa: None,
+        sentencepiece: f.get_str("tokenizer.ggml.model") == Some("llama"),
     }
 }
 

@@ -31,7 +31,14 @@ pub(crate) fn doctor_cmd(
     let placement = doctor::Placement { target: target_layers.count(), draft: draft_layers.count() };
     let t = GgufFile::open(&target)?;
     let d = draft.as_ref().map(GgufFile::open).transpose()?;
-    let dx = doctor::diagnose_with(&t, d.as_ref(), u64::from(ctx), kv, placement, &MemoryInfo::now());
+    let dx = doctor::diagnose_with(
+        &t,
+        d.as_ref(),
+        u64::from(ctx),
+        kv,
+        placement,
+        &draftlab_engine::decoding::llama::memory_info(),
+    );
     if json {
         println!("{}", serde_json::to_string_pretty(&dx)?);
     } else {

@@ -21,7 +21,7 @@ pub(crate) fn models_cmd(
         Vec::new()
     };
     let all = catalog::models();
-    let mem = MemoryInfo::now();
+    let mem = draftlab_engine::decoding::llama::memory_info();
     let fits = catalog::fit(&all, &mem);
     let (limit, limit_reason) = catalog::limit(&mem);
     if json {

@@ -14,12 +14,14 @@ use llama_cpp_2::llama_batch::LlamaBatch;
 use llama_cpp_2::model::params::LlamaModelParams;
 use llama_cpp_2::model::{LlamaChatMessage, LlamaModel};
 use llama_cpp_2::token::LlamaToken;
+use llama_cpp_2::LlamaBackendDeviceType;
 use serde::{Deserialize, Serialize};
 
 use crate::decoding::template::{self, ChatMessage, TemplateVars};
 use crate::error::{Error, Result};
 use crate::files::doctor::KvScale;
 use crate::files::gguf::{GgufFile, ModelSummary};
+use crate::machine::{GpuLimit, GpuLimitSource, MemoryInfo};
 
 /// A token id.
 pub type Token = i32;
@@ -182,6 +184,24 @@ impl std::str::FromStr for KvType {
 /// The memory the doctor counts for caches of these types (relative to f16).
 pub fn kv_scale(target: KvType, draft: KvType) -> KvScale {
     KvScale { target: target.size_vs_f16(), draft: draft.size_vs_f16() }
+}
+
+/// This machine's memory, with the GPU's limit as llama.cpp's GPU device reports it (on Apple
+/// Silicon, Metal's recommended working set, which follows `iogpu.wired_limit_mb`); the machine's
+/// own estimate when no GPU device is there.
+pub fn memory_info() -> MemoryInfo {
+    let mut mem = MemoryInfo::now();
+    let gpu = llama_cpp_2::list_llama_ggml_backend_devices().into_iter().find(|d| {
+        matches!(d.device_type, LlamaBackendDeviceType::Gpu | LlamaBackendDeviceType::IntegratedGpu)
+            && d.memory_total > 0
+    });
+    if let Some(d) = gpu {
+        mem.gpu = Some(GpuLimit {
+            bytes: d.memory_total as u64,
+            source: GpuLimitSource::Device { wired_limit_mb: crate::machine::wired_limit() },
+        });
+    }
+    mem
 }
 
 /// How a context is set up besides its sizes.

@@ -105,7 +105,7 @@ impl Session {
             u64::from(settings.n_ctx),
             settings.kv_scale(),
             settings.placement(),
-            &MemoryInfo::now(),
+            &crate::decoding::llama::memory_info(),
         );
         let blocking = |topic: Topic| -> Option<String> {
             let msgs: Vec<&str> = dx

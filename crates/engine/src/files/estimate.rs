@@ -29,6 +29,9 @@ pub struct Arch {
     pub experts: Option<Experts>,
     #[serde(default)]
     pub swa: Option<Swa>,
+    /// A SentencePiece vocabulary (Gemma): no merge table in the header, unlike BPE.
+    #[serde(default)]
+    pub sentencepiece: bool,
 }
 
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
@@ -131,7 +134,8 @@ impl Arch {
 
     /// Bytes of a GGUF file in `quant`: its tensors plus the header (tokenizer tables).
     pub fn file_size(&self, quant: &str) -> Result<u64> {
-        Ok(self.tensors(quant)?.iter().map(PlannedTensor::n_bytes).sum::<u64>() + self.vocab * HEADER_BYTES_PER_TOKEN)
+        let per_token = if self.sentencepiece { SPM_HEADER_BYTES_PER_TOKEN } else { BPE_HEADER_BYTES_PER_TOKEN };
+        Ok(self.tensors(quant)?.iter().map(PlannedTensor::n_bytes).sum::<u64>() + self.vocab * per_token)
     }
 
     /// What the memory model needs, for a file of `file_size` bytes in `quant`.
@@ -151,8 +155,10 @@ impl Arch {
     }
 }
 
-/// The header holds the token texts, types, scores and merges: about this much per token.
-const HEADER_BYTES_PER_TOKEN: u64 = 40;
+/// The header holds the token texts and types, and the BPE merges or SentencePiece scores: about
+/// this much per token (39 in the Qwen test files, 25 in the Gemma one).
+const BPE_HEADER_BYTES_PER_TOKEN: u64 = 39;
+const SPM_HEADER_BYTES_PER_TOKEN: u64 = 25;
 
 const F32: u32 = 0;
 const F16: u32 = 1;
@@ -291,6 +297,7 @@ mod tests {
             tied_embeddings: false,
             experts: None,
             swa: None,
+            sentencepiece: false,
         }
     }
 
@@ -329,6 +336,7 @@ mod tests {
             tied_embeddings: false,
             experts: Some(Experts { count: 128, used: 8, ff: 768, shared_ff: 0 }),
             swa: None,
+            sentencepiece: false,
         };
         // Qwen3-30B-A3B: 30.5 B total, 3.3 B active (its model card).
         assert!((30.0e9..31.0e9).contains(&(moe.params() as f64)), "{}", moe.params());

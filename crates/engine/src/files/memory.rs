@@ -221,6 +221,15 @@ fn gpu_reason(source: GpuLimitSource, bytes: u64, mem: &MemoryInfo) -> String {
         GpuLimitSource::WiredLimit { mb } => {
             format!("the GPU's working set ({:.1} GiB, set by iogpu.wired_limit_mb={mb})", gib(bytes))
         }
+        GpuLimitSource::Device { wired_limit_mb: Some(mb) } => format!(
+            "the GPU's working set ({:.1} GiB as the GPU reports it, raised by iogpu.wired_limit_mb={mb})",
+            gib(bytes)
+        ),
+        GpuLimitSource::Device { wired_limit_mb: None } => format!(
+            "the GPU's working set ({:.1} GiB as the GPU reports it; `sudo sysctl iogpu.wired_limit_mb=N` raises it \
+             on a Mac)",
+            gib(bytes)
+        ),
     }
 }
 
