@@ -20,7 +20,7 @@ use std::sync::Arc;
 use draftlab_engine::decoding::llama::{kv_scale, GpuLayers, KvType};
 use draftlab_engine::files::doctor::{self, Diagnosis};
 use draftlab_engine::files::gguf::GgufFile;
-use draftlab_engine::machine::{MachineInfo, MemoryInfo};
+use draftlab_engine::machine::MachineInfo;
 use draftlab_engine::measuring::charts::{self, Chart};
 use draftlab_engine::measuring::results::Results;
 use serde::{Deserialize, Serialize};

@@ -10,7 +10,6 @@ use std::sync::{Arc, Mutex};
 use draftlab_engine::files::catalog::{self, CatalogModel, Fit};
 use draftlab_engine::files::discover::{self, VocabGroup};
 use draftlab_engine::files::hub::{self, DownloadEvent, HubOptions};
-use draftlab_engine::machine::MemoryInfo;
 use serde::Serialize;
 
 use draftlab_engine::ErrorCode;

@@ -588,7 +588,11 @@ export type Arch = { layers: number, embd: number,
 /**
  * Dense feed-forward width (for MoE models: of a dense layer, unused when every layer is MoE).
  */
-ff: number, heads: number, kv_heads: number, head_dim: number, vocab: number, tied_embeddings: boolean, experts: Experts | null, swa: Swa | null, };
+ff: number, heads: number, kv_heads: number, head_dim: number, vocab: number, tied_embeddings: boolean, experts: Experts | null, swa: Swa | null, 
+/**
+ * A SentencePiece vocabulary (Gemma): no merge table in the header, unlike BPE.
+ */
+sentencepiece: boolean, };
 
 export type Evidence = { 
 /**

@@ -7,7 +7,6 @@ use draftlab_engine::decoding::llama::{kv_scale, GpuLayers, KvType};
 use draftlab_engine::error::Error;
 use draftlab_engine::files::doctor::{self, Verdict};
 use draftlab_engine::files::gguf::GgufFile;
-use draftlab_engine::machine::MemoryInfo;
 
 use crate::print::gib;
 

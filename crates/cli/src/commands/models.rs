@@ -5,7 +5,6 @@ use std::process::ExitCode;
 
 use draftlab_engine::files::memory::MemoryVerdict;
 use draftlab_engine::files::{catalog, discover};
-use draftlab_engine::machine::MemoryInfo;
 
 use crate::print::gib;
 

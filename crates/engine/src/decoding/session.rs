@@ -26,7 +26,6 @@ use crate::decoding::target::LlamaTarget;
 use crate::error::{Error, Result};
 use crate::files::doctor::{self, Topic, Verdict};
 use crate::files::gguf::GgufFile;
-use crate::machine::MemoryInfo;
 
 /// What measured costs depend on: whether the draft model's cost is measured, context, batch,
 /// threads, largest verify batch.
