@@ -67,7 +67,10 @@ pub(crate) fn doctor_cmd(
             gib(m.available),
             gib(m.total)
         );
-        println!("limit   {} ({} on the GPU)", m.limit_reason, gib(m.gpu_needed));
+        match m.gpu_budget {
+            Some(_) => println!("limit   {} ({} of it on the GPU)", m.limit_reason, gib(m.gpu_needed)),
+            None => println!("limit   {}", m.limit_reason),
+        }
         for f in &dx.findings {
             println!("{:<13}{}", f.level.to_string(), f.message);
         }

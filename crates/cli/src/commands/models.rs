@@ -103,6 +103,7 @@ pub(crate) fn models_cmd(
                 gib(m.files[0].size),
                 mark(f.verdict),
                 match f.with_draft {
+                    _ if f.verdict == MemoryVerdict::TooBig => "",
                     Some(MemoryVerdict::TooBig) => "alone",
                     Some(v) =>
                         if v == MemoryVerdict::Fits {
