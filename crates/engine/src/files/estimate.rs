@@ -60,7 +60,8 @@ impl Arch {
         self.tensors("F16").map(|t| t.iter().map(|t| t.dims.iter().product::<u64>()).sum()).unwrap_or(0)
     }
 
-    /// Parameters a token passes through (MoE: the used experts only).
+    /// Parameters a token passes through (MoE: the used experts only), embeddings included: model
+    /// cards often leave those out (gpt-oss-20b's card says 3.6 B active, this counts 4.2 B).
     pub fn active_params(&self) -> u64 {
         match &self.experts {
             None => self.params(),
