@@ -61,6 +61,15 @@ pub(crate) fn bench_cmd(
         b.prediction_error_pct
     );
     println!("predicted by fixed draft length (no p_min stop): {}", by_k.join(" "));
+    let bound = &b.prediction.bound;
+    println!(
+        "bound        best reachable here: {:.2}× (k={}) with every draft accepted, {:.2}× (k={}) at this prompt's α; measured reaches {:.0} % of the latter",
+        bound.perfect,
+        bound.perfect_len,
+        bound.at_alpha,
+        bound.at_alpha_len,
+        100.0 * b.speedup.median / bound.at_alpha.max(f64::MIN_POSITIVE)
+    );
     println!("verdict      {}", b.comparison.verdict());
     match &b.llama_cpp {
         Some(cmd) => println!("llama.cpp    {cmd}"),

@@ -102,6 +102,33 @@ pub struct Prediction {
     pub predicted_speedup: f64,
     /// Predicted speedup for each fixed draft length 1..=n with no early stop (what to try next).
     pub by_draft_len: Vec<f64>,
+    /// The best any drafter could do on this machine and prompt (issue: "the bound").
+    #[serde(default)]
+    pub bound: Bound,
+}
+
+/// The best speedup reachable with the measured costs: with every drafted token accepted, and with
+/// the acceptance this prompt allows (the fitted α), each at its best fixed draft length.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct Bound {
+    pub perfect: f64,
+    pub perfect_len: usize,
+    pub at_alpha: f64,
+    pub at_alpha_len: usize,
+}
+
+impl Bound {
+    fn of(costs: &Costs, alpha: f64) -> Bound {
+        let v1 = costs.verify(1);
+        let speedup =
+            |k: usize, accepted: f64| (1.0 + accepted) * v1 / (k as f64 * costs.draft_token_ms + costs.verify(k + 1));
+        let best = |f: &dyn Fn(usize) -> f64| {
+            (1..costs.verify_ms.len()).map(|k| (f(k), k)).fold((1.0, 0), |a, b| if b.0 > a.0 { b } else { a })
+        };
+        let (perfect, perfect_len) = best(&|k| speedup(k, k as f64));
+        let (at_alpha, at_alpha_len) = best(&|k| speedup(k, expected_accepted(alpha, k)));
+        Bound { perfect, perfect_len, at_alpha, at_alpha_len }
+    }
 }
 
 /// Predicts the speedup of speculative runs from their acceptance and the measured costs.
@@ -143,6 +170,7 @@ pub fn predict(costs: &Costs, spec: &[&Report]) -> Prediction {
         tokens_per_round,
         predicted_speedup,
         by_draft_len,
+        bound: Bound::of(costs, alpha),
     }
 }
 
@@ -282,6 +310,22 @@ mod tests {
         let p = predict(&cpu, &[&r]);
         assert!(p.predicted_speedup < 1.0, "{}", p.predicted_speedup);
         assert_eq!(p.by_draft_len.len(), 4);
+    }
+
+    #[test]
+    fn the_bound_is_the_best_fixed_length_with_perfect_and_with_fitted_acceptance() {
+        // Free drafts, verify 10, 13, 16, 19, 22 ms: all accepted, k = 4 gives 5 tokens for 22 ms.
+        let c = Costs { verify_ms: vec![10.0, 13.0, 16.0, 19.0, 22.0], draft_token_ms: 0.0, c: 0.0 };
+        let b = Bound::of(&c, 0.5);
+        assert_eq!(b.perfect_len, 4);
+        assert!((b.perfect - 5.0 * 10.0 / 22.0).abs() < 1e-9, "{b:?}");
+        // At α = 0.5 a second drafted token brings 0.25 for 3 ms more: k = 1 (1.5 tokens for 13 ms)
+        // beats k = 2 (1.75 for 16 ms).
+        assert_eq!(b.at_alpha_len, 1);
+        assert!((b.at_alpha - 1.5 * 10.0 / 13.0).abs() < 1e-9, "{b:?}");
+        // Nothing pays: the bound is the target alone (k = 0).
+        let steep = Costs { verify_ms: vec![10.0, 30.0, 50.0], draft_token_ms: 0.0, c: 0.0 };
+        assert_eq!(Bound::of(&steep, 0.9), Bound { perfect: 1.0, perfect_len: 0, at_alpha: 1.0, at_alpha_len: 0 });
     }
 
     fn fake_report(hist: Vec<u64>, accepted: usize, passes: usize, evals: u64) -> Report {
