@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use anyhow::Context as _;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use draftlab_engine::decoding::draft::Strategy;
-use draftlab_engine::decoding::llama::{KvType, Token};
+use draftlab_engine::decoding::llama::{GpuLayers, KvType, Token};
 use draftlab_engine::decoding::sampling::SamplingParams;
 use draftlab_engine::decoding::session::Session;
 use draftlab_engine::decoding::settings::{Mode, Settings, DEFAULT_N_DRAFT};
@@ -346,9 +346,11 @@ impl GenArgs {
             threads: self.threads.unwrap_or(Settings::default().threads),
             raw: self.raw,
             gpu_layers: self.gpu_layers.parse()?,
-            draft_gpu_layers: self.gpu_layers_draft.as_deref().map(str::parse).transpose().map_err(|_| {
-                Error::InvalidSetting { setting: "draft_gpu_layers", reason: "must be a number or `all`".into() }
-            })?,
+            draft_gpu_layers: self
+                .gpu_layers_draft
+                .as_deref()
+                .map(|s| GpuLayers::parse("draft_gpu_layers", s))
+                .transpose()?,
             cache_type: self.cache_type.parse()?,
             draft_cache_type: KvType::parse("draft_cache_type", &self.cache_type_draft)?,
             flash_attn: self.flash_attn.parse()?,

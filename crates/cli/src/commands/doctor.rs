@@ -4,7 +4,6 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use draftlab_engine::decoding::llama::{kv_scale, GpuLayers, KvType};
-use draftlab_engine::error::Error;
 use draftlab_engine::files::doctor::{self, Verdict};
 use draftlab_engine::files::gguf::GgufFile;
 
@@ -20,11 +19,8 @@ pub(crate) fn doctor_cmd(
 ) -> anyhow::Result<ExitCode> {
     let kv = kv_scale(cache_type.parse()?, KvType::parse("draft_cache_type", cache_type_draft)?);
     let target_layers: GpuLayers = gpu_layers.parse()?;
-    let draft_layers: GpuLayers = match gpu_layers_draft {
-        Some(s) => s.parse().map_err(|_| Error::InvalidSetting {
-            setting: "draft_gpu_layers",
-            reason: format!("is {s:?}, but must be a number or `all`"),
-        })?,
+    let draft_layers = match gpu_layers_draft {
+        Some(s) => GpuLayers::parse("draft_gpu_layers", s)?,
         None => target_layers,
     };
     let placement = doctor::Placement { target: target_layers.count(), draft: draft_layers.count() };

@@ -35,12 +35,7 @@ fn variants(args: &SweepArgs, s: &Settings) -> Result<Vec<Variant>, Error> {
     } else {
         args.grid_gpu_layers_draft
             .iter()
-            .map(|v| {
-                v.parse::<GpuLayers>().map(Some).map_err(|_| Error::InvalidSetting {
-                    setting: "draft_gpu_layers",
-                    reason: format!("is {v:?}, but must be a number or `all`"),
-                })
-            })
+            .map(|v| GpuLayers::parse("draft_gpu_layers", v).map(Some))
             .collect::<Result<_, _>>()?
     };
     let fa: Vec<FlashAttn> = if args.grid_flash_attn.is_empty() {

@@ -71,16 +71,23 @@ impl GpuLayers {
     }
 }
 
-impl std::str::FromStr for GpuLayers {
-    type Err = Error;
-    fn from_str(s: &str) -> Result<Self> {
+impl GpuLayers {
+    /// Parses `all` or a number; an error names `setting` (`gpu_layers`, `draft_gpu_layers`).
+    pub fn parse(setting: &'static str, s: &str) -> Result<Self> {
         if s.eq_ignore_ascii_case("all") {
             return Ok(GpuLayers::All);
         }
         s.parse().map(GpuLayers::Count).map_err(|_| Error::InvalidSetting {
-            setting: "gpu_layers",
+            setting,
             reason: format!("is {s:?}, but must be a number or `all`"),
         })
+    }
+}
+
+impl std::str::FromStr for GpuLayers {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Self> {
+        GpuLayers::parse("gpu_layers", s)
     }
 }
 
