@@ -77,10 +77,9 @@ impl GpuLayers {
         if s.eq_ignore_ascii_case("all") {
             return Ok(GpuLayers::All);
         }
-        s.parse().map(GpuLayers::Count).map_err(|_| Error::InvalidSetting {
-            setting,
-            reason: format!("is {s:?}, but must be a number or `all`"),
-        })
+        s.parse()
+            .map(GpuLayers::Count)
+            .map_err(|_| Error::InvalidSetting { setting, reason: format!("is {s:?}, but must be a number or `all`") })
     }
 }
 

@@ -264,10 +264,7 @@ pub fn fit(models: &[CatalogModel], mem: &MemoryInfo) -> Vec<Fit> {
 
 /// The limit the badges are judged against on this machine, and why it is that number.
 pub fn limit(mem: &MemoryInfo) -> (u64, String) {
-    let nothing =
-        Footprint { weights: 0, layer_weights: 0, n_layer: 0, kv_per_token: 0, swa_kv_per_token: 0, swa_window: 0 };
-    let f = memory::estimate(&nothing, None, FIT_CONTEXT, KvScale::default(), Placement::default(), mem);
-    (f.limit, f.limit_reason)
+    memory::limit(mem)
 }
 
 #[cfg(test)]

@@ -69,10 +69,6 @@ impl Arch {
         }
     }
 
-    fn sliding_layers(&self) -> u64 {
-        self.swa.as_ref().map_or(0, |s| self.layers - self.layers / s.full_every.max(1))
-    }
-
     /// The tensors of a GGUF file of this model in `quant` (Q4_K_M, Q5_K_M, Q6_K, Q8_0, MXFP4_MOE,
     /// F16), with their types.
     pub fn tensors(&self, quant: &str) -> Result<Vec<PlannedTensor>> {
@@ -143,16 +139,9 @@ impl Arch {
     pub fn footprint(&self, quant: &str, file_size: u64) -> Result<Footprint> {
         let tensors = self.tensors(quant)?;
         let layer_weights = tensors.iter().filter(|t| t.name.starts_with("blk.")).map(PlannedTensor::n_bytes).sum();
-        let per_layer = self.kv_heads * self.head_dim * 2 * 2;
-        let swa = self.sliding_layers();
-        Ok(Footprint {
-            weights: file_size,
-            layer_weights,
-            n_layer: self.layers,
-            kv_per_token: (self.layers - swa) * per_layer,
-            swa_kv_per_token: swa * per_layer,
-            swa_window: self.swa.as_ref().map_or(0, |s| if swa > 0 { s.window } else { 0 }),
-        })
+        let kv_per_layer = self.kv_heads * self.head_dim * 2 * 2;
+        let swa = self.swa.as_ref().map(|s| (s.window, s.full_every));
+        Ok(Footprint::new(file_size, layer_weights, self.layers, kv_per_layer, swa))
     }
 }
 

@@ -504,15 +504,21 @@ impl GgufFile {
         counts.into_iter().max_by_key(|&(_, n)| n).map(|(t, _)| ggml_type_name(t)).unwrap_or_else(|| "unknown".into())
     }
 
+    /// f16 K and V bytes one layer keeps per context token (KV heads × (key + value dims) × 2).
+    pub fn kv_bytes_per_layer_token(&self) -> Option<u64> {
+        let n_embd = self.arch_u64("embedding_length");
+        let n_head = self.arch_u64("attention.head_count");
+        let n_head_kv = self.arch_u64("attention.head_count_kv").or(n_head)?;
+        let k = self.arch_u64("attention.key_length").or_else(|| Some(n_embd? / n_head?.max(1)))?;
+        let v = self.arch_u64("attention.value_length").unwrap_or(k);
+        Some(n_head_kv * (k + v) * 2)
+    }
+
     /// The summary shown by `draftlab inspect` and used by the doctor.
     pub fn summary(&self) -> ModelSummary {
         let vocab = self.vocab_summary();
         let n_layer = self.arch_u64("block_count");
-        let n_embd = self.arch_u64("embedding_length");
         let n_head = self.arch_u64("attention.head_count");
-        let n_head_kv = self.arch_u64("attention.head_count_kv").or(n_head);
-        let head_dim_k = self.arch_u64("attention.key_length").or_else(|| Some(n_embd? / n_head?.max(1)));
-        let head_dim_v = self.arch_u64("attention.value_length").or(head_dim_k);
         ModelSummary {
             path: self.path.clone(),
             file_size: self.file_size,
@@ -523,14 +529,11 @@ impl GgufFile {
             quantization: self.quantization(),
             context_length: self.arch_u64("context_length"),
             n_layer,
-            n_embd,
+            n_embd: self.arch_u64("embedding_length"),
             n_head,
-            n_head_kv,
-            kv_bytes_per_token: match (n_layer, n_head_kv, head_dim_k, head_dim_v) {
-                // f16 K and V for every layer.
-                (Some(l), Some(h), Some(k), Some(v)) => Some(l * h * (k + v) * 2),
-                _ => None,
-            },
+            n_head_kv: self.arch_u64("attention.head_count_kv").or(n_head),
+            // f16 K and V for every layer.
+            kv_bytes_per_token: n_layer.zip(self.kv_bytes_per_layer_token()).map(|(l, b)| l * b),
             n_tensors: self.tensors.len() as u64,
             has_chat_template: self.get("tokenizer.chat_template").is_some(),
             vocab,

@@ -35,26 +35,33 @@ pub struct Footprint {
 }
 
 impl Footprint {
+    /// A model of `n_layer` layers, each keeping `kv_per_layer` f16 bytes per context token; with
+    /// sliding-window attention, `swa` is (window tokens, one full-attention layer every this many).
+    pub fn new(weights: u64, layer_weights: u64, n_layer: u64, kv_per_layer: u64, swa: Option<(u64, u64)>) -> Self {
+        let (window, full_every) = swa.filter(|&(w, every)| w > 0 && every > 0).unwrap_or((0, 0));
+        let sliding = n_layer.checked_div(full_every).map_or(0, |full| n_layer - full);
+        Footprint {
+            weights,
+            layer_weights,
+            n_layer,
+            kv_per_token: (n_layer - sliding) * kv_per_layer,
+            swa_kv_per_token: sliding * kv_per_layer,
+            swa_window: if sliding > 0 { window } else { 0 },
+        }
+    }
+
     /// From a GGUF header: real tensor sizes, attention shape from the metadata.
     pub fn of_gguf(f: &GgufFile) -> Footprint {
-        let layer = f.tensors.iter().filter(|t| t.name.starts_with("blk.")).map(|t| t.n_bytes().unwrap_or(0)).sum();
-        let n_layer = f.arch_u64("block_count").unwrap_or(0);
-        let n_embd = f.arch_u64("embedding_length");
-        let n_head = f.arch_u64("attention.head_count");
-        let n_head_kv = f.arch_u64("attention.head_count_kv").or(n_head).unwrap_or(0);
-        let k = f.arch_u64("attention.key_length").or_else(|| Some(n_embd? / n_head?.max(1))).unwrap_or(0);
-        let v = f.arch_u64("attention.value_length").unwrap_or(k);
+        let layers = f.tensors.iter().filter(|t| t.name.starts_with("blk.")).map(|t| t.n_bytes().unwrap_or(0)).sum();
         let window = f.arch_u64("attention.sliding_window").unwrap_or(0);
-        let swa_layers = sliding_layers(f.architecture().unwrap_or(""), n_layer, window);
-        let per_layer = n_head_kv * (k + v) * 2;
-        Footprint {
-            weights: f.file_size,
-            layer_weights: layer,
-            n_layer,
-            kv_per_token: (n_layer - swa_layers) * per_layer,
-            swa_kv_per_token: swa_layers * per_layer,
-            swa_window: if swa_layers > 0 { window } else { 0 },
-        }
+        let swa = full_attention_every(f.architecture().unwrap_or("")).map(|every| (window, every));
+        Footprint::new(
+            f.file_size,
+            layers,
+            f.arch_u64("block_count").unwrap_or(0),
+            f.kv_bytes_per_layer_token().unwrap_or(0),
+            swa,
+        )
     }
 
     /// f16 KV bytes at a context size.
@@ -62,40 +69,36 @@ impl Footprint {
         self.kv_per_token * ctx + self.swa_kv_per_token * ctx.min(self.swa_window + SWA_EXTRA_TOKENS)
     }
 
-    /// The weights placed on the GPU with `gpu_layers` layers offloaded (None: all).
-    pub fn gpu_weights(&self, gpu_layers: Option<u32>) -> u64 {
-        let n = gpu_layers.map_or(u64::MAX, u64::from);
-        if self.n_layer == 0 || n > self.n_layer {
-            // Everything offloaded: llama.cpp maps the whole file into one GPU buffer (on Apple
-            // Silicon, the mapped file counts against the working set, token embeddings included).
-            return self.weights;
-        }
-        // llama.cpp offloads the last `n` repeating layers; the output layer counts as one more.
-        (self.layer_weights as f64 * n.min(self.n_layer) as f64 / self.n_layer as f64) as u64
-    }
-
+    /// The share of the repeating layers on the GPU with `gpu_layers` offloaded (None: all).
     fn gpu_fraction(&self, gpu_layers: Option<u32>) -> f64 {
         match gpu_layers {
-            None => 1.0,
-            Some(_) if self.n_layer == 0 => 1.0,
-            Some(n) => (u64::from(n).min(self.n_layer)) as f64 / self.n_layer as f64,
+            Some(n) if self.n_layer > 0 => u64::from(n).min(self.n_layer) as f64 / self.n_layer as f64,
+            _ => 1.0,
         }
+    }
+
+    /// The weights placed on the GPU with `gpu_layers` layers offloaded (None: all).
+    pub fn gpu_weights(&self, gpu_layers: Option<u32>) -> u64 {
+        if self.n_layer == 0 || gpu_layers.is_none_or(|n| u64::from(n) > self.n_layer) {
+            // Everything offloaded (the output layer counts as one more): llama.cpp maps the whole
+            // file into one GPU buffer (on Apple Silicon, the mapped file counts against the
+            // working set, token embeddings included).
+            return self.weights;
+        }
+        // llama.cpp offloads the last `n` repeating layers.
+        (self.layer_weights as f64 * self.gpu_fraction(gpu_layers)) as u64
     }
 }
 
-/// Layers that use a sliding window, by architecture (llama.cpp's patterns): Gemma 2/3 and gpt-oss
-/// alternate local and global attention.
-fn sliding_layers(arch: &str, n_layer: u64, window: u64) -> u64 {
-    if window == 0 {
-        return 0;
-    }
+/// Sliding-window architectures (llama.cpp's patterns): one full-attention layer every this many.
+fn full_attention_every(arch: &str) -> Option<u64> {
     match arch {
         // Five local layers, then one global.
-        "gemma3" => n_layer - n_layer / 6,
+        "gemma3" => Some(6),
         // Every other layer.
-        "gemma2" | "gpt-oss" => n_layer.div_ceil(2),
-        "cohere2" => n_layer - n_layer / 4,
-        _ => 0,
+        "gemma2" | "gpt-oss" => Some(2),
+        "cohere2" => Some(4),
+        _ => None,
     }
 }
 
@@ -175,21 +178,14 @@ pub fn estimate(
         + draft.map_or(0, |d| d.gpu_weights(placement.draft) + (dk as f64 * d.gpu_fraction(placement.draft)) as u64)
         + overhead;
     let gib = |b: u64| b as f64 / (1u64 << 30) as f64;
-    let (verdict, limit, limit_reason) = match mem.gpu {
-        Some(gpu) if gpu_needed > gpu.bytes => {
-            (MemoryVerdict::TooBig, gpu.bytes, gpu_reason(gpu.source, gpu.bytes, mem))
-        }
+    let ((limit, limit_reason), verdict) = match mem.gpu {
+        Some(gpu) if gpu_needed > gpu.bytes => (limit(mem), MemoryVerdict::TooBig),
         _ if needed > mem.total => {
-            (MemoryVerdict::TooBig, mem.total, format!("all of this machine's memory ({:.1} GiB)", gib(mem.total)))
+            ((mem.total, format!("all of this machine's memory ({:.1} GiB)", gib(mem.total))), MemoryVerdict::TooBig)
         }
-        Some(gpu) if needed <= mem.available => {
-            (MemoryVerdict::Fits, gpu.bytes, gpu_reason(gpu.source, gpu.bytes, mem))
-        }
-        _ => (
-            if needed <= mem.available { MemoryVerdict::Fits } else { MemoryVerdict::Tight },
-            mem.available,
-            format!("memory free now ({:.1} GiB of {:.1} GiB)", gib(mem.available), gib(mem.total)),
-        ),
+        Some(_) if needed <= mem.available => (limit(mem), MemoryVerdict::Fits),
+        _ if needed <= mem.available => (free_now(mem), MemoryVerdict::Fits),
+        _ => (free_now(mem), MemoryVerdict::Tight),
     };
     MemoryFit {
         context: ctx,
@@ -207,6 +203,20 @@ pub fn estimate(
         limit_reason,
         verdict,
     }
+}
+
+/// The limit a model that fits is judged against, and why it is that number: the GPU's working set
+/// where there is one, memory free now elsewhere.
+pub fn limit(mem: &MemoryInfo) -> (u64, String) {
+    match mem.gpu {
+        Some(gpu) => (gpu.bytes, gpu_reason(gpu.source, gpu.bytes, mem)),
+        None => free_now(mem),
+    }
+}
+
+fn free_now(mem: &MemoryInfo) -> (u64, String) {
+    let gib = |b: u64| b as f64 / (1u64 << 30) as f64;
+    (mem.available, format!("memory free now ({:.1} GiB of {:.1} GiB)", gib(mem.available), gib(mem.total)))
 }
 
 fn gpu_reason(source: GpuLimitSource, bytes: u64, mem: &MemoryInfo) -> String {
@@ -322,8 +332,11 @@ mod tests {
         let m = Footprint { swa_kv_per_token: 50_000, swa_window: 1024, ..model(GIB) };
         assert_eq!(m.kv_bytes(1000), 150_000 * 1000);
         assert_eq!(m.kv_bytes(32_768), 100_000 * 32_768 + 50_000 * (1024 + SWA_EXTRA_TOKENS));
-        assert_eq!(sliding_layers("gemma3", 26, 512), 22);
-        assert_eq!(sliding_layers("gpt-oss", 24, 128), 12);
-        assert_eq!(sliding_layers("llama", 32, 4096), 0);
+        let sliding = |arch: &str, n_layer: u64, window: u64| {
+            Footprint::new(0, 0, n_layer, 1, full_attention_every(arch).map(|every| (window, every))).swa_kv_per_token
+        };
+        assert_eq!(sliding("gemma3", 26, 512), 22);
+        assert_eq!(sliding("gpt-oss", 24, 128), 12);
+        assert_eq!(sliding("llama", 32, 4096), 0);
     }
 }
