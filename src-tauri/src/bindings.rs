@@ -9,7 +9,7 @@ use draftlab_engine::measuring::{bench, charts};
 use draftlab_engine::{error, machine};
 use ts_rs::{Config, TS};
 
-use crate::{history, models, requests, run, sweep, AppInfo, ExportSource};
+use crate::{history, models, requests, run, sweep, AppInfo, ExportFormat, ExportSource};
 
 /// Where the file lives, relative to the workspace root.
 pub const PATH: &str = "ui/src/lib/bindings.ts";
@@ -97,6 +97,7 @@ pub fn typescript() -> String {
         sweep::SweepEntry,
         sweep::SweepView,
         ExportSource,
+        ExportFormat,
         discover::Source,
         discover::FoundModel,
         discover::VocabGroup,

@@ -34,7 +34,7 @@ use crate::history::{HistoryEntry, HistoryRun};
 use crate::models::CatalogView;
 use crate::requests::RunRequest;
 use crate::run::{RunEvent, RunOutcome};
-pub use crate::state::AppState;
+pub use crate::state::{AppState, SaveAsk, SaveDialog};
 use crate::sweep::{SweepEntry, SweepOutcome, SweepRequest, SweepUiEvent, SweepView};
 use draftlab_engine::decoding::settings::{Mode, Settings};
 use draftlab_engine::files::discover::VocabGroup;
@@ -140,10 +140,43 @@ fn sweep_get(state: State<'_, Arc<AppState>>, id: String) -> Result<SweepView, A
     sweep::get(&state.sweeps_dir, &id)
 }
 
-/// Writes a chart the UI shows to a file the user chose: PNG (at 2× for Retina) or SVG.
+/// A file name the page proposes for a save dialog: its last path part, without characters a
+/// file name cannot hold (only a proposal: the user's choice in the dialog is what is written).
+fn proposed_name(name: &str, ext: &str) -> String {
+    let base = name.rsplit(['/', '\\']).next().unwrap_or("");
+    let clean: String = base
+        .chars()
+        .filter(|c| !c.is_control() && !matches!(c, ':' | '*' | '?' | '"' | '<' | '>' | '|'))
+        .take(120)
+        .collect();
+    let clean = clean.trim_start_matches('.');
+    format!("{}.{ext}", if clean.is_empty() { "draftlab" } else { clean })
+}
+
+/// Asks the user where to save (the dialog runs here, not in the page).
+async fn ask_save_path(state: Arc<AppState>, ask: SaveAsk) -> Result<Option<PathBuf>, ApiError> {
+    blocking("save dialog", move || match state.save_dialog.get() {
+        Some(dialog) => Ok(dialog(&ask)),
+        None => Err(ApiError::new(ErrorCode::Internal, "no save dialog in this window", "Report this as a bug.")),
+    })
+    .await?
+}
+
+/// Asks where to save a chart the UI shows (PNG at 2× for Retina, or SVG) and writes it there;
+/// the path written, or `None` when the user cancels. `name` only proposes a file name.
 #[tauri::command]
-fn save_chart(chart: Chart, path: PathBuf) -> Result<(), ApiError> {
-    Ok(charts::save(&chart, &path, charts::WIDTH, charts::HEIGHT)?)
+async fn save_chart(state: State<'_, Arc<AppState>>, chart: Chart, name: String) -> Result<Option<PathBuf>, ApiError> {
+    let ask = SaveAsk {
+        title: "Export the chart",
+        file_name: proposed_name(&name, "png"),
+        filters: vec![("PNG image (2×)", vec!["png"]), ("SVG", vec!["svg"])],
+    };
+    let Some(path) = ask_save_path(Arc::clone(state.inner()), ask).await? else {
+        return Ok(None);
+    };
+    blocking("chart", move || charts::save(&chart, &path, charts::WIDTH, charts::HEIGHT).map(|()| Some(path)))
+        .await?
+        .map_err(ApiError::from)
 }
 
 /// What to export: a saved run or a saved sweep.
@@ -154,12 +187,35 @@ pub enum ExportSource {
     Sweep { id: String },
 }
 
-/// Writes a saved run or sweep as CSV or JSON (by the file's extension) to a file the user chose.
+/// The file types results are exported as.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, ts_rs::TS)]
+#[serde(rename_all = "snake_case")]
+pub enum ExportFormat {
+    Csv,
+    Json,
+}
+
+/// Asks where to save a saved run or sweep as CSV or JSON (by the chosen file's extension) and
+/// writes it there; the path written, or `None` when the user cancels. `name` only proposes a name.
 #[tauri::command]
-fn export_results(state: State<'_, Arc<AppState>>, source: ExportSource, path: PathBuf) -> Result<(), ApiError> {
-    let results = match source {
-        ExportSource::Run { id } => Results::Runs(history::get(&state.history_dir, &id)?.reports),
-        ExportSource::Sweep { id } => sweep::results(&state.sweeps_dir, &id)?,
+async fn export_results(
+    state: State<'_, Arc<AppState>>,
+    source: ExportSource,
+    name: String,
+    format: ExportFormat,
+) -> Result<Option<PathBuf>, ApiError> {
+    let state = Arc::clone(state.inner());
+    let results = match &source {
+        ExportSource::Run { id } => Results::Runs(history::get(&state.history_dir, id)?.reports),
+        ExportSource::Sweep { id } => sweep::results(&state.sweeps_dir, id)?,
+    };
+    let (ext, filter) = match format {
+        ExportFormat::Csv => ("csv", ("CSV", vec!["csv"])),
+        ExportFormat::Json => ("json", ("JSON", vec!["json"])),
+    };
+    let ask = SaveAsk { title: "Export the results", file_name: proposed_name(&name, ext), filters: vec![filter] };
+    let Some(path) = ask_save_path(state, ask).await? else {
+        return Ok(None);
     };
     let bytes = match path.extension().and_then(|e| e.to_str()).map(str::to_ascii_lowercase).as_deref() {
         Some("csv") => results.csv().into_bytes(),
@@ -172,7 +228,20 @@ fn export_results(state: State<'_, Arc<AppState>>, source: ExportSource, path: P
             ))
         }
     };
-    Ok(draftlab_engine::paths::write_atomically(&path, &bytes)?)
+    draftlab_engine::paths::write_atomically(&path, &bytes)?;
+    Ok(Some(path))
+}
+
+/// The native save dialog (Tauri's dialog plugin), asked from Rust.
+fn native_save_dialog<R: Runtime>(app: tauri::AppHandle<R>) -> SaveDialog {
+    use tauri_plugin_dialog::DialogExt;
+    Box::new(move |ask: &SaveAsk| {
+        let mut d = app.dialog().file().set_title(ask.title).set_file_name(&ask.file_name);
+        for (name, exts) in &ask.filters {
+            d = d.add_filter(*name, exts);
+        }
+        d.blocking_save_file().and_then(|p| p.into_path().ok())
+    })
 }
 
 /// GGUF files on disk (Hugging Face cache, LM Studio, Ollama, and `folders`), by vocabulary.
@@ -227,24 +296,35 @@ fn app_info() -> AppInfo {
 /// Registers the commands, plugins and state on a builder (any runtime, so tests can pass the
 /// mock runtime).
 pub fn build_app<R: Runtime>(builder: tauri::Builder<R>, state: AppState) -> tauri::Builder<R> {
-    builder.plugin(tauri_plugin_dialog::init()).manage(Arc::new(state)).invoke_handler(tauri::generate_handler![
-        doctor,
-        check_settings,
-        run,
-        cancel,
-        history_list,
-        history_get,
-        app_info,
-        sweep,
-        sweep_list,
-        sweep_get,
-        save_chart,
-        export_results,
-        models_on_disk,
-        catalog,
-        download,
-        cancel_download
-    ])
+    let state = Arc::new(state);
+    let for_setup = Arc::clone(&state);
+    builder
+        .plugin(tauri_plugin_dialog::init())
+        .setup(move |app| {
+            // Tests set their own dialog before the app is built; this one is the user's.
+            let handle = app.handle().clone();
+            let _ = for_setup.save_dialog.get_or_init(|| native_save_dialog(handle));
+            Ok(())
+        })
+        .manage(state)
+        .invoke_handler(tauri::generate_handler![
+            doctor,
+            check_settings,
+            run,
+            cancel,
+            history_list,
+            history_get,
+            app_info,
+            sweep,
+            sweep_list,
+            sweep_get,
+            save_chart,
+            export_results,
+            models_on_disk,
+            catalog,
+            download,
+            cancel_download
+        ])
 }
 
 /// Starts the app.

@@ -2,6 +2,7 @@
 //! sweeps are saved, downloads.
 
 use std::path::PathBuf;
+use std::sync::OnceLock;
 
 use crate::workers::{Workers, WORKER_FLAG};
 use crate::{history, models};
@@ -17,7 +18,22 @@ pub struct AppState {
     pub downloads: models::Downloads,
     /// Where downloads go and come from (the Hugging Face cache and hub by default).
     pub hub: draftlab_engine::files::hub::HubOptions,
+    /// Asks the user where to save (the native save dialog, set when the app starts; tests set
+    /// their own). Exports write only to the path this returns: the page never names one.
+    pub save_dialog: OnceLock<SaveDialog>,
 }
+
+/// What a save dialog is asked: its title, the file name it proposes, and the file types offered
+/// (a name and its extensions).
+#[derive(Debug, Clone)]
+pub struct SaveAsk {
+    pub title: &'static str,
+    pub file_name: String,
+    pub filters: Vec<(&'static str, Vec<&'static str>)>,
+}
+
+/// Answers a [`SaveAsk`] with the path the user chose, or `None` when they cancel.
+pub type SaveDialog = Box<dyn Fn(&SaveAsk) -> Option<PathBuf> + Send + Sync>;
 
 impl AppState {
     /// The app's state with workers started from this executable.
@@ -35,6 +51,7 @@ impl AppState {
             history_dir,
             downloads: models::Downloads::default(),
             hub: draftlab_engine::files::hub::HubOptions::default(),
+            save_dialog: OnceLock::new(),
         }
     }
 }

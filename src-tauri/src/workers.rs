@@ -4,14 +4,15 @@
 //! jobs with a `worker_died` error; the next job starts a fresh worker.
 
 use std::collections::HashMap;
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufReader, Write};
 use std::path::PathBuf;
 use std::process::{Child, ChildStdin, Command as Process, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{mpsc, Arc, Mutex};
 
 use draftlab_engine::error::ErrorInfo;
-use draftlab_engine::serving::worker::{Command, Message, Reply, Request};
+use draftlab_engine::serving::lines::{self, Line};
+use draftlab_engine::serving::worker::{parse_message, Command, Reply, Request};
 
 use draftlab_engine::ErrorCode;
 
@@ -77,9 +78,16 @@ impl Workers {
         {
             let (routes, dead, killed) = (Arc::clone(&routes), Arc::clone(&dead), Arc::clone(&killed));
             std::thread::spawn(move || {
-                for line in BufReader::new(stdout).lines() {
-                    let Ok(line) = line else { break };
-                    let Ok(msg) = serde_json::from_str::<Message>(&line) else { continue };
+                let mut stdout = BufReader::new(stdout);
+                loop {
+                    // A line that is not a reply (garbage, not UTF-8, over the bound) is skipped: only
+                    // the end of the worker's output ends its jobs.
+                    let msg = match lines::read_line(&mut stdout, lines::MAX_LINE) {
+                        Line::End => break,
+                        Line::Text(line) => parse_message(&line),
+                        Line::TooLong { .. } | Line::NotUtf8 { .. } => None,
+                    };
+                    let Some(msg) = msg else { continue };
                     let mut r = lock(&routes);
                     let last = is_final(&msg.reply);
                     if let Some(tx) = r.get(&msg.id) {

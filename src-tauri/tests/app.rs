@@ -218,6 +218,14 @@ fn commands_work_through_the_mock_runtime() {
     let dir = tempfile::tempdir().unwrap();
     let exe = PathBuf::from(env!("CARGO_BIN_EXE_draftlab-app"));
     let st = AppState::new(exe, vec![WORKER_FLAG.into()], dir.path().join("runs"));
+    let chosen: Arc<Mutex<Option<PathBuf>>> = Arc::default();
+    let asked: Arc<Mutex<Vec<String>>> = Arc::default();
+    let (c, a) = (Arc::clone(&chosen), Arc::clone(&asked));
+    let dialog: draftlab_app::SaveDialog = Box::new(move |ask: &draftlab_app::SaveAsk| {
+        a.lock().unwrap().push(ask.file_name.clone());
+        c.lock().unwrap().clone()
+    });
+    assert!(st.save_dialog.set(dialog).is_ok());
     let app = draftlab_app::build_app(mock_builder(), st).build(mock_context(noop_assets())).unwrap();
     let webview = tauri::WebviewWindowBuilder::new(&app, "main", Default::default()).build().unwrap();
     let invoke = |cmd: &str, body: serde_json::Value| {
@@ -257,17 +265,37 @@ fn commands_work_through_the_mock_runtime() {
     assert!(err["hint"].is_string());
     let list = invoke("history_list", serde_json::json!({})).unwrap();
     assert_eq!(list, serde_json::json!([]));
-    // Charts and results are written where the user chose (after a save dialog).
+    // Charts and results are written only where the user chose in the save dialog (asked from
+    // Rust; here it answers with `chosen`): a path or name the page sends is never written.
     let chart = serde_json::json!({ "kind": "lengths", "title": "Accepted", "histogram": [3, 2, 1] });
-    let png = dir.path().join("out/lengths.png");
-    invoke("save_chart", serde_json::json!({ "chart": chart, "path": png })).unwrap();
-    assert_eq!(&std::fs::read(&png).unwrap()[..4], b"\x89PNG");
-    let err =
-        invoke("save_chart", serde_json::json!({ "chart": chart, "path": dir.path().join("x.gif") })).unwrap_err();
+    let elsewhere = dir.path().join("elsewhere.png");
+    *chosen.lock().unwrap() = Some(dir.path().join("out/lengths.png"));
+    let saved = invoke("save_chart", serde_json::json!({ "chart": chart, "name": "../../../evil", "path": elsewhere }))
+        .unwrap();
+    assert_eq!(saved, serde_json::json!(dir.path().join("out/lengths.png")));
+    assert_eq!(&std::fs::read(dir.path().join("out/lengths.png")).unwrap()[..4], b"\x89PNG");
+    assert!(!elsewhere.exists(), "the page's path was not written");
+    let asked = asked.lock().unwrap().clone();
+    assert_eq!(asked, ["evil.png"], "the dialog proposes the name's last part only");
+    // Cancel: nothing written, null back.
+    *chosen.lock().unwrap() = None;
+    assert_eq!(
+        invoke("save_chart", serde_json::json!({ "chart": chart, "name": "x" })).unwrap(),
+        serde_json::Value::Null
+    );
+    *chosen.lock().unwrap() = Some(dir.path().join("x.gif"));
+    let err = invoke("save_chart", serde_json::json!({ "chart": chart, "name": "x" })).unwrap_err();
     assert_eq!(err["code"], "invalid_settings", "{err}");
+    assert!(!dir.path().join("x.gif").exists());
     let err = invoke(
         "export_results",
-        serde_json::json!({ "source": { "kind": "run", "id": "1-2" }, "path": dir.path().join("r.csv") }),
+        serde_json::json!({ "source": { "kind": "run", "id": "1-2" }, "name": "r", "format": "csv" }),
+    )
+    .unwrap_err();
+    assert_eq!(err["code"], "not_found", "{err}");
+    let err = invoke(
+        "export_results",
+        serde_json::json!({ "source": { "kind": "run", "id": "../../etc" }, "name": "r", "format": "csv" }),
     )
     .unwrap_err();
     assert_eq!(err["code"], "not_found", "{err}");
@@ -396,4 +424,32 @@ fn models_on_disk_the_catalog_and_downloads_with_cancel() {
     // Off a Mac the badges are judged against memory free now, and say so.
     assert!(cat.limit_reason.contains("free now"), "{}", cat.limit_reason);
     assert!(cat.models.iter().any(|e| e.model.id == "qwen2.5-coder-7b-instruct"));
+}
+
+#[cfg(unix)]
+#[test]
+fn a_worker_that_writes_garbage_is_survived() {
+    use draftlab_app::workers::Workers;
+    use draftlab_engine::serving::worker::{Command, Reply};
+    // A stand-in worker: before each answer it writes garbage, bytes that are not UTF-8, a reply
+    // of an unknown type and a line over the bound; then the right `pong`.
+    let script = r#"while IFS= read -r line; do
+        id=$(printf '%s' "$line" | sed 's/.*"id":\([0-9]*\).*/\1/')
+        printf 'garbage\n\377\376\n{"id":%s,"type":"nonsense"}\n' "$id"
+        head -c 17000000 /dev/zero | tr '\0' 'a'; echo
+        printf '{"id":%s,"type":"pong"}\n' "$id"
+    done"#;
+    let w = Workers::new("/bin/sh".into(), vec!["-c".into(), script.into()]);
+    for _ in 0..2 {
+        let (_, rx) = w.submit(Command::Ping).unwrap();
+        let reply = rx.recv_timeout(Duration::from_secs(60)).unwrap();
+        assert!(matches!(reply, Reply::Pong), "{reply:?}");
+    }
+    // One that writes garbage and exits: its job ends with `worker_died`, and nothing hangs.
+    let w = Workers::new("/bin/sh".into(), vec!["-c".into(), "read -r line; printf 'junk\\n\\377\\n'; exit 3".into()]);
+    let (_, rx) = w.submit(Command::Ping).unwrap();
+    match rx.recv_timeout(Duration::from_secs(30)).unwrap() {
+        Reply::Error { error } => assert_eq!(error.code, "worker_died", "{error}"),
+        other => panic!("{other:?}"),
+    }
 }

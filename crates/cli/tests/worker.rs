@@ -146,3 +146,39 @@ fn cancel_reaches_a_running_job() {
     drop(w.stdin);
     assert!(w.child.wait().unwrap().success(), "the worker ends when its input closes");
 }
+
+#[test]
+fn over_long_lines_bytes_that_are_not_utf8_and_garbage_are_errors_not_a_dead_worker() {
+    let Worker { mut child, mut stdin, stdout } = Worker::start();
+    // A line far over the bound (written from another thread: the worker reads while it is sent).
+    let writer = std::thread::spawn(move || {
+        let long = vec![b'x'; draftlab_engine::serving::lines::MAX_LINE + (1 << 20)];
+        stdin.write_all(&long).unwrap();
+        stdin.write_all(b"\n\xff\xfe\xfd\n{\"id\": 5, \"cmd\": \"explode\"}\n[1,2,3]\n").unwrap();
+        stdin.write_all(b"{\"id\": 6, \"cmd\": \"ping\"}\n").unwrap();
+        stdin.flush().unwrap();
+        stdin
+    });
+    let mut replies = stdout.lines();
+    let mut next = || -> Value { serde_json::from_str(&replies.next().unwrap().unwrap()).unwrap() };
+    let mut errors = Vec::new();
+    loop {
+        let m = next();
+        if m["type"] == "pong" {
+            assert_eq!(m["id"], 6);
+            break;
+        }
+        assert_eq!((m["type"].as_str(), m["error"]["code"].as_str()), (Some("error"), Some("bad_request")), "{m}");
+        errors.push(m["error"]["message"].as_str().unwrap().to_string());
+    }
+    assert_eq!(errors.len(), 4, "{errors:?}");
+    assert!(errors[0].contains("over the limit"), "{}", errors[0]);
+    assert!(errors[1].contains("not UTF-8"), "{}", errors[1]);
+    assert!(errors[2].contains("explode"), "{}", errors[2]);
+    assert!(errors.iter().all(|e| e.len() < 400), "errors quote an excerpt, not the line: {errors:?}");
+    let mut stdin = writer.join().unwrap();
+    writeln!(stdin, "{}", json!({"id": 7, "cmd": "shutdown"})).unwrap();
+    stdin.flush().unwrap();
+    assert_eq!(next()["type"], "bye");
+    assert!(child.wait().unwrap().success());
+}

@@ -47,6 +47,11 @@ pub enum Error {
     #[error("{path}: not a usable results file: {reason}")]
     InvalidResults { path: PathBuf, reason: String },
 
+    /// A repo id or file name (from a page, a command line or a catalog) that cannot name a file:
+    /// refused before any URL or path is built from it.
+    #[error("{what} {name:?} is not allowed: {reason}")]
+    InvalidName { what: &'static str, name: String, reason: String },
+
     /// A download failed; `code` says how (`HubUnauthorized`, `HubNotFound`, `Network`, `DiskFull`,
     /// `ChecksumMismatch`, `Cancelled`, `Busy`, `DownloadFailed`).
     #[error("download failed: {message}")]
@@ -80,6 +85,8 @@ pub enum ErrorCode {
     /// Another download of the same file is running.
     Busy,
     DownloadFailed,
+    /// A repo id or file name that cannot name a file (`..`, an absolute path, odd characters).
+    InvalidName,
     /// A malformed request to the worker (a bug in the caller).
     BadRequest,
     /// The engine process stopped unexpectedly.
@@ -116,6 +123,7 @@ impl ErrorCode {
             ErrorCode::Cancelled => "cancelled",
             ErrorCode::Busy => "busy",
             ErrorCode::DownloadFailed => "download_failed",
+            ErrorCode::InvalidName => "invalid_name",
             ErrorCode::BadRequest => "bad_request",
             ErrorCode::WorkerDied => "worker_died",
             ErrorCode::WorkerStart => "worker_start",
@@ -154,6 +162,7 @@ impl Error {
             Error::Llama(_) => ErrorCode::Llama,
             Error::Chart(_) => ErrorCode::ChartFailed,
             Error::InvalidResults { .. } => ErrorCode::InvalidResults,
+            Error::InvalidName { .. } => ErrorCode::InvalidName,
             Error::Download { code, .. } => *code,
         }
     }
@@ -173,6 +182,7 @@ impl Error {
             Error::Llama(_) => "Try a smaller context or batch; if it persists, report it with the model name.",
             Error::Chart(_) => "Try another size; if it persists, report it with the results file.",
             Error::InvalidResults { .. } => "Give a file written by `draftlab bench --json`, `draftlab run --json` or `draftlab sweep` (its results.json).",
+            Error::InvalidName { .. } => "Repo ids are `owner/name`; files are paths inside the repo, without `..`, a leading `/` or backslashes (`draftlab models --catalog` lists known ones).",
             Error::Download { code, .. } => match code {
                 ErrorCode::HubUnauthorized => "Accept the model's licence on its hub page, then set HF_TOKEN (or run `huggingface-cli login`).",
                 ErrorCode::HubNotFound => "Check the repo and file names (`draftlab models --catalog` lists known ones).",

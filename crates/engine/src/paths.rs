@@ -44,6 +44,29 @@ pub fn now_secs() -> u64 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs())
 }
 
+/// Proves that `path` stays under `root` once links are followed: its folder (which must exist)
+/// resolves inside `root`, and its last part is a plain name. Called before anything is written,
+/// deleted or linked at a path built from names that came from outside.
+pub fn ensure_under(root: &Path, path: &Path) -> Result<()> {
+    let escape = |why: &str| Error::InvalidName {
+        what: "path",
+        name: path.display().to_string(),
+        reason: format!("{why} (it must stay under {})", root.display()),
+    };
+    let io = |p: &Path, e: std::io::Error| Error::Io { path: p.to_path_buf(), source: e };
+    let name_ok = matches!(path.components().next_back(), Some(std::path::Component::Normal(_)));
+    if !name_ok {
+        return Err(escape("it does not end in a file name"));
+    }
+    let root = root.canonicalize().map_err(|e| io(root, e))?;
+    let parent = path.parent().unwrap_or(Path::new("."));
+    let parent = parent.canonicalize().map_err(|e| io(parent, e))?;
+    if !parent.starts_with(&root) {
+        return Err(escape("it leads outside its folder"));
+    }
+    Ok(())
+}
+
 /// Writes `bytes` to `path` through a temporary file in the same folder and a rename.
 pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
     let io = |e: std::io::Error| Error::Io { path: path.to_path_buf(), source: e };

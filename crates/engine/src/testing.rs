@@ -54,6 +54,10 @@ pub mod mock_hub {
         pub storage_down: AtomicBool,
         /// The cut (`cut_after`) starts an outage (`storage_down`).
         pub down_after_cut: AtomicBool,
+        /// The hub answers with this etag instead of the file's SHA-256 (a hostile or broken hub).
+        pub etag: Mutex<Option<String>>,
+        /// The hub answers with this commit instead of [`COMMIT`].
+        pub commit: Mutex<Option<String>>,
     }
 
     /// What the server saw.
@@ -195,11 +199,14 @@ pub mod mock_hub {
                     }
                     match shared.by_url.get(&target) {
                         Some(f) => {
+                            let get = |m: &Mutex<Option<String>>| m.lock().unwrap_or_else(|e| e.into_inner()).clone();
+                            let etag = get(&faults.etag).unwrap_or_else(|| f.sha.clone());
+                            let commit = get(&faults.commit).unwrap_or_else(|| COMMIT.to_string());
                             write!(
                                 out,
                                 "HTTP/1.1 302 Found\r\ncontent-length: 0\r\nlocation: {}/lfs/{}?signature=x\r\n\
-                                 x-repo-commit: {COMMIT}\r\nx-linked-etag: \"{}\"\r\netag: \"{}\"\r\nx-linked-size: {}\r\n\r\n",
-                                shared.storage_url, f.sha, f.sha, f.sha, f.len
+                                 x-repo-commit: {commit}\r\nx-linked-etag: \"{etag}\"\r\netag: \"{etag}\"\r\nx-linked-size: {}\r\n\r\n",
+                                shared.storage_url, f.sha, f.len
                             )?;
                         }
                         None => respond(&mut out, "404 Not Found")?,

@@ -285,3 +285,131 @@ fn a_full_disk_mid_download_is_a_clear_error() {
     assert!(!blob(cache.path()).exists());
     assert!(!cache.path().join(format!("models--test--smol/snapshots/{COMMIT}/{FILE}")).exists());
 }
+
+/// A sentinel beside the cache: any write, delete or link outside the cache would touch it.
+fn sentinel(dir: &Path) -> std::path::PathBuf {
+    let s = dir.join("sentinel.gguf");
+    std::fs::write(&s, b"keep me").unwrap();
+    s
+}
+
+fn download_as(o: &HubOptions, repo: &str, file: &str) -> Result<std::path::PathBuf, draftlab_engine::Error> {
+    hub::download(o, repo, file, &AtomicBool::new(false), &mut |_| {})
+}
+
+#[test]
+fn hostile_repo_ids_and_file_names_are_refused_before_any_request_or_write() {
+    let hub = server();
+    let root = tempfile::tempdir().unwrap();
+    let cache = root.path().join("cache");
+    std::fs::create_dir_all(&cache).unwrap();
+    let keep = sentinel(root.path());
+    let o = opts(&hub, &cache);
+    let long = "a".repeat(300);
+    let files = [
+        "../sentinel.gguf",
+        "../../sentinel.gguf",
+        "x/../../../../sentinel.gguf",
+        "/etc/passwd",
+        "..\\sentinel.gguf",
+        "C:\\sentinel.gguf",
+        "c:sentinel.gguf",
+        "a//b.gguf",
+        "./smol.gguf",
+        "smol.gguf/..",
+        "",
+        "smol.gguf?x=1",
+        "smol.gguf#frag",
+        "%2e%2e/sentinel.gguf",
+        "smol\0.gguf",
+        "smol\n.gguf",
+        long.as_str(),
+    ];
+    for file in files {
+        let e = download_as(&o, REPO, file).unwrap_err();
+        assert_eq!(e.code(), "invalid_name", "{file:?}: {e}");
+        assert!(e.to_string().contains("file name"), "{file:?}: {e}");
+    }
+    let repos = [
+        "../test/smol",
+        "test/../smol",
+        "test/smol/extra",
+        "/test",
+        "test/",
+        "te--st/smol",
+        ".test/smol",
+        "test/smol.",
+        "test\\smol",
+        "test/sm ol",
+        "test/smöl",
+        "",
+    ];
+    for repo in repos {
+        let e = download_as(&o, repo, FILE).unwrap_err();
+        assert_eq!(e.code(), "invalid_name", "{repo:?}: {e}");
+        assert!(e.to_string().contains("repo id"), "{repo:?}: {e}");
+    }
+    assert_eq!(hub.seen.resolves.load(Ordering::Relaxed), 0, "no request was made");
+    assert_eq!(std::fs::read(&keep).unwrap(), b"keep me");
+    assert_eq!(std::fs::read_dir(&cache).unwrap().count(), 0, "nothing was written in the cache");
+    // The same download with good names works.
+    download_as(&o, REPO, FILE).unwrap();
+}
+
+#[test]
+fn a_hub_whose_etag_or_commit_is_not_a_hash_is_refused_before_anything_is_written() {
+    let hub = server();
+    let root = tempfile::tempdir().unwrap();
+    let cache = root.path().join("cache");
+    let keep = sentinel(root.path());
+    let o = opts(&hub, &cache);
+    for etag in ["../../../sentinel.gguf", "/tmp/x", "abc", &"g".repeat(64)] {
+        *hub.faults.etag.lock().unwrap() = Some(etag.to_string());
+        let e = fetch(&o, None).0.unwrap_err();
+        assert_eq!(e.code(), "download_failed", "{etag}: {e}");
+        assert!(e.to_string().contains("etag"), "{e}");
+    }
+    *hub.faults.etag.lock().unwrap() = None;
+    for commit in ["../../..", "main", &"0".repeat(39), "0123456789abcdef0123456789abcdef0123456/"] {
+        *hub.faults.commit.lock().unwrap() = Some(commit.to_string());
+        let e = fetch(&o, None).0.unwrap_err();
+        assert_eq!(e.code(), "download_failed", "{commit}: {e}");
+        assert!(e.to_string().contains("commit"), "{e}");
+    }
+    assert_eq!(std::fs::read(&keep).unwrap(), b"keep me");
+    assert!(!cache.exists() || walk(&cache).is_empty(), "nothing was written: {:?}", walk(&cache));
+    *hub.faults.commit.lock().unwrap() = None;
+    fetch(&o, None).0.unwrap();
+}
+
+#[cfg(unix)]
+#[test]
+fn a_snapshot_folder_linked_outside_the_cache_is_never_written_through() {
+    let hub = server();
+    let root = tempfile::tempdir().unwrap();
+    let cache = root.path().join("cache");
+    let outside = root.path().join("outside");
+    std::fs::create_dir_all(&outside).unwrap();
+    let o = opts(&hub, &cache);
+    // Someone made the snapshot folder a link to a folder outside the cache.
+    let snapshots = cache.join("models--test--smol/snapshots");
+    std::fs::create_dir_all(&snapshots).unwrap();
+    std::os::unix::fs::symlink(&outside, snapshots.join(COMMIT)).unwrap();
+    let e = fetch(&o, None).0.unwrap_err();
+    assert_eq!(e.code(), "invalid_name", "{e}");
+    assert!(e.to_string().contains("outside"), "{e}");
+    assert_eq!(std::fs::read_dir(&outside).unwrap().count(), 0, "nothing was linked outside the cache");
+}
+
+fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
+    let mut files = Vec::new();
+    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            files.extend(walk(&p));
+        } else {
+            files.push(p);
+        }
+    }
+    files
+}

@@ -64,7 +64,7 @@ export function isTauri(): boolean {
 
 export async function tauriBackend(): Promise<Backend> {
   const { invoke, Channel } = await import("@tauri-apps/api/core");
-  const { open, save } = await import("@tauri-apps/plugin-dialog");
+  const { open } = await import("@tauri-apps/plugin-dialog");
   const { getCurrentWebview } = await import("@tauri-apps/api/webview");
   return {
     doctor: (target, draft, ctx, o) =>
@@ -101,18 +101,10 @@ export async function tauriBackend(): Promise<Backend> {
     },
     sweepList: () => invoke<SweepEntry[]>("sweep_list"),
     sweepGet: (id) => invoke<SweepView>("sweep_get", { id }),
-    saveChart: async (chart, name) => {
-      const path = await save({ title: "Export the chart", defaultPath: `${name}.png`, filters: [{ name: "PNG image (2×)", extensions: ["png"] }, { name: "SVG", extensions: ["svg"] }] });
-      if (!path) return false;
-      await invoke<void>("save_chart", { chart, path });
-      return true;
-    },
-    exportResults: async (source, name, format) => {
-      const path = await save({ title: "Export the results", defaultPath: `${name}.${format}`, filters: [{ name: format.toUpperCase(), extensions: [format] }] });
-      if (!path) return false;
-      await invoke<void>("export_results", { source, path });
-      return true;
-    },
+    // The save dialog runs in Rust: the page never names a path that is written.
+    saveChart: async (chart, name) => (await invoke<string | null>("save_chart", { chart, name })) !== null,
+    exportResults: async (source, name, format) =>
+      (await invoke<string | null>("export_results", { source, name, format })) !== null,
     modelsOnDisk: (folders) => invoke<VocabGroup[]>("models_on_disk", { folders }),
     catalog: () => invoke<CatalogView>("catalog"),
     download: (repo, file, onEvent) => {

@@ -111,7 +111,7 @@ export type Limits = { max_draft: number, min_ctx: number,
  */
 max_table_ngram: number, defaults: Settings, };
 
-export type ErrorCode = "not_found" | "io" | "invalid_gguf" | "incompatible" | "out_of_memory" | "invalid_settings" | "invalid_prompt" | "load_failed" | "invalid_ngram_map" | "llama" | "chart_failed" | "invalid_results" | "hub_unauthorized" | "hub_not_found" | "network" | "disk_full" | "checksum_mismatch" | "cancelled" | "busy" | "download_failed" | "bad_request" | "worker_died" | "worker_start" | "corrupt_history" | "internal";
+export type ErrorCode = "not_found" | "io" | "invalid_gguf" | "incompatible" | "out_of_memory" | "invalid_settings" | "invalid_prompt" | "load_failed" | "invalid_ngram_map" | "llama" | "chart_failed" | "invalid_results" | "hub_unauthorized" | "hub_not_found" | "network" | "disk_full" | "checksum_mismatch" | "cancelled" | "busy" | "download_failed" | "invalid_name" | "bad_request" | "worker_died" | "worker_start" | "corrupt_history" | "internal";
 
 export type ErrorInfo = { code: ErrorCode, message: string, hint: string, 
 /**
@@ -545,6 +545,8 @@ export type SweepEntry = { id: string, updated_at: number, targets: Array<string
 export type SweepView = { id: string, results: SweepResults, charts: Array<RenderedChart>, recommendations: Array<Recommendation>, };
 
 export type ExportSource = { "kind": "run", id: string, } | { "kind": "sweep", id: string, };
+
+export type ExportFormat = "csv" | "json";
 
 export type Source = "hugging_face" | "lm_studio" | "ollama" | "folder";
 

@@ -352,11 +352,16 @@ impl GgufFile {
             return Err(Error::InvalidGguf { path, reason: "this is a folder, not a GGUF file".into() });
         }
         let file = File::open(&path).map_err(|e| Error::Io { path: path.clone(), source: e })?;
-        let mut c =
-            Cursor { inner: BufReader::with_capacity(1 << 20, file), pos: 0, len: meta.len(), path: path.clone() };
+        Self::read_from(path, BufReader::with_capacity(1 << 20, file), meta.len())
+    }
 
-        if meta.len() < 24 {
-            return Err(c.bad(format!("the file has only {} bytes; a GGUF header alone needs 24", meta.len())));
+    /// Reads and validates a GGUF header from `reader`, a file of `len` bytes (`path` names it in
+    /// errors). [`GgufFile::open`] reads files with it; the fuzzer, bytes.
+    pub fn read_from(path: PathBuf, reader: impl Read, len: u64) -> Result<Self, Error> {
+        let mut c = Cursor { inner: reader, pos: 0, len, path: path.clone() };
+
+        if len < 24 {
+            return Err(c.bad(format!("the file has only {len} bytes; a GGUF header alone needs 24")));
         }
         let magic = c.bytes::<4>("the magic number")?;
         if &magic != b"GGUF" {

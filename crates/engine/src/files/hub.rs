@@ -127,6 +127,101 @@ pub enum DownloadEvent {
     },
 }
 
+/// The longest repo id part and file path accepted (the hub's own limit for a name is 96).
+const MAX_REPO_PART: usize = 96;
+const MAX_FILE_PATH: usize = 512;
+const MAX_FILE_SEGMENT: usize = 255;
+
+fn invalid(what: &'static str, name: &str, reason: impl Into<String>) -> Error {
+    Error::InvalidName { what, name: name.chars().take(200).collect(), reason: reason.into() }
+}
+
+/// A hub repo id: `owner/name` (or a bare `name`), each part 1–96 of `A–Z a–z 0–9 . _ -`, not
+/// starting or ending with `.` or `-`, without `..` or `--` (the cache folder's separator).
+/// Checked before any URL or cache path is made from it.
+pub fn check_repo(repo: &str) -> Result<()> {
+    let bad = |reason: &str| Err(invalid("repo id", repo, reason));
+    let parts: Vec<&str> = repo.split('/').collect();
+    if parts.len() > 2 {
+        return bad("a repo id is owner/name, with one `/`");
+    }
+    for part in parts {
+        if part.is_empty() || part.len() > MAX_REPO_PART {
+            return bad("each part of owner/name has 1 to 96 characters");
+        }
+        if !part.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-')) {
+            return bad("only letters, digits, `.`, `_` and `-` are allowed");
+        }
+        if part.contains("..") || part.contains("--") {
+            return bad("`..` and `--` are not allowed");
+        }
+        if part.starts_with(['.', '-']) || part.ends_with(['.', '-']) {
+            return bad("a part cannot start or end with `.` or `-`");
+        }
+    }
+    Ok(())
+}
+
+/// A file path inside a repo: `/`-separated segments, none empty, `.` or `..`; no backslash,
+/// control character or `: * ? " < > | # %` (they would change the URL or mean something else on
+/// some disk); at most 512 bytes (255 a segment). Checked before any URL or cache path is made.
+pub fn check_file(file: &str) -> Result<()> {
+    let bad = |reason: &str| Err(invalid("file name", file, reason));
+    if file.is_empty() || file.len() > MAX_FILE_PATH {
+        return bad("a file path has 1 to 512 bytes");
+    }
+    if file.starts_with('/') {
+        return bad("a file path is relative to the repo (no leading `/`)");
+    }
+    if let Some(c) = file
+        .chars()
+        .find(|&c| c.is_control() || matches!(c, '\\' | ':' | '*' | '?' | '"' | '<' | '>' | '|' | '#' | '%'))
+    {
+        return bad(&format!("the character {c:?} is not allowed"));
+    }
+    for segment in file.split('/') {
+        if segment.is_empty() || segment == "." || segment == ".." {
+            return bad("empty, `.` and `..` path segments are not allowed");
+        }
+        if segment.len() > MAX_FILE_SEGMENT {
+            return bad("a path segment has at most 255 bytes");
+        }
+    }
+    Ok(())
+}
+
+fn is_hex(s: &str, len: usize) -> bool {
+    s.len() == len && s.bytes().all(|b| b.is_ascii_hexdigit())
+}
+
+/// The hub's etag names a blob in the cache: only a SHA-256 (LFS files) or a git blob id is one.
+fn check_etag(etag: &str, url: &str) -> Result<()> {
+    if is_hex(etag, 64) || is_hex(etag, 40) {
+        return Ok(());
+    }
+    Err(download_error(
+        ErrorCode::DownloadFailed,
+        format!(
+            "{url}: the hub's etag {:?} is not a SHA-256 or git id; nothing was written",
+            etag.chars().take(80).collect::<String>()
+        ),
+    ))
+}
+
+/// The hub's commit names a snapshot folder: only a 40-hex git id is one.
+fn check_commit(commit: &str, url: &str) -> Result<()> {
+    if is_hex(commit, 40) {
+        return Ok(());
+    }
+    Err(download_error(
+        ErrorCode::DownloadFailed,
+        format!(
+            "{url}: the hub's commit {:?} is not a git id; nothing was written",
+            commit.chars().take(80).collect::<String>()
+        ),
+    ))
+}
+
 /// What the hub says about a file before downloading it.
 #[derive(Debug, Clone)]
 struct RemoteFile {
@@ -232,6 +327,8 @@ async fn metadata(opts: &HubOptions, token: Option<&str>, repo: &str, file: &str
     }
     let size =
         size.ok_or_else(|| download_error(ErrorCode::DownloadFailed, format!("{url}: the hub did not say the size")))?;
+    check_etag(&etag, &url)?;
+    check_commit(&commit, &url)?;
     Ok(RemoteFile { size, etag, commit })
 }
 
@@ -498,6 +595,7 @@ fn link_snapshot(repo_dir: &Path, commit: &str, file: &str, blob: &Path) -> Resu
     let pointer = repo_dir.join("snapshots").join(commit).join(file);
     let dir = pointer.parent().unwrap_or(repo_dir);
     std::fs::create_dir_all(dir).map_err(|e| io_error(dir, e))?;
+    crate::paths::ensure_under(repo_dir, &pointer)?;
     if std::fs::symlink_metadata(&pointer).is_ok() {
         std::fs::remove_file(&pointer).map_err(|e| io_error(&pointer, e))?;
     }
@@ -526,6 +624,8 @@ pub fn download(
     cancel: &AtomicBool,
     on_event: &mut dyn FnMut(DownloadEvent),
 ) -> Result<PathBuf> {
+    check_repo(repo)?;
+    check_file(file)?;
     let cache_dir = opts.cache_dir();
     let cache = Cache::new(cache_dir.clone());
     let hf_repo = Repo::new(repo.to_string(), RepoType::Model);
@@ -553,6 +653,7 @@ pub fn download(
         return finish(&blob, true, on_event);
     }
     std::fs::create_dir_all(&blobs).map_err(|e| io_error(&blobs, e))?;
+    crate::paths::ensure_under(&cache_dir, &blob)?;
     adopt_sync_part(&blob, remote.size);
     let part = incomplete_path(&blob);
     let f = File::options()

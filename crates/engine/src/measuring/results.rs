@@ -21,8 +21,12 @@ pub enum Results {
 
 impl Results {
     pub fn load(path: &Path) -> Result<Results> {
+        Self::from_value(path, read_json(path)?)
+    }
+
+    /// Results from a file's JSON (`path` names it in errors): runs, a bench or a sweep.
+    pub fn from_value(path: &Path, value: serde_json::Value) -> Result<Results> {
         let bad = |reason: String| Error::InvalidResults { path: path.to_path_buf(), reason };
-        let value = read_json(path)?;
         let detail = |what: &str, e: serde_json::Error| bad(format!("looks like {what} but does not parse: {e}"));
         if value.get("cells").is_some() {
             Ok(Results::Sweep(Box::new(SweepResults::from_value(path, value)?)))
@@ -158,7 +162,13 @@ pub(crate) fn read_json(path: &Path) -> Result<serde_json::Value> {
         std::io::ErrorKind::InvalidData => bad("not a text file".into()),
         _ => Error::Io { path: path.to_path_buf(), source: e },
     })?;
-    serde_json::from_str(&text).map_err(|e| bad(format!("not JSON ({e})")))
+    json_value(path, &text)
+}
+
+/// A results file's text as JSON: not JSON → `invalid_results` (`path` names it).
+pub fn json_value(path: &Path, text: &str) -> Result<serde_json::Value> {
+    serde_json::from_str(text)
+        .map_err(|e| Error::InvalidResults { path: path.to_path_buf(), reason: format!("not JSON ({e})") })
 }
 
 pub(crate) fn csv_field(s: &str) -> String {

@@ -16,6 +16,8 @@
 
 use std::collections::HashMap;
 use std::io::{BufRead, Write};
+
+use super::lines::{self, Line};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc, Mutex};
@@ -153,6 +155,20 @@ impl<W: Write> Output<W> {
     }
 }
 
+fn bad_request(message: String) -> ErrorInfo {
+    ErrorInfo::new(ErrorCode::BadRequest, message, "This is a bug in the caller.")
+}
+
+/// One request line, parsed; anything else is a `bad_request` error naming the line.
+pub fn parse_request(line: &str) -> Result<Request, ErrorInfo> {
+    serde_json::from_str::<Request>(line).map_err(|e| bad_request(format!("bad request {}: {e}", lines::excerpt(line))))
+}
+
+/// One reply line, parsed (the app's side of the protocol).
+pub fn parse_message(line: &str) -> Option<Message> {
+    serde_json::from_str::<Message>(line).ok()
+}
+
 /// Runs the worker loop on stdin/stdout until `shutdown` or the end of stdin.
 pub fn serve_stdio() {
     serve(std::io::BufReader::new(std::io::stdin()), std::io::stdout().lock());
@@ -167,25 +183,26 @@ pub fn serve<R: BufRead + Send + 'static, W: Write>(input: R, output: W) {
     {
         let cancels = Arc::clone(&cancels);
         std::thread::spawn(move || {
-            for line in input.lines() {
-                let Ok(line) = line else { break };
-                if line.trim().is_empty() {
-                    continue;
-                }
-                match serde_json::from_str::<Request>(&line) {
+            let mut input = input;
+            loop {
+                let request = match lines::read_line(&mut input, lines::MAX_LINE) {
+                    Line::End => break,
+                    Line::Text(line) if line.trim().is_empty() => continue,
+                    Line::Text(line) => parse_request(&line),
+                    Line::TooLong { bytes } => Err(bad_request(format!(
+                        "a request line of {bytes} bytes is over the limit of {} bytes; it was skipped",
+                        lines::MAX_LINE
+                    ))),
+                    Line::NotUtf8 { bytes } => {
+                        Err(bad_request(format!("a request line of {bytes} bytes is not UTF-8; it was skipped")))
+                    }
+                };
+                match request {
                     Ok(Request { command: Command::Cancel { job }, .. }) => cancels.cancel(job),
-                    Ok(r) => {
-                        if tx.send(Ok(r)).is_err() {
+                    r => {
+                        if tx.send(r).is_err() {
                             break;
                         }
-                    }
-                    Err(e) => {
-                        let message = format!("bad request {line:?}: {e}");
-                        let _ = tx.send(Err(ErrorInfo::new(
-                            ErrorCode::BadRequest,
-                            message,
-                            "This is a bug in the caller.",
-                        )));
                     }
                 }
             }

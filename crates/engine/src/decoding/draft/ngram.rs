@@ -221,11 +221,16 @@ impl NgramTable {
     /// Reads a table file, checking its magic, version, checksum and layout. The caller checks the
     /// vocabulary against its model.
     pub fn load(path: &Path) -> Result<(NgramTable, NgramHeader)> {
-        let bad = |reason: String| Error::InvalidNgramMap { path: path.to_path_buf(), reason };
         let bytes = std::fs::read(path).map_err(|e| match e.kind() {
             std::io::ErrorKind::NotFound => Error::NotFound { path: path.to_path_buf() },
             _ => Error::Io { path: path.to_path_buf(), source: e },
         })?;
+        Self::from_bytes(path, &bytes)
+    }
+
+    /// Reads a map from its file's bytes (`path` names it in errors).
+    pub fn from_bytes(path: &Path, bytes: &[u8]) -> Result<(NgramTable, NgramHeader)> {
+        let bad = |reason: String| Error::InvalidNgramMap { path: path.to_path_buf(), reason };
         if bytes.len() < 8 || &bytes[..8] != MAGIC {
             return Err(bad("not a Draftlab n-gram file (wrong magic bytes)".into()));
         }

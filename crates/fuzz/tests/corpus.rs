@@ -1,0 +1,37 @@
+//! Every fuzz target over its committed seeds (`crates/fuzz/seeds/<target>/`) and every input that
+//! once crashed it (`crates/fuzz/regressions/<target>/`): each must return. A crash the fuzzer
+//! finds is copied into `regressions/` and fixed; this test keeps it fixed.
+#![allow(clippy::unwrap_used)]
+
+use std::path::Path;
+
+fn inputs(dir: &Path) -> Vec<std::path::PathBuf> {
+    let mut v: Vec<_> =
+        std::fs::read_dir(dir).into_iter().flatten().flatten().map(|e| e.path()).filter(|p| p.is_file()).collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn every_target_returns_on_its_seeds_and_past_crashes() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    for (name, target) in draftlab_fuzz::TARGETS {
+        let seeds = inputs(&root.join("seeds").join(name));
+        assert!(!seeds.is_empty(), "{name}: no seeds");
+        let regressions = inputs(&root.join("regressions").join(name));
+        for input in seeds.iter().chain(&regressions) {
+            let bytes = std::fs::read(input).unwrap();
+            target(&bytes);
+            // Truncations and a flipped byte of each seed, as the fuzzer's first steps would.
+            for cut in [0, 1, bytes.len() / 2, bytes.len().saturating_sub(1)] {
+                target(&bytes[..cut.min(bytes.len())]);
+            }
+            if !bytes.is_empty() {
+                let mut flipped = bytes.clone();
+                let i = bytes.len() / 3;
+                flipped[i] ^= 0x5a;
+                target(&flipped);
+            }
+        }
+    }
+}
