@@ -196,6 +196,10 @@ def main():
         wait("cancelled", lambda: s.attr("pane-baseline", "data-status") == "done")
         assert "cancelled" in s.text("pane-baseline"), s.text("pane-baseline")
         assert s.prop("run-baseline", "disabled") is False
+        # The speculative pane still shows the earlier run: marked so, with no verdict comparing them.
+        assert s.attr("pane-speculative", "data-stale") == "true", s.attr("pane-speculative", "data-stale")
+        assert "earlier run" in s.text("stale-speculative"), s.text("stale-speculative")
+        assert not s.exists("verdict"), "a verdict compares runs of different prompts"
         s.screenshot(out / "cancelled.png")
         print("e2e: cancel ends the run and the app stays usable")
 

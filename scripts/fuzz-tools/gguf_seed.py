@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Shrinks a real GGUF model into a small fuzz seed with the same structure: every metadata key (arrays
 cut to a few items), the tensors of the first two layers and the others (block count set to 2), each
-tensor one quantisation block of its type, data zeroed. Also writes the bad-file corpus's helpers.
+tensor one quantisation block of its type, data zeroed.
 
 usage: gguf_seed.py MODEL.gguf OUT.gguf
 """

@@ -85,4 +85,30 @@ describe("settings", () => {
     expect(found.map(problemText)).toEqual(["Temperature is -1, but must be 0 (greedy) or positive"]);
     expect(await new FakeBackend().checkSettings(defaultSettings(), ["baseline"])).toEqual([]);
   });
+  it("a baseline-only run after a full one marks the speculative pane as an earlier run's and compares nothing", async () => {
+    const backend = new FakeBackend();
+    const state = startRun(initialState(), ["baseline", "speculative"]);
+    await backend.run(request(), (e) => applyEvent(state, e));
+    expect(state.verdict).not.toBeNull();
+    const earlier = state.panes.speculative.tokens.length;
+    expect(earlier).toBeGreaterThan(0);
+    startRun(state, ["baseline"]);
+    expect(state.panes.speculative.stale).toBe(true);
+    expect(state.panes.baseline.stale).toBe(false);
+    expect(state.verdict).toBeNull();
+    expect(state.speedup).toBeNull();
+    expect(state.comparison).toBeNull();
+    await backend.run(request({ modes: ["baseline"], prompt: "another prompt" }), (e) => applyEvent(state, e));
+    expect(state.panes.baseline.status).toBe("done");
+    expect(state.verdict).toBeNull();
+    expect(state.speedup).toBeNull();
+    expect(state.panes.speculative.stale).toBe(true);
+    // The next run of both modes clears the mark.
+    startRun(state, ["baseline", "speculative"]);
+    expect(state.panes.speculative.stale).toBe(false);
+    expect(state.panes.speculative.tokens.length).toBe(0);
+    // A pane that never ran is not marked.
+    const fresh = startRun(initialState(), ["baseline"]);
+    expect(fresh.panes.speculative.stale).toBe(false);
+  });
 });

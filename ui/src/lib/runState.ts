@@ -12,6 +12,9 @@ export interface Pane {
   error: ApiError | null;
   loadMs: number | null;
   warm: boolean;
+  /// The pane holds an earlier run's output (this run did not use its mode): shown dimmed, with a
+  /// note, and never compared with the new run.
+  stale: boolean;
 }
 
 export interface RunState {
@@ -24,7 +27,7 @@ export interface RunState {
 }
 
 export function emptyPane(mode: Mode): Pane {
-  return { mode, status: "idle", tokens: [], stats: null, report: null, error: null, loadMs: null, warm: false };
+  return { mode, status: "idle", tokens: [], stats: null, report: null, error: null, loadMs: null, warm: false, stale: false };
 }
 
 export function initialState(): RunState {
@@ -93,9 +96,16 @@ export function mergeCharts(into: RenderedChart[], charts: RenderedChart[]): Ren
   return into;
 }
 
-/// Resets the panes that a run of `modes` will fill.
+/// Resets the panes that a run of `modes` will fill; a pane the run leaves out keeps what it shows,
+/// marked as an earlier run's (and with the comparison gone, nothing compares the two).
 export function startRun(state: RunState, modes: Mode[]): RunState {
-  for (const m of modes) state.panes[m] = emptyPane(m);
+  for (const m of Object.keys(state.panes) as Mode[]) {
+    if (modes.includes(m)) state.panes[m] = emptyPane(m);
+    else {
+      const p = state.panes[m];
+      p.stale = p.status !== "idle" || p.tokens.length > 0;
+    }
+  }
   state.comparison = null;
   state.verdict = null;
   state.speedup = null;
