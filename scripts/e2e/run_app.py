@@ -141,6 +141,58 @@ def models_view(s):
 out_dir = [None]
 
 
+def bad_files(s, smol, out):
+    """The bad-file corpus, each file dropped on the window as the target and picked as the draft: a
+    clear message every time (a screenshot each), and the window keeps working."""
+    sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "fuzz-tools"))
+    import bad_gguf_corpus  # noqa: E402 (the corpus generator, beside the fuzz tools)
+
+    corpus = out / "bad-files"
+    shots = out / "bad-file-screenshots"
+    shots.mkdir(parents=True, exist_ok=True)
+    import contextlib
+    import io
+    listing = io.StringIO()
+    with contextlib.redirect_stdout(listing):
+        bad_gguf_corpus.main(smol, str(corpus))
+    files = [line.split("\t") for line in listing.getvalue().splitlines()]
+    assert len(files) >= 20, len(files)
+    s.set_value("target", smol)
+    s.set_value("draft", smol)
+    s.set_value("prompt", "Say hello.")
+    for name, what in files:
+        path = str(corpus / name)
+        for role in ("target", "draft"):
+            if role == "target":
+                s.set_value("draft", smol)
+                s.script(
+                    "window.__TAURI_INTERNALS__.invoke('plugin:event|emit', {event: 'tauri://drag-drop', "
+                    f"payload: {{paths: [{json.dumps(path)}], position: {{x: 10, y: 10}}}}}})"
+                )
+                wait("the dropped file as target", lambda: s.prop("target", "value") == path, timeout=20)
+            else:
+                s.set_value("target", smol)
+                s.set_value("draft", path)
+            wait(f"the doctor on {name}", lambda: path in (s.attr("doctor", "data-for") or ""), timeout=30)
+            message = s.text("doctor")
+            header_ok = name in ("unknown-architecture.gguf",) or (name == "missing-tokenizer.gguf" and role == "target")
+            assert name in message or "Incompatible" in message or header_ok, f"{name} as {role}: {message}"
+            s.screenshot(shots / f"{name}-{role}.png")
+            print(f"e2e: {name} ({what}) as {role}: {message.splitlines()[0][:140]}")
+    # A file the header reader accepts but llama.cpp cannot load: the run fails with its reason.
+    s.set_value("draft", smol)
+    s.set_value("target", str(corpus / "unknown-architecture.gguf"))
+    s.click("run-baseline")
+    wait("the load failure", lambda: s.attr("pane-baseline", "data-status") == "failed", timeout=60)
+    assert "could not load" in s.text("error-baseline"), s.text("error-baseline")
+    s.screenshot(shots / "unknown-architecture-run.png")
+    # The window keeps working.
+    s.set_value("target", smol)
+    s.click("run-baseline")
+    wait("a run after the bad files", lambda: s.attr("pane-baseline", "data-status") == "done", timeout=120)
+    print(f"e2e: {len(files)} bad files as target and as draft, each a clear message; the app still runs")
+
+
 def main():
     app, models, out = sys.argv[1], pathlib.Path(sys.argv[2]), pathlib.Path(sys.argv[3])
     out.mkdir(parents=True, exist_ok=True)
@@ -226,6 +278,7 @@ def main():
         s.screenshot(out / "dropped-text-file.png")
         print("e2e: a dropped non-GGUF file gets a clear message")
 
+        bad_files(s, smol, out)
         sweep_view(s, models, out)
         models_view(s)
     finally:

@@ -3,6 +3,7 @@
 //! `Channel`, batched to screen rate. Results are saved in the app data folder.
 
 pub mod bindings;
+pub mod enginelog;
 pub mod error;
 pub mod history;
 pub mod models;

@@ -44,7 +44,11 @@ impl AppState {
 
     pub fn new(worker_exe: PathBuf, worker_args: Vec<String>, history_dir: PathBuf) -> Self {
         AppState {
-            workers: Workers::new(worker_exe, worker_args),
+            // The engine's log beside the runs: `<data>/logs/engine.log` for the app's `<data>/runs`.
+            workers: Workers::new(worker_exe, worker_args).with_log(
+                history_dir.parent().unwrap_or(&history_dir).join("logs/engine.log"),
+                crate::enginelog::MAX_BYTES,
+            ),
             current_job: std::sync::Mutex::new(None),
             // Next to the runs: `<data>/sweeps` for the app's `<data>/runs`.
             sweeps_dir: history_dir.parent().map_or_else(|| history_dir.join("sweeps"), |p| p.join("sweeps")),

@@ -16,6 +16,7 @@ use draftlab_engine::serving::worker::{parse_message, Command, Reply, Request};
 
 use draftlab_engine::ErrorCode;
 
+use crate::enginelog::{self, EngineLog, Tail};
 use crate::error::ApiError;
 
 /// The argument that makes this executable the engine worker.
@@ -36,12 +37,30 @@ struct Proc {
 pub struct Workers {
     exe: PathBuf,
     args: Vec<String>,
+    log: Arc<Mutex<EngineLog>>,
     current: Mutex<Option<Proc>>,
     next_id: AtomicU64,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// The error for a worker that died: what its log said last, and where the whole log is.
+fn died(tail: &[String], log: &std::path::Path) -> ErrorInfo {
+    let mut message =
+        "the engine process stopped unexpectedly (a crash in llama.cpp, or the system ran out of memory)".to_string();
+    let last: Vec<&String> = tail.iter().rev().take(6).rev().collect();
+    if !last.is_empty() {
+        message.push_str(". The engine's log ended with:\n");
+        message.push_str(&last.iter().map(|l| l.as_str()).collect::<Vec<_>>().join("\n"));
+    }
+    let hint = format!(
+        "A fresh engine starts with the next run. If it happens again with this model, try a smaller context or \
+         quantisation. The whole log: {}",
+        log.display()
+    );
+    ErrorInfo::new(ErrorCode::WorkerDied, message, &hint)
 }
 
 /// Whether a reply ends its job.
@@ -52,8 +71,45 @@ pub fn is_final(reply: &Reply) -> bool {
 
 impl Workers {
     /// Workers will be `exe args…` (the app passes itself and `--worker`).
+    /// Their log goes to `<data>/logs/engine.log` (see [`Workers::with_log`]).
     pub fn new(exe: PathBuf, args: Vec<String>) -> Self {
-        Workers { exe, args, current: Mutex::new(None), next_id: AtomicU64::new(1) }
+        let log = EngineLog::new(draftlab_engine::paths::data_dir().join("logs/engine.log"), enginelog::MAX_BYTES);
+        Workers { exe, args, log: Arc::new(Mutex::new(log)), current: Mutex::new(None), next_id: AtomicU64::new(1) }
+    }
+
+    /// The workers' stderr (llama.cpp's log, an abort's message) goes to `path`, bounded.
+    pub fn with_log(mut self, path: PathBuf, max_bytes: u64) -> Self {
+        self.log = Arc::new(Mutex::new(EngineLog::new(path, max_bytes)));
+        self
+    }
+
+    /// Where the engine's log is.
+    pub fn log_path(&self) -> PathBuf {
+        lock(&self.log).path().to_path_buf()
+    }
+
+    /// Keeps what a worker writes on stderr: in the log file, and its last lines in `tail`. Sets
+    /// `done` when the worker's stderr closes.
+    fn keep_log(&self, stderr: std::process::ChildStderr, pid: u32, tail: Tail, done: Arc<AtomicBool>) {
+        let log = Arc::clone(&self.log);
+        std::thread::spawn(move || {
+            let now = draftlab_engine::paths::now_secs();
+            lock(&log).append(&format!("--- engine process {pid} started (unix time {now}) ---"));
+            let mut stderr = BufReader::new(stderr);
+            loop {
+                let line = match lines::read_line(&mut stderr, 64 << 10) {
+                    Line::End => break,
+                    Line::Text(l) => l,
+                    Line::TooLong { bytes } => format!("({bytes} bytes in one line, left out)"),
+                    Line::NotUtf8 { bytes } => format!("({bytes} bytes that are not text, left out)"),
+                };
+                lock(&log).append(&line);
+                if !line.trim().is_empty() {
+                    tail.push(&line);
+                }
+            }
+            done.store(true, Ordering::SeqCst);
+        });
     }
 
     fn spawn(&self) -> Result<Proc, ApiError> {
@@ -61,7 +117,7 @@ impl Workers {
             .args(&self.args)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
+            .stderr(Stdio::piped())
             .spawn()
             .map_err(|e| {
                 ApiError::new(
@@ -72,11 +128,16 @@ impl Workers {
             })?;
         let stdin = child.stdin.take().expect("piped stdin");
         let stdout = child.stdout.take().expect("piped stdout");
+        let tail = Tail::default();
+        let log_done = Arc::new(AtomicBool::new(false));
+        self.keep_log(child.stderr.take().expect("piped stderr"), child.id(), tail.clone(), Arc::clone(&log_done));
+        let log_path = self.log_path();
         let routes: Routes = Arc::default();
         let dead = Arc::new(AtomicBool::new(false));
         let killed = Arc::new(AtomicBool::new(false));
         {
             let (routes, dead, killed) = (Arc::clone(&routes), Arc::clone(&dead), Arc::clone(&killed));
+            let tail = tail.clone();
             std::thread::spawn(move || {
                 let mut stdout = BufReader::new(stdout);
                 loop {
@@ -99,22 +160,23 @@ impl Workers {
                 }
                 // The worker's output closed: it exited or was killed.
                 dead.store(true, Ordering::SeqCst);
-                let (code, message, hint) = if killed.load(Ordering::SeqCst) {
-                    (
+                // The log's last lines (an abort's message comes just before the end) can trail the
+                // end of stdout by a moment.
+                let waited = std::time::Instant::now();
+                while !log_done.load(Ordering::SeqCst) && waited.elapsed() < std::time::Duration::from_secs(2) {
+                    std::thread::sleep(std::time::Duration::from_millis(10));
+                }
+                let error = if killed.load(Ordering::SeqCst) {
+                    ErrorInfo::new(
                         ErrorCode::Cancelled,
                         "the run did not stop in time and its engine process was stopped",
                         "Nothing was lost; the next run starts a fresh engine (models load again).",
                     )
                 } else {
-                    (
-                        ErrorCode::WorkerDied,
-                        "the engine process stopped unexpectedly (a crash in llama.cpp, or the system ran out of memory)",
-                        "A fresh engine starts with the next run. If it happens again with this model, try a smaller context or quantisation.",
-                    )
+                    died(&tail.lines(), &log_path)
                 };
                 for (_, tx) in lock(&routes).drain() {
-                    let error = ErrorInfo::new(code, message, hint);
-                    let _ = tx.send(Reply::Error { error });
+                    let _ = tx.send(Reply::Error { error: error.clone() });
                 }
             });
         }

@@ -453,3 +453,23 @@ fn a_worker_that_writes_garbage_is_survived() {
         other => panic!("{other:?}"),
     }
 }
+
+#[cfg(unix)]
+#[test]
+fn a_dead_engine_says_what_its_log_said_last_and_where_the_log_is() {
+    use draftlab_app::workers::Workers;
+    use draftlab_engine::serving::worker::{Command, Reply};
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("logs/engine.log");
+    // A stand-in for llama.cpp aborting: its log on stderr, then SIGABRT.
+    let script = "read -r line; echo 'llama_model_load: loading model tensors' >&2; \
+                  echo 'GGML_ASSERT(ne % 32 == 0) failed' >&2; kill -ABRT $$";
+    let w = Workers::new("/bin/sh".into(), vec!["-c".into(), script.into()]).with_log(log.clone(), 1 << 20);
+    let (_, rx) = w.submit(Command::Ping).unwrap();
+    let Reply::Error { error } = rx.recv_timeout(Duration::from_secs(30)).unwrap() else { panic!("not an error") };
+    assert_eq!(error.code, "worker_died", "{error}");
+    assert!(error.message.contains("GGML_ASSERT(ne % 32 == 0) failed"), "{}", error.message);
+    assert!(error.hint.contains(&log.display().to_string()), "{}", error.hint);
+    let kept = std::fs::read_to_string(&log).unwrap();
+    assert!(kept.contains("GGML_ASSERT") && kept.contains("engine process"), "{kept}");
+}

@@ -16,6 +16,9 @@ use draftlab_engine::Error;
 pub(crate) struct Cli {
     #[command(subcommand)]
     pub(crate) command: Command,
+    /// Print llama.cpp's own log on stderr (model loading, backends, memory; why a file fails).
+    #[arg(long, short = 'v', global = true)]
+    pub(crate) verbose: bool,
 }
 
 #[derive(Subcommand)]

@@ -42,6 +42,9 @@ fn main() -> ExitCode {
 }
 
 fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    if cli.verbose {
+        draftlab_engine::decoding::llama::log_to_stderr(true);
+    }
     match cli.command {
         Command::Inspect { file, json } => inspect(file, json),
         Command::Doctor { target, draft, ctx, cache_type, cache_type_draft, gpu_layers, gpu_layers_draft, json } => {

@@ -177,7 +177,7 @@ impl Error {
             Error::OutOfMemory { .. } => "Use a smaller quantisation or context size, or close other programs.",
             Error::InvalidSettings(_) | Error::InvalidSetting { .. } => "Change the setting named above to an allowed value.",
             Error::InvalidPrompt(_) => "Give a non-empty prompt that fits the context, or raise the context size.",
-            Error::Load { .. } => "The file may use an architecture this llama.cpp does not know; update Draftlab or pick another model.",
+            Error::Load { .. } => "The file may use an architecture this llama.cpp does not know; update Draftlab or pick another model. llama.cpp's own reason: run the CLI with --verbose, or see logs/engine.log in the app data folder.",
             Error::InvalidNgramMap { .. } => "Build the map again with this target's tokenizer: `draftlab ngram build --model TARGET.gguf --out MAP INPUTS…`.",
             Error::Llama(_) => "Try a smaller context or batch; if it persists, report it with the model name.",
             Error::Chart(_) => "Try another size; if it persists, report it with the results file.",

@@ -28,13 +28,22 @@ pub type Token = i32;
 
 static BACKEND: OnceLock<Result<LlamaBackend>> = OnceLock::new();
 
-/// The process-wide llama.cpp backend, initialised on first use. llama.cpp's own log goes nowhere
+static LLAMA_LOG: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Sends llama.cpp's own log to stderr (call before the first model loads): the CLI's `--verbose`,
+/// and the engine worker, whose stderr the app keeps in its log file. Otherwise it goes nowhere
 /// unless `DRAFTLAB_LLAMA_LOG=1` (our errors carry the reasons).
+pub fn log_to_stderr(on: bool) {
+    LLAMA_LOG.store(on, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// The process-wide llama.cpp backend, initialised on first use.
 pub fn backend() -> Result<&'static LlamaBackend> {
     BACKEND
         .get_or_init(|| {
             let mut b = LlamaBackend::init().map_err(|e| Error::Llama(e.to_string()))?;
-            if std::env::var_os("DRAFTLAB_LLAMA_LOG").is_none_or(|v| v == "0") {
+            let env = std::env::var_os("DRAFTLAB_LLAMA_LOG").is_some_and(|v| v != "0");
+            if !env && !LLAMA_LOG.load(std::sync::atomic::Ordering::Relaxed) {
                 b.void_logs();
             }
             Ok(b)
@@ -246,6 +255,14 @@ impl Model {
 
     fn load_with(path: &Path, params: LlamaModelParams) -> Result<Self> {
         let gguf = GgufFile::open(path)?;
+        if gguf.tokens().is_none_or(|t| t.is_empty()) {
+            return Err(Error::InvalidGguf {
+                path: path.to_path_buf(),
+                reason: "it has no vocabulary (tokenizer.ggml.tokens): a model file without its tokenizer cannot \
+                         generate"
+                    .into(),
+            });
+        }
         let summary = gguf.summary();
         drop(gguf);
         let inner = LlamaModel::load_from_file(backend()?, path, &params).map_err(|e| Error::Load {

@@ -111,7 +111,11 @@ fn vocab_findings_of(target: &GgufFile, t: &VocabSummary, draft: &GgufFile, d: &
             bad(format!("token {i} differs: target {:?}, draft {:?}", tt[i], dt[i]));
         }
     } else {
-        bad("a model has no token list (tokenizer.ggml.tokens)".into());
+        for (role, f) in [("target", target), ("draft", draft)] {
+            if f.tokens().is_none() {
+                bad(format!("the {role} {} has no token list (tokenizer.ggml.tokens)", f.path.display()));
+            }
+        }
     }
     out
 }

@@ -98,7 +98,7 @@ impl TensorInfo {
     /// Size of the tensor's data, when the type is known.
     pub fn n_bytes(&self) -> Option<u64> {
         let (block, size) = ggml_type_layout(self.ggml_type)?;
-        Some(self.n_elements().div_ceil(block) * size)
+        self.n_elements().div_ceil(block).checked_mul(size)
     }
 }
 
@@ -144,6 +144,9 @@ pub fn ggml_type_layout(t: u32) -> Option<(u64, u64)> {
         29 => (256, 56),       // IQ1_M
         34 => (256, 54),       // TQ1_0
         39 => (32, 17),        // MXFP4
+        40 => (64, 36),        // NVFP4
+        41 => (128, 18),       // Q1_0
+        42 => (64, 18),        // Q2_0
         _ => return None,
     })
 }
@@ -351,6 +354,13 @@ impl GgufFile {
         if meta.is_dir() {
             return Err(Error::InvalidGguf { path, reason: "this is a folder, not a GGUF file".into() });
         }
+        if !meta.is_file() {
+            // A pipe would wait for a writer forever; a socket or a device is no model either.
+            return Err(Error::InvalidGguf {
+                path,
+                reason: "this is not a regular file (a pipe, socket or device), not a GGUF file".into(),
+            });
+        }
         let file = File::open(&path).map_err(|e| Error::Io { path: path.clone(), source: e })?;
         Self::read_from(path, BufReader::with_capacity(1 << 20, file), meta.len())
     }
@@ -364,6 +374,11 @@ impl GgufFile {
             return Err(c.bad(format!("the file has only {len} bytes; a GGUF header alone needs 24")));
         }
         let magic = c.bytes::<4>("the magic number")?;
+        if matches!(&magic, b"GGML" | b"GGMF" | b"GGJT" | b"lmgg" | b"fmgg" | b"tjgg") {
+            return Err(c.bad(
+                "it is a GGML file from before GGUF (2023), which llama.cpp no longer reads: download the model's GGUF",
+            ));
+        }
         if &magic != b"GGUF" {
             let hint = if magic.iter().all(|b| b.is_ascii_graphic() || b.is_ascii_whitespace()) {
                 " (it looks like a text file)"
@@ -446,6 +461,43 @@ impl GgufFile {
     }
 
     fn check_tensor_extent(&mut self) -> Result<(), Error> {
+        let bad = |reason: String| Error::InvalidGguf { path: self.path.clone(), reason };
+        let alignment = self.get("general.alignment").and_then(Value::as_u64).unwrap_or(DEFAULT_ALIGNMENT);
+        let mut spans = Vec::with_capacity(self.tensors.len());
+        for t in &self.tensors {
+            let Some((block, _)) = ggml_type_layout(t.ggml_type) else {
+                return Err(bad(format!(
+                    "tensor `{}` has quantisation type {}, which this llama.cpp does not know (a corrupt file, \
+                     or one made by a newer llama.cpp)",
+                    t.name, t.ggml_type
+                )));
+            };
+            if t.dims[0] % block != 0 {
+                return Err(bad(format!(
+                    "tensor `{}` has rows of {} values, not a multiple of its type's block of {block} (corrupt)",
+                    t.name, t.dims[0]
+                )));
+            }
+            if t.offset % alignment != 0 {
+                return Err(bad(format!(
+                    "tensor `{}` starts at offset {}, not a multiple of the file's alignment {alignment} (corrupt)",
+                    t.name, t.offset
+                )));
+            }
+            let Some(n) = t.n_bytes() else {
+                return Err(bad(format!(
+                    "tensor `{}` has dimensions {:?} too large to be real (corrupt)",
+                    t.name, t.dims
+                )));
+            };
+            spans.push((t.offset, t.offset.saturating_add(n), &t.name));
+        }
+        spans.sort_unstable();
+        for w in spans.windows(2) {
+            if w[0].1 > w[1].0 {
+                return Err(bad(format!("tensors `{}` and `{}` overlap in the file (corrupt)", w[0].2, w[1].2)));
+            }
+        }
         let mut needed = self.data_offset;
         for t in &self.tensors {
             let end = self.data_offset.saturating_add(t.offset).saturating_add(t.n_bytes().unwrap_or(0));
@@ -494,7 +546,7 @@ impl GgufFile {
     }
 
     pub fn n_params(&self) -> u64 {
-        self.tensors.iter().map(TensorInfo::n_elements).sum()
+        self.tensors.iter().map(TensorInfo::n_elements).fold(0, u64::saturating_add)
     }
 
     /// The quantisation: `general.file_type` when present, otherwise the most common weight type.
@@ -516,7 +568,8 @@ impl GgufFile {
         let n_head_kv = self.arch_u64("attention.head_count_kv").or(n_head)?;
         let k = self.arch_u64("attention.key_length").or_else(|| Some(n_embd? / n_head?.max(1)))?;
         let v = self.arch_u64("attention.value_length").unwrap_or(k);
-        Some(n_head_kv * (k + v) * 2)
+        // Saturating: a corrupt header's absurd counts give an absurd size, never a wrapped small one.
+        Some(n_head_kv.saturating_mul(k.saturating_add(v)).saturating_mul(2))
     }
 
     /// The summary shown by `draftlab inspect` and used by the doctor.

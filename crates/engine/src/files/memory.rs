@@ -44,15 +44,20 @@ impl Footprint {
             weights,
             layer_weights,
             n_layer,
-            kv_per_token: (n_layer - sliding) * kv_per_layer,
-            swa_kv_per_token: sliding * kv_per_layer,
+            kv_per_token: (n_layer - sliding).saturating_mul(kv_per_layer),
+            swa_kv_per_token: sliding.saturating_mul(kv_per_layer),
             swa_window: if sliding > 0 { window } else { 0 },
         }
     }
 
     /// From a GGUF header: real tensor sizes, attention shape from the metadata.
     pub fn of_gguf(f: &GgufFile) -> Footprint {
-        let layers = f.tensors.iter().filter(|t| t.name.starts_with("blk.")).map(|t| t.n_bytes().unwrap_or(0)).sum();
+        let layers = f
+            .tensors
+            .iter()
+            .filter(|t| t.name.starts_with("blk."))
+            .map(|t| t.n_bytes().unwrap_or(0))
+            .fold(0, u64::saturating_add);
         let window = f.arch_u64("attention.sliding_window").unwrap_or(0);
         let swa = full_attention_every(f.architecture().unwrap_or("")).map(|every| (window, every));
         Footprint::new(
@@ -64,9 +69,11 @@ impl Footprint {
         )
     }
 
-    /// f16 KV bytes at a context size.
+    /// f16 KV bytes at a context size (saturating: absurd header values give an absurd size, never a
+    /// wrapped small one).
     pub fn kv_bytes(&self, ctx: u64) -> u64 {
-        self.kv_per_token * ctx + self.swa_kv_per_token * ctx.min(self.swa_window + SWA_EXTRA_TOKENS)
+        let swa_tokens = ctx.min(self.swa_window.saturating_add(SWA_EXTRA_TOKENS));
+        self.kv_per_token.saturating_mul(ctx).saturating_add(self.swa_kv_per_token.saturating_mul(swa_tokens))
     }
 
     /// The share of the repeating layers on the GPU with `gpu_layers` offloaded (None: all).
@@ -171,12 +178,16 @@ pub fn estimate(
     let dk = draft.map_or(0, |d| (d.kv_bytes(ctx) as f64 * kv.draft).ceil() as u64);
     let (tw, dw) = (target.weights, draft.map_or(0, |d| d.weights));
     let n_models = 1 + u64::from(draft.is_some());
-    let overhead = (tw + dw) / 20 + n_models * BUFFER_PER_MODEL;
-    let needed = tw + tk + dw + dk + overhead;
-    let gpu_needed = target.gpu_weights(placement.target)
-        + (tk as f64 * target.gpu_fraction(placement.target)) as u64
-        + draft.map_or(0, |d| d.gpu_weights(placement.draft) + (dk as f64 * d.gpu_fraction(placement.draft)) as u64)
-        + overhead;
+    let sum = |parts: &[u64]| parts.iter().fold(0u64, |a, &b| a.saturating_add(b));
+    let overhead = sum(&[tw, dw]) / 20 + n_models * BUFFER_PER_MODEL;
+    let needed = sum(&[tw, tk, dw, dk, overhead]);
+    let gpu_needed = sum(&[
+        target.gpu_weights(placement.target),
+        (tk as f64 * target.gpu_fraction(placement.target)) as u64,
+        draft.map_or(0, |d| d.gpu_weights(placement.draft)),
+        draft.map_or(0, |d| (dk as f64 * d.gpu_fraction(placement.draft)) as u64),
+        overhead,
+    ]);
     let gib = |b: u64| b as f64 / (1u64 << 30) as f64;
     let ((limit, limit_reason), verdict) = match mem.gpu {
         Some(gpu) if gpu_needed > gpu.bytes => (limit(mem), MemoryVerdict::TooBig),
@@ -276,6 +287,19 @@ mod tests {
     use crate::machine::GpuLimit;
 
     const GIB: u64 = 1 << 30;
+
+    /// A corrupt header's absurd counts (found by the fuzzer: they overflowed) give an absurd size
+    /// and a too-big verdict, never a wrapped small number.
+    #[test]
+    fn absurd_header_values_saturate_and_are_judged_too_big() {
+        let f = Footprint::new(u64::MAX - 5, u64::MAX, u64::MAX, u64::MAX / 3, Some((u64::MAX, 2)));
+        assert_eq!(f.kv_bytes(4096), u64::MAX);
+        assert_eq!(f.kv_bytes(u64::MAX), u64::MAX);
+        let mem = MemoryInfo { total: 64 * GIB, available: 32 * GIB, gpu: None };
+        let fit = estimate(&f, Some(&f), 4096, KvScale::default(), Placement::default(), &mem);
+        assert_eq!(fit.needed, u64::MAX);
+        assert_eq!(fit.verdict, MemoryVerdict::TooBig);
+    }
 
     fn model(weights: u64) -> Footprint {
         Footprint {

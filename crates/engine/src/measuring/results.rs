@@ -103,7 +103,29 @@ impl SweepResults {
             Some(v) => return Err(bad(format!("written by another Draftlab (format {v}, this one reads {VERSION})"))),
             None => return Err(bad("not sweep results (no format version)".into())),
         }
-        serde_json::from_value(value).map_err(|e| bad(format!("sweep results that do not parse: {e}")))
+        let results: SweepResults =
+            serde_json::from_value(value).map_err(|e| bad(format!("sweep results that do not parse: {e}")))?;
+        // Cells name targets, drafts and setups by index into the spec: each must be there.
+        let spec = &results.spec;
+        let variants = spec.variants().len();
+        for (i, c) in results.cells.iter().enumerate() {
+            let k = &c.key;
+            if k.target >= spec.targets.len()
+                || k.draft.is_some_and(|d| d >= spec.drafts.len())
+                || k.variant >= variants
+            {
+                return Err(bad(format!(
+                    "cell {i} names target {}, draft {:?} and setup {}, but the sweep has {} target(s), {} draft(s) \
+                     and {variants} setup(s)",
+                    k.target,
+                    k.draft,
+                    k.variant,
+                    spec.targets.len(),
+                    spec.drafts.len()
+                )));
+            }
+        }
+        Ok(results)
     }
 
     /// One line per cell, with a header: for spreadsheets.

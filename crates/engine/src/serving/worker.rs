@@ -171,6 +171,9 @@ pub fn parse_message(line: &str) -> Option<Message> {
 
 /// Runs the worker loop on stdin/stdout until `shutdown` or the end of stdin.
 pub fn serve_stdio() {
+    // llama.cpp's log goes to stderr, which the app keeps (its log file, and the last lines when
+    // the worker dies).
+    crate::decoding::llama::log_to_stderr(true);
     serve(std::io::BufReader::new(std::io::stdin()), std::io::stdout().lock());
 }
 
