@@ -8,6 +8,7 @@ use std::path::PathBuf;
 const RANKS: &[(&str, u8)] = &[
     ("error", 0),
     ("command_names", 0),
+    ("enginelog", 0),
     ("store", 1),
     ("rendered", 1),
     ("requests", 1),
