@@ -88,9 +88,9 @@ impl Workers {
         lock(&self.log).path().to_path_buf()
     }
 
-    /// Keeps what a worker writes on stderr: in the log file, and its last lines in `tail`. Sets
-    /// `done` when the worker's stderr closes.
-    fn keep_log(&self, stderr: std::process::ChildStderr, pid: u32, tail: Tail, done: Arc<AtomicBool>) {
+    /// Keeps what a worker writes on stderr: in the log file, and its last lines in `tail`. `done`
+    /// is dropped (its receiver wakes) when the worker's stderr closes.
+    fn keep_log(&self, stderr: std::process::ChildStderr, pid: u32, tail: Tail, done: mpsc::Sender<()>) {
         let log = Arc::clone(&self.log);
         std::thread::spawn(move || {
             let now = draftlab_engine::paths::now_secs();
@@ -108,7 +108,7 @@ impl Workers {
                     tail.push(&line);
                 }
             }
-            done.store(true, Ordering::SeqCst);
+            drop(done);
         });
     }
 
@@ -129,8 +129,8 @@ impl Workers {
         let stdin = child.stdin.take().expect("piped stdin");
         let stdout = child.stdout.take().expect("piped stdout");
         let tail = Tail::default();
-        let log_done = Arc::new(AtomicBool::new(false));
-        self.keep_log(child.stderr.take().expect("piped stderr"), child.id(), tail.clone(), Arc::clone(&log_done));
+        let (log_open, log_done) = mpsc::channel::<()>();
+        self.keep_log(child.stderr.take().expect("piped stderr"), child.id(), tail.clone(), log_open);
         let log_path = self.log_path();
         let routes: Routes = Arc::default();
         let dead = Arc::new(AtomicBool::new(false));
@@ -162,10 +162,7 @@ impl Workers {
                 dead.store(true, Ordering::SeqCst);
                 // The log's last lines (an abort's message comes just before the end) can trail the
                 // end of stdout by a moment.
-                let waited = std::time::Instant::now();
-                while !log_done.load(Ordering::SeqCst) && waited.elapsed() < std::time::Duration::from_secs(2) {
-                    std::thread::sleep(std::time::Duration::from_millis(10));
-                }
+                let _ = log_done.recv_timeout(std::time::Duration::from_secs(2));
                 let error = if killed.load(Ordering::SeqCst) {
                     ErrorInfo::new(
                         ErrorCode::Cancelled,

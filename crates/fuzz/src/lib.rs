@@ -87,15 +87,12 @@ pub fn worker(data: &[u8]) {
                 let _ = settings.validate(mode);
             }
             Command::Sweep { spec, .. } => {
-                let _ = spec.validate();
-                let _ = spec.cells().len();
-                let _ = settings_of_variants(&spec);
+                let _ = (spec.validate(), spec.cells().len());
+                for v in 0..spec.variants().len() {
+                    let _ = spec.variant_settings(v).validate(Mode::Speculative);
+                }
             }
             _ => {}
         }
     }
-}
-
-fn settings_of_variants(spec: &draftlab_engine::measuring::sweep::SweepSpec) -> usize {
-    (0..spec.variants().len()).map(|v| spec.variant_settings(v).validate(Mode::Speculative).is_ok() as usize).sum()
 }

@@ -254,8 +254,8 @@ impl Model {
     }
 
     fn load_with(path: &Path, params: LlamaModelParams) -> Result<Self> {
-        let gguf = GgufFile::open(path)?;
-        if gguf.tokens().is_none_or(|t| t.is_empty()) {
+        let summary = GgufFile::open(path)?.summary();
+        if summary.vocab.size == 0 {
             return Err(Error::InvalidGguf {
                 path: path.to_path_buf(),
                 reason: "it has no vocabulary (tokenizer.ggml.tokens): a model file without its tokenizer cannot \
@@ -263,8 +263,6 @@ impl Model {
                     .into(),
             });
         }
-        let summary = gguf.summary();
-        drop(gguf);
         let inner = LlamaModel::load_from_file(backend()?, path, &params).map_err(|e| Error::Load {
             path: path.to_path_buf(),
             reason: format!(

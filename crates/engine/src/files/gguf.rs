@@ -455,14 +455,15 @@ impl GgufFile {
         let data_offset = c.pos.div_ceil(alignment) * alignment;
 
         let mut file = GgufFile { path, version, file_size: c.len, metadata, tensors, data_offset };
-        file.check_tensor_extent()?;
+        file.check_tensors(alignment)?;
         file.tensors.shrink_to_fit();
         Ok(file)
     }
 
-    fn check_tensor_extent(&mut self) -> Result<(), Error> {
+    /// Every tensor has a known type, whole blocks per row, an aligned offset, no overlap with
+    /// another, and its data inside the file (a truncated download is caught here).
+    fn check_tensors(&self, alignment: u64) -> Result<(), Error> {
         let bad = |reason: String| Error::InvalidGguf { path: self.path.clone(), reason };
-        let alignment = self.get("general.alignment").and_then(Value::as_u64).unwrap_or(DEFAULT_ALIGNMENT);
         let mut spans = Vec::with_capacity(self.tensors.len());
         for t in &self.tensors {
             let Some((block, _)) = ggml_type_layout(t.ggml_type) else {
@@ -498,21 +499,15 @@ impl GgufFile {
                 return Err(bad(format!("tensors `{}` and `{}` overlap in the file (corrupt)", w[0].2, w[1].2)));
             }
         }
-        let mut needed = self.data_offset;
-        for t in &self.tensors {
-            let end = self.data_offset.saturating_add(t.offset).saturating_add(t.n_bytes().unwrap_or(0));
-            needed = needed.max(end);
-        }
+        let end = spans.iter().map(|&(_, end, _)| end).max().unwrap_or(0);
+        let needed = self.data_offset.saturating_add(end);
         if needed > self.file_size {
-            return Err(Error::InvalidGguf {
-                path: self.path.clone(),
-                reason: format!(
-                    "the tensors need {needed} bytes but the file has only {} ({:.0} % present): it is \
-                     truncated, probably an interrupted download or copy",
-                    self.file_size,
-                    100.0 * self.file_size as f64 / needed as f64
-                ),
-            });
+            return Err(bad(format!(
+                "the tensors need {needed} bytes but the file has only {} ({:.0} % present): it is truncated, \
+                 probably an interrupted download or copy",
+                self.file_size,
+                100.0 * self.file_size as f64 / needed as f64
+            )));
         }
         Ok(())
     }

@@ -194,31 +194,16 @@ fn is_hex(s: &str, len: usize) -> bool {
     s.len() == len && s.bytes().all(|b| b.is_ascii_hexdigit())
 }
 
-/// The hub's etag names a blob in the cache: only a SHA-256 (LFS files) or a git blob id is one.
-fn check_etag(etag: &str, url: &str) -> Result<()> {
-    if is_hex(etag, 64) || is_hex(etag, 40) {
+/// A name the hub gives (`what`: its etag, which names a blob in the cache; its commit, which names
+/// a snapshot folder) must be hex of one of `lens` (64: a SHA-256, 40: a git id) before it is used.
+fn check_hex_name(what: &str, value: &str, lens: &[usize], kind: &str, url: &str) -> Result<()> {
+    if lens.iter().any(|&n| is_hex(value, n)) {
         return Ok(());
     }
+    let shown: String = value.chars().take(80).collect();
     Err(download_error(
         ErrorCode::DownloadFailed,
-        format!(
-            "{url}: the hub's etag {:?} is not a SHA-256 or git id; nothing was written",
-            etag.chars().take(80).collect::<String>()
-        ),
-    ))
-}
-
-/// The hub's commit names a snapshot folder: only a 40-hex git id is one.
-fn check_commit(commit: &str, url: &str) -> Result<()> {
-    if is_hex(commit, 40) {
-        return Ok(());
-    }
-    Err(download_error(
-        ErrorCode::DownloadFailed,
-        format!(
-            "{url}: the hub's commit {:?} is not a git id; nothing was written",
-            commit.chars().take(80).collect::<String>()
-        ),
+        format!("{url}: the hub's {what} {shown:?} is not {kind}; nothing was written"),
     ))
 }
 
@@ -327,8 +312,8 @@ async fn metadata(opts: &HubOptions, token: Option<&str>, repo: &str, file: &str
     }
     let size =
         size.ok_or_else(|| download_error(ErrorCode::DownloadFailed, format!("{url}: the hub did not say the size")))?;
-    check_etag(&etag, &url)?;
-    check_commit(&commit, &url)?;
+    check_hex_name("etag", &etag, &[64, 40], "a SHA-256 or git id", &url)?;
+    check_hex_name("commit", &commit, &[40], "a git id", &url)?;
     Ok(RemoteFile { size, etag, commit })
 }
 
@@ -434,10 +419,6 @@ pub fn sha256_file(path: &Path) -> Result<String> {
     let mut h = Sha256::new();
     hash_from(&mut f, u64::MAX, &mut h).map_err(|e| io_error(path, e))?;
     Ok(crate::files::gguf::hex(&h.finalize()))
-}
-
-fn is_sha256(s: &str) -> bool {
-    s.len() == 64 && s.bytes().all(|b| b.is_ascii_hexdigit())
 }
 
 /// Writes what the transfer receives to the partial file, in small writes, and hashes it on the
@@ -758,7 +739,7 @@ pub fn download(
             ),
         ));
     }
-    if is_sha256(&remote.etag) {
+    if is_hex(&remote.etag, 64) {
         on_event(DownloadEvent::Verifying);
         let actual = crate::files::gguf::hex(&hashed.finalize());
         if !actual.eq_ignore_ascii_case(&remote.etag) {
