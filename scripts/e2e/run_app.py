@@ -193,6 +193,53 @@ def bad_files(s, smol, out):
     print(f"e2e: {len(files)} bad files as target and as draft, each a clear message; the app still runs")
 
 
+def history_and_memory(s, out):
+    """The Unload button frees the warm models (and says how much memory the engine had before and
+    after); History re-opens the first run with its coloured tokens and charts, runs it again with
+    the same settings, and deletes a run."""
+    wait("models in memory", lambda: s.attr("engine-status", "data-loaded") == "yes", timeout=20)
+    s.click("unload")
+    wait("the unload", lambda: s.exists("unload-note") and "engine memory" in s.text("unload-note"), timeout=30)
+    wait("nothing in memory", lambda: s.attr("engine-status", "data-loaded") == "no", timeout=20)
+    note = s.text("unload-note")
+    s.screenshot(out / "unloaded.png")
+    print(f"e2e: Unload: {note}")
+
+    entries = "return document.querySelectorAll('[data-testid=history-entry]').length"
+    detail = "document.querySelector('[data-testid=history-detail]')"
+    s.click("nav-history")
+    wait("the history list", lambda: s.script(entries) >= 3)
+    before = s.script(entries)
+    s.script(
+        "[...document.querySelectorAll('[data-testid=history-entry]')]"
+        ".find(b => b.textContent.includes('List three colours')).click()"
+    )
+    wait("the re-opened run", lambda: s.exists("history-verdict"))
+    drafted = s.script(f"return {detail}.querySelectorAll('[data-testid=text-speculative] .tok-draft').length")
+    assert drafted > 0, "the re-opened run has no coloured draft tokens"
+    kinds = s.script(
+        f"return [...{detail}.querySelectorAll('[data-testid^=chart-]')].map(e => e.dataset.testid)"
+    )
+    assert "chart-bars" in kinds and "chart-timeline" in kinds, kinds
+    s.screenshot(out / "history-open.png")
+    print(f"e2e: History re-opens a run: {drafted} coloured draft tokens, charts {kinds}")
+
+    s.click("history-rerun")
+    wait("the run again", lambda: s.attr("pane-speculative", "data-status") == "done" and s.exists("verdict"), timeout=240)
+    assert s.prop("prompt", "value") == "List three colours, one per line.", s.prop("prompt", "value")
+    s.click("nav-history")
+    wait("the new history entry", lambda: s.script(entries) == before + 1)
+    s.script("document.querySelector('[data-testid=history-entry]').click()")
+    wait("the opened run", lambda: s.exists("history-delete"))
+    s.click("history-delete")
+    wait("the confirmation", lambda: "for good" in s.text("history-delete"))
+    s.click("history-delete")
+    wait("the deleted entry", lambda: s.script(entries) == before)
+    s.screenshot(out / "history-deleted.png")
+    print("e2e: History runs a saved run again and deletes one")
+    s.script("document.querySelector('header nav button').click()")  # back to the Run view
+
+
 def main():
     app, models, out = sys.argv[1], pathlib.Path(sys.argv[2]), pathlib.Path(sys.argv[3])
     out.mkdir(parents=True, exist_ok=True)
@@ -268,6 +315,8 @@ def main():
         wait("a run on a fresh engine", lambda: s.attr("pane-baseline", "data-status") == "done")
         assert len(s.text("text-baseline")) > 0
         print("e2e: a killed engine is reported and replaced")
+
+        history_and_memory(s, out)
 
         # A file that is not a model dropped on the window (the drop event as the webview sends it).
         s.script(

@@ -9,7 +9,7 @@ use draftlab_engine::measuring::{bench, charts};
 use draftlab_engine::{error, machine};
 use ts_rs::{Config, TS};
 
-use crate::{history, models, requests, run, sweep, AppInfo, ExportFormat, ExportSource};
+use crate::{history, models, requests, run, sweep, workers, AppInfo, ExportFormat, ExportSource};
 
 /// Where the file lives, relative to the workspace root.
 pub const PATH: &str = "ui/src/lib/bindings.ts";
@@ -68,7 +68,13 @@ pub fn typescript() -> String {
         run::RunEvent,
         run::RunOutcome,
         history::HistoryEntry,
+        history::ModeTokens,
         history::HistoryRun,
+        history::OpenedRun,
+        workers::LoadedModels,
+        workers::EngineStatus,
+        workers::UnloadReason,
+        workers::UnloadOutcome,
         AppInfo,
         bench::Spread,
         charts::BarGroup,

@@ -1,5 +1,7 @@
 //! Every run is saved in the app data folder (`runs/<id>.json`), written to a temporary file and
-//! renamed, so a crash never leaves half a result; the list shows the newest first.
+//! renamed, so a crash never leaves half a result; the list shows the newest first. A saved run
+//! keeps its tokens as they were shown (text and provenance), so re-opening it shows the same
+//! coloured text and charts; it can be deleted.
 
 use std::path::{Path, PathBuf};
 
@@ -10,7 +12,9 @@ use draftlab_engine::ErrorCode;
 use serde::{Deserialize, Serialize};
 
 use crate::error::ApiError;
+use crate::rendered::RenderedChart;
 use crate::requests::RunRequest;
+use crate::run::TokenView;
 use crate::store::{check_id, io_error, new_id};
 
 pub fn default_dir() -> PathBuf {
@@ -26,6 +30,26 @@ pub struct HistoryRun {
     pub reports: Vec<Report>,
     pub comparison: Option<Comparison>,
     pub speedup: Option<f64>,
+    /// Each mode's tokens as the window showed them (runs saved before this was kept have none:
+    /// their text is shown plain).
+    #[serde(default)]
+    pub tokens: Vec<ModeTokens>,
+}
+
+/// The tokens one mode of a run generated, with where each came from.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, ts_rs::TS)]
+pub struct ModeTokens {
+    pub mode: Mode,
+    pub tokens: Vec<TokenView>,
+}
+
+/// A saved run as the window re-opens it: the run, its verdict line and its charts, drawn again
+/// from the saved reports.
+#[derive(Debug, Clone, Serialize, ts_rs::TS)]
+pub struct OpenedRun {
+    pub run: HistoryRun,
+    pub verdict: Option<String>,
+    pub charts: Vec<RenderedChart>,
 }
 
 /// One line of the history list.
@@ -48,9 +72,10 @@ impl HistoryRun {
         reports: Vec<Report>,
         comparison: Option<Comparison>,
         speedup: Option<f64>,
+        tokens: Vec<ModeTokens>,
     ) -> Self {
         let (id, saved_at) = new_id();
-        HistoryRun { id, saved_at, request: request.clone(), reports, comparison, speedup }
+        HistoryRun { id, saved_at, request: request.clone(), reports, comparison, speedup, tokens }
     }
 
     fn entry(&self) -> HistoryEntry {
@@ -77,12 +102,13 @@ pub fn save(dir: &Path, run: &HistoryRun) -> Result<String, ApiError> {
     Ok(run.id.clone())
 }
 
+const PICK: &str = "Pick a run from the history list.";
+
 pub fn get(dir: &Path, id: &str) -> Result<HistoryRun, ApiError> {
-    check_id(id, "saved run", "Pick a run from the history list.")?;
+    check_id(id, "saved run", PICK)?;
     let path = dir.join(format!("{id}.json"));
-    let bytes = std::fs::read(&path).map_err(|_| {
-        ApiError::new(ErrorCode::NotFound, format!("no saved run {id}"), "Pick a run from the history list.")
-    })?;
+    let bytes =
+        std::fs::read(&path).map_err(|_| ApiError::new(ErrorCode::NotFound, format!("no saved run {id}"), PICK))?;
     serde_json::from_slice(&bytes).map_err(|e| {
         ApiError::new(
             ErrorCode::CorruptHistory,
@@ -109,4 +135,25 @@ pub fn list(dir: &Path) -> Result<Vec<HistoryEntry>, ApiError> {
         .collect();
     entries.sort_by(|a, b| b.id.cmp(&a.id));
     Ok(entries)
+}
+
+/// A saved run with its verdict and charts, as it was shown when it finished.
+pub fn open(dir: &Path, id: &str) -> Result<OpenedRun, ApiError> {
+    let run = get(dir, id)?;
+    let verdict = run.comparison.as_ref().map(|c| c.verdict());
+    let charts = crate::run::final_charts(&run.reports).into_iter().filter_map(|c| RenderedChart::of(c).ok()).collect();
+    Ok(OpenedRun { run, verdict, charts })
+}
+
+/// Deletes a saved run (an unreadable one too: that is how the user gets rid of it).
+pub fn delete(dir: &Path, id: &str) -> Result<(), ApiError> {
+    check_id(id, "saved run", PICK)?;
+    let path = dir.join(format!("{id}.json"));
+    match std::fs::remove_file(&path) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            Err(ApiError::new(ErrorCode::NotFound, format!("no saved run {id}"), PICK))
+        }
+        Err(e) => Err(io_error(&path, e)),
+    }
 }

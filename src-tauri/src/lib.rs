@@ -31,15 +31,17 @@ use tauri::{Runtime, State};
 use draftlab_engine::ErrorCode;
 
 use crate::error::ApiError;
-use crate::history::{HistoryEntry, HistoryRun};
+use crate::history::{HistoryEntry, HistoryRun, OpenedRun};
 use crate::models::CatalogView;
 use crate::requests::RunRequest;
 use crate::run::{RunEvent, RunOutcome};
 pub use crate::state::{AppState, SaveAsk, SaveDialog};
 use crate::sweep::{SweepEntry, SweepOutcome, SweepRequest, SweepUiEvent, SweepView};
+use crate::workers::{EngineStatus, UnloadOutcome, UnloadReason};
 use draftlab_engine::decoding::settings::{Mode, Settings};
 use draftlab_engine::files::discover::VocabGroup;
 use draftlab_engine::files::hub::DownloadEvent;
+use std::sync::atomic::Ordering;
 
 pub use crate::workers::WORKER_FLAG;
 
@@ -117,6 +119,57 @@ fn history_list(state: State<'_, Arc<AppState>>) -> Result<Vec<HistoryEntry>, Ap
 #[tauri::command]
 fn history_get(state: State<'_, Arc<AppState>>, id: String) -> Result<HistoryRun, ApiError> {
     history::get(&state.history_dir, &id)
+}
+
+/// A saved run with its coloured tokens, verdict and charts, as it was shown.
+#[tauri::command]
+async fn history_open(state: State<'_, Arc<AppState>>, id: String) -> Result<OpenedRun, ApiError> {
+    let dir = state.history_dir.clone();
+    blocking("history", move || history::open(&dir, &id)).await?
+}
+
+#[tauri::command]
+fn history_delete(state: State<'_, Arc<AppState>>, id: String) -> Result<(), ApiError> {
+    history::delete(&state.history_dir, &id)
+}
+
+/// What the engine process holds (models, resident memory) and whether it is busy.
+#[tauri::command]
+async fn engine_status(state: State<'_, Arc<AppState>>) -> Result<EngineStatus, ApiError> {
+    let state = Arc::clone(state.inner());
+    blocking("status", move || state.workers.status(state.unload_after_s.load(Ordering::Relaxed))).await
+}
+
+/// Frees the warm models now; the resident memory before and after.
+#[tauri::command]
+async fn unload_models(state: State<'_, Arc<AppState>>) -> Result<UnloadOutcome, ApiError> {
+    let state = Arc::clone(state.inner());
+    blocking("unload", move || state.workers.unload(UnloadReason::Asked)).await?
+}
+
+/// Warm models are unloaded after `seconds` without a run (0: never).
+#[tauri::command]
+fn set_unload_after(state: State<'_, Arc<AppState>>, seconds: u64) {
+    state.unload_after_s.store(seconds, Ordering::Relaxed);
+}
+
+/// How often the idle check looks at the engine.
+const IDLE_CHECK: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// Unloads warm models once the engine has been idle for the time in the settings, and tells the
+/// page (`models-unloaded`, with what was freed).
+fn watch_idle<R: Runtime>(app: tauri::AppHandle<R>, state: Arc<AppState>) {
+    use tauri::Emitter;
+    std::thread::spawn(move || loop {
+        std::thread::sleep(IDLE_CHECK);
+        let after = state.unload_after_s.load(Ordering::Relaxed);
+        if after == 0 {
+            continue;
+        }
+        if let Some(outcome) = state.workers.unload_if_idle(std::time::Duration::from_secs(after)) {
+            let _ = app.emit("models-unloaded", outcome);
+        }
+    });
 }
 
 /// Runs (or resumes) a sweep in the engine worker; progress and redrawn charts stream on
@@ -305,6 +358,7 @@ pub fn build_app<R: Runtime>(builder: tauri::Builder<R>, state: AppState) -> tau
             // Tests set their own dialog before the app is built; this one is the user's.
             let handle = app.handle().clone();
             let _ = for_setup.save_dialog.get_or_init(|| native_save_dialog(handle));
+            watch_idle(app.handle().clone(), Arc::clone(&for_setup));
             Ok(())
         })
         .manage(state)
@@ -315,6 +369,11 @@ pub fn build_app<R: Runtime>(builder: tauri::Builder<R>, state: AppState) -> tau
             cancel,
             history_list,
             history_get,
+            history_open,
+            history_delete,
+            engine_status,
+            unload_models,
+            set_unload_after,
             app_info,
             sweep,
             sweep_list,

@@ -17,7 +17,7 @@ use serde::Serialize;
 use draftlab_engine::measuring::charts::{data as chart_data, Chart, Series};
 
 use crate::error::ApiError;
-use crate::history::{self, HistoryRun};
+use crate::history::{self, HistoryRun, ModeTokens};
 use crate::rendered::RenderedChart;
 use crate::requests::RunRequest;
 use crate::state::AppState;
@@ -31,7 +31,7 @@ pub const CANCEL_GRACE: Duration = Duration::from_secs(5);
 pub const CHART_EVERY: Duration = Duration::from_millis(500);
 
 /// A generated token as the UI shows it.
-#[derive(Debug, Clone, Serialize, PartialEq, ts_rs::TS)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize, PartialEq, ts_rs::TS)]
 pub struct TokenView {
     pub text: String,
     pub source: TokenSource,
@@ -114,6 +114,8 @@ struct Frame {
     last_flush: Instant,
     /// When each token arrived, in ms since the models were ready (for the live chart).
     token_ms: Vec<f32>,
+    /// Every token of the run so far (saved with the run, so History shows it as it was shown).
+    shown: Vec<TokenView>,
     first_token_at_ms: f64,
 }
 
@@ -131,6 +133,7 @@ impl Frame {
             started: now,
             last_flush: now,
             token_ms: Vec::new(),
+            shown: Vec::new(),
             first_token_at_ms: 0.0,
         }
     }
@@ -143,7 +146,9 @@ impl Frame {
                 }
                 self.stats.tokens += 1;
                 self.token_ms.push(self.started.elapsed().as_secs_f32() * 1e3);
-                self.tokens.push(TokenView { text: text.clone(), source: *source, step: *step, strategy: *strategy });
+                let view = TokenView { text: text.clone(), source: *source, step: *step, strategy: *strategy };
+                self.shown.push(view.clone());
+                self.tokens.push(view);
             }
             Event::Step { drafted, accepted, draft_ms, verify_ms, .. } => {
                 let s = &mut self.stats;
@@ -196,6 +201,37 @@ fn timeline(done: &[Report], live: Option<&Frame>) -> Chart {
     chart
 }
 
+/// The charts of a speculative run's report: acceptance by position, accepted lengths.
+fn speculative_charts(r: &Report) -> [Chart; 2] {
+    [
+        chart_data::positions("Acceptance by draft position", r),
+        chart_data::lengths("Draft tokens accepted per round", r),
+    ]
+}
+
+/// The baseline-vs-speculative bars of a compared pair of runs.
+fn pair_chart(b: &Report, s: &Report) -> Chart {
+    chart_data::bars("Tokens/s: baseline vs speculative", vec![chart_data::runs_group(&b.target.name, b, s)])
+}
+
+/// The charts a finished run showed: its timeline, the speculative run's acceptance charts, and the
+/// bars when both modes ran (History re-draws them from the saved reports).
+pub fn final_charts(reports: &[Report]) -> Vec<Chart> {
+    if reports.is_empty() {
+        return Vec::new();
+    }
+    let mut charts = vec![timeline(reports, None)];
+    if let Some(s) = reports.iter().find(|r| r.mode == Mode::Speculative) {
+        charts.extend(speculative_charts(s));
+    }
+    if let [b, s] = reports {
+        if b.mode == Mode::Baseline && s.mode == Mode::Speculative {
+            charts.push(pair_chart(b, s));
+        }
+    }
+    charts
+}
+
 /// Sends charts, unless they cannot be drawn (a chart never fails a run).
 fn send_charts(send: &mut dyn FnMut(RunEvent), charts: Vec<Chart>) {
     let charts: Vec<RenderedChart> = charts.into_iter().filter_map(|c| RenderedChart::of(c).ok()).collect();
@@ -221,6 +257,7 @@ pub fn execute(
     let checked_for = if request.modes.contains(&Mode::Speculative) { Mode::Speculative } else { Mode::Baseline };
     request.settings = request.settings.clone().validate(checked_for)?.into_inner();
     let mut reports: Vec<Report> = Vec::new();
+    let mut shown: Vec<ModeTokens> = Vec::new();
     let mut cancelled = false;
     let charts = request.charts.unwrap_or(true);
     for &mode in &request.modes {
@@ -267,12 +304,11 @@ pub fn execute(
                     cancelled |= report.stop_reason == draftlab_engine::decoding::report::StopReason::Cancelled;
                     send(RunEvent::Done { mode, report: report.clone() });
                     reports.push(*report);
+                    shown.push(ModeTokens { mode, tokens: std::mem::take(&mut frame.shown) });
                     if charts {
                         let mut kinds = vec![timeline(&reports, None)];
                         if mode == Mode::Speculative {
-                            let r = reports.last().expect("pushed above");
-                            kinds.push(chart_data::positions("Acceptance by draft position", r));
-                            kinds.push(chart_data::lengths("Draft tokens accepted per round", r));
+                            kinds.extend(speculative_charts(reports.last().expect("pushed above")));
                         }
                         send_charts(send, kinds);
                     }
@@ -290,7 +326,7 @@ pub fn execute(
                     failed = Some(error);
                     break;
                 }
-                Reply::Pong | Reply::Bye | Reply::Sweep { .. } | Reply::SweepDone { .. } => {}
+                Reply::Pong | Reply::Bye | Reply::Unloaded { .. } | Reply::Sweep { .. } | Reply::SweepDone { .. } => {}
             }
         }
         *state.current_job.lock().unwrap_or_else(|e| e.into_inner()) = None;
@@ -311,8 +347,7 @@ pub fn execute(
             let speedup = if b.tokens_per_s > 0.0 { s.tokens_per_s / b.tokens_per_s } else { 0.0 };
             send(RunEvent::Compared { verdict: c.verdict(), comparison: c.clone(), speedup });
             if charts {
-                let group = chart_data::runs_group(&b.target.name, b, s);
-                send_charts(send, vec![chart_data::bars("Tokens/s: baseline vs speculative", vec![group])]);
+                send_charts(send, vec![pair_chart(b, s)]);
             }
             (Some(c), Some(speedup))
         }
@@ -321,7 +356,7 @@ pub fn execute(
     let history_id = if reports.is_empty() {
         None
     } else {
-        let run = HistoryRun::new(&request, reports, comparison, speedup);
+        let run = HistoryRun::new(&request, reports, comparison, speedup, shown);
         Some(history::save(&state.history_dir, &run)?)
     };
     Ok(RunOutcome { history_id, cancelled })

@@ -2,6 +2,7 @@
 //! sweeps are saved, downloads.
 
 use std::path::PathBuf;
+use std::sync::atomic::AtomicU64;
 use std::sync::OnceLock;
 
 use crate::workers::{Workers, WORKER_FLAG};
@@ -21,7 +22,13 @@ pub struct AppState {
     /// Asks the user where to save (the native save dialog, set when the app starts; tests set
     /// their own). Exports write only to the path this returns: the page never names one.
     pub save_dialog: OnceLock<SaveDialog>,
+    /// Warm models are unloaded after this many idle seconds (0: never); the page sets it from
+    /// its settings.
+    pub unload_after_s: AtomicU64,
 }
+
+/// Warm models are unloaded after five idle minutes unless the user chose otherwise.
+pub const DEFAULT_UNLOAD_AFTER_S: u64 = 300;
 
 /// What a save dialog is asked: its title, the file name it proposes, and the file types offered
 /// (a name and its extensions).
@@ -56,6 +63,7 @@ impl AppState {
             downloads: models::Downloads::default(),
             hub: draftlab_engine::files::hub::HubOptions::default(),
             save_dialog: OnceLock::new(),
+            unload_after_s: AtomicU64::new(DEFAULT_UNLOAD_AFTER_S),
         }
     }
 }

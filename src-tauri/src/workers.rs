@@ -9,12 +9,14 @@ use std::path::PathBuf;
 use std::process::{Child, ChildStdin, Command as Process, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{mpsc, Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use draftlab_engine::error::ErrorInfo;
 use draftlab_engine::serving::lines::{self, Line};
 use draftlab_engine::serving::worker::{parse_message, Command, Reply, Request};
 
 use draftlab_engine::ErrorCode;
+use serde::Serialize;
 
 use crate::enginelog::{self, EngineLog, Tail};
 use crate::error::ApiError;
@@ -24,10 +26,80 @@ pub const WORKER_FLAG: &str = "--worker";
 
 type Routes = Arc<Mutex<HashMap<u64, mpsc::Sender<Reply>>>>;
 
+/// The models an engine process holds in memory (their names).
+#[derive(Debug, Clone, Serialize, PartialEq, ts_rs::TS)]
+pub struct LoadedModels {
+    pub target: String,
+    pub draft: Option<String>,
+}
+
+/// What the engine process is doing and holding, for the window's status line.
+#[derive(Debug, Clone, Serialize, PartialEq, ts_rs::TS)]
+pub struct EngineStatus {
+    /// An engine process is running.
+    pub running: bool,
+    /// It is working on a run or a sweep.
+    pub busy: bool,
+    /// The models it keeps warm for the next run.
+    pub loaded: Option<LoadedModels>,
+    /// Seconds since it last did anything (0 while busy).
+    pub idle_s: f64,
+    /// Its resident memory in bytes.
+    pub rss_bytes: Option<u64>,
+    /// Warm models are unloaded after this many idle seconds (0: never).
+    pub unload_after_s: u64,
+}
+
+/// Why models were unloaded.
+#[derive(Debug, Clone, Copy, Serialize, PartialEq, Eq, ts_rs::TS)]
+#[serde(rename_all = "snake_case")]
+pub enum UnloadReason {
+    /// The user asked (the Unload button).
+    Asked,
+    /// Nothing ran for the idle time in the settings.
+    Idle,
+}
+
+/// What an unload freed: the engine process's resident memory before and after.
+#[derive(Debug, Clone, Serialize, PartialEq, ts_rs::TS)]
+pub struct UnloadOutcome {
+    pub reason: UnloadReason,
+    /// Models were loaded (false: nothing to free).
+    pub had_models: bool,
+    pub rss_before: Option<u64>,
+    pub rss_after: Option<u64>,
+}
+
+/// What the reader thread of a worker keeps up to date: the models it holds and when it was last
+/// busy.
+struct Held {
+    loaded: Option<LoadedModels>,
+    last_active: Instant,
+}
+
+impl Held {
+    /// Follows a reply: which models the worker holds after it.
+    fn follow(&mut self, reply: &Reply) {
+        self.last_active = Instant::now();
+        match reply {
+            Reply::Loaded { target, draft, .. } => {
+                self.loaded =
+                    Some(LoadedModels { target: target.name.clone(), draft: draft.as_ref().map(|d| d.name.clone()) })
+            }
+            // A sweep frees the warm pair before it loads its own, and frees those as it goes.
+            Reply::Unloaded { .. } | Reply::Sweep { .. } | Reply::SweepDone { .. } | Reply::Loading { .. } => {
+                self.loaded = None
+            }
+            _ => {}
+        }
+    }
+}
+
 struct Proc {
     child: Child,
     stdin: ChildStdin,
     routes: Routes,
+    held: Arc<Mutex<Held>>,
     dead: Arc<AtomicBool>,
     /// Set before a deliberate kill, so its jobs are told they were cancelled, not crashed.
     killed: Arc<AtomicBool>,
@@ -65,7 +137,7 @@ fn died(tail: &[String], log: &std::path::Path) -> ErrorInfo {
 
 /// Whether a reply ends its job.
 pub fn is_final(reply: &Reply) -> bool {
-    matches!(reply, Reply::Error { .. } | Reply::Bye | Reply::SweepDone { .. })
+    matches!(reply, Reply::Error { .. } | Reply::Bye | Reply::SweepDone { .. } | Reply::Pong | Reply::Unloaded { .. })
         || matches!(reply, Reply::Event { event: draftlab_engine::decoding::generate::Event::Done { .. } })
 }
 
@@ -133,10 +205,12 @@ impl Workers {
         self.keep_log(child.stderr.take().expect("piped stderr"), child.id(), tail.clone(), log_open);
         let log_path = self.log_path();
         let routes: Routes = Arc::default();
+        let held = Arc::new(Mutex::new(Held { loaded: None, last_active: Instant::now() }));
         let dead = Arc::new(AtomicBool::new(false));
         let killed = Arc::new(AtomicBool::new(false));
         {
             let (routes, dead, killed) = (Arc::clone(&routes), Arc::clone(&dead), Arc::clone(&killed));
+            let held = Arc::clone(&held);
             let tail = tail.clone();
             std::thread::spawn(move || {
                 let mut stdout = BufReader::new(stdout);
@@ -149,6 +223,7 @@ impl Workers {
                         Line::TooLong { .. } | Line::NotUtf8 { .. } => None,
                     };
                     let Some(msg) = msg else { continue };
+                    lock(&held).follow(&msg.reply);
                     let mut r = lock(&routes);
                     let last = is_final(&msg.reply);
                     if let Some(tx) = r.get(&msg.id) {
@@ -177,7 +252,7 @@ impl Workers {
                 }
             });
         }
-        Ok(Proc { child, stdin, routes, dead, killed })
+        Ok(Proc { child, stdin, routes, held, dead, killed })
     }
 
     /// Sends a command to the worker (starting one if none is alive) and returns the job id and the
@@ -195,6 +270,7 @@ impl Workers {
             *current = Some(self.spawn()?);
         }
         let p = current.as_mut().expect("started above");
+        lock(&p.held).last_active = Instant::now();
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let (tx, rx) = mpsc::channel();
         lock(&p.routes).insert(id, tx);
@@ -233,6 +309,70 @@ impl Workers {
             let _ = p.child.kill();
             let _ = p.child.wait();
         }
+    }
+
+    /// What the engine process is doing and holding (`unload_after_s` is the caller's setting).
+    pub fn status(&self, unload_after_s: u64) -> EngineStatus {
+        let mut current = lock(&self.current);
+        let Some(p) = current.as_mut().filter(|p| !p.dead.load(Ordering::SeqCst)) else {
+            return EngineStatus {
+                running: false,
+                busy: false,
+                loaded: None,
+                idle_s: 0.0,
+                rss_bytes: None,
+                unload_after_s,
+            };
+        };
+        let busy = !lock(&p.routes).is_empty();
+        let held = lock(&p.held);
+        EngineStatus {
+            running: true,
+            busy,
+            loaded: held.loaded.clone(),
+            idle_s: if busy { 0.0 } else { held.last_active.elapsed().as_secs_f64() },
+            rss_bytes: draftlab_engine::machine::resident_bytes(p.child.id()),
+            unload_after_s,
+        }
+    }
+
+    /// Frees the models the engine holds (the process stays, ready for the next run). Refused
+    /// while a run or sweep is in progress.
+    pub fn unload(&self, reason: UnloadReason) -> Result<UnloadOutcome, ApiError> {
+        let status = self.status(0);
+        if !status.running {
+            return Ok(UnloadOutcome { reason, had_models: false, rss_before: None, rss_after: None });
+        }
+        if status.busy {
+            return Err(ApiError::new(
+                ErrorCode::Busy,
+                "the engine is busy with a run or a sweep",
+                "Cancel it first, or wait: models can be unloaded once it ends.",
+            ));
+        }
+        let (_, rx) = self.submit(Command::Unload)?;
+        match rx.recv_timeout(Duration::from_secs(30)) {
+            Ok(Reply::Unloaded { had_models, rss_before, rss_after }) => {
+                Ok(UnloadOutcome { reason, had_models, rss_before, rss_after })
+            }
+            Ok(Reply::Error { error }) => Err(error),
+            _ => Err(ApiError::new(
+                ErrorCode::WorkerDied,
+                "the engine process did not answer the unload",
+                "A fresh engine starts with the next run.",
+            )),
+        }
+    }
+
+    /// Unloads the models when the engine holds some and has been idle for `after` (`None`: it
+    /// was busy, held nothing, or not idle long enough).
+    pub fn unload_if_idle(&self, after: Duration) -> Option<UnloadOutcome> {
+        let status = self.status(0);
+        let idle = status.running && !status.busy && status.loaded.is_some() && status.idle_s >= after.as_secs_f64();
+        if !idle {
+            return None;
+        }
+        self.unload(UnloadReason::Idle).ok()
     }
 
     /// The worker's process id (tests kill it to check recovery).

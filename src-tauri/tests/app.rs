@@ -312,6 +312,124 @@ fn commands_work_through_the_mock_runtime() {
     assert_eq!(none.unwrap(), serde_json::json!([]));
     let info = invoke("app_info", serde_json::json!({})).unwrap();
     assert!(info["machine"]["physical_cores"].as_u64().unwrap() >= 1);
+    // The engine's status before anything ran; the idle time the page sets; an unload with
+    // nothing loaded; history commands refuse ids that are not run ids.
+    let status = invoke("engine_status", serde_json::json!({})).unwrap();
+    assert_eq!(status["running"], false, "{status}");
+    assert_eq!(status["unload_after_s"], draftlab_app::state::DEFAULT_UNLOAD_AFTER_S);
+    invoke("set_unload_after", serde_json::json!({ "seconds": 60 })).unwrap();
+    assert_eq!(invoke("engine_status", serde_json::json!({})).unwrap()["unload_after_s"], 60);
+    let unloaded = invoke("unload_models", serde_json::json!({})).unwrap();
+    assert_eq!(unloaded["had_models"], false, "{unloaded}");
+    assert_eq!(unloaded["reason"], "asked");
+    for cmd in ["history_open", "history_delete"] {
+        for id in ["../runs/x", "1-2"] {
+            let err = invoke(cmd, serde_json::json!({ "id": id })).unwrap_err();
+            assert_eq!(err["code"], "not_found", "{cmd} {id}: {err}");
+        }
+    }
+}
+
+#[test]
+fn a_saved_run_reopens_with_its_coloured_tokens_and_charts_and_can_be_deleted() {
+    use draftlab_engine::decoding::report::TokenSource;
+    let dir = tempfile::tempdir().unwrap();
+    let st = state(dir.path());
+    let req = request(&[Mode::Baseline, Mode::Speculative], 40, "Count from one to twenty in words.");
+    let outcome = run::execute(&st, req.clone(), &mut |_| {}).unwrap();
+    let id = outcome.history_id.unwrap();
+    let opened = history::open(&st.history_dir, &id).unwrap();
+    assert_eq!(opened.run.request.prompt, req.prompt, "re-run takes the same request");
+    assert_eq!(opened.run.request.settings.n_draft, 4);
+    assert_eq!(opened.run.tokens.len(), 2);
+    for (shown, report) in opened.run.tokens.iter().zip(&opened.run.reports) {
+        assert_eq!(shown.mode, report.mode);
+        let sources: Vec<TokenSource> = shown.tokens.iter().map(|t| t.source).collect();
+        assert_eq!(sources, report.sources, "{:?}: the colours are the report's provenance", report.mode);
+        let text: String = shown.tokens.iter().map(|t| t.text.as_str()).collect();
+        assert_eq!(text.trim_end(), report.text.trim_end(), "{:?}", report.mode);
+    }
+    assert!(opened.run.tokens[1].tokens.iter().any(|t| t.source == TokenSource::Draft), "a draft token to colour");
+    assert!(opened.verdict.as_deref().is_some_and(|v| !v.is_empty()));
+    let kinds: Vec<String> = opened
+        .charts
+        .iter()
+        .map(|c| serde_json::to_value(&c.chart).unwrap()["kind"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(kinds, ["timeline", "positions", "lengths", "bars"]);
+    assert!(opened.charts.iter().all(|c| c.svg.starts_with("<svg")));
+    // A run saved before tokens were kept still opens (its text shown plain).
+    let path = st.history_dir.join(format!("{id}.json"));
+    let mut old: serde_json::Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    old.as_object_mut().unwrap().remove("tokens");
+    old["id"] = "100-000000001".into();
+    std::fs::write(st.history_dir.join("100-000000001.json"), serde_json::to_vec(&old).unwrap()).unwrap();
+    let reopened = history::open(&st.history_dir, "100-000000001").unwrap();
+    assert!(reopened.run.tokens.is_empty());
+    assert_eq!(reopened.charts.len(), 4);
+    // Delete: gone from the list, and the other run stays; a second delete, or a path, is not found,
+    // and nothing outside the folder is touched.
+    let sentinel = dir.path().join("sentinel.json");
+    std::fs::write(&sentinel, "keep").unwrap();
+    history::delete(&st.history_dir, &id).unwrap();
+    let ids: Vec<String> = history::list(&st.history_dir).unwrap().into_iter().map(|e| e.id).collect();
+    assert_eq!(ids, ["100-000000001"]);
+    assert_eq!(history::get(&st.history_dir, &id).unwrap_err().code, "not_found");
+    assert_eq!(history::delete(&st.history_dir, &id).unwrap_err().code, "not_found");
+    assert_eq!(history::delete(&st.history_dir, "../sentinel").unwrap_err().code, "not_found");
+    assert!(sentinel.exists());
+    // An unreadable run can be deleted too.
+    std::fs::write(st.history_dir.join("200-000000002.json"), "{ not json").unwrap();
+    assert_eq!(history::open(&st.history_dir, "200-000000002").unwrap_err().code, "corrupt_history");
+    history::delete(&st.history_dir, "200-000000002").unwrap();
+}
+
+#[test]
+fn models_unload_on_request_and_after_the_idle_time_freeing_their_memory() {
+    use draftlab_app::workers::UnloadReason;
+    let dir = tempfile::tempdir().unwrap();
+    let st = state(dir.path());
+    let loaded_event = |events: &[RunEvent]| {
+        events.iter().find_map(|e| if let RunEvent::Loaded { warm, .. } = e { Some(*warm) } else { None })
+    };
+    let mut events = Vec::new();
+    run::execute(&st, request(&[Mode::Baseline], 8, "Say hi."), &mut |e| events.push(e)).unwrap();
+    assert_eq!(loaded_event(&events), Some(false));
+    let status = st.workers.status(300);
+    assert!(status.running && !status.busy, "{status:?}");
+    assert_eq!(status.loaded.as_ref().map(|l| l.draft.clone()), Some(None), "baseline loads no draft: {status:?}");
+    assert!(status.rss_bytes.is_some());
+    // Not idle long enough: nothing happens.
+    assert!(st.workers.unload_if_idle(Duration::from_secs(3600)).is_none());
+    let out = st.workers.unload(UnloadReason::Asked).unwrap();
+    assert!(out.had_models);
+    let (before, after) = (out.rss_before.unwrap(), out.rss_after.unwrap());
+    let weights = std::fs::metadata(model(SMOLLM2)).unwrap().len();
+    assert!(before > after + weights / 2, "freed {} MiB of a {} MiB model", (before - after) >> 20, weights >> 20);
+    assert_eq!(st.workers.status(300).loaded, None);
+    assert!(!st.workers.unload(UnloadReason::Asked).unwrap().had_models, "nothing left to free");
+    // The next run loads again (not warm) in the same engine process.
+    let pid = st.workers.pid();
+    let mut events = Vec::new();
+    run::execute(&st, request(&[Mode::Baseline], 8, "Say hi."), &mut |e| events.push(e)).unwrap();
+    assert_eq!(loaded_event(&events), Some(false));
+    assert_eq!(st.workers.pid(), pid);
+    // Idle for longer than the setting: unloaded by the idle check.
+    std::thread::sleep(Duration::from_millis(1200));
+    let out = st.workers.unload_if_idle(Duration::from_secs(1)).expect("idle for over a second");
+    assert_eq!(out.reason, UnloadReason::Idle);
+    assert!(out.had_models);
+    assert_eq!(st.workers.status(300).loaded, None);
+    assert!(st.workers.unload_if_idle(Duration::from_secs(1)).is_none(), "nothing loaded any more");
+    // A run in progress is never unloaded under it.
+    let long = request(&[Mode::Baseline], 3000, "Write a very long story about a lighthouse.");
+    let (result, _) = run_and_interrupt(&st, long, |st| {
+        assert!(st.workers.status(0).busy);
+        assert!(st.workers.unload_if_idle(Duration::ZERO).is_none());
+        assert_eq!(st.workers.unload(UnloadReason::Asked).unwrap_err().code, "busy");
+        run::cancel(st);
+    });
+    assert!(result.unwrap().cancelled);
 }
 
 #[test]

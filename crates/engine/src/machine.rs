@@ -1,7 +1,7 @@
 //! What this machine is: CPU, cores, memory, OS (through sysinfo), for reports and the doctor.
 
 use serde::{Deserialize, Serialize};
-use sysinfo::{CpuRefreshKind, MemoryRefreshKind, RefreshKind, System};
+use sysinfo::{CpuRefreshKind, MemoryRefreshKind, Pid, ProcessRefreshKind, ProcessesToUpdate, RefreshKind, System};
 
 /// Memory, and the most a GPU sharing it may use.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -123,6 +123,20 @@ impl MachineInfo {
     }
 }
 
+/// The resident memory of process `pid` in bytes (what the system counts against it: loaded model
+/// weights, KV caches, buffers), or `None` when it cannot be read (the process is gone).
+pub fn resident_bytes(pid: u32) -> Option<u64> {
+    let mut sys = System::new_with_specifics(RefreshKind::nothing()).ok()?;
+    let pid = Pid::from_u32(pid);
+    sys.refresh_processes_specifics(ProcessesToUpdate::Some(&[pid]), true, ProcessRefreshKind::nothing().with_memory());
+    sys.process(pid).map(|p| p.memory())
+}
+
+/// This process's resident memory in bytes (see [`resident_bytes`]).
+pub fn own_resident_bytes() -> Option<u64> {
+    resident_bytes(std::process::id())
+}
+
 /// Physical cores: the default thread count (hyper-threads slow llama.cpp down more than they help).
 pub fn physical_cores() -> usize {
     System::physical_core_count()
@@ -139,5 +153,20 @@ pub fn gpu_backend() -> &'static str {
         "metal"
     } else {
         "cpu"
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn resident_memory_counts_what_this_process_touches() {
+        let before = own_resident_bytes().expect("own memory readable");
+        let block = vec![1u8; 96 << 20];
+        let during = own_resident_bytes().expect("own memory readable");
+        assert!(during >= before + (64 << 20), "{before} -> {during} after touching 96 MiB");
+        assert_eq!(block.iter().map(|&b| u64::from(b)).sum::<u64>(), 96 << 20);
+        assert!(resident_bytes(u32::MAX - 7).is_none(), "a process that does not exist has no memory");
     }
 }

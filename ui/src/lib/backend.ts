@@ -3,7 +3,7 @@
 // production bundle leaves the fake out).
 import type {
   ApiError, CatalogView, Chart, Diagnosis, GpuLayers, KvType, Mode, Settings, DownloadEvent, ExportSource, VocabGroup, HistoryEntry, HistoryRun, RunEvent, RunOutcome, RunRequest, SweepEntry, SweepOutcome,
-  SweepRequest, SweepUiEvent, SweepView,
+  SweepRequest, SweepUiEvent, SweepView, OpenedRun, EngineStatus, UnloadOutcome,
 } from "./types";
 
 /// What the doctor's memory estimate is for: each model's KV cache type and GPU layers.
@@ -24,6 +24,17 @@ export interface Backend {
   cancel(): Promise<void>;
   historyList(): Promise<HistoryEntry[]>;
   historyGet(id: string): Promise<HistoryRun>;
+  /// A saved run with its coloured tokens, verdict and charts, as it was shown.
+  historyOpen(id: string): Promise<OpenedRun>;
+  historyDelete(id: string): Promise<void>;
+  /// What the engine process holds (models, resident memory) and whether it is busy.
+  engineStatus(): Promise<EngineStatus>;
+  /// Frees the warm models now (refused with `busy` while a run or sweep is in progress).
+  unloadModels(): Promise<UnloadOutcome>;
+  /// Warm models are unloaded after this many idle seconds (0: never).
+  setUnloadAfter(seconds: number): Promise<void>;
+  /// Calls back when the idle time unloaded the models; returns a function that stops it.
+  onModelsUnloaded(handler: (o: UnloadOutcome) => void): Promise<() => void>;
   /// Asks the user for a file (a .gguf model or an n-gram map); null when they cancel.
   pickFile(title: string, kind: FileKind): Promise<string | null>;
   /// Asks the user for several .gguf files; empty when they cancel.
@@ -66,6 +77,7 @@ export async function tauriBackend(): Promise<Backend> {
   const { invoke, Channel } = await import("@tauri-apps/api/core");
   const { open } = await import("@tauri-apps/plugin-dialog");
   const { getCurrentWebview } = await import("@tauri-apps/api/webview");
+  const { listen } = await import("@tauri-apps/api/event");
   return {
     doctor: (target, draft, ctx, o) =>
       invoke<Diagnosis>("doctor", {
@@ -86,6 +98,12 @@ export async function tauriBackend(): Promise<Backend> {
     cancel: () => invoke<void>("cancel"),
     historyList: () => invoke<HistoryEntry[]>("history_list"),
     historyGet: (id) => invoke<HistoryRun>("history_get", { id }),
+    historyOpen: (id) => invoke<OpenedRun>("history_open", { id }),
+    historyDelete: (id) => invoke<void>("history_delete", { id }),
+    engineStatus: () => invoke<EngineStatus>("engine_status"),
+    unloadModels: () => invoke<UnloadOutcome>("unload_models"),
+    setUnloadAfter: (seconds) => invoke<void>("set_unload_after", { seconds }),
+    onModelsUnloaded: (handler) => listen<UnloadOutcome>("models-unloaded", (e) => handler(e.payload)),
     pickFile: async (title, kind) => {
       const picked = await open({ title, multiple: false, directory: false, filters: FILE_FILTERS[kind] });
       return typeof picked === "string" ? picked : null;

@@ -346,11 +346,56 @@ history_id: string | null, cancelled: boolean, };
 
 export type HistoryEntry = { id: string, saved_at: number, target: string, draft: string | null, prompt: string, modes: Array<Mode>, speedup: number | null, identical: boolean | null, tokens_per_s: Array<number>, };
 
+export type ModeTokens = { mode: Mode, tokens: Array<TokenView>, };
+
 export type HistoryRun = { id: string, 
 /**
  * Seconds since the Unix epoch.
  */
-saved_at: number, request: RunRequest, reports: Array<Report>, comparison: Comparison | null, speedup: number | null, };
+saved_at: number, request: RunRequest, reports: Array<Report>, comparison: Comparison | null, speedup: number | null, 
+/**
+ * Each mode's tokens as the window showed them (runs saved before this was kept have none:
+ * their text is shown plain).
+ */
+tokens: Array<ModeTokens>, };
+
+export type OpenedRun = { run: HistoryRun, verdict: string | null, charts: Array<RenderedChart>, };
+
+export type LoadedModels = { target: string, draft: string | null, };
+
+export type EngineStatus = { 
+/**
+ * An engine process is running.
+ */
+running: boolean, 
+/**
+ * It is working on a run or a sweep.
+ */
+busy: boolean, 
+/**
+ * The models it keeps warm for the next run.
+ */
+loaded: LoadedModels | null, 
+/**
+ * Seconds since it last did anything (0 while busy).
+ */
+idle_s: number, 
+/**
+ * Its resident memory in bytes.
+ */
+rss_bytes: number | null, 
+/**
+ * Warm models are unloaded after this many idle seconds (0: never).
+ */
+unload_after_s: number, };
+
+export type UnloadReason = "asked" | "idle";
+
+export type UnloadOutcome = { reason: UnloadReason, 
+/**
+ * Models were loaded (false: nothing to free).
+ */
+had_models: boolean, rss_before: number | null, rss_after: number | null, };
 
 export type AppInfo = { version: string, data_dir: string, machine: MachineInfo, };
 

@@ -2,6 +2,7 @@
 // on the UI in a plain browser. It follows the same event order as the real one.
 import type { Backend, FileKind } from "./backend";
 import type { ApiError, CatalogView, DownloadEvent, ErrorCode, Settings, VocabGroup } from "./types";
+import type { EngineStatus, OpenedRun, UnloadOutcome } from "./types";
 import type { Chart, ExportSource, SweepEntry, SweepOutcome, SweepRequest, SweepUiEvent, SweepView } from "./types";
 import type { Diagnosis, HistoryEntry, MachineInfo, ModelSummary, HistoryRun, LiveStats, Mode, Report, RunEvent, RunOutcome, RunRequest, TokenView } from "./types";
 
@@ -37,6 +38,9 @@ export class FakeBackend implements Backend {
   cancelled = false;
   runs: RunRequest[] = [];
   saved: HistoryRun[] = [];
+  loaded: string | null = null;
+  unloadAfter = 300;
+  unloadedHandler: ((o: UnloadOutcome) => void) | null = null;
   dropHandler: ((paths: string[]) => void) | null = null;
 
   constructor(private options: FakeOptions = {}) {}
@@ -64,6 +68,7 @@ export class FakeBackend implements Backend {
     this.runs.push(request);
     this.cancelled = false;
     const reports: Report[] = [];
+    const shown: { mode: Mode; tokens: TokenView[] }[] = [];
     for (const mode of request.modes) {
       onEvent({ type: "loading", mode });
       const model = { path: request.target, name: "fake", architecture: "qwen2", quantization: "Q4_K_M", n_params: 1, file_size: 1, mtime: 0 };
@@ -110,6 +115,8 @@ export class FakeBackend implements Backend {
         settings: request.settings, machine: MACHINE, started_at: 1700000000,
       } satisfies Report;
       onEvent({ type: "done", mode, report });
+      shown.push({ mode, tokens });
+      this.loaded = request.target;
       if (request.charts !== false) {
         const series = reports.concat(report).map((r) => ({ label: r.mode, points: r.token_ms.map((t, i) => [t / 1000, i] as [number, number]) }));
         onEvent({ type: "charts", charts: [{ chart: { kind: "timeline", title: "Tokens/s over the run", series }, svg: `<svg data-kind="timeline"><text>${mode}</text></svg>` }] });
@@ -126,7 +133,7 @@ export class FakeBackend implements Backend {
       onEvent({ type: "compared", comparison, verdict, speedup: s.tokens_per_s / b.tokens_per_s });
     }
     const id = `${1700000000 + this.saved.length}-000000000`;
-    this.saved.push({ id, saved_at: 1700000000, request, reports, comparison: null, speedup: null });
+    this.saved.push({ id, saved_at: 1700000000, request, reports, comparison: null, speedup: null, tokens: shown });
     return { history_id: id, cancelled: this.cancelled };
   }
 
@@ -145,6 +152,37 @@ export class FakeBackend implements Backend {
     const r = this.saved.find((x) => x.id === id);
     if (!r) throw { code: "not_found", message: `no saved run ${id}`, hint: "Pick a run from the history list." };
     return r;
+  }
+
+  async historyOpen(id: string): Promise<OpenedRun> {
+    const run = await this.historyGet(id);
+    const series = run.reports.map((r) => ({ label: r.mode, points: r.token_ms.map((t, i) => [t / 1000, i] as [number, number]) }));
+    return { run, verdict: run.reports.length === 2 ? "identical" : null, charts: [{ chart: { kind: "timeline", title: "Tokens/s over the run", series }, svg: `<svg data-kind="timeline"></svg>` }] };
+  }
+
+  async historyDelete(id: string): Promise<void> {
+    await this.historyGet(id);
+    this.saved = this.saved.filter((r) => r.id !== id);
+  }
+
+  async engineStatus(): Promise<EngineStatus> {
+    const loaded = this.loaded ? { target: this.loaded, draft: null } : null;
+    return { running: this.loaded !== null, busy: false, loaded, idle_s: 1, rss_bytes: loaded ? 2e9 : 5e7, unload_after_s: this.unloadAfter };
+  }
+
+  async unloadModels(): Promise<UnloadOutcome> {
+    const had = this.loaded !== null;
+    this.loaded = null;
+    return { reason: "asked", had_models: had, rss_before: had ? 2e9 : 5e7, rss_after: 5e7 };
+  }
+
+  async setUnloadAfter(seconds: number): Promise<void> {
+    this.unloadAfter = seconds;
+  }
+
+  async onModelsUnloaded(handler: (o: UnloadOutcome) => void): Promise<() => void> {
+    this.unloadedHandler = handler;
+    return () => { this.unloadedHandler = null; };
   }
 
   async pickFile(_title: string, kind: FileKind): Promise<string | null> {

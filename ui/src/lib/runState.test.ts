@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { FakeBackend } from "./fake";
-import { applyEvent, divergenceIndex, initialState, startRun, statsView, tokenClass } from "./runState";
+import { applyEvent, divergenceIndex, initialState, startRun, stateFromHistory, statsView, tokenClass } from "./runState";
 import { defaultSettings, problemText } from "./settings";
 import type { ApiError } from "./types";
 import type { RunEvent, RunRequest } from "./types";
@@ -28,6 +28,35 @@ describe("run state", () => {
     expect(divergenceIndex(state)).toBeNull();
     expect(outcome.history_id).not.toBeNull();
     expect((await backend.historyList()).length).toBe(1);
+  });
+
+  it("re-opens a saved run as it was shown: coloured tokens, reports, verdict, charts", async () => {
+    const backend = new FakeBackend();
+    const live = initialState();
+    const outcome = await backend.run(request(), (e) => applyEvent(live, e));
+    const opened = await backend.historyOpen(outcome.history_id ?? "");
+    const again = stateFromHistory(opened);
+    for (const mode of ["baseline", "speculative"] as const) {
+      expect(again.panes[mode].status).toBe("done");
+      expect(again.panes[mode].tokens).toEqual(live.panes[mode].tokens);
+      expect(again.panes[mode].report?.tokens_per_s).toBe(live.panes[mode].report?.tokens_per_s);
+      expect(again.panes[mode].stale).toBe(false);
+    }
+    expect(again.panes.speculative.tokens.map(tokenClass)).toContain("tok-draft");
+    expect(again.verdict).toBe(opened.verdict);
+    expect(again.charts.map((c) => c.chart.kind)).toEqual(["timeline"]);
+    // A run saved before tokens were kept: its text, plain.
+    const old = stateFromHistory({ ...opened, run: { ...opened.run, tokens: [] } });
+    expect(old.panes.baseline.tokens).toEqual([{ text: live.panes.baseline.report?.text, source: "target", step: 0 }]);
+    // A baseline-only run leaves the speculative pane empty.
+    const single = await backend.run(request({ modes: ["baseline"] }), () => {});
+    const one = stateFromHistory(await backend.historyOpen(single.history_id ?? ""));
+    expect(one.panes.speculative.status).toBe("idle");
+    expect(one.panes.speculative.tokens).toEqual([]);
+    // Deleted: gone from the list, and opening it again is a clear error.
+    await backend.historyDelete(outcome.history_id ?? "");
+    expect((await backend.historyList()).map((e) => e.id)).toEqual([single.history_id]);
+    await expect(backend.historyOpen(outcome.history_id ?? "")).rejects.toMatchObject({ code: "not_found" });
   });
 
   it("marks the first divergence in both panes", async () => {

@@ -1,5 +1,5 @@
 // What the Run view shows, built from the stream of `RunEvent`s (pure: tested without a backend).
-import type { ApiError, Comparison, LiveStats, Mode, RenderedChart, Report, RunEvent, TokenView } from "./types";
+import type { ApiError, Comparison, LiveStats, Mode, OpenedRun, RenderedChart, Report, RunEvent, TokenView } from "./types";
 
 export type PaneStatus = "idle" | "loading" | "running" | "done" | "failed";
 
@@ -110,6 +110,25 @@ export function startRun(state: RunState, modes: Mode[]): RunState {
   state.verdict = null;
   state.speedup = null;
   state.charts = [];
+  return state;
+}
+
+/// A saved run as the Run view showed it when it finished: its tokens coloured by provenance
+/// (runs saved before tokens were kept show their text plain), reports, verdict and charts.
+export function stateFromHistory(opened: OpenedRun): RunState {
+  const state = initialState();
+  for (const report of opened.run.reports) {
+    const kept = opened.run.tokens.find((t) => t.mode === report.mode);
+    Object.assign(state.panes[report.mode], {
+      status: "done",
+      report,
+      tokens: kept ? kept.tokens : [{ text: report.text, source: "target", step: 0 }],
+    });
+  }
+  state.comparison = opened.run.comparison;
+  state.verdict = opened.verdict;
+  state.speedup = opened.run.speedup;
+  state.charts = opened.charts;
   return state;
 }
 

@@ -11,7 +11,7 @@
 //! Replies (one JSON object per line on stdout): `{"id":1,"type":"loading",…}`,
 //! `{"id":1,"type":"loaded",…}`, `{"id":1,"type":"event","event":{…}}` for every engine event (the
 //! last one is `done` with the report), `{"id":1,"type":"error","error":{code,message,hint}}`,
-//! `{"id":4,"type":"pong"}`. Loaded models stay warm between runs that use the same files and
+//! `{"id":4,"type":"pong"}`, `{"id":3,"type":"unloaded","had_models":true,"rss_before":…,"rss_after":…}`. Loaded models stay warm between runs that use the same files and
 //! context; anything else loads afresh.
 
 use std::collections::HashMap;
@@ -52,7 +52,7 @@ pub enum Command {
     Cancel {
         job: u64,
     },
-    /// Frees the loaded models.
+    /// Frees the loaded models (answered with `unloaded`).
     Unload,
     Ping,
     Shutdown,
@@ -94,6 +94,13 @@ pub enum Reply {
         complete: bool,
     },
     Pong,
+    /// The models are freed: whether any were loaded, and the worker's resident memory before and
+    /// after (bytes; `None` where it cannot be read).
+    Unloaded {
+        had_models: bool,
+        rss_before: Option<u64>,
+        rss_after: Option<u64>,
+    },
     /// The worker stopped on request.
     Bye,
 }
@@ -228,8 +235,10 @@ pub fn serve<R: BufRead + Send + 'static, W: Write>(input: R, output: W) {
                 return;
             }
             Command::Unload => {
-                warm = None;
-                out.send(id, Reply::Pong);
+                let rss_before = crate::machine::own_resident_bytes();
+                let had_models = warm.take().is_some();
+                let rss_after = crate::machine::own_resident_bytes();
+                out.send(id, Reply::Unloaded { had_models, rss_before, rss_after });
             }
             Command::Cancel { .. } => {}
             Command::Sweep { spec, out: dir } => {
