@@ -198,31 +198,44 @@ def history_and_memory(s, out):
     after); History re-opens the first run with its coloured tokens and charts, runs it again with
     the same settings, and deletes a run."""
     wait("models in memory", lambda: s.attr("engine-status", "data-loaded") == "yes", timeout=20)
+    wait("the Unload button", lambda: s.prop("unload", "disabled") is False, timeout=20)
     s.click("unload")
-    wait("the unload", lambda: s.exists("unload-note") and "engine memory" in s.text("unload-note"), timeout=30)
+    try:
+        wait("the unload", lambda: s.exists("unload-note") and "engine memory" in s.text("unload-note"), timeout=30)
+    except AssertionError:
+        print("e2e: engine status:", s.text("engine-status"))
+        raise
     wait("nothing in memory", lambda: s.attr("engine-status", "data-loaded") == "no", timeout=20)
     note = s.text("unload-note")
     s.screenshot(out / "unloaded.png")
     print(f"e2e: Unload: {note}")
 
+    # The first run's speculative tokens, still on the Run view (marked as an earlier run's), with
+    # their colours: History must show them the same.
+    shown = s.script(
+        "return [...document.querySelector('[data-testid=text-speculative]').querySelectorAll('span')]"
+        ".map(e => e.className + '|' + e.textContent)"
+    )
+    assert shown, "no speculative tokens on the Run view"
     entries = "return document.querySelectorAll('[data-testid=history-entry]').length"
     detail = "document.querySelector('[data-testid=history-detail]')"
     s.click("nav-history")
-    wait("the history list", lambda: s.script(entries) >= 3)
+    wait("the history list", lambda: s.script(entries) >= 2)
     before = s.script(entries)
     s.script(
         "[...document.querySelectorAll('[data-testid=history-entry]')]"
         ".find(b => b.textContent.includes('List three colours')).click()"
     )
     wait("the re-opened run", lambda: s.exists("history-verdict"))
-    drafted = s.script(f"return {detail}.querySelectorAll('[data-testid=text-speculative] .tok-draft').length")
-    assert drafted > 0, "the re-opened run has no coloured draft tokens"
+    spans = "[...{}.querySelectorAll('[data-testid=text-speculative] span')].map(e => e.className + '|' + e.textContent)"
+    reopened = s.script("return " + spans.format(detail))
+    assert reopened == shown, f"re-opened {reopened} != shown {shown}"
     kinds = s.script(
         f"return [...{detail}.querySelectorAll('[data-testid^=chart-]')].map(e => e.dataset.testid)"
     )
     assert "chart-bars" in kinds and "chart-timeline" in kinds, kinds
     s.screenshot(out / "history-open.png")
-    print(f"e2e: History re-opens a run: {drafted} coloured draft tokens, charts {kinds}")
+    print(f"e2e: History re-opens a run: its {len(reopened)} tokens coloured as they were shown, charts {kinds}")
 
     s.click("history-rerun")
     wait("the run again", lambda: s.attr("pane-speculative", "data-status") == "done" and s.exists("verdict"), timeout=240)
@@ -250,6 +263,17 @@ def main():
     try:
         if os.environ.get("E2E_ONLY") == "models":
             models_view(s)
+            return
+        if os.environ.get("E2E_ONLY") == "history":
+            s.set_value("target", smol)
+            s.set_value("draft", smol)
+            s.set_value("prompt", "List three colours, one per line.")
+            s.click("run-both")
+            wait("the verdict", lambda: s.exists("verdict"))
+            s.set_value("prompt", "Say hello.")
+            s.click("run-baseline")
+            wait("a baseline", lambda: s.attr("pane-baseline", "data-status") == "done" and not s.exists("verdict"))
+            history_and_memory(s, out)
             return
         if os.environ.get("E2E_ONLY") == "sweep":  # to work on one part
             sweep_view(s, models, out)

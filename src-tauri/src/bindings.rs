@@ -9,7 +9,7 @@ use draftlab_engine::measuring::{bench, charts};
 use draftlab_engine::{error, machine};
 use ts_rs::{Config, TS};
 
-use crate::{history, models, requests, run, sweep, workers, AppInfo, ExportFormat, ExportSource};
+use crate::{history, models, rendered, requests, run, sweep, workers, AppInfo, ExportFormat, ExportSource};
 
 /// Where the file lives, relative to the workspace root.
 pub const PATH: &str = "ui/src/lib/bindings.ts";
@@ -63,7 +63,7 @@ pub fn typescript() -> String {
         gguf::ModelSummary,
         doctor::Diagnosis,
         requests::RunRequest,
-        run::TokenView,
+        rendered::TokenView,
         run::LiveStats,
         run::RunEvent,
         run::RunOutcome,

@@ -12,9 +12,8 @@ use draftlab_engine::ErrorCode;
 use serde::{Deserialize, Serialize};
 
 use crate::error::ApiError;
-use crate::rendered::RenderedChart;
+use crate::rendered::{self, RenderedChart, TokenView};
 use crate::requests::RunRequest;
-use crate::run::TokenView;
 use crate::store::{check_id, io_error, new_id};
 
 pub fn default_dir() -> PathBuf {
@@ -141,7 +140,7 @@ pub fn list(dir: &Path) -> Result<Vec<HistoryEntry>, ApiError> {
 pub fn open(dir: &Path, id: &str) -> Result<OpenedRun, ApiError> {
     let run = get(dir, id)?;
     let verdict = run.comparison.as_ref().map(|c| c.verdict());
-    let charts = crate::run::final_charts(&run.reports).into_iter().filter_map(|c| RenderedChart::of(c).ok()).collect();
+    let charts = rendered::final_charts(&run.reports).into_iter().filter_map(|c| RenderedChart::of(c).ok()).collect();
     Ok(OpenedRun { run, verdict, charts })
 }
 

@@ -5,10 +5,9 @@ use std::sync::mpsc::RecvTimeoutError;
 use std::time::{Duration, Instant};
 
 use draftlab_engine::decoding::compare::{compare, Comparison};
-use draftlab_engine::decoding::draft::Strategy;
 use draftlab_engine::decoding::generate::Event;
 use draftlab_engine::decoding::llama::ModelId;
-use draftlab_engine::decoding::report::{Report, TokenSource};
+use draftlab_engine::decoding::report::Report;
 use draftlab_engine::decoding::settings::Mode;
 use draftlab_engine::serving::worker::{Command, Reply};
 use draftlab_engine::ErrorCode;
@@ -18,7 +17,7 @@ use draftlab_engine::measuring::charts::{data as chart_data, Chart, Series};
 
 use crate::error::ApiError;
 use crate::history::{self, HistoryRun, ModeTokens};
-use crate::rendered::RenderedChart;
+use crate::rendered::{self, pair_chart, speculative_charts, RenderedChart, TokenView};
 use crate::requests::RunRequest;
 use crate::state::AppState;
 
@@ -29,17 +28,6 @@ pub const CANCEL_GRACE: Duration = Duration::from_secs(5);
 
 /// How often the live tokens/s chart is redrawn.
 pub const CHART_EVERY: Duration = Duration::from_millis(500);
-
-/// A generated token as the UI shows it.
-#[derive(Debug, Clone, Serialize, serde::Deserialize, PartialEq, ts_rs::TS)]
-pub struct TokenView {
-    pub text: String,
-    pub source: TokenSource,
-    pub step: usize,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    #[ts(optional)]
-    pub strategy: Option<Strategy>,
-}
 
 /// Live numbers of the run in progress.
 #[derive(Debug, Clone, Default, Serialize, PartialEq, ts_rs::TS)]
@@ -193,43 +181,11 @@ impl Frame {
 
 /// The tokens/s timeline of the finished runs and, live, of the one in progress.
 fn timeline(done: &[Report], live: Option<&Frame>) -> Chart {
-    let refs: Vec<&Report> = done.iter().collect();
-    let mut chart = chart_data::timeline("Tokens/s over the run", &refs);
+    let mut chart = rendered::timeline(done);
     if let (Chart::Timeline(t), Some(f)) = (&mut chart, live) {
         t.series.push(Series { label: f.mode.to_string(), points: chart_data::rate_points(&f.token_ms, 8) });
     }
     chart
-}
-
-/// The charts of a speculative run's report: acceptance by position, accepted lengths.
-fn speculative_charts(r: &Report) -> [Chart; 2] {
-    [
-        chart_data::positions("Acceptance by draft position", r),
-        chart_data::lengths("Draft tokens accepted per round", r),
-    ]
-}
-
-/// The baseline-vs-speculative bars of a compared pair of runs.
-fn pair_chart(b: &Report, s: &Report) -> Chart {
-    chart_data::bars("Tokens/s: baseline vs speculative", vec![chart_data::runs_group(&b.target.name, b, s)])
-}
-
-/// The charts a finished run showed: its timeline, the speculative run's acceptance charts, and the
-/// bars when both modes ran (History re-draws them from the saved reports).
-pub fn final_charts(reports: &[Report]) -> Vec<Chart> {
-    if reports.is_empty() {
-        return Vec::new();
-    }
-    let mut charts = vec![timeline(reports, None)];
-    if let Some(s) = reports.iter().find(|r| r.mode == Mode::Speculative) {
-        charts.extend(speculative_charts(s));
-    }
-    if let [b, s] = reports {
-        if b.mode == Mode::Baseline && s.mode == Mode::Speculative {
-            charts.push(pair_chart(b, s));
-        }
-    }
-    charts
 }
 
 /// Sends charts, unless they cannot be drawn (a chart never fails a run).
