@@ -148,7 +148,7 @@ impl Frame {
                 s.acceptance_rate = if s.drafted > 0 { s.accepted as f64 / s.drafted as f64 } else { 0.0 };
                 s.mean_accepted_len = s.accepted as f64 / s.steps as f64;
             }
-            Event::Done { .. } => {}
+            Event::Started { .. } | Event::Done { .. } => {}
         }
     }
 

@@ -32,6 +32,13 @@ pub enum Error {
     #[error("invalid prompt: {0}")]
     InvalidPrompt(String),
 
+    /// The prompt and the answer asked for do not fit in the context together.
+    #[error(
+        "this model's context holds {n_ctx} tokens, but the request needs {} ({prompt} in the prompt, {answer} for the answer)",
+        prompt + answer
+    )]
+    ContextTooLong { prompt: usize, answer: usize, n_ctx: usize },
+
     #[error("llama.cpp could not load {path}: {reason}")]
     Load { path: PathBuf, reason: String },
 
@@ -71,6 +78,8 @@ pub enum ErrorCode {
     OutOfMemory,
     InvalidSettings,
     InvalidPrompt,
+    /// The prompt and the answer asked for do not fit in the context.
+    ContextTooLong,
     LoadFailed,
     InvalidNgramMap,
     Llama,
@@ -110,6 +119,7 @@ impl ErrorCode {
             ErrorCode::OutOfMemory => "out_of_memory",
             ErrorCode::InvalidSettings => "invalid_settings",
             ErrorCode::InvalidPrompt => "invalid_prompt",
+            ErrorCode::ContextTooLong => "context_too_long",
             ErrorCode::LoadFailed => "load_failed",
             ErrorCode::InvalidNgramMap => "invalid_ngram_map",
             ErrorCode::Llama => "llama",
@@ -157,6 +167,7 @@ impl Error {
             Error::OutOfMemory { .. } => ErrorCode::OutOfMemory,
             Error::InvalidSettings(_) | Error::InvalidSetting { .. } => ErrorCode::InvalidSettings,
             Error::InvalidPrompt(_) => ErrorCode::InvalidPrompt,
+            Error::ContextTooLong { .. } => ErrorCode::ContextTooLong,
             Error::Load { .. } => ErrorCode::LoadFailed,
             Error::InvalidNgramMap { .. } => ErrorCode::InvalidNgramMap,
             Error::Llama(_) => ErrorCode::Llama,
@@ -177,6 +188,7 @@ impl Error {
             Error::OutOfMemory { .. } => "Use a smaller quantisation or context size, or close other programs.",
             Error::InvalidSettings(_) | Error::InvalidSetting { .. } => "Change the setting named above to an allowed value.",
             Error::InvalidPrompt(_) => "Give a non-empty prompt that fits the context, or raise the context size.",
+            Error::ContextTooLong { .. } => "Shorten the conversation (drop its oldest turns), ask for a shorter answer, or raise the context size.",
             Error::Load { .. } => "The file may use an architecture this llama.cpp does not know; update Draftlab or pick another model. llama.cpp's own reason: run the CLI with --verbose, or see logs/engine.log in the app data folder.",
             Error::InvalidNgramMap { .. } => "Build the map again with this target's tokenizer: `draftlab ngram build --model TARGET.gguf --out MAP INPUTS…`.",
             Error::Llama(_) => "Try a smaller context or batch; if it persists, report it with the model name.",

@@ -111,7 +111,7 @@ export type Limits = { max_draft: number, min_ctx: number,
  */
 max_table_ngram: number, defaults: Settings, };
 
-export type ErrorCode = "not_found" | "io" | "invalid_gguf" | "incompatible" | "out_of_memory" | "invalid_settings" | "invalid_prompt" | "load_failed" | "invalid_ngram_map" | "llama" | "chart_failed" | "invalid_results" | "hub_unauthorized" | "hub_not_found" | "network" | "disk_full" | "checksum_mismatch" | "cancelled" | "busy" | "download_failed" | "invalid_name" | "bad_request" | "worker_died" | "worker_start" | "corrupt_history" | "internal";
+export type ErrorCode = "not_found" | "io" | "invalid_gguf" | "incompatible" | "out_of_memory" | "invalid_settings" | "invalid_prompt" | "context_too_long" | "load_failed" | "invalid_ngram_map" | "llama" | "chart_failed" | "invalid_results" | "hub_unauthorized" | "hub_not_found" | "network" | "disk_full" | "checksum_mismatch" | "cancelled" | "busy" | "download_failed" | "invalid_name" | "bad_request" | "worker_died" | "worker_start" | "corrupt_history" | "internal";
 
 export type ErrorInfo = { code: ErrorCode, message: string, hint: string, 
 /**
@@ -153,7 +153,17 @@ strategy: Strategy | null, prompt_tokens: number,
 /**
  * Prompt processing on the target (and the draft, for speculative runs), in ms.
  */
-prompt_ms: number, generated_tokens: number, 
+prompt_ms: number, 
+/**
+ * Prompt tokens the target's KV cache already held (a conversation's earlier turns): not
+ * decoded again.
+ */
+prompt_reused: number, 
+/**
+ * The target alone's generation tokens/s by the measured step cost (adaptive runs, which
+ * measure it): the speedup estimate of a run that has no baseline beside it.
+ */
+target_alone_tps: number | null, generated_tokens: number, 
 /**
  * From the start of prompt processing to the last token, in ms.
  */

@@ -102,7 +102,7 @@ export class FakeBackend implements Backend {
         if (this.options.frameMs) await new Promise((r) => setTimeout(r, this.options.frameMs));
       }
       const report = {
-        mode, strategy: mode === "speculative" ? "draft" : null, prompt_tokens: 10, prompt_ms: 5,
+        mode, strategy: mode === "speculative" ? "draft" : null, prompt_tokens: 10, prompt_ms: 5, prompt_reused: 0, target_alone_tps: null,
         generated_tokens: tokens.length, wall_ms: stats.elapsed_ms, generation_ms: stats.elapsed_ms,
         tokens_per_s: mode === "speculative" ? 150 : 100, target_passes: stats.steps, drafted: stats.drafted,
         accepted: stats.accepted, acceptance_rate: stats.acceptance_rate, mean_accepted_len: stats.mean_accepted_len,

@@ -70,6 +70,12 @@ pub(crate) fn bench_cmd(
         bound.at_alpha_len,
         100.0 * b.speedup.median / bound.at_alpha.max(f64::MIN_POSITIVE)
     );
+    println!(
+        "copy bound   {:.2}×: a drafter copying from its context, knowing where this output copies, drafts {:.0} % of it; measured reaches {:.0} %",
+        bound.copy,
+        100.0 * bound.copy_drafted,
+        100.0 * b.speedup.median / bound.copy.max(f64::MIN_POSITIVE)
+    );
     println!("verdict      {}", b.comparison.verdict());
     match &b.llama_cpp {
         Some(cmd) => println!("llama.cpp    {cmd}"),

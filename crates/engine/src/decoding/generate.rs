@@ -38,6 +38,16 @@ pub enum Event {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         strategy: Option<Strategy>,
     },
+    /// The prompt is processed: its tokens, how many of them the target's KV cache already held
+    /// (a conversation's earlier turns), the time it took, and — when the step costs were measured
+    /// (adaptive runs) — the target alone's tokens/s by them, for a speedup estimate as tokens come.
+    Started {
+        prompt_tokens: usize,
+        reused_tokens: usize,
+        prompt_ms: f64,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        target_alone_tps: Option<f64>,
+    },
     /// A round finished. `strategy` drafted it (none when the round drafted nothing).
     Step {
         step: usize,
@@ -122,6 +132,19 @@ struct Round {
     strategy: Option<Strategy>,
     decision: Decision,
     draft_ms: f64,
+    /// The drafter's proposals are scored as shadows (its statistics come from there).
+    observed: bool,
+}
+
+/// A free drafter's proposal, kept until the output shows how much of it was right: it teaches
+/// the schedule whether or not it was drafted.
+struct Shadow {
+    bucket: Bucket,
+    tokens: Vec<Token>,
+    /// The context's length when it was proposed (its first token would come next).
+    at: usize,
+    /// Positions already learned from.
+    learned: usize,
 }
 
 /// What the target made of a round's draft.
@@ -176,6 +199,8 @@ struct Loop<'r, 'd> {
     stop: Option<StopReason>,
     prompt_ms: f64,
     t_gen: Instant,
+    /// Free drafters' proposals not yet settled ([`Shadow`]); greedy adaptive runs only.
+    shadows: Vec<Shadow>,
 }
 
 impl<'r, 'd> Loop<'r, 'd> {
@@ -232,7 +257,16 @@ impl<'r, 'd> Loop<'r, 'd> {
             stop: None,
             prompt_ms,
             t_gen: Instant::now(),
+            shadows: Vec::new(),
         };
+        let target_alone_tps =
+            run.scheduler.as_ref().map(|s| s.costs().verify(1)).filter(|&v| v > 0.0).map(|v| 1e3 / v);
+        (run.on_event)(Event::Started {
+            prompt_tokens: prompt.len(),
+            reused_tokens: run.target.reused(),
+            prompt_ms,
+            target_alone_tps,
+        });
         run.stop = run.emit(first, first_margin, TokenSource::Target, None);
         run.tally.token_ms.push(0.0);
         Ok(run)
@@ -253,10 +287,33 @@ impl<'r, 'd> Loop<'r, 'd> {
         let room = self.target.n_ctx() - self.n_past - 1;
         let max = self.settings.n_draft.min(remaining - 1).min(room);
         let t = Instant::now();
-        let (proposal, bucket, decision) = propose(self.drafters, self.scheduler.as_mut(), &self.context, max)?;
+        let observe = self.settings.sampling.is_greedy();
+        let mut shadows = Vec::new();
+        let (proposal, bucket, decision) =
+            propose(self.drafters, self.scheduler.as_mut(), &self.context, max, observe.then_some(&mut shadows))?;
         let strategy = (!proposal.tokens.is_empty()).then_some(proposal.strategy);
+        let observed = shadows.iter().any(|(b, _)| *b == bucket);
+        let at = self.context.len();
+        self.shadows.extend(shadows.into_iter().map(|(bucket, tokens)| Shadow { bucket, tokens, at, learned: 0 }));
         let draft_ms = ms(t.elapsed());
-        Ok(Round { tokens: proposal.tokens, dists: proposal.dists, bucket, strategy, decision, draft_ms })
+        Ok(Round { tokens: proposal.tokens, dists: proposal.dists, bucket, strategy, decision, draft_ms, observed })
+    }
+
+    /// Scores the free drafters' proposals as far as the output now shows them: each token the
+    /// target wrote (at greedy, exactly what it would have accepted) or did not.
+    fn settle_shadows(&mut self) {
+        let Some(s) = self.scheduler.as_mut() else { return };
+        let context = &self.context;
+        self.shadows.retain_mut(|sh| {
+            let known = &context[sh.at.min(context.len())..];
+            let right = sh.tokens.iter().zip(known).take_while(|(a, b)| a == b).count();
+            let rejected = right < sh.tokens.len() && right < known.len();
+            if right > sh.learned || rejected {
+                s.observe_positions(sh.bucket, sh.learned, right, rejected);
+                sh.learned = right;
+            }
+            !(rejected || right == sh.tokens.len())
+        });
     }
 
     /// The target decodes `[last, draft…]` in one batch; the acceptance rule (greedy, or rejection
@@ -302,7 +359,12 @@ impl<'r, 'd> Loop<'r, 'd> {
         let t = &mut self.tally;
         if k > 0 {
             if let Some(s) = self.scheduler.as_mut() {
-                s.record(round.bucket, k, m);
+                if round.observed {
+                    // Its statistics come from its shadow, drafted or not.
+                    s.record_exploration(k, m);
+                } else {
+                    s.record(round.bucket, k, m);
+                }
             }
             let st = &mut t.by_strategy[round.bucket.0];
             st.rounds += 1;
@@ -337,6 +399,7 @@ impl<'r, 'd> Loop<'r, 'd> {
                 break;
             }
         }
+        self.settle_shadows();
         let known_at = ms(self.t_gen.elapsed()) as f32;
         self.tally.token_ms.resize(self.tally.tokens.len(), known_at);
         (self.on_event)(Event::Step {
@@ -385,6 +448,13 @@ impl<'r, 'd> Loop<'r, 'd> {
             },
             prompt_tokens: self.prompt_len,
             prompt_ms: self.prompt_ms,
+            prompt_reused: self.target.reused(),
+            target_alone_tps: self
+                .scheduler
+                .as_ref()
+                .map(|s| s.costs().verify(1))
+                .filter(|&v| v > 0.0)
+                .map(|v| 1e3 / v),
             generated_tokens: n,
             wall_ms,
             generation_ms,
@@ -426,12 +496,14 @@ impl<'r, 'd> Loop<'r, 'd> {
 /// This round's proposal, its statistics bucket and why. Without a schedule, the first drafter
 /// with a proposal drafts the fixed length. With one, the cheap (n-gram) drafters propose first and
 /// the schedule picks among them and the model drafters by expected tokens per millisecond, or
-/// drafts nothing.
+/// drafts nothing. With `shadows`, the cheap drafters' whole proposals go there to be scored later
+/// (and the schedule, knowing it will learn from them, never probes them).
 fn propose(
     drafters: &mut [Box<dyn Drafter + '_>],
     scheduler: Option<&mut Scheduler>,
     context: &[Token],
     max: usize,
+    mut shadows: Option<&mut Vec<(Bucket, Vec<Token>)>>,
 ) -> Result<(Proposal, Bucket, Decision)> {
     let nothing = |why| Ok((Proposal::default(), (0, 0), why));
     if drafters.is_empty() || max == 0 {
@@ -452,7 +524,14 @@ fn propose(
     for (i, d) in drafters.iter_mut().enumerate() {
         if d.is_cheap() {
             let p = d.propose(context, max)?;
-            candidates.push(Candidate { bucket: (i, p.match_len), max: p.tokens.len(), token_ms: 0.0, setup_ms: 0.0 });
+            let bucket = (i, p.match_len);
+            let observed = shadows.is_some();
+            if let Some(sh) = shadows.as_deref_mut() {
+                if !p.tokens.is_empty() {
+                    sh.push((bucket, p.tokens.clone()));
+                }
+            }
+            candidates.push(Candidate { bucket, max: p.tokens.len(), token_ms: 0.0, setup_ms: 0.0, observed });
             offers.push(Some(p));
         } else {
             // A model costs time per drafted token, and first the tokens it missed while other
@@ -460,7 +539,7 @@ fn propose(
             let costs = s.costs();
             let token_ms = costs.draft_token_ms;
             let setup_ms = (costs.catch_up_ms(d.catch_up_tokens(context)) - token_ms).max(0.0);
-            candidates.push(Candidate { bucket: (i, 0), max, token_ms, setup_ms });
+            candidates.push(Candidate { bucket: (i, 0), max, token_ms, setup_ms, observed: false });
             offers.push(None);
         }
     }

@@ -10,12 +10,14 @@
 //! - `generate`: the loop; `report`: what a run measured; `compare`: two runs' outputs side by side.
 //! - `session`: load a pair, prepare drafters, tokenize, run one mode or both — for every caller.
 
+pub mod chat;
 pub mod compare;
 pub mod costs;
 pub mod detok;
 pub mod draft;
 pub mod generate;
 pub mod llama;
+pub mod replay;
 pub mod report;
 pub mod sampling;
 pub mod schedule;

@@ -41,6 +41,14 @@ pub struct Report {
     pub prompt_tokens: usize,
     /// Prompt processing on the target (and the draft, for speculative runs), in ms.
     pub prompt_ms: f64,
+    /// Prompt tokens the target's KV cache already held (a conversation's earlier turns): not
+    /// decoded again.
+    #[serde(default)]
+    pub prompt_reused: usize,
+    /// The target alone's generation tokens/s by the measured step cost (adaptive runs, which
+    /// measure it): the speedup estimate of a run that has no baseline beside it.
+    #[serde(default)]
+    pub target_alone_tps: Option<f64>,
     pub generated_tokens: usize,
     /// From the start of prompt processing to the last token, in ms.
     pub wall_ms: f64,

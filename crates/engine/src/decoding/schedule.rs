@@ -13,11 +13,18 @@ use std::collections::HashMap;
 
 use crate::decoding::costs::Costs;
 
-/// Prior acceptance (mean 0.8, weight 2): optimistic enough that a new strategy is tried. A
-/// drafter's bucket that has not been tried starts from what the drafter's other buckets showed
-/// (with the same weight), so a drafter that keeps failing is not tried again at every match length.
+/// Prior acceptance of a drafter (mean 0.8, weight 2): optimistic enough that a new strategy is
+/// tried. A bucket it has not tried starts from what its other buckets showed, so a drafter that
+/// keeps failing is not tried again at every match length.
 const PRIOR_ACCEPT: f64 = 1.6;
 const PRIOR_REJECT: f64 = 0.4;
+/// How many observed positions the drafter's rate counts for in a bucket's pooled rate, and the
+/// bucket's pooled rate in one position's. Chosen on replays of seven real outputs
+/// (`tests/replay.rs`): lighter priors draft on a few lucky rounds and lose on code; heavier
+/// ones learn a copy too late to pay for it.
+const BUCKET_WEIGHT: f64 = 8.0;
+const POSITION_WEIGHT: f64 = 4.0;
+
 /// Drafting must promise this much more than the target alone: the costs and acceptance it is
 /// judged by are estimates (a few percent of noise), and a bet that barely pays on paper loses as
 /// often as it wins. Not drafting costs exactly what the target alone costs.
@@ -50,6 +57,9 @@ pub struct Candidate {
     /// What drafting at all costs this round besides that: a draft model that sat out rounds
     /// must first decode what it missed (see `Costs::catch_up_ms`); 0 for n-gram drafters.
     pub setup_ms: f64,
+    /// Its proposals are scored whether or not they are drafted ([`Scheduler::observe`], for free
+    /// drafters at greedy): the schedule knows how it would have fared, so it never probes it.
+    pub observed: bool,
 }
 
 #[derive(Debug, Clone)]
@@ -84,21 +94,28 @@ impl Scheduler {
         self.exploring
     }
 
+    /// The probability that position i of a draft from `bucket` is accepted, given that every
+    /// position before it was. Three levels, each the prior of the next: the drafter (every bucket
+    /// and position it has shown), the bucket (its positions pooled: for copied text acceptance is
+    /// nearly the same at every position, so one right draft of 8 says much about all 8), and the
+    /// position itself once it has data of its own.
     fn acceptance(&self, bucket: Bucket, i: usize) -> f64 {
-        let at = |s: &PositionStats| {
-            (s.accepted.get(i).copied().unwrap_or(0) as f64, s.reached.get(i).copied().unwrap_or(0) as f64)
-        };
-        let (acc, reached) = self.stats.get(&bucket).map_or((0.0, 0.0), at);
-        // The drafter's other buckets at this position: the prior of this one.
+        let total = |s: &PositionStats| (s.accepted.iter().sum::<u64>() as f64, s.reached.iter().sum::<u64>() as f64);
         let (d_acc, d_reached) = self
             .stats
             .iter()
             .filter(|(b, _)| b.0 == bucket.0 && **b != bucket)
-            .map(|(_, s)| at(s))
+            .map(|(_, s)| total(s))
             .fold((0.0, 0.0), |(a, r), (x, y)| (a + x, r + y));
-        let weight = PRIOR_ACCEPT + PRIOR_REJECT;
-        let prior = (d_acc + PRIOR_ACCEPT) / (d_reached + weight);
-        (acc + prior * weight) / (reached + weight)
+        let drafter = (d_acc + PRIOR_ACCEPT) / (d_reached + PRIOR_ACCEPT + PRIOR_REJECT);
+        let stats = self.stats.get(&bucket);
+        let (b_acc, b_reached) = stats.map_or((0.0, 0.0), total);
+        let pooled = (b_acc + drafter * BUCKET_WEIGHT) / (b_reached + BUCKET_WEIGHT);
+        let at = |s: &PositionStats| {
+            (s.accepted.get(i).copied().unwrap_or(0) as f64, s.reached.get(i).copied().unwrap_or(0) as f64)
+        };
+        let (acc, reached) = stats.map_or((0.0, 0.0), at);
+        (acc + pooled * POSITION_WEIGHT) / (reached + POSITION_WEIGHT)
     }
 
     /// Expected tokens per millisecond of a round that drafts k tokens at `token_ms` each, after
@@ -156,12 +173,13 @@ impl Scheduler {
             }
         }
         self.exploring = false;
-        if best.is_none() && candidates.iter().any(|c| c.max > 0) {
+        if best.is_none() && candidates.iter().any(|c| c.max > 0 && !c.observed) {
             self.idle_rounds += 1;
             if self.idle_rounds >= self.explore_every {
                 let probe = candidates
                     .iter()
                     .enumerate()
+                    .filter(|(_, c)| !c.observed)
                     .find_map(|(i, c)| self.shortest_paying(c.max, c.token_ms, c.setup_ms).map(|k| (i, k)));
                 if let Some(probe) = probe {
                     self.idle_rounds = 0;
@@ -182,18 +200,38 @@ impl Scheduler {
 
     /// Records a verified round: `drafted` proposed, the first `accepted` accepted.
     pub fn record(&mut self, bucket: Bucket, drafted: usize, accepted: usize) {
+        self.record_exploration(drafted, accepted);
+        self.observe(bucket, drafted, accepted);
+    }
+
+    /// After an exploration round: a probe that was wholly right makes the next one come sooner, one
+    /// that failed makes it wait twice as long. Other rounds change nothing.
+    pub fn record_exploration(&mut self, drafted: usize, accepted: usize) {
         if self.exploring {
             self.explore_every =
                 if accepted == drafted { EXPLORE_EVERY } else { (self.explore_every * 2).min(EXPLORE_MAX) };
         }
+    }
+
+    /// Learns from a proposal of `proposed` tokens of which the first `accepted` were (or would have
+    /// been) accepted: drafted or not, it says how far this bucket's proposals can be trusted.
+    pub fn observe(&mut self, bucket: Bucket, proposed: usize, accepted: usize) {
+        self.observe_positions(bucket, 0, accepted.min(proposed), accepted < proposed);
+    }
+
+    /// Learns part of a proposal as the output reveals it: positions `from..to` were right, and
+    /// when `rejected`, position `to` was wrong (a proposal is learned from token by token, so the
+    /// schedule need not wait for its end).
+    pub fn observe_positions(&mut self, bucket: Bucket, from: usize, to: usize, rejected: bool) {
+        let end = to + usize::from(rejected);
         let s = self.stats.entry(bucket).or_default();
-        if s.reached.len() < drafted {
-            s.reached.resize(drafted, 0);
-            s.accepted.resize(drafted, 0);
+        if s.reached.len() < end {
+            s.reached.resize(end, 0);
+            s.accepted.resize(end, 0);
         }
-        for i in 0..drafted.min(accepted + 1) {
+        for i in from..end {
             s.reached[i] += 1;
-            if i < accepted {
+            if i < to {
                 s.accepted[i] += 1;
             }
         }
@@ -206,7 +244,7 @@ mod tests {
 
     /// The draft length the schedule picks for a single drafter.
     fn choose(s: &mut Scheduler, bucket: Bucket, max: usize, token_ms: f64) -> usize {
-        s.decide(&[Candidate { bucket, max, token_ms, setup_ms: 0.0 }]).map_or(0, |(_, k)| k)
+        s.decide(&[Candidate { bucket, max, token_ms, setup_ms: 0.0, observed: false }]).map_or(0, |(_, k)| k)
     }
 
     fn costs(verify_ms: Vec<f64>, draft_token_ms: f64) -> Costs {
@@ -265,8 +303,8 @@ mod tests {
         let mut s = Scheduler::new(costs(vec![10.0; 5], 0.0));
         s.record((0, 0), 4, 1); // position 0 accepted, 1 rejected, 2 and 3 never verified
         let st = &s.stats[&(0, 0)];
-        assert_eq!(st.reached, vec![1, 1, 0, 0]);
-        assert_eq!(st.accepted, vec![1, 0, 0, 0]);
+        assert_eq!(st.reached, vec![1, 1]);
+        assert_eq!(st.accepted, vec![1, 0]);
     }
 
     #[test]
@@ -278,8 +316,8 @@ mod tests {
             s.record((0, 3), 4, 3);
             s.record((1, 0), 4, 4);
         }
-        let ngram = Candidate { bucket: (0, 3), max: 4, token_ms: 0.0, setup_ms: 0.0 };
-        let model = Candidate { bucket: (1, 0), max: 4, token_ms: 8.0, setup_ms: 0.0 };
+        let ngram = Candidate { bucket: (0, 3), max: 4, token_ms: 0.0, setup_ms: 0.0, observed: false };
+        let model = Candidate { bucket: (1, 0), max: 4, token_ms: 8.0, setup_ms: 0.0, observed: false };
         assert_eq!(s.decide(&[ngram, model]).map(|(i, _)| i), Some(0), "free and good beats costly and perfect");
         // No n-gram match this round: the model is the fallback.
         let none = Candidate { max: 0, ..ngram };
@@ -303,7 +341,7 @@ mod tests {
         // Caught up (one new token, as after every round it drafted), it costs what it did.
         assert!((c.catch_up_ms(1) - c.draft_token_ms).abs() < 1e-9);
         let mut s = Scheduler::new(c);
-        let model = Candidate { bucket: (1, 0), max: 8, token_ms: 25.1, setup_ms: behind };
+        let model = Candidate { bucket: (1, 0), max: 8, token_ms: 25.1, setup_ms: behind, observed: false };
         assert!((0..64).all(|_| s.decide(&[model]).is_none()), "never explored");
     }
 
@@ -312,11 +350,11 @@ mod tests {
         // This machine's curve; lookup drafts of 3 failed at match length 1.
         let c = costs(vec![59.0, 86.0, 117.7, 127.4, 164.0, 189.8, 216.1, 321.0, 346.5], 0.0);
         let mut s = Scheduler::new(c);
-        let fresh = Candidate { bucket: (1, 2), max: 3, token_ms: 0.0, setup_ms: 0.0 };
+        let fresh = Candidate { bucket: (1, 2), max: 3, token_ms: 0.0, setup_ms: 0.0, observed: false };
         assert!(s.decide(&[fresh]).is_some(), "an untried drafter is tried");
         s.record((0, 1), 3, 0);
         s.record((0, 1), 3, 0);
-        let same_drafter = Candidate { bucket: (0, 2), max: 3, token_ms: 0.0, setup_ms: 0.0 };
+        let same_drafter = Candidate { bucket: (0, 2), max: 3, token_ms: 0.0, setup_ms: 0.0, observed: false };
         assert!(s.decide(&[same_drafter]).is_none(), "its match length 2 starts from what length 1 showed");
         assert!(s.decide(&[fresh]).is_some(), "another drafter keeps its own prior");
     }
@@ -333,7 +371,7 @@ mod tests {
             t.record((0, 0), 1, 0);
             t.record((0, 0), 1, 1);
         }
-        let c = Candidate { bucket: (0, 0), max: 1, token_ms: 0.0, setup_ms: 0.0 };
+        let c = Candidate { bucket: (0, 0), max: 1, token_ms: 0.0, setup_ms: 0.0, observed: false };
         assert_eq!(s.decide(&[c]), Some((0, 1)));
         assert_eq!(t.decide(&[c]), None);
     }

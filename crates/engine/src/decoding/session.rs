@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
+use crate::decoding::chat::ChatInput;
 use crate::decoding::compare::{compare, Comparison};
 use crate::decoding::costs::{costs_key, measure_costs, Costs, CostsCache};
 use crate::decoding::draft::model::ModelDrafter;
@@ -22,7 +23,7 @@ use crate::decoding::llama::{Model, Token};
 use crate::decoding::report::Report;
 use crate::decoding::schedule::Scheduler;
 use crate::decoding::settings::{Mode, Settings, ValidSettings};
-use crate::decoding::target::LlamaTarget;
+use crate::decoding::target::{LlamaTarget, Target};
 use crate::error::{Error, Result};
 use crate::files::doctor::{self, Topic, Verdict};
 use crate::files::gguf::GgufFile;
@@ -202,11 +203,34 @@ impl Session {
         cancel: &AtomicBool,
         on_event: &mut dyn FnMut(Event),
     ) -> Result<Report> {
+        let ctx =
+            self.target.context_with(settings.n_ctx, settings.n_batch, settings.threads, settings.target_context())?;
+        let mut target = LlamaTarget { model: &self.target, ctx };
+        let model_drafter = match mode {
+            Mode::Speculative => self.model_drafter(settings)?,
+            Mode::Baseline => None,
+        };
+        self.run_on(&mut target, mode, prompt, settings, model_drafter, cancel, on_event)
+    }
+
+    /// Runs one generation on `target` (a fresh context, or a conversation's warm one) with
+    /// `model_drafter` as the draft model's drafter when the strategy uses one.
+    #[allow(clippy::too_many_arguments)]
+    pub fn run_on<'a>(
+        &'a self,
+        target: &mut dyn Target,
+        mode: Mode,
+        prompt: &[Token],
+        settings: &ValidSettings,
+        model_drafter: Option<Box<dyn Drafter + 'a>>,
+        cancel: &AtomicBool,
+        on_event: &mut dyn FnMut(Event),
+    ) -> Result<Report> {
         settings.require(mode)?;
         let mut notes = Vec::new();
         let mut drafters = match mode {
             Mode::Baseline => Vec::new(),
-            Mode::Speculative => self.drafters(settings, &mut notes)?,
+            Mode::Speculative => self.drafters(settings, &mut notes, model_drafter)?,
         };
         let scheduler = match drafters.is_empty() {
             false if settings.adaptive => Some(Scheduler::new(self.costs(prompt, settings)?)),
@@ -217,10 +241,7 @@ impl Session {
             _ => None,
         };
         let info = RunInfo { mode, target: self.target.id.clone(), draft, notes };
-        let ctx =
-            self.target.context_with(settings.n_ctx, settings.n_batch, settings.threads, settings.target_context())?;
-        let mut target = LlamaTarget { model: &self.target, ctx };
-        let mut report = generate(&mut target, &mut drafters, scheduler, prompt, settings, info, cancel, on_event)?;
+        let mut report = generate(target, &mut drafters, scheduler, prompt, settings, info, cancel, on_event)?;
         // A cache saves what it learned; a failure to save costs the next run, not this one.
         let context: Vec<Token> = prompt.iter().chain(&report.tokens).copied().collect();
         for d in &mut drafters {
@@ -255,18 +276,24 @@ impl Session {
     }
 
     /// Loads what speculative runs with these settings need besides the models (the n-gram map).
-    fn prepare(&self, settings: &ValidSettings) -> Result<()> {
+    pub fn prepare(&self, settings: &ValidSettings) -> Result<()> {
         if settings.allows(Mode::Speculative) {
             self.ngram_map(settings)?;
         }
         Ok(())
     }
 
-    /// The drafters of a speculative run, in the order `auto` considers them.
-    fn drafters(&self, s: &ValidSettings, notes: &mut Vec<String>) -> Result<Vec<Box<dyn Drafter + '_>>> {
-        let mut out: Vec<Box<dyn Drafter + '_>> = Vec::new();
+    /// The drafters of a speculative run, in the order `auto` considers them; `model` drafts with
+    /// the draft model (made by [`Session::model_drafter`], or kept warm by a conversation).
+    fn drafters<'a>(
+        &'a self,
+        s: &ValidSettings,
+        notes: &mut Vec<String>,
+        model: Option<Box<dyn Drafter + 'a>>,
+    ) -> Result<Vec<Box<dyn Drafter + 'a>>> {
+        let mut out: Vec<Box<dyn Drafter + 'a>> = Vec::new();
         match s.strategy {
-            Strategy::DraftModel => out.push(self.model_drafter(s)?.ok_or_else(no_draft)?),
+            Strategy::DraftModel => out.push(model.ok_or_else(no_draft)?),
             Strategy::PromptLookup => out.push(Box::new(PromptLookup::new(s.lookup_min, s.lookup_max)?)),
             Strategy::NgramCache => out.push(self.ngram_cache(s, notes)?),
             Strategy::NgramMap => out.push(self.ngram_map(s)?.ok_or_else(|| Error::InvalidSetting {
@@ -279,16 +306,41 @@ impl Session {
                 if let Some(m) = self.ngram_map(s)? {
                     out.push(m);
                 }
-                out.extend(self.model_drafter(s)?);
+                out.extend(model);
             }
         }
         Ok(out)
     }
 
+    /// A drafter on the draft model (a fresh context), when these settings draft with one.
     fn model_drafter(&self, s: &ValidSettings) -> Result<Option<Box<dyn Drafter + '_>>> {
-        let Some(draft) = self.draft.as_ref() else { return Ok(None) };
+        Ok(self.model_drafter_of(s)?.map(|d| Box::new(d) as Box<dyn Drafter + '_>))
+    }
+
+    /// The draft model's drafter on a fresh context, when these settings draft with one (a
+    /// conversation keeps it for its next turn).
+    pub fn model_drafter_of(&self, s: &ValidSettings) -> Result<Option<ModelDrafter<'_>>> {
+        let Some(draft) = self.draft.as_ref().filter(|_| self.drafts_with_model(s)) else { return Ok(None) };
         let dctx = draft.context_with(s.n_ctx, s.n_batch, s.threads, s.draft_context())?;
-        Ok(Some(Box::new(ModelDrafter::new(dctx, s.p_min, s.sampling))))
+        Ok(Some(ModelDrafter::new(dctx, s.p_min, s.sampling)))
+    }
+
+    /// A chat request's prompt as target tokens: a conversation through the target's chat template
+    /// (unless `raw` or the model has none: then its turns' texts one after another), or a text as
+    /// it is.
+    pub fn chat_tokens(&self, input: &ChatInput, raw: bool) -> Result<Vec<Token>> {
+        match input {
+            ChatInput::Text { text } => self.prompt_tokens(text, true),
+            ChatInput::Messages { messages } => {
+                if messages.iter().all(|m| m.content.trim().is_empty()) {
+                    return Err(Error::InvalidPrompt("the conversation is empty".into()));
+                }
+                let rendered = if raw { None } else { self.target.chat_prompt(messages)? };
+                let text = rendered
+                    .unwrap_or_else(|| messages.iter().map(|m| m.content.as_str()).collect::<Vec<_>>().join("\n\n"));
+                self.prompt_tokens(&text, true)
+            }
+        }
     }
 
     fn ngram_cache(&self, s: &ValidSettings, notes: &mut Vec<String>) -> Result<Box<dyn Drafter + '_>> {

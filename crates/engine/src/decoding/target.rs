@@ -20,6 +20,11 @@ pub trait Target {
     fn is_eog(&self, token: Token) -> bool;
     /// The bytes `token` adds to the text.
     fn piece(&self, token: Token) -> Vec<u8>;
+    /// Prompt tokens the last prompt pass found in the cache already (a conversation's warm
+    /// context keeps them; a fresh context has none).
+    fn reused(&self) -> usize {
+        0
+    }
 }
 
 /// A target model and a context of it.

@@ -108,13 +108,78 @@ pub struct Prediction {
 }
 
 /// The best speedup reachable with the measured costs: with every drafted token accepted, and with
-/// the acceptance this prompt allows (the fitted α), each at its best fixed draft length.
+/// the acceptance this prompt allows (the fitted α), each at its best fixed draft length; and the
+/// best a drafter that copies from its context could reach on this very output ([`copy_bound`]).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 pub struct Bound {
     pub perfect: f64,
     pub perfect_len: usize,
     pub at_alpha: f64,
     pub at_alpha_len: usize,
+    /// The copy bound's speedup (see [`CopyBound`]); 0 in files written before it existed.
+    #[serde(default)]
+    pub copy: f64,
+    /// Share of the generated tokens the copy bound drafts.
+    #[serde(default)]
+    pub copy_drafted: f64,
+}
+
+/// The best any drafter that copies from its own context (prompt lookup, an n-gram cache) could
+/// reach on a given output with the measured verify curve: before each round it knows exactly how
+/// many of the next tokens already appeared, in that order, somewhere in the prompt or the output
+/// so far, and drafts the number of them that makes the whole run fastest. No real drafter knows
+/// that much (it cannot tell in advance where the output stops copying), so this is a ceiling, not
+/// a target; the share of it a strategy reaches says how much better its guesses could still be.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct CopyBound {
+    pub speedup: f64,
+    /// Share of the generated tokens (after the first) that the best plan drafts.
+    pub drafted: f64,
+}
+
+/// For each round start `i` (the index in `output` of the token the target decodes next): how
+/// many of the tokens after it a copy could draft — the longest stretch of `output[i + 1..]` that
+/// also appears in `prompt ++ output[..=i]`.
+pub fn copyable_runs(prompt: &[Token], output: &[Token]) -> Vec<usize> {
+    let all: Vec<Token> = prompt.iter().chain(output).copied().collect();
+    (0..output.len())
+        .map(|i| {
+            let (ctx, want) = all.split_at(prompt.len() + i + 1);
+            (0..ctx.len()).map(|j| ctx[j..].iter().zip(want).take_while(|(a, b)| a == b).count()).max().unwrap_or(0)
+        })
+        .collect()
+}
+
+/// The copy bound of an output (see [`CopyBound`]): the fastest plan of rounds, each drafting at
+/// most what [`copyable_runs`] allows and at most the measured curve's longest draft.
+pub fn copy_bound(costs: &Costs, prompt: &[Token], output: &[Token]) -> CopyBound {
+    let n = output.len();
+    if n < 2 || costs.verify_ms.is_empty() {
+        return CopyBound { speedup: 1.0, drafted: 0.0 };
+    }
+    let runs = copyable_runs(prompt, output);
+    let longest = costs.verify_ms.len() - 1;
+    // best[i]: the least time from `output[i]` being next to decode until every token is known;
+    // drafts[i]: the tokens that plan drafts.
+    let mut best = vec![0.0f64; n];
+    let mut drafts = vec![0usize; n];
+    for i in (0..n - 1).rev() {
+        let most = runs[i].min(longest).min(n - 2 - i);
+        let (t, k) = (0..=most).map(|k| (costs.verify(k + 1) + best[i + k + 1], k)).fold((f64::INFINITY, 0), |a, b| {
+            if b.0 < a.0 {
+                b
+            } else {
+                a
+            }
+        });
+        best[i] = t;
+        drafts[i] = k + drafts[i + k + 1];
+    }
+    let baseline = (n - 1) as f64 * costs.verify(1);
+    CopyBound {
+        speedup: if best[0] > 0.0 { baseline / best[0] } else { 1.0 },
+        drafted: drafts[0] as f64 / (n - 1) as f64,
+    }
 }
 
 impl Bound {
@@ -127,7 +192,7 @@ impl Bound {
         };
         let (perfect, perfect_len) = best(&|k| speedup(k, k as f64));
         let (at_alpha, at_alpha_len) = best(&|k| speedup(k, expected_accepted(alpha, k)));
-        Bound { perfect, perfect_len, at_alpha, at_alpha_len }
+        Bound { perfect, perfect_len, at_alpha, at_alpha_len, copy: 0.0, copy_drafted: 0.0 }
     }
 }
 
@@ -193,6 +258,9 @@ pub struct BenchReport {
     /// Baseline vs speculative output of the first counted pair.
     pub comparison: Comparison,
     pub runs: Vec<Report>,
+    /// The prompt as the target's tokens (what a replay of the runs needs).
+    #[serde(default)]
+    pub prompt: Vec<Token>,
     /// The setting as a llama.cpp command (none where llama.cpp cannot express it: `auto`).
     #[serde(default)]
     pub llama_cpp: Option<String>,
@@ -250,7 +318,9 @@ pub fn bench_with_costs(
     let speculative_tps: Vec<f64> = spec.iter().map(|r| r.tokens_per_s).collect();
     let ratios: Vec<f64> = base.iter().zip(&spec).filter_map(|(b, s)| speedup(b, s)).collect();
     let speedup = Spread::of(&ratios);
-    let prediction = predict(&costs, &spec);
+    let mut prediction = predict(&costs, &spec);
+    let copy = copy_bound(&costs, prompt, &base[0].tokens);
+    (prediction.bound.copy, prediction.bound.copy_drafted) = (copy.speedup, copy.drafted);
     let drafted: usize = spec.iter().map(|r| r.drafted).sum();
     let accepted: usize = spec.iter().map(|r| r.accepted).sum();
     let passes: usize = spec.iter().map(|r| r.target_passes).sum();
@@ -268,6 +338,7 @@ pub fn bench_with_costs(
         costs,
         comparison: compare(base[0], spec[0]),
         runs,
+        prompt: prompt.to_vec(),
         llama_cpp: llama_cpp::server_command(
             &session.target().id.path,
             session.draft().map(|d| d.id.path.as_path()),
@@ -325,7 +396,50 @@ mod tests {
         assert!((b.at_alpha - 1.5 * 10.0 / 13.0).abs() < 1e-9, "{b:?}");
         // Nothing pays: the bound is the target alone (k = 0).
         let steep = Costs { verify_ms: vec![10.0, 30.0, 50.0], draft_token_ms: 0.0, c: 0.0 };
-        assert_eq!(Bound::of(&steep, 0.9), Bound { perfect: 1.0, perfect_len: 0, at_alpha: 1.0, at_alpha_len: 0 });
+        assert_eq!(
+            Bound::of(&steep, 0.9),
+            Bound { perfect: 1.0, perfect_len: 0, at_alpha: 1.0, at_alpha_len: 0, copy: 0.0, copy_drafted: 0.0 }
+        );
+    }
+
+    #[test]
+    fn copyable_runs_find_the_longest_earlier_stretch() {
+        // The prompt holds 1 2 3 4; the output copies "2 3 4", writes 9, then copies "3 4 9" (its own).
+        let prompt = [1, 2, 3, 4];
+        let output = [5, 2, 3, 4, 9, 3, 4, 9, 7];
+        // At i = 0 (5 next to decode) the next tokens 2 3 4 9… : "2 3 4" is in the prompt.
+        // At i = 4 (9 decoded next): "3 4 9 7" — "3 4 9" appeared in the output at 2..5. At i = 6:
+        // "9 7" — "9" appeared (then 3, not 7).
+        assert_eq!(copyable_runs(&prompt, &output), vec![3, 2, 1, 0, 3, 2, 1, 0, 0]);
+    }
+
+    #[test]
+    fn the_copy_bound_drafts_where_it_pays_and_only_what_was_there() {
+        let prompt = [1, 2, 3, 4];
+        let output = [5, 2, 3, 4, 9, 3, 4, 9, 7];
+        // A flat curve: every copyable token drafted. 8 tokens to find after the first: one pass
+        // decodes 5 with the draft 2 3 4 (the target adds 9), one decodes 9 with 3 4 9 (adds 7).
+        let flat = Costs { verify_ms: vec![10.0; 9], draft_token_ms: 0.0, c: 0.0 };
+        let b = copy_bound(&flat, &prompt, &output);
+        let brute = brute_force_passes(&copyable_runs(&prompt, &output), 8);
+        assert!((b.speedup - 8.0 / brute as f64).abs() < 1e-9, "{b:?} vs {brute} passes");
+        assert!((b.drafted - 6.0 / 8.0).abs() < 1e-9, "{b:?}");
+        // A curve where no draft pays: the bound is the target alone and drafts nothing.
+        let steep = Costs { verify_ms: vec![10.0, 25.0, 40.0, 55.0], draft_token_ms: 0.0, c: 0.0 };
+        assert_eq!(copy_bound(&steep, &prompt, &output), CopyBound { speedup: 1.0, drafted: 0.0 });
+        // Nothing copyable: 1.0 whatever the curve.
+        assert_eq!(copy_bound(&flat, &[], &[1, 2, 3, 4]).speedup, 1.0);
+    }
+
+    /// The fewest passes covering the output when each pass drafts at most `runs[i]` (flat costs).
+    fn brute_force_passes(runs: &[usize], longest: usize) -> usize {
+        fn go(i: usize, runs: &[usize], longest: usize) -> usize {
+            if i + 1 >= runs.len() {
+                return 0;
+            }
+            (0..=runs[i].min(longest).min(runs.len() - 2 - i)).map(|k| 1 + go(i + k + 1, runs, longest)).min().unwrap()
+        }
+        go(0, runs, longest)
     }
 
     fn fake_report(hist: Vec<u64>, accepted: usize, passes: usize, evals: u64) -> Report {

@@ -145,3 +145,34 @@ pub trait Drafter {
         Ok(())
     }
 }
+
+/// A drafter lent for one run (a conversation keeps its draft model's drafter between turns).
+impl<D: Drafter + ?Sized> Drafter for &mut D {
+    fn strategy(&self) -> Strategy {
+        (**self).strategy()
+    }
+
+    fn is_cheap(&self) -> bool {
+        (**self).is_cheap()
+    }
+
+    fn prefill(&mut self, prompt: &[Token]) -> Result<()> {
+        (**self).prefill(prompt)
+    }
+
+    fn propose(&mut self, context: &[Token], max: usize) -> Result<Proposal> {
+        (**self).propose(context, max)
+    }
+
+    fn catch_up_tokens(&self, context: &[Token]) -> usize {
+        (**self).catch_up_tokens(context)
+    }
+
+    fn decoded_tokens(&self) -> u64 {
+        (**self).decoded_tokens()
+    }
+
+    fn finish(&mut self, context: &[Token]) -> Result<()> {
+        (**self).finish(context)
+    }
+}

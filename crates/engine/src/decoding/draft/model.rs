@@ -28,6 +28,13 @@ impl<'m> ModelDrafter<'m> {
         ModelDrafter { ctx, cached: Vec::new(), p_min, decoded: 0, sampling }
     }
 
+    /// Drafts with other settings from the next run on (a conversation's next turn may ask for
+    /// other sampling or another p_min); what the cache holds stays.
+    pub fn reconfigure(&mut self, p_min: f32, sampling: SamplingParams) {
+        self.p_min = p_min;
+        self.sampling = (!sampling.is_greedy()).then(|| (sampling, Rng::new(sampling.seed ^ 0xD7AF_7D7A_F7D7_AF7D)));
+    }
+
     /// How much of `context` is already in the cache (never its last token: that one must be
     /// decoded for its logits).
     fn common(&self, context: &[Token]) -> usize {
@@ -55,10 +62,17 @@ impl Drafter for ModelDrafter<'_> {
     }
 
     fn prefill(&mut self, prompt: &[Token]) -> Result<()> {
-        // Everything but the last prompt token: the first round decodes it with the first target token.
+        // Everything but the last prompt token: the first round decodes it with the first target
+        // token. What the cache already holds of it (a conversation's earlier turns) stays.
         let n = prompt.len().saturating_sub(1);
-        self.ctx.clear();
-        self.ctx.decode(&prompt[..n], 0, Logits::None)?;
+        let common = self.cached.iter().zip(&prompt[..n]).take_while(|(a, b)| a == b).count();
+        if common < self.cached.len() && self.ctx.truncate(common as u32).is_err() {
+            self.ctx.clear();
+            self.cached.clear();
+        }
+        self.cached.truncate(common);
+        let from = self.cached.len();
+        self.ctx.decode(&prompt[from..n], from as u32, Logits::None)?;
         self.cached = prompt[..n].to_vec();
         Ok(())
     }

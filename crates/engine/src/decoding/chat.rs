@@ -1,0 +1,217 @@
+//! Conversations: the models' KV caches kept from one request to the next, so a follow-up turn
+//! decodes only what is new. The chat view and the server send the whole conversation each time
+//! (as OpenAI's API does); the slot keeps the target's context and the draft model's with the
+//! tokens they hold, trims both to the longest prefix they share with the new prompt, and decodes
+//! the rest — the prompt cache of llama-server, for the target and the draft alike.
+//!
+//! A slot borrows its session (contexts borrow their models), so the worker keeps it while it
+//! serves chat requests for the same models and drops it before anything else.
+
+use std::sync::atomic::AtomicBool;
+
+use serde::{Deserialize, Serialize};
+
+use crate::decoding::draft::model::ModelDrafter;
+use crate::decoding::draft::Drafter;
+use crate::decoding::generate::Event;
+use crate::decoding::llama::{Context, ContextOptions, Logits, Model, Token};
+use crate::decoding::report::Report;
+use crate::decoding::session::Session;
+use crate::decoding::settings::{Mode, ValidSettings};
+use crate::decoding::target::Target;
+use crate::decoding::template::ChatMessage;
+use crate::error::{Error, Result};
+
+/// What a chat request asks the model to continue.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum ChatInput {
+    /// A conversation (system, user and assistant turns, ending with the user's), rendered with
+    /// the target's chat template with the assistant's turn opened.
+    Messages { messages: Vec<ChatMessage> },
+    /// Text to continue as it is (no template): completions.
+    Text { text: String },
+}
+
+/// What a context was made with: another value needs another context.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct ContextKey {
+    n_ctx: u32,
+    n_batch: u32,
+    threads: u32,
+    options: ContextOptions,
+}
+
+impl ContextKey {
+    fn target(s: &ValidSettings) -> Self {
+        ContextKey { n_ctx: s.n_ctx, n_batch: s.n_batch, threads: s.threads, options: s.target_context() }
+    }
+
+    fn draft(s: &ValidSettings) -> Self {
+        ContextKey { n_ctx: s.n_ctx, n_batch: s.n_batch, threads: s.threads, options: s.draft_context() }
+    }
+}
+
+/// The target's context and the tokens whose keys and values it holds.
+struct Cached<'s> {
+    ctx: Context<'s>,
+    tokens: Vec<Token>,
+    key: ContextKey,
+}
+
+/// A session's models kept warm for the next turn of a conversation.
+pub struct ChatSlot<'s> {
+    session: &'s Session,
+    target: Option<Cached<'s>>,
+    draft: Option<(ModelDrafter<'s>, ContextKey)>,
+}
+
+impl<'s> ChatSlot<'s> {
+    pub fn new(session: &'s Session) -> Self {
+        ChatSlot { session, target: None, draft: None }
+    }
+
+    /// Tokens the target's context holds (what the next request may reuse).
+    pub fn cached_tokens(&self) -> usize {
+        self.target.as_ref().map_or(0, |c| c.tokens.len())
+    }
+
+    /// Generates after `input` with `settings`, reusing what the contexts hold. Its report says how
+    /// many prompt tokens came from the cache (`prompt_reused`).
+    pub fn run(
+        &mut self,
+        mode: Mode,
+        input: &ChatInput,
+        settings: &ValidSettings,
+        cancel: &AtomicBool,
+        on_event: &mut dyn FnMut(Event),
+    ) -> Result<Report> {
+        let prompt = self.session.chat_tokens(input, settings.raw)?;
+        let key = ContextKey::target(settings);
+        if self.target.as_ref().is_none_or(|c| c.key != key) {
+            self.target = None; // free the old context first
+            let ctx = self.session.target().context_with(key.n_ctx, key.n_batch, key.threads, key.options)?;
+            self.target = Some(Cached { ctx, tokens: Vec::new(), key });
+        }
+        let model_drafter: Option<Box<dyn Drafter + '_>> =
+            if mode == Mode::Speculative && self.session.drafts_with_model(settings) {
+                let dkey = ContextKey::draft(settings);
+                if self.draft.as_ref().is_none_or(|(_, k)| *k != dkey) {
+                    self.draft = None;
+                    self.draft = self.session.model_drafter_of(settings)?.map(|d| (d, dkey));
+                }
+                match self.draft.as_mut() {
+                    Some((d, _)) => {
+                        d.reconfigure(settings.p_min, settings.sampling);
+                        Some(Box::new(d))
+                    }
+                    None => None,
+                }
+            } else {
+                None
+            };
+        let cached = self.target.as_mut().expect("made above");
+        let mut target = ReusingTarget { model: self.session.target(), cached, reused: 0 };
+        let result = self.session.run_on(&mut target, mode, &prompt, settings, model_drafter, cancel, on_event);
+        let reused = target.reused;
+        if result.is_err() {
+            // The cache may hold half a batch: start afresh next time.
+            if let Some(c) = self.target.as_mut() {
+                c.ctx.clear();
+                c.tokens.clear();
+            }
+            self.draft = None;
+        }
+        let mut report = result?;
+        report.prompt_reused = reused;
+        Ok(report)
+    }
+}
+
+/// The target of a chat turn: its prompt pass keeps what the context already holds of the prompt.
+struct ReusingTarget<'a, 's> {
+    model: &'s Model,
+    cached: &'a mut Cached<'s>,
+    reused: usize,
+}
+
+impl ReusingTarget<'_, '_> {
+    fn forget_from(&mut self, pos: usize) -> Result<()> {
+        if pos < self.cached.tokens.len() {
+            if let Err(e) = self.cached.ctx.truncate(pos as u32) {
+                // Some caches cannot drop a middle part (sliding windows): start over.
+                if pos > 0 {
+                    self.cached.ctx.clear();
+                    self.cached.tokens.clear();
+                    return Err(e);
+                }
+                self.cached.ctx.clear();
+            }
+            self.cached.tokens.truncate(pos);
+        }
+        Ok(())
+    }
+}
+
+impl Target for ReusingTarget<'_, '_> {
+    fn decode(&mut self, tokens: &[Token], start: u32, logits: Logits) -> Result<()> {
+        let (start, tokens) = if start == 0 && !tokens.is_empty() {
+            // The prompt: keep the prefix the cache shares with it (never all of it: the last
+            // token is decoded again for its logits).
+            let common = self.cached.tokens.iter().zip(tokens).take_while(|(a, b)| a == b).count();
+            let common = common.min(tokens.len() - 1);
+            let common = match self.forget_from(common) {
+                Ok(()) => common,
+                Err(_) => 0,
+            };
+            self.reused = common;
+            (common, &tokens[common..])
+        } else {
+            (start as usize, tokens)
+        };
+        if start != self.cached.tokens.len() {
+            return Err(Error::Llama(format!(
+                "chat cache: decode at {start}, but the cache holds {}",
+                self.cached.tokens.len()
+            )));
+        }
+        if let Err(e) = self.cached.ctx.decode(tokens, start as u32, logits) {
+            self.cached.ctx.clear();
+            self.cached.tokens.clear();
+            return Err(e);
+        }
+        self.cached.tokens.extend_from_slice(tokens);
+        Ok(())
+    }
+
+    fn logits(&self, i: usize) -> &[f32] {
+        self.cached.ctx.logits(i)
+    }
+
+    fn last_index(&self) -> usize {
+        self.cached.ctx.last_index()
+    }
+
+    fn truncate(&mut self, pos: u32) -> Result<()> {
+        self.cached.ctx.truncate(pos)?;
+        self.cached.tokens.truncate(pos as usize);
+        Ok(())
+    }
+
+    fn n_ctx(&self) -> usize {
+        self.cached.ctx.n_ctx() as usize
+    }
+
+    fn is_eog(&self, token: Token) -> bool {
+        self.model.is_eog(token)
+    }
+
+    fn piece(&self, token: Token) -> Vec<u8> {
+        self.model.piece(token)
+    }
+
+    fn reused(&self) -> usize {
+        self.reused
+    }
+}

@@ -1,0 +1,146 @@
+//! Drafters replayed on real outputs: the Qwen2.5-Coder 1.5B target's greedy answers to the three
+//! bench prompts (code, prose, rewrite) and four more (`data/replay/prompts/`: edits, docstrings, an
+//! explanation, SQL), with the step costs measured beside them, recorded by
+//! `scripts/record-replays` (token ids only — no model needed here). The n-gram drafters and the
+//! adaptive schedule make exactly the decisions they make on the real model; the costs give the
+//! speedup the cost model expects. These tests hold the drafters to what they reached, so a change
+//! that makes copying worse fails here in milliseconds.
+#![allow(clippy::unwrap_used)]
+
+use draftlab_engine::decoding::costs::Costs;
+use draftlab_engine::decoding::draft::ngram_cache::NgramCache;
+use draftlab_engine::decoding::draft::prompt_lookup::{LookupConfig, PromptLookup};
+use draftlab_engine::decoding::draft::Drafter;
+use draftlab_engine::decoding::llama::Token;
+use draftlab_engine::decoding::replay::{replay, Replayed};
+use draftlab_engine::decoding::settings::{Mode, Settings};
+use draftlab_engine::measuring::bench::copy_bound;
+use serde::Deserialize;
+
+#[derive(Deserialize)]
+struct Recorded {
+    prompt: Vec<Token>,
+    output: Vec<Token>,
+    costs: Costs,
+}
+
+fn recorded(name: &str) -> Recorded {
+    let path = format!("{}/tests/data/replay/{name}.json", env!("CARGO_MANIFEST_DIR"));
+    serde_json::from_slice(&std::fs::read(&path).expect("recorded replay")).expect("replay file")
+}
+
+fn run(r: &Recorded, drafter: Box<dyn Drafter>, adaptive: bool, n_draft: usize) -> Replayed {
+    let settings = Settings { adaptive, n_draft, ..Settings::default() }.validate(Mode::Speculative).unwrap();
+    let mut drafters = vec![drafter];
+    let out = replay(&r.prompt, &r.output, &mut drafters, &settings, &r.costs).unwrap();
+    assert_eq!(out.report.tokens, r.output, "a replay writes the recorded output");
+    out
+}
+
+/// Every recorded output, by name.
+fn all_recorded() -> Vec<(String, Recorded)> {
+    let dir = format!("{}/tests/data/replay", env!("CARGO_MANIFEST_DIR"));
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .expect("replay folder")
+        .filter_map(|e| e.ok()?.file_name().to_str()?.strip_suffix(".json").map(str::to_string))
+        .collect();
+    names.sort();
+    names.into_iter().map(|n| (n.clone(), recorded(&n))).collect()
+}
+
+/// The lookup before suffix matching: the last 1–4 tokens, the most recent place, as is.
+fn old_lookup() -> Box<dyn Drafter> {
+    Box::new(PromptLookup::with_config(1, LookupConfig { max_match: 4, agree: false, classes: false }).unwrap())
+}
+
+fn lookup() -> Box<dyn Drafter> {
+    Box::new(PromptLookup::new(1, 4).unwrap())
+}
+
+fn ngram_cache() -> Box<dyn Drafter> {
+    Box::new(NgramCache::new(1, 4).unwrap())
+}
+
+#[test]
+fn suffix_lookup_is_right_more_often_than_fixed_ngrams() {
+    // At a fixed length of 8 (no schedule to hide behind): the longest match, and what several
+    // places agree on, are accepted more often than the last 1–4 tokens' most recent match.
+    for name in ["rewrite", "docs", "edit"] {
+        let r = recorded(name);
+        let (old, new) = (run(&r, old_lookup(), false, 8), run(&r, lookup(), false, 8));
+        assert!(
+            new.report.acceptance_rate > old.report.acceptance_rate,
+            "{name}: acceptance {} vs {}",
+            new.report.acceptance_rate,
+            old.report.acceptance_rate
+        );
+    }
+}
+
+#[test]
+fn adaptive_n_gram_drafting_never_loses_and_pays_on_copies() {
+    // As users run it (adaptive): by the measured costs, at least as fast as the target alone on
+    // every recorded output (1 % for rounding of costs), and a gain where the answer copies its
+    // input. The replay is deterministic: these are exact properties of the recorded outputs.
+    for (name, r) in all_recorded() {
+        for (label, d) in [("lookup", lookup()), ("ngram-cache", ngram_cache())] {
+            let s = run(&r, d, true, 8).speedup();
+            assert!(s >= 0.985, "{name} {label}: {s:.3}");
+        }
+    }
+    for name in ["rewrite", "docs", "edit"] {
+        let r = recorded(name);
+        let new = run(&r, lookup(), true, 8).speedup();
+        assert!(new > 1.03, "{name}: lookup {new:.3}");
+    }
+    // The rewrites reach most of what copying could give here (see `copy_bound`).
+    for name in ["rewrite", "docs"] {
+        let r = recorded(name);
+        let new = run(&r, lookup(), true, 8).speedup();
+        let bound = copy_bound(&r.costs, &r.prompt, &r.output).speedup;
+        assert!(new >= 0.85 * bound, "{name}: {new:.3} vs the copy bound {bound:.3}");
+    }
+    // Over every output, the suffix lookup does better than the last 1–4 tokens' match did.
+    let (mut new, mut old) = (0.0, 0.0);
+    for (_, r) in all_recorded() {
+        new += run(&r, lookup(), true, 8).speedup();
+        old += run(&r, old_lookup(), true, 8).speedup();
+    }
+    assert!(new > old, "{new:.3} vs {old:.3}");
+}
+
+/// What each idea adds, on every recorded output (`cargo test --release --test replay -- --ignored
+/// --nocapture`): the numbers the notes on drafters quote.
+#[test]
+#[ignore]
+fn print_what_each_idea_adds() {
+    let configs = [
+        ("last 1-4 tokens (before)", LookupConfig { max_match: 4, agree: false, classes: false }),
+        ("longest match, as is", LookupConfig { max_match: 64, agree: false, classes: false }),
+        ("longest match, classes", LookupConfig { max_match: 64, agree: false, classes: true }),
+        ("longest match, classes, agreement", LookupConfig::default()),
+    ];
+    for (name, r) in all_recorded() {
+        let bound = copy_bound(&r.costs, &r.prompt, &r.output);
+        println!("{name}: copy bound {:.3}× (drafts {:.0} %)", bound.speedup, 100.0 * bound.drafted);
+        for (label, c) in configs {
+            for adaptive in [false, true] {
+                let out = run(&r, Box::new(PromptLookup::with_config(1, c).unwrap()), adaptive, 8);
+                println!(
+                    "  {label:36} {:8} speedup {:.3}× acceptance {:5.1} % accepted/pass {:.2}",
+                    if adaptive { "adaptive" } else { "k=8" },
+                    out.speedup(),
+                    100.0 * out.report.acceptance_rate,
+                    out.report.mean_accepted_len
+                );
+            }
+        }
+        let out = run(&r, ngram_cache(), true, 8);
+        println!(
+            "  {:36} adaptive speedup {:.3}× acceptance {:5.1} %",
+            "ngram-cache 1-4",
+            out.speedup(),
+            100.0 * out.report.acceptance_rate
+        );
+    }
+}
