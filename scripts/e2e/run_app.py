@@ -253,6 +253,69 @@ def history_and_memory(s, out):
     s.script("document.querySelector('header nav button').click()")  # back to the Run view
 
 
+def chat_and_serve(s, smol, out):
+    """The Chat view: a two-turn conversation (tokens coloured by provenance; the second turn decodes
+    only what is new), a stop mid-answer, the conversation kept in the list. Then the Serve view
+    switches the local server on, a request through it is answered, and it is switched off."""
+    s.click("nav-chat")
+    s.click("chat-new")
+    s.set_value("chat-target", smol)
+    s.set_value("chat-draft", smol)
+    answers = "return document.querySelectorAll('[data-testid=chat-answer][data-status=done]').length"
+    s.set_value("chat-input", "Name three fruits.")
+    s.click("chat-send")
+    wait("the first answer", lambda: s.script(answers) == 1, timeout=240)
+    s.set_value("chat-input", "Which of them is the sweetest?")
+    s.click("chat-send")
+    wait("the second answer", lambda: s.script(answers) == 2, timeout=240)
+    stats = s.script("return [...document.querySelectorAll('[data-testid=chat-stats]')].map(e => e.textContent)")
+    assert len(stats) == 2 and all("tok/s" in x for x in stats), stats
+    reused = s.script("return [...document.querySelectorAll('[data-testid=chat-reused]')].map(e => Number(e.textContent))")
+    assert reused and reused[-1] > 0, f"the second turn reused nothing: {stats}"
+    classes = s.script("return [...document.querySelectorAll('[data-testid=chat-answer] .text span')].map(e => e.className.split(' ')[0])")
+    assert classes and all(c.startswith("tok-") for c in classes), classes[:10]
+    assert any(c in ("tok-draft", "tok-ngram") for c in classes), "no drafted token in either answer"
+    s.screenshot(out / "chat-two-turns.png")
+    print(f"e2e: chat: two turns, {len(classes)} coloured tokens, the second turn kept {reused[-1]} prompt tokens; {stats[-1].strip()}")
+
+    # Stop mid-answer: what was written stays, marked stopped.
+    s.set_value("chat-max-tokens", "400")
+    s.set_value("chat-input", "Now write a long story about the fruit market.")
+    s.click("chat-send")
+    wait("streaming", lambda: s.exists("chat-stop") and len(s.script(
+        "return document.querySelector('[data-testid=chat-answer][data-status=running]')?.textContent || ''")) > 40, timeout=240)
+    s.click("chat-stop")
+    wait("stopped", lambda: s.script(answers) == 3, timeout=60)
+    assert "stopped" in s.script("return [...document.querySelectorAll('[data-testid=chat-stats]')].pop().textContent")
+    s.screenshot(out / "chat-stopped.png")
+    entries = s.script("return [...document.querySelectorAll('[data-testid=chat-entry]')].map(e => e.textContent)")
+    assert any("Name three fruits" in e for e in entries), entries
+    s.click("chat-new")
+    s.script("[...document.querySelectorAll('[data-testid=chat-entry]')].find(e => e.textContent.includes('Name three fruits')).click()")
+    wait("the saved conversation", lambda: s.script(answers) == 3)
+    print("e2e: chat: stop keeps the answer so far; the conversation is saved and re-opened")
+
+    # The local server, on and off.
+    s.click("nav-serve")
+    s.set_value("serve-target", smol)
+    s.set_value("serve-draft", smol)
+    s.set_value("serve-port", "0")
+    s.click("serve-start")
+    wait("the server", lambda: s.attr("serve-status", "data-running") == "yes", timeout=60)
+    url = s.text("serve-url")
+    model = pathlib.Path(smol).stem
+    body = json.dumps({"model": model, "messages": [{"role": "user", "content": "Say hi."}], "max_tokens": 8}).encode()
+    req = urllib.request.Request(url + "/chat/completions", data=body, headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(req, timeout=240) as r:
+        v = json.loads(r.read())
+    assert v["choices"][0]["message"]["content"], v
+    s.screenshot(out / "serve-on.png")
+    s.click("serve-stop")
+    wait("the server off", lambda: s.attr("serve-status", "data-running") == "no", timeout=30)
+    print(f"e2e: serve: {url} answered {v['choices'][0]['message']['content']!r} ({v['usage']['draftlab']['strategy']}), then stopped")
+    s.click("nav-run" if s.exists("nav-run") else "nav-history")
+
+
 def main():
     app, models, out = sys.argv[1], pathlib.Path(sys.argv[2]), pathlib.Path(sys.argv[3])
     out.mkdir(parents=True, exist_ok=True)
@@ -274,6 +337,9 @@ def main():
             s.click("run-baseline")
             wait("a baseline", lambda: s.attr("pane-baseline", "data-status") == "done" and not s.exists("verdict"))
             history_and_memory(s, out)
+            return
+        if os.environ.get("E2E_ONLY") == "chat":
+            chat_and_serve(s, smol, out)
             return
         if os.environ.get("E2E_ONLY") == "sweep":  # to work on one part
             sweep_view(s, models, out)
@@ -352,6 +418,7 @@ def main():
         print("e2e: a dropped non-GGUF file gets a clear message")
 
         bad_files(s, smol, out)
+        chat_and_serve(s, smol, out)
         sweep_view(s, models, out)
         models_view(s)
     finally:

@@ -2,14 +2,16 @@
 //! into `ui/src/lib/bindings.ts`. `scripts/gen-types` rewrites that file; the test
 //! `typescript_bindings_are_fresh` fails when it no longer matches the Rust side.
 
-use draftlab_engine::decoding::{compare, draft, llama, report, sampling, settings};
+use draftlab_engine::decoding::{compare, draft, llama, report, sampling, settings, template};
 use draftlab_engine::files::{catalog, discover, doctor, estimate, gguf, hub, memory};
 use draftlab_engine::measuring::sweep as engine_sweep;
 use draftlab_engine::measuring::{bench, charts};
 use draftlab_engine::{error, machine};
 use ts_rs::{Config, TS};
 
-use crate::{history, models, rendered, requests, run, sweep, workers, AppInfo, ExportFormat, ExportSource};
+use draftlab_engine::serving::client;
+
+use crate::{chat, chats, history, models, rendered, requests, run, serve, sweep, AppInfo, ExportFormat, ExportSource};
 
 /// Where the file lives, relative to the workspace root.
 pub const PATH: &str = "ui/src/lib/bindings.ts";
@@ -64,17 +66,17 @@ pub fn typescript() -> String {
         doctor::Diagnosis,
         requests::RunRequest,
         rendered::TokenView,
-        run::LiveStats,
+        rendered::LiveStats,
         run::RunEvent,
         run::RunOutcome,
         history::HistoryEntry,
         history::ModeTokens,
         history::HistoryRun,
         history::OpenedRun,
-        workers::LoadedModels,
-        workers::EngineStatus,
-        workers::UnloadReason,
-        workers::UnloadOutcome,
+        client::LoadedModels,
+        client::EngineStatus,
+        client::UnloadReason,
+        client::UnloadOutcome,
         AppInfo,
         bench::Spread,
         charts::BarGroup,
@@ -104,6 +106,16 @@ pub fn typescript() -> String {
         sweep::SweepView,
         ExportSource,
         ExportFormat,
+        template::ChatMessage,
+        chats::Turn,
+        chats::TurnStats,
+        chats::Conversation,
+        chats::ChatEntry,
+        chat::ChatRequest,
+        chat::ChatEvent,
+        chat::ChatAnswer,
+        requests::ServerRequest,
+        serve::ServerStatus,
         discover::Source,
         discover::FoundModel,
         discover::VocabGroup,

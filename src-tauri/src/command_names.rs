@@ -23,4 +23,13 @@ pub const COMMANDS: &[&str] = &[
     "catalog",
     "download",
     "cancel_download",
+    "chat_send",
+    "chat_stop",
+    "chat_list",
+    "chat_get",
+    "chat_save",
+    "chat_delete",
+    "server_start",
+    "server_stop",
+    "server_status",
 ];

@@ -1,19 +1,20 @@
 //! The Draftlab desktop app: a thin shell. Commands validate, hand the work to the engine worker
-//! (a separate process, see `workers`), and stream what it reports to the UI over a typed
+//! (a separate process, see `draftlab_engine::serving::client`), and stream what it reports to the UI over a typed
 //! `Channel`, batched to screen rate. Results are saved in the app data folder.
 
 pub mod bindings;
-pub mod enginelog;
+pub mod chat;
+pub mod chats;
 pub mod error;
 pub mod history;
 pub mod models;
 pub mod rendered;
 pub mod requests;
 pub mod run;
+pub mod serve;
 pub mod state;
 pub mod store;
 pub mod sweep;
-pub mod workers;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -30,20 +31,24 @@ use tauri::{Runtime, State};
 
 use draftlab_engine::ErrorCode;
 
+use crate::chat::{ChatAnswer, ChatEvent, ChatRequest};
+use crate::chats::{ChatEntry, Conversation};
 use crate::error::ApiError;
 use crate::history::{HistoryEntry, HistoryRun, OpenedRun};
 use crate::models::CatalogView;
 use crate::requests::RunRequest;
+use crate::requests::ServerRequest;
 use crate::run::{RunEvent, RunOutcome};
+use crate::serve::ServerStatus;
 pub use crate::state::{AppState, SaveAsk, SaveDialog};
 use crate::sweep::{SweepEntry, SweepOutcome, SweepRequest, SweepUiEvent, SweepView};
-use crate::workers::{EngineStatus, UnloadOutcome, UnloadReason};
 use draftlab_engine::decoding::settings::{Mode, Settings};
 use draftlab_engine::files::discover::VocabGroup;
 use draftlab_engine::files::hub::DownloadEvent;
+use draftlab_engine::serving::client::{EngineStatus, UnloadOutcome, UnloadReason};
 use std::sync::atomic::Ordering;
 
-pub use crate::workers::WORKER_FLAG;
+pub use crate::state::WORKER_FLAG;
 
 include!("command_names.rs");
 
@@ -331,6 +336,61 @@ fn cancel_download(state: State<'_, Arc<AppState>>, repo: String, file: String) 
     state.downloads.cancel(&format!("{repo}/{file}"))
 }
 
+/// The next answer of a conversation; tokens and live numbers stream on `on_event`. Returns the
+/// answer's report and tokens (a stopped answer too, with what was generated).
+#[tauri::command]
+async fn chat_send(
+    state: State<'_, Arc<AppState>>,
+    request: ChatRequest,
+    on_event: Channel<ChatEvent>,
+) -> Result<ChatAnswer, ApiError> {
+    let state = Arc::clone(state.inner());
+    blocking("chat", move || chat::answer(&state, request, &mut |e| drop(on_event.send(e)))).await?
+}
+
+/// Stops the answer in progress between rounds (what it wrote so far is kept).
+#[tauri::command]
+fn chat_stop(state: State<'_, Arc<AppState>>) {
+    chat::cancel(&state);
+}
+
+#[tauri::command]
+fn chat_list(state: State<'_, Arc<AppState>>) -> Result<Vec<ChatEntry>, ApiError> {
+    chats::list(&state.chats_dir)
+}
+
+#[tauri::command]
+fn chat_get(state: State<'_, Arc<AppState>>, id: String) -> Result<Conversation, ApiError> {
+    chats::get(&state.chats_dir, &id)
+}
+
+/// Saves a conversation (written whole, then renamed); a new one gets its id. Returns it as saved.
+#[tauri::command]
+fn chat_save(state: State<'_, Arc<AppState>>, conversation: Conversation) -> Result<Conversation, ApiError> {
+    chats::save(&state.chats_dir, conversation)
+}
+
+#[tauri::command]
+fn chat_delete(state: State<'_, Arc<AppState>>, id: String) -> Result<(), ApiError> {
+    chats::delete(&state.chats_dir, &id)
+}
+
+/// Starts the local OpenAI-compatible server on 127.0.0.1 (a running one is stopped first).
+#[tauri::command]
+async fn server_start(state: State<'_, Arc<AppState>>, request: ServerRequest) -> Result<ServerStatus, ApiError> {
+    serve::start(Arc::clone(state.inner()), request).await
+}
+
+#[tauri::command]
+async fn server_stop(state: State<'_, Arc<AppState>>) -> Result<ServerStatus, ApiError> {
+    Ok(serve::stop(&state).await)
+}
+
+#[tauri::command]
+fn server_status(state: State<'_, Arc<AppState>>) -> ServerStatus {
+    serve::status(&state)
+}
+
 #[derive(Debug, Clone, Serialize, ts_rs::TS)]
 pub struct AppInfo {
     pub version: String,
@@ -383,7 +443,16 @@ pub fn build_app<R: Runtime>(builder: tauri::Builder<R>, state: AppState) -> tau
             models_on_disk,
             catalog,
             download,
-            cancel_download
+            cancel_download,
+            chat_send,
+            chat_stop,
+            chat_list,
+            chat_get,
+            chat_save,
+            chat_delete,
+            server_start,
+            server_stop,
+            server_status
         ])
 }
 

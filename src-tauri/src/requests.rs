@@ -20,3 +20,15 @@ pub struct RunRequest {
     #[ts(optional)]
     pub charts: Option<bool>,
 }
+
+/// What to serve, and where.
+#[derive(Debug, Clone, Deserialize, Serialize, ts_rs::TS)]
+pub struct ServerRequest {
+    pub target: PathBuf,
+    pub draft: Option<PathBuf>,
+    /// Each request's defaults (a request may ask for another strategy, length or p_min).
+    pub settings: Settings,
+    pub port: u16,
+    /// When set, requests must carry `Authorization: Bearer <key>`.
+    pub api_key: Option<String>,
+}

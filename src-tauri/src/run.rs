@@ -17,32 +17,15 @@ use draftlab_engine::measuring::charts::{data as chart_data, Chart, Series};
 
 use crate::error::ApiError;
 use crate::history::{self, HistoryRun, ModeTokens};
-use crate::rendered::{self, pair_chart, speculative_charts, RenderedChart, TokenView};
+use crate::rendered::{self, pair_chart, speculative_charts, Frame, LiveStats, RenderedChart, TokenView};
 use crate::requests::RunRequest;
 use crate::state::AppState;
 
-/// One screen frame: token events are sent at most this often.
-pub const FRAME: Duration = Duration::from_millis(16);
 /// A cancelled run that has not stopped after this long has its engine process stopped.
 pub const CANCEL_GRACE: Duration = Duration::from_secs(5);
 
 /// How often the live tokens/s chart is redrawn.
 pub const CHART_EVERY: Duration = Duration::from_millis(500);
-
-/// Live numbers of the run in progress.
-#[derive(Debug, Clone, Default, Serialize, PartialEq, ts_rs::TS)]
-pub struct LiveStats {
-    pub tokens: usize,
-    pub elapsed_ms: f64,
-    pub tokens_per_s: f64,
-    pub steps: usize,
-    pub drafted: usize,
-    pub accepted: usize,
-    pub acceptance_rate: f64,
-    pub mean_accepted_len: f64,
-    pub draft_ms: f64,
-    pub verify_ms: f64,
-}
 
 #[derive(Debug, Clone, Serialize, ts_rs::TS)]
 #[serde(tag = "type", rename_all = "snake_case")]
@@ -93,97 +76,18 @@ pub struct RunOutcome {
     pub cancelled: bool,
 }
 
-/// Accumulates one mode's events into frames.
-struct Frame {
-    mode: Mode,
-    tokens: Vec<TokenView>,
-    stats: LiveStats,
-    started: Instant,
-    last_flush: Instant,
-    /// When each token arrived, in ms since the models were ready (for the live chart).
-    token_ms: Vec<f32>,
-    /// Every token of the run so far (saved with the run, so History shows it as it was shown).
-    shown: Vec<TokenView>,
-    first_token_at_ms: f64,
-}
-
-fn epoch_ms() -> f64 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0.0, |d| d.as_secs_f64() * 1e3)
-}
-
-impl Frame {
-    fn new(mode: Mode) -> Self {
-        let now = Instant::now();
-        Frame {
-            mode,
-            tokens: Vec::new(),
-            stats: LiveStats::default(),
-            started: now,
-            last_flush: now,
-            token_ms: Vec::new(),
-            shown: Vec::new(),
-            first_token_at_ms: 0.0,
-        }
-    }
-
-    fn add(&mut self, event: &Event) {
-        match event {
-            Event::Token { text, source, step, strategy, .. } => {
-                if self.tokens.is_empty() {
-                    self.first_token_at_ms = epoch_ms();
-                }
-                self.stats.tokens += 1;
-                self.token_ms.push(self.started.elapsed().as_secs_f32() * 1e3);
-                let view = TokenView { text: text.clone(), source: *source, step: *step, strategy: *strategy };
-                self.shown.push(view.clone());
-                self.tokens.push(view);
-            }
-            Event::Step { drafted, accepted, draft_ms, verify_ms, .. } => {
-                let s = &mut self.stats;
-                s.steps += 1;
-                s.drafted += drafted;
-                s.accepted += accepted;
-                s.draft_ms += draft_ms;
-                s.verify_ms += verify_ms;
-                s.acceptance_rate = if s.drafted > 0 { s.accepted as f64 / s.drafted as f64 } else { 0.0 };
-                s.mean_accepted_len = s.accepted as f64 / s.steps as f64;
-            }
-            Event::Started { .. } | Event::Done { .. } => {}
-        }
-    }
-
-    /// When the tokens waiting to be sent must go (none waiting: no deadline).
-    fn pending_until(&self) -> Option<Instant> {
-        (!self.tokens.is_empty()).then(|| self.last_flush + FRAME)
-    }
-
-    fn due(&self) -> bool {
-        !self.tokens.is_empty() && self.last_flush.elapsed() >= FRAME
-    }
-
-    fn flush(&mut self, send: &mut dyn FnMut(RunEvent)) {
-        if self.tokens.is_empty() {
-            return;
-        }
-        let s = &mut self.stats;
-        s.elapsed_ms = self.started.elapsed().as_secs_f64() * 1e3;
-        // A live rate since the models were ready (prompt included); the report has the exact one.
-        s.tokens_per_s = if s.elapsed_ms > 0.0 { s.tokens as f64 * 1e3 / s.elapsed_ms } else { 0.0 };
-        send(RunEvent::Tokens {
-            mode: self.mode,
-            tokens: std::mem::take(&mut self.tokens),
-            stats: s.clone(),
-            first_token_at_ms: self.first_token_at_ms,
-        });
-        self.last_flush = Instant::now();
+/// Sends the frame's waiting tokens, if any.
+fn flush(frame: &mut Frame, mode: Mode, send: &mut dyn FnMut(RunEvent)) {
+    if let Some(b) = frame.take() {
+        send(RunEvent::Tokens { mode, tokens: b.tokens, stats: b.stats, first_token_at_ms: b.first_token_at_ms });
     }
 }
 
 /// The tokens/s timeline of the finished runs and, live, of the one in progress.
-fn timeline(done: &[Report], live: Option<&Frame>) -> Chart {
+fn timeline(done: &[Report], live: Option<(&Frame, Mode)>) -> Chart {
     let mut chart = rendered::timeline(done);
-    if let (Chart::Timeline(t), Some(f)) = (&mut chart, live) {
-        t.series.push(Series { label: f.mode.to_string(), points: chart_data::rate_points(&f.token_ms, 8) });
+    if let (Chart::Timeline(t), Some((f, mode))) = (&mut chart, live) {
+        t.series.push(Series { label: mode.to_string(), points: chart_data::rate_points(&f.token_ms, 8) });
     }
     chart
 }
@@ -225,12 +129,12 @@ pub fn execute(
             settings: request.settings.clone(),
         })?;
         *state.current_job.lock().unwrap_or_else(|e| e.into_inner()) = Some(job);
-        let mut frame = Frame::new(mode);
+        let mut frame = Frame::new();
         let mut failed = None;
         let mut last_chart = Instant::now();
         loop {
             if charts && !frame.token_ms.is_empty() && last_chart.elapsed() >= CHART_EVERY {
-                send_charts(send, vec![timeline(&reports, Some(&frame))]);
+                send_charts(send, vec![timeline(&reports, Some((&frame, mode)))]);
                 last_chart = Instant::now();
             }
             // Sleep until the next reply, or until the pending frame is due: no wake-ups while
@@ -243,7 +147,7 @@ pub fn execute(
                 Some(due) => match rx.recv_timeout(due.saturating_duration_since(Instant::now())) {
                     Ok(r) => r,
                     Err(RecvTimeoutError::Timeout) => {
-                        frame.flush(send);
+                        flush(&mut frame, mode, send);
                         continue;
                     }
                     Err(RecvTimeoutError::Disconnected) => break,
@@ -252,11 +156,11 @@ pub fn execute(
             match reply {
                 Reply::Loading { .. } => send(RunEvent::Loading { mode }),
                 Reply::Loaded { target, draft, load_ms, warm } => {
-                    frame = Frame::new(mode);
+                    frame = Frame::new();
                     send(RunEvent::Loaded { mode, target, draft, load_ms, warm });
                 }
                 Reply::Event { event: Event::Done { report } } => {
-                    frame.flush(send);
+                    flush(&mut frame, mode, send);
                     cancelled |= report.stop_reason == draftlab_engine::decoding::report::StopReason::Cancelled;
                     send(RunEvent::Done { mode, report: report.clone() });
                     reports.push(*report);
@@ -273,11 +177,11 @@ pub fn execute(
                 Reply::Event { event } => {
                     frame.add(&event);
                     if frame.due() {
-                        frame.flush(send);
+                        flush(&mut frame, mode, send);
                     }
                 }
                 Reply::Error { error } => {
-                    frame.flush(send);
+                    flush(&mut frame, mode, send);
                     send(RunEvent::Failed { mode, error: error.clone() });
                     failed = Some(error);
                     break;

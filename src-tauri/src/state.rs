@@ -3,16 +3,27 @@
 
 use std::path::PathBuf;
 use std::sync::atomic::AtomicU64;
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
-use crate::workers::{Workers, WORKER_FLAG};
-use crate::{history, models};
+use draftlab_engine::serving::client::Workers;
+
+use crate::{chats, history, models};
+
+/// The argument that makes this executable the engine worker.
+pub const WORKER_FLAG: &str = "--worker";
 
 /// What the app keeps between commands.
 pub struct AppState {
-    pub workers: Workers,
+    /// The one engine worker: the Run and Chat views and the local server share it.
+    pub workers: Arc<Workers>,
     /// The worker job of the run in progress (for cancel).
     pub current_job: std::sync::Mutex<Option<u64>>,
+    /// The worker job of the chat answer in progress (for stop).
+    pub current_chat: std::sync::Mutex<Option<u64>>,
+    /// Where conversations are kept, one file each.
+    pub chats_dir: PathBuf,
+    /// The local server, when it is on.
+    pub server: std::sync::Mutex<Option<Running>>,
     pub history_dir: PathBuf,
     /// Where sweeps are kept, one folder each.
     pub sweeps_dir: PathBuf,
@@ -25,6 +36,14 @@ pub struct AppState {
     /// Warm models are unloaded after this many idle seconds (0: never); the page sets it from
     /// its settings.
     pub unload_after_s: AtomicU64,
+}
+
+/// The local server while it runs, and what it was started with.
+pub struct Running {
+    pub handle: draftlab_server::ServerHandle,
+    pub request: crate::requests::ServerRequest,
+    /// The name clients give as `model`.
+    pub model: String,
 }
 
 /// Warm models are unloaded after five idle minutes unless the user chose otherwise.
@@ -52,11 +71,15 @@ impl AppState {
     pub fn new(worker_exe: PathBuf, worker_args: Vec<String>, history_dir: PathBuf) -> Self {
         AppState {
             // The engine's log beside the runs: `<data>/logs/engine.log` for the app's `<data>/runs`.
-            workers: Workers::new(worker_exe, worker_args).with_log(
+            workers: Arc::new(Workers::new(worker_exe, worker_args).with_log(
                 history_dir.parent().unwrap_or(&history_dir).join("logs/engine.log"),
-                crate::enginelog::MAX_BYTES,
-            ),
+                draftlab_engine::serving::enginelog::MAX_BYTES,
+            )),
             current_job: std::sync::Mutex::new(None),
+            current_chat: std::sync::Mutex::new(None),
+            // Next to the runs: `<data>/chats` for the app's `<data>/runs`.
+            chats_dir: history_dir.parent().map_or_else(chats::default_dir, |p| p.join("chats")),
+            server: std::sync::Mutex::new(None),
             // Next to the runs: `<data>/sweeps` for the app's `<data>/runs`.
             sweeps_dir: history_dir.parent().map_or_else(|| history_dir.join("sweeps"), |p| p.join("sweeps")),
             history_dir,

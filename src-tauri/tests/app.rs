@@ -386,7 +386,7 @@ fn a_saved_run_reopens_with_its_coloured_tokens_and_charts_and_can_be_deleted() 
 
 #[test]
 fn models_unload_on_request_and_after_the_idle_time_freeing_their_memory() {
-    use draftlab_app::workers::UnloadReason;
+    use draftlab_engine::serving::client::UnloadReason;
     let dir = tempfile::tempdir().unwrap();
     let st = state(dir.path());
     let loaded_event = |events: &[RunEvent]| {
@@ -547,7 +547,7 @@ fn models_on_disk_the_catalog_and_downloads_with_cancel() {
 #[cfg(unix)]
 #[test]
 fn a_worker_that_writes_garbage_is_survived() {
-    use draftlab_app::workers::Workers;
+    use draftlab_engine::serving::client::Workers;
     use draftlab_engine::serving::worker::{Command, Reply};
     // A stand-in worker: before each answer it writes garbage, bytes that are not UTF-8, a reply
     // of an unknown type and a line over the bound; then the right `pong`.
@@ -575,7 +575,7 @@ fn a_worker_that_writes_garbage_is_survived() {
 #[cfg(unix)]
 #[test]
 fn a_dead_engine_says_what_its_log_said_last_and_where_the_log_is() {
-    use draftlab_app::workers::Workers;
+    use draftlab_engine::serving::client::Workers;
     use draftlab_engine::serving::worker::{Command, Reply};
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("logs/engine.log");

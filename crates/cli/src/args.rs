@@ -123,6 +123,11 @@ pub(crate) enum Command {
         #[arg(long)]
         with_draft: bool,
     },
+    /// An OpenAI-compatible server on the same engine: /v1/chat/completions and /v1/completions
+    /// (streamed over SSE or not), /v1/models, /health. Each request may choose its speculation
+    /// (`"draftlab": {"strategy": …, "n_draft": …, "p_min": …}` in the body); these flags are the
+    /// defaults. `usage` in every answer says what was drafted and accepted.
+    Serve(ServeArgs),
     /// The engine worker: JSON lines on stdin/stdout (what the desktop app runs its jobs in).
     #[command(hide = true)]
     Worker,
@@ -303,6 +308,49 @@ pub(crate) struct SweepArgs {
     pub(crate) prompt: PromptArgs,
     #[command(flatten)]
     pub(crate) gen: GenArgs,
+}
+
+#[derive(Args)]
+pub(crate) struct ServeArgs {
+    /// The target model (.gguf): the model clients talk to.
+    #[arg(long, short = 't')]
+    pub(crate) target: PathBuf,
+    /// The draft model (.gguf) for the `draft` and `auto` strategies.
+    #[arg(long, short = 'd')]
+    pub(crate) draft: Option<PathBuf>,
+    /// The address to listen on. 127.0.0.1 (the default) takes requests from this machine only;
+    /// anything else lets other machines in (set --api-key).
+    #[arg(long, default_value = "127.0.0.1")]
+    pub(crate) host: String,
+    #[arg(long, default_value_t = 8080)]
+    pub(crate) port: u16,
+    /// Requests must carry `Authorization: Bearer KEY`.
+    #[arg(long, env = "DRAFTLAB_API_KEY", hide_env_values = true)]
+    pub(crate) api_key: Option<String>,
+    /// Requests that may wait while one is answered; more are refused with 429.
+    #[arg(long, default_value_t = 8)]
+    pub(crate) queue: usize,
+    /// The largest request body in bytes (larger ones are refused with 413).
+    #[arg(long, default_value_t = draftlab_server::ServeConfig::DEFAULT_MAX_BODY)]
+    pub(crate) max_body: usize,
+    /// The default draft length (see `run --n-draft`).
+    #[arg(long, default_value = "adaptive")]
+    pub(crate) n_draft: String,
+    /// The default strategy (see `run --strategy`; requests may ask for `none`, the target alone).
+    #[arg(long, default_value = "auto")]
+    pub(crate) strategy: String,
+    /// Print nothing per request.
+    #[arg(long, short = 'q')]
+    pub(crate) quiet: bool,
+    #[command(flatten)]
+    pub(crate) gen: GenArgs,
+}
+
+impl ServeArgs {
+    pub(crate) fn settings(&self) -> Result<Settings, Error> {
+        let (n_draft, adaptive) = parse_n_draft(&self.n_draft)?;
+        self.gen.settings(n_draft, adaptive, self.strategy.parse()?)
+    }
 }
 
 #[derive(Args)]

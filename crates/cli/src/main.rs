@@ -14,7 +14,7 @@ use draftlab_engine::Error;
 use crate::args::{Cli, Command, NgramCommand};
 use crate::commands::{
     bench_cmd, chart_cmd, doctor_cmd, export_cmd, inspect, models_cmd, ngram_build, ngram_info, pull_cmd, run_cmd,
-    sweep_cmd,
+    serve_cmd, sweep_cmd,
 };
 
 fn main() -> ExitCode {
@@ -35,6 +35,10 @@ fn main() -> ExitCode {
             }
             if let Some(err) = e.downcast_ref::<Error>() {
                 let _ = writeln!(out, "hint: {}", err.hint());
+            } else if let Some(info) = e.downcast_ref::<draftlab_engine::error::ErrorInfo>() {
+                if !info.hint.is_empty() {
+                    let _ = writeln!(out, "hint: {}", info.hint);
+                }
             }
             ExitCode::from(2)
         }
@@ -68,6 +72,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Export { results, out } => export_cmd(results, out),
         Command::Models { folder, catalog, on_disk, json } => models_cmd(&folder, !on_disk, !catalog, json),
         Command::Pull { what, quant, with_draft } => pull_cmd(&what, quant.as_deref(), with_draft),
+        Command::Serve(args) => serve_cmd(args),
         Command::Worker => {
             draftlab_engine::serving::worker::serve_stdio();
             Ok(ExitCode::SUCCESS)

@@ -235,6 +235,8 @@ impl std::fmt::Display for ErrorInfo {
     }
 }
 
+impl std::error::Error for ErrorInfo {}
+
 impl Error {
     pub fn info(&self) -> ErrorInfo {
         let mut info = ErrorInfo::new(self.code(), self.to_string(), self.hint());

@@ -4,6 +4,7 @@
 import type {
   ApiError, CatalogView, Chart, Diagnosis, GpuLayers, KvType, Mode, Settings, DownloadEvent, ExportSource, VocabGroup, HistoryEntry, HistoryRun, RunEvent, RunOutcome, RunRequest, SweepEntry, SweepOutcome,
   SweepRequest, SweepUiEvent, SweepView, OpenedRun, EngineStatus, UnloadOutcome,
+  ChatAnswer, ChatEntry, ChatEvent, ChatRequest, Conversation, ServerRequest, ServerStatus,
 } from "./types";
 
 /// What the doctor's memory estimate is for: each model's KV cache type and GPU layers.
@@ -56,6 +57,19 @@ export interface Backend {
   pickFolder(title: string): Promise<string | null>;
   /// Calls back with the paths of files dropped on the window; returns a function that stops it.
   onFileDrop(handler: (paths: string[]) => void): Promise<() => void>;
+  /// The next answer of a conversation (the engine keeps the earlier turns in its caches).
+  chatSend(request: ChatRequest, onEvent: (e: ChatEvent) => void): Promise<ChatAnswer>;
+  /// Stops the answer being written (what it wrote so far is kept).
+  chatStop(): Promise<void>;
+  chatList(): Promise<ChatEntry[]>;
+  chatGet(id: string): Promise<Conversation>;
+  /// Saves a conversation (atomically); a new one gets its id.
+  chatSave(conversation: Conversation): Promise<Conversation>;
+  chatDelete(id: string): Promise<void>;
+  /// Starts the local OpenAI-compatible server on 127.0.0.1 (a running one is stopped first).
+  serverStart(request: ServerRequest): Promise<ServerStatus>;
+  serverStop(): Promise<ServerStatus>;
+  serverStatus(): Promise<ServerStatus>;
 }
 
 export type FileKind = "model" | "ngram-map";
@@ -139,5 +153,18 @@ export async function tauriBackend(): Promise<Backend> {
       getCurrentWebview().onDragDropEvent((e) => {
         if (e.payload.type === "drop") handler(e.payload.paths);
       }),
+    chatSend: (request, onEvent) => {
+      const channel = new Channel<ChatEvent>();
+      channel.onmessage = onEvent;
+      return invoke<ChatAnswer>("chat_send", { request, onEvent: channel });
+    },
+    chatStop: () => invoke<void>("chat_stop"),
+    chatList: () => invoke<ChatEntry[]>("chat_list"),
+    chatGet: (id) => invoke<Conversation>("chat_get", { id }),
+    chatSave: (conversation) => invoke<Conversation>("chat_save", { conversation }),
+    chatDelete: (id) => invoke<void>("chat_delete", { id }),
+    serverStart: (request) => invoke<ServerStatus>("server_start", { request }),
+    serverStop: () => invoke<ServerStatus>("server_stop"),
+    serverStatus: () => invoke<ServerStatus>("server_status"),
   };
 }

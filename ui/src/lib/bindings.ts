@@ -160,8 +160,10 @@ prompt_ms: number,
  */
 prompt_reused: number, 
 /**
- * The target alone's generation tokens/s by the measured step cost (adaptive runs, which
- * measure it): the speedup estimate of a run that has no baseline beside it.
+ * The target alone's generation tokens/s, for the speedup estimate of a run with no baseline
+ * beside it: from this run's own rounds that drafted nothing after a round that drafted
+ * nothing (steps of the target alone, under the same load), or when it had too few, from the
+ * step cost measured for the schedule (adaptive runs).
  */
 target_alone_tps: number | null, generated_tokens: number, 
 /**
@@ -344,7 +346,12 @@ charts?: boolean, };
 
 export type TokenView = { text: string, source: TokenSource, step: number, strategy?: Strategy, };
 
-export type LiveStats = { tokens: number, elapsed_ms: number, tokens_per_s: number, steps: number, drafted: number, accepted: number, acceptance_rate: number, mean_accepted_len: number, draft_ms: number, verify_ms: number, };
+export type LiveStats = { tokens: number, elapsed_ms: number, tokens_per_s: number, steps: number, drafted: number, accepted: number, acceptance_rate: number, mean_accepted_len: number, draft_ms: number, verify_ms: number, 
+/**
+ * Rounds that drafted nothing after a round that drafted nothing (steps of the target alone,
+ * timed now), and their time: the live speedup estimate's reference.
+ */
+steady_steps: number, steady_ms: number, };
 
 export type RunEvent = { "type": "loading", mode: Mode, } | { "type": "loaded", mode: Mode, target: ModelId, draft: ModelId | null, load_ms: number, warm: boolean, } | { "type": "tokens", mode: Mode, tokens: Array<TokenView>, stats: LiveStats, first_token_at_ms: number, } | { "type": "done", mode: Mode, report: Report, } | { "type": "compared", comparison: Comparison, verdict: string, speedup: number, } | { "type": "failed", mode: Mode, error: ErrorInfo, } | { "type": "charts", charts: Array<RenderedChart>, };
 
@@ -602,6 +609,84 @@ export type SweepView = { id: string, results: SweepResults, charts: Array<Rende
 export type ExportSource = { "kind": "run", id: string, } | { "kind": "sweep", id: string, };
 
 export type ExportFormat = "csv" | "json";
+
+export type ChatMessage = { 
+/**
+ * `system`, `user` or `assistant`.
+ */
+role: string, content: string, };
+
+export type Turn = { 
+/**
+ * `user` or `assistant`.
+ */
+role: string, content: string, 
+/**
+ * An answer's tokens as they were shown (provenance colours).
+ */
+tokens: Array<TokenView>, stats: TurnStats | null, };
+
+export type TurnStats = { strategy: Strategy | null, tokens: number, tokens_per_s: number, drafted: number, accepted: number, acceptance_rate: number, 
+/**
+ * The target alone's tokens/s by the measured step cost (adaptive speculation measures it):
+ * `tokens_per_s` ÷ this is the answer's speedup estimate.
+ */
+target_alone_tps: number | null, prompt_tokens: number, 
+/**
+ * Prompt tokens the models' caches kept from the turns before (not decoded again).
+ */
+prompt_reused: number, prompt_ms: number, stop_reason: StopReason, };
+
+export type Conversation = { 
+/**
+ * Empty for a conversation never saved (it gets an id when first saved).
+ */
+id: string, title: string, 
+/**
+ * Seconds since the Unix epoch.
+ */
+updated_at: number, target: string, draft: string | null, 
+/**
+ * Speculative (the strategy in `settings`) or the target alone.
+ */
+mode: Mode, settings: Settings, system: string, turns: Array<Turn>, };
+
+export type ChatEntry = { id: string, title: string, updated_at: number, turns: number, target: string, };
+
+export type ChatRequest = { target: string, draft: string | null, mode: Mode, settings: Settings, 
+/**
+ * The whole conversation (system prompt first), ending with the user's turn.
+ */
+messages: Array<ChatMessage>, 
+/**
+ * Answer in the room the context leaves instead of refusing a conversation that leaves too
+ * little for `n_predict` tokens.
+ */
+open_ended: boolean, };
+
+export type ChatEvent = { "type": "loading" } | { "type": "loaded", target: ModelId, draft: ModelId | null, load_ms: number, warm: boolean, } | { "type": "started", prompt_tokens: number, reused_tokens: number, prompt_ms: number, target_alone_tps: number | null, } | { "type": "tokens", tokens: Array<TokenView>, stats: LiveStats, };
+
+export type ChatAnswer = { report: Report, tokens: Array<TokenView>, stats: TurnStats, };
+
+export type ServerRequest = { target: string, draft: string | null, 
+/**
+ * Each request's defaults (a request may ask for another strategy, length or p_min).
+ */
+settings: Settings, port: number, 
+/**
+ * When set, requests must carry `Authorization: Bearer <key>`.
+ */
+api_key: string | null, };
+
+export type ServerStatus = { running: boolean, 
+/**
+ * `http://127.0.0.1:PORT/v1`, what clients take as their base URL.
+ */
+url: string | null, 
+/**
+ * The name clients give as `model`.
+ */
+model: string | null, target: string | null, draft: string | null, strategy: Strategy | null, adaptive: boolean, api_key: boolean, served: number, cancelled: number, refused_busy: number, };
 
 export type Source = "hugging_face" | "lm_studio" | "ollama" | "folder";
 

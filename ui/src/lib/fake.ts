@@ -3,6 +3,7 @@
 import type { Backend, FileKind } from "./backend";
 import type { ApiError, CatalogView, DownloadEvent, ErrorCode, Settings, VocabGroup } from "./types";
 import type { EngineStatus, OpenedRun, UnloadOutcome } from "./types";
+import type { ChatAnswer, ChatEntry, ChatEvent, ChatRequest, Conversation, ServerRequest, ServerStatus } from "./types";
 import type { Chart, ExportSource, SweepEntry, SweepOutcome, SweepRequest, SweepUiEvent, SweepView } from "./types";
 import type { Diagnosis, HistoryEntry, MachineInfo, ModelSummary, HistoryRun, LiveStats, Mode, Report, RunEvent, RunOutcome, RunRequest, TokenView } from "./types";
 
@@ -80,7 +81,7 @@ export class FakeBackend implements Backend {
       }
       const tokens: TokenView[] = [];
       const n = Math.min(request.settings.n_predict, WORDS.length);
-      const stats: LiveStats = { tokens: 0, elapsed_ms: 0, tokens_per_s: 0, steps: 0, drafted: 0, accepted: 0, acceptance_rate: 0, mean_accepted_len: 0, draft_ms: 0, verify_ms: 0 };
+      const stats: LiveStats = { tokens: 0, elapsed_ms: 0, tokens_per_s: 0, steps: 0, drafted: 0, accepted: 0, acceptance_rate: 0, mean_accepted_len: 0, draft_ms: 0, verify_ms: 0, steady_steps: 0, steady_ms: 0 };
       for (let i = 0; i < n && !this.cancelled; i++) {
         let text = WORDS[i] ?? "";
         if (mode === "speculative" && this.options.divergeAt !== undefined && i >= this.options.divergeAt) text = " other";
@@ -285,5 +286,93 @@ export class FakeBackend implements Backend {
   async onFileDrop(handler: (paths: string[]) => void): Promise<() => void> {
     this.dropHandler = handler;
     return () => (this.dropHandler = null);
+  }
+
+  chats: Conversation[] = [];
+  chatRequests: ChatRequest[] = [];
+  /// Prompt tokens the fake engine "holds" from the last answer (to report what a turn reuses).
+  cachedPrompt = 0;
+
+  async chatSend(request: ChatRequest, onEvent: (e: ChatEvent) => void): Promise<ChatAnswer> {
+    this.chatRequests.push(request);
+    this.cancelled = false;
+    const prompt = request.messages.reduce((n, m) => n + m.content.length, 0);
+    if (!request.open_ended && prompt + request.settings.n_predict > request.settings.n_ctx) {
+      throw { code: "context_too_long", message: `this model's context holds ${request.settings.n_ctx} tokens, but the request needs ${prompt + request.settings.n_predict}`, hint: "Shorten the conversation (drop its oldest turns), ask for a shorter answer, or raise the context size." };
+    }
+    onEvent({ type: "loaded", target: { path: request.target, name: request.target, architecture: "qwen2", quantization: "Q4_K_M", n_params: 1, file_size: 1, mtime: 0 }, draft: null, load_ms: 0, warm: this.cachedPrompt > 0 });
+    const reused = Math.min(this.cachedPrompt, prompt);
+    onEvent({ type: "started", prompt_tokens: prompt, reused_tokens: reused, prompt_ms: 2 * (prompt - reused), target_alone_tps: 20 });
+    const words = ["Sure", ",", " here", " it", " is", "."];
+    const tokens: TokenView[] = [];
+    for (let i = 0; i < Math.min(words.length, request.settings.n_predict); i++) {
+      if (this.cancelled) break;
+      const t: TokenView = { text: words[i] ?? "", source: i % 2 ? "draft" : "target", step: i };
+      tokens.push(t);
+      onEvent({ type: "tokens", tokens: [t], stats: { tokens: i + 1, elapsed_ms: 10 * (i + 1), tokens_per_s: 30, steps: i + 1, drafted: i + 1, accepted: Math.ceil(i / 2), acceptance_rate: 0.5, mean_accepted_len: 0.5, draft_ms: 0, verify_ms: 5, steady_steps: 0, steady_ms: 0 } });
+      if (this.options.frameMs) await new Promise((r) => setTimeout(r, this.options.frameMs));
+    }
+    const text = tokens.map((t) => t.text).join("");
+    this.cachedPrompt = prompt + text.length;
+    const stats = {
+      strategy: request.mode === "speculative" ? request.settings.strategy : null, tokens: tokens.length, tokens_per_s: 30,
+      drafted: tokens.length, accepted: Math.floor(tokens.length / 2), acceptance_rate: 0.5, target_alone_tps: 20,
+      prompt_tokens: prompt, prompt_reused: reused, prompt_ms: 2 * (prompt - reused),
+      stop_reason: this.cancelled ? ("cancelled" as const) : ("end_of_generation" as const),
+    };
+    return { report: { text } as Report, tokens, stats };
+  }
+
+  async chatStop(): Promise<void> {
+    this.cancelled = true;
+  }
+
+  async chatList(): Promise<ChatEntry[]> {
+    return this.chats.map((c) => ({ id: c.id, title: c.title, updated_at: c.updated_at, turns: c.turns.length, target: c.target })).reverse();
+  }
+
+  async chatGet(id: string): Promise<Conversation> {
+    const c = this.chats.find((x) => x.id === id);
+    if (!c) throw { code: "not_found", message: `no saved conversation ${id}`, hint: "Pick a conversation from the list." };
+    return structuredClone(c);
+  }
+
+  async chatSave(conversation: Conversation): Promise<Conversation> {
+    const c = structuredClone(conversation);
+    if (!c.id) c.id = `${1700000000 + this.chats.length}-000000000`;
+    if (!c.title) c.title = c.turns.find((t) => t.role === "user")?.content.slice(0, 60) ?? "New chat";
+    c.updated_at = 1700000000 + this.chats.length;
+    this.chats = this.chats.filter((x) => x.id !== c.id).concat(c);
+    return structuredClone(c);
+  }
+
+  async chatDelete(id: string): Promise<void> {
+    await this.chatGet(id);
+    this.chats = this.chats.filter((c) => c.id !== id);
+  }
+
+  server: ServerRequest | null = null;
+
+  private status(): ServerStatus {
+    const r = this.server;
+    return {
+      running: r !== null, url: r ? `http://127.0.0.1:${r.port}/v1` : null, model: r ? r.target.replace(/^.*\//, "").replace(/\.gguf$/, "") : null,
+      target: r?.target ?? null, draft: r?.draft ?? null, strategy: r?.settings.strategy ?? null, adaptive: r?.settings.adaptive ?? false,
+      api_key: !!r?.api_key, served: 0, cancelled: 0, refused_busy: 0,
+    };
+  }
+
+  async serverStart(request: ServerRequest): Promise<ServerStatus> {
+    this.server = request;
+    return this.status();
+  }
+
+  async serverStop(): Promise<ServerStatus> {
+    this.server = null;
+    return this.status();
+  }
+
+  async serverStatus(): Promise<ServerStatus> {
+    return this.status();
   }
 }

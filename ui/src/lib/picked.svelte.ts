@@ -1,9 +1,24 @@
 // What one view hands another: a model chosen in the Models view ("Use as target/draft" fills the
-// Run view), and a saved run to run again from History (the Run view takes its request and starts).
-import type { RunRequest } from "./types";
+// Run view), a saved run to run again from History (the Run view takes its request and starts),
+// and a pair with its settings to chat with or to serve (the Sweep view's best setting).
+import type { RunRequest, Settings } from "./types";
 
-export const picked = $state<{ target: string | null; draft: string | null; rerun: RunRequest | null }>({
+export interface PairChoice {
+  target: string;
+  draft: string | null;
+  settings: Settings;
+}
+
+export const picked = $state<{
+  target: string | null;
+  draft: string | null;
+  rerun: RunRequest | null;
+  chat: PairChoice | null;
+  serve: PairChoice | null;
+}>({
   target: null,
   draft: null,
   rerun: null,
+  chat: null,
+  serve: null,
 });

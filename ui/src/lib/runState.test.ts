@@ -92,7 +92,7 @@ describe("run state", () => {
 
   it("prefers the final report's numbers over live ones", () => {
     const state = initialState();
-    const stats = { tokens: 2, elapsed_ms: 10, tokens_per_s: 200, steps: 1, drafted: 2, accepted: 1, acceptance_rate: 0.5, mean_accepted_len: 1, draft_ms: 1, verify_ms: 2 };
+    const stats = { tokens: 2, elapsed_ms: 10, tokens_per_s: 200, steps: 1, drafted: 2, accepted: 1, acceptance_rate: 0.5, mean_accepted_len: 1, draft_ms: 1, verify_ms: 2, steady_steps: 0, steady_ms: 0 };
     applyEvent(state, { type: "tokens", mode: "speculative", tokens: [{ text: "a", source: "draft", step: 1, strategy: "ngram-cache" }], stats, first_token_at_ms: 0 });
     expect(statsView(state.panes.speculative)?.tokensPerS).toBe(200);
     expect(statsView(state.panes.speculative)?.acceptance).toBe(0.5);

@@ -64,3 +64,23 @@ describe("sweepVariants", () => {
     expect(sweepVariants(["q4_0"], [false])).toHaveLength(1);
   });
 });
+
+describe("a sweep cell as a pair to serve", () => {
+  it("carries the cell's strategy, length and setup", async () => {
+    const { cellPair } = await import("./sweepState");
+    const { defaultSettings } = await import("./settings");
+    const spec = {
+      targets: ["/m/t.gguf"], drafts: ["/m/d1.gguf", "/m/d2.gguf"], n_drafts: [2, 4], strategies: ["auto" as const, "lookup" as const],
+      reps: 3, warmup: 1, prompt: "p", settings: defaultSettings(), adaptive: true,
+      variants: [
+        { cache_type: "f16" as const, draft_cache_type: "f16" as const, draft_gpu_layers: null, flash_attn: "auto" as const },
+        { cache_type: "q8_0" as const, draft_cache_type: "q4_0" as const, draft_gpu_layers: { count: 0 }, flash_attn: "on" as const },
+      ],
+    };
+    const p = cellPair(spec, { target: 0, draft: 1, strategy: "lookup", n_draft: 4, variant: 1 });
+    expect([p.target, p.draft, p.settings.strategy, p.settings.n_draft, p.settings.adaptive]).toEqual(["/m/t.gguf", "/m/d2.gguf", "lookup", 4, true]);
+    expect([p.settings.cache_type, p.settings.draft_cache_type, p.settings.flash_attn]).toEqual(["q8_0", "q4_0", "on"]);
+    expect(p.settings.draft_gpu_layers).toEqual({ count: 0 });
+    expect(cellPair(spec, { target: 0, draft: null, strategy: "ngram-cache", n_draft: 2, variant: 0 }).draft).toBeNull();
+  });
+});

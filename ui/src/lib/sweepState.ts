@@ -1,6 +1,7 @@
 // What the Sweep view shows, built from the stream of `SweepUiEvent`s (pure: tested without a backend).
 import { mergeCharts } from "./runState";
-import type { CellOutcome, KvType, Recommendation, RenderedChart, SweepSpec, SweepUiEvent, Variant } from "./types";
+import type { CellOutcome, KvType, Recommendation, RenderedChart, SweepSpec, SweepUiEvent, Variant, CellKey, Settings } from "./types";
+import type { PairChoice } from "./picked.svelte";
 
 export interface SweepState {
   id: string | null;
@@ -116,4 +117,21 @@ export function sweepVariants(kv: KvType[], draftOnCpu: boolean[]): Variant[] {
     draft_gpu_layers: cpu ? { count: 0 } : null,
     flash_attn: "auto" as const,
   })));
+}
+
+/// The pair and settings of one sweep cell (its strategy, draft length and setup), to chat with or
+/// to serve.
+export function cellPair(spec: SweepSpec, key: CellKey): PairChoice {
+  const settings: Settings = structuredClone(spec.settings);
+  settings.strategy = key.strategy;
+  settings.n_draft = key.n_draft;
+  settings.adaptive = spec.adaptive;
+  const v = spec.variants[key.variant];
+  if (v) {
+    settings.cache_type = v.cache_type;
+    settings.draft_cache_type = v.draft_cache_type;
+    settings.draft_gpu_layers = v.draft_gpu_layers;
+    settings.flash_attn = v.flash_attn;
+  }
+  return { target: spec.targets[key.target] ?? "", draft: key.draft === null ? null : (spec.drafts[key.draft] ?? null), settings };
 }

@@ -8,6 +8,7 @@ mod ngram;
 mod pull;
 mod results;
 mod run;
+mod serve;
 mod sweep;
 
 pub(crate) use bench::bench_cmd;
@@ -18,4 +19,5 @@ pub(crate) use ngram::{ngram_build, ngram_info};
 pub(crate) use pull::pull_cmd;
 pub(crate) use results::{chart_cmd, export_cmd};
 pub(crate) use run::run_cmd;
+pub(crate) use serve::serve_cmd;
 pub(crate) use sweep::sweep_cmd;

@@ -78,16 +78,39 @@ impl<'s> ChatSlot<'s> {
     }
 
     /// Generates after `input` with `settings`, reusing what the contexts hold. Its report says how
-    /// many prompt tokens came from the cache (`prompt_reused`).
+    /// many prompt tokens came from the cache (`prompt_reused`). A prompt and answer that do not fit
+    /// in the context are an error naming the numbers ([`Error::ContextTooLong`]) — unless
+    /// `open_ended`, when the answer takes the room the context leaves (at most `n_predict`).
+    #[allow(clippy::too_many_arguments)]
     pub fn run(
         &mut self,
         mode: Mode,
         input: &ChatInput,
         settings: &ValidSettings,
+        open_ended: bool,
         cancel: &AtomicBool,
         on_event: &mut dyn FnMut(Event),
     ) -> Result<Report> {
         let prompt = self.session.chat_tokens(input, settings.raw)?;
+        let n_ctx = settings.n_ctx as usize;
+        // Room for one draft round besides the answer (the loop never drafts past the context).
+        let reserve = 1 + if mode == Mode::Speculative { settings.n_draft } else { 0 };
+        let fitted;
+        let settings = if open_ended {
+            let room = n_ctx.saturating_sub(prompt.len() + reserve);
+            if room == 0 {
+                return Err(Error::ContextTooLong { prompt: prompt.len(), answer: 1, n_ctx });
+            }
+            let mut s = (**settings).clone();
+            s.n_predict = s.n_predict.min(room);
+            fitted = s.validate(mode)?;
+            &fitted
+        } else {
+            if prompt.len() + settings.n_predict > n_ctx || prompt.len() + reserve > n_ctx {
+                return Err(Error::ContextTooLong { prompt: prompt.len(), answer: settings.n_predict, n_ctx });
+            }
+            settings
+        };
         let key = ContextKey::target(settings);
         if self.target.as_ref().is_none_or(|c| c.key != key) {
             self.target = None; // free the old context first

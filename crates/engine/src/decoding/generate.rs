@@ -177,7 +177,17 @@ struct Tally {
     token_ms: Vec<f32>,
     by_strategy: Vec<StrategyStats>,
     rounds: Vec<RoundRecord>,
+    /// The last round's draft length (none before the first round).
+    prev_drafted: Option<usize>,
+    /// Rounds that drafted nothing after a round that drafted nothing: steps of the target alone,
+    /// timed in this run (under whatever load the machine has now).
+    steady_ms: f64,
+    steady_steps: usize,
 }
+
+/// Steps of the target alone a run needs before they, rather than the step costs measured when
+/// the session started, estimate what the target alone would do.
+const STEADY_STEPS: usize = 3;
 
 /// The loop's state between rounds.
 struct Loop<'r, 'd> {
@@ -259,8 +269,7 @@ impl<'r, 'd> Loop<'r, 'd> {
             t_gen: Instant::now(),
             shadows: Vec::new(),
         };
-        let target_alone_tps =
-            run.scheduler.as_ref().map(|s| s.costs().verify(1)).filter(|&v| v > 0.0).map(|v| 1e3 / v);
+        let target_alone_tps = run.scheduler.as_ref().map(|s| s.costs().step()).filter(|&v| v > 0.0).map(|v| 1e3 / v);
         (run.on_event)(Event::Started {
             prompt_tokens: prompt.len(),
             reused_tokens: run.target.reused(),
@@ -375,6 +384,11 @@ impl<'r, 'd> Loop<'r, 'd> {
         if !self.drafters.is_empty() {
             t.rounds.push(RoundRecord { decision: round.decision, strategy: round.strategy, drafted: k, accepted: m });
         }
+        if k == 0 && t.prev_drafted == Some(0) {
+            t.steady_ms += v.verify_ms + round.draft_ms;
+            t.steady_steps += 1;
+        }
+        t.prev_drafted = Some(k);
         t.passes += 1;
         t.drafted += k;
         t.accepted += m;
@@ -449,12 +463,11 @@ impl<'r, 'd> Loop<'r, 'd> {
             prompt_tokens: self.prompt_len,
             prompt_ms: self.prompt_ms,
             prompt_reused: self.target.reused(),
-            target_alone_tps: self
-                .scheduler
-                .as_ref()
-                .map(|s| s.costs().verify(1))
-                .filter(|&v| v > 0.0)
-                .map(|v| 1e3 / v),
+            target_alone_tps: if t.steady_steps >= STEADY_STEPS && t.steady_ms > 0.0 {
+                Some(1e3 * t.steady_steps as f64 / t.steady_ms)
+            } else {
+                self.scheduler.as_ref().map(|s| s.costs().step()).filter(|&v| v > 0.0).map(|v| 1e3 / v)
+            },
             generated_tokens: n,
             wall_ms,
             generation_ms,

@@ -45,8 +45,10 @@ pub struct Report {
     /// decoded again.
     #[serde(default)]
     pub prompt_reused: usize,
-    /// The target alone's generation tokens/s by the measured step cost (adaptive runs, which
-    /// measure it): the speedup estimate of a run that has no baseline beside it.
+    /// The target alone's generation tokens/s, for the speedup estimate of a run with no baseline
+    /// beside it: from this run's own rounds that drafted nothing after a round that drafted
+    /// nothing (steps of the target alone, under the same load), or when it had too few, from the
+    /// step cost measured for the schedule (adaptive runs).
     #[serde(default)]
     pub target_alone_tps: Option<f64>,
     pub generated_tokens: usize,

@@ -69,6 +69,8 @@ pub struct Scheduler {
     idle_rounds: usize,
     explore_every: usize,
     exploring: bool,
+    /// The length the last round drafted: a round of the same size reuses llama.cpp's graph.
+    last: usize,
     /// How often each length was chosen (index = length).
     pub chosen: Vec<u64>,
 }
@@ -81,6 +83,7 @@ impl Scheduler {
             idle_rounds: 0,
             explore_every: EXPLORE_EVERY,
             exploring: false,
+            last: 0,
             chosen: Vec::new(),
         }
     }
@@ -130,9 +133,16 @@ impl Scheduler {
         expected / self.round_cost(k, token_ms, setup_ms)
     }
 
+    /// What a round drafting `k` costs after the last one. Not drafting after not drafting is a step
+    /// of the target alone; a draft of the length the last round drafted reuses the graph; any other
+    /// draft is an excursion that pays the rebuild twice, going and coming back.
     fn round_cost(&self, k: usize, token_ms: f64, setup_ms: f64) -> f64 {
-        let setup = if k > 0 { setup_ms } else { 0.0 };
-        setup + k as f64 * token_ms + self.costs.verify(k + 1)
+        let c = &self.costs;
+        if k == 0 {
+            return c.round_ms(0, self.last);
+        }
+        let verify = if k == self.last { c.round_ms(k, k) } else { c.verify(k + 1) + c.rebuild_ms() };
+        setup_ms + k as f64 * token_ms + verify
     }
 
     /// The longest draft the measured verify curve covers.
@@ -191,6 +201,7 @@ impl Scheduler {
             self.idle_rounds = 0;
         }
         let k = best.map_or(0, |(_, k)| k);
+        self.last = k;
         if self.chosen.len() <= k {
             self.chosen.resize(k + 1, 0);
         }
@@ -248,7 +259,7 @@ mod tests {
     }
 
     fn costs(verify_ms: Vec<f64>, draft_token_ms: f64) -> Costs {
-        Costs { c: draft_token_ms / verify_ms[0], verify_ms, draft_token_ms }
+        Costs { c: draft_token_ms / verify_ms[0], verify_ms, step_ms: 0.0, draft_token_ms }
     }
 
     #[test]

@@ -5,7 +5,10 @@
 //!
 //! Requests (one JSON object per line on stdin), each with an `id` the replies repeat:
 //! `{"id":1,"cmd":"run","target":"T.gguf","draft":"D.gguf","mode":"speculative","prompt":"…","settings":{…}}`
-//! `{"id":2,"cmd":"cancel","job":1}` — cooperative: the run stops between rounds and reports.
+//! `{"id":2,"cmd":"chat","target":"T.gguf","mode":"speculative","input":{"kind":"messages","messages":[…]},"settings":{…}}`
+//! — like `run`, keeping both models' KV caches for the next chat request (see [`Command::Chat`]).
+//! `{"id":2,"cmd":"cancel","job":1}` — cooperative: the run stops between rounds and reports; a job
+//! cancelled before it started ends at once with a `cancelled` error.
 //! `{"id":3,"cmd":"unload"}`, `{"id":4,"cmd":"ping"}`, `{"id":5,"cmd":"shutdown"}`.
 //!
 //! Replies (one JSON object per line on stdout): `{"id":1,"type":"loading",…}`,
@@ -25,10 +28,11 @@ use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
 
+use crate::decoding::chat::{ChatInput, ChatSlot};
 use crate::decoding::generate::Event;
 use crate::decoding::llama::ModelId;
 use crate::decoding::session::Session;
-use crate::decoding::settings::{Mode, Settings};
+use crate::decoding::settings::{Mode, Settings, ValidSettings};
 use crate::error::{Error, ErrorCode, ErrorInfo};
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -42,6 +46,20 @@ pub enum Command {
         mode: Mode,
         prompt: String,
         settings: Settings,
+    },
+    /// Generates after a conversation (or a text, for completions) and keeps both models' KV caches
+    /// for the next `chat` request on the same models: a follow-up turn decodes only what is new.
+    /// `open_ended`: no length was asked for, so the answer may take the room the context leaves
+    /// (otherwise a prompt and answer that do not fit are a `context_too_long` error).
+    Chat {
+        target: PathBuf,
+        #[serde(default)]
+        draft: Option<PathBuf>,
+        mode: Mode,
+        input: ChatInput,
+        settings: Settings,
+        #[serde(default)]
+        open_ended: bool,
     },
     /// Runs (or resumes) a sweep into the folder `out` (see `sweep::run`); frees warm models first.
     Sweep {
@@ -219,7 +237,16 @@ pub fn serve<R: BufRead + Send + 'static, W: Write>(input: R, output: W) {
         });
     }
     let mut warm: Option<(LoadKey, Session)> = None;
-    for request in rx {
+    // A request read while serving chats that is not one of them: handled next.
+    let mut pending: Option<Result<Request, ErrorInfo>> = None;
+    loop {
+        let request = match pending.take() {
+            Some(r) => r,
+            None => match rx.recv() {
+                Ok(r) => r,
+                Err(_) => return,
+            },
+        };
         let request = match request {
             Ok(r) => r,
             Err(error) => {
@@ -260,6 +287,13 @@ pub fn serve<R: BufRead + Send + 'static, W: Write>(input: R, output: W) {
                 }
                 cancels.forget(id);
             }
+            Command::Chat { target, draft, mode, input, settings, open_ended } => {
+                let job = ChatJob::new(id, target, draft, mode, input, settings, open_ended);
+                match chat_jobs(&mut out, &rx, &cancels, &mut warm, job) {
+                    Some(next) => pending = Some(next),
+                    None => return,
+                }
+            }
         }
     }
 }
@@ -280,19 +314,30 @@ fn run_job<W: Write>(
     // Only strategies that draft with a model need the draft loaded.
     let draft = draft.filter(|_| mode == Mode::Speculative && settings.strategy.uses_draft_model());
     let key = LoadKey { target, draft, n_ctx: settings.n_ctx };
+    load(out, id, warm, &key, &settings)?;
+    let (_, session) = warm.as_ref().expect("loaded above");
+    session.prepare(&settings)?;
+    let tokens = session.prompt_tokens(prompt, settings.raw)?;
+    session.run_with(mode, &tokens, &settings, cancel, &mut |event| out.send(id, Reply::Event { event }))?;
+    Ok(())
+}
+
+/// Makes `warm` hold the models of `key` for `settings` (loading them unless they are warm), and
+/// says so (`loading`, then `loaded`).
+fn load<W: Write>(
+    out: &mut Output<W>,
+    id: u64,
+    warm: &mut Option<(LoadKey, Session)>,
+    key: &LoadKey,
+    settings: &ValidSettings,
+) -> Result<(), Error> {
     let t0 = Instant::now();
-    let reuse = match warm.as_mut() {
-        Some((k, session)) if *k == key && session.serves(&settings) => {
-            session.set_settings(settings.clone())?;
-            true
-        }
-        _ => false,
-    };
+    let reuse = matches!(warm.as_ref(), Some((k, session)) if k == key && session.serves(settings));
     if !reuse {
         *warm = None; // free the old pair before loading the new one
         out.send(id, Reply::Loading { target: key.target.clone(), draft: key.draft.clone() });
-        let session = Session::load(&key.target, key.draft.as_deref(), settings)?;
-        *warm = Some((key, session));
+        let session = Session::load(&key.target, key.draft.as_deref(), settings.clone())?;
+        *warm = Some((key.clone(), session));
     }
     let (_, session) = warm.as_ref().expect("loaded above");
     out.send(
@@ -304,7 +349,125 @@ fn run_job<W: Write>(
             warm: reuse,
         },
     );
-    let tokens = session.tokenize(prompt)?;
-    session.run(mode, &tokens, cancel, &mut |event| out.send(id, Reply::Event { event }))?;
     Ok(())
+}
+
+/// A chat request, its settings checked.
+struct ChatJob {
+    id: u64,
+    key: LoadKey,
+    mode: Mode,
+    input: ChatInput,
+    /// As sent (to hand the request back to the main loop).
+    sent: Settings,
+    settings: Result<ValidSettings, Error>,
+    open_ended: bool,
+}
+
+impl ChatJob {
+    fn new(
+        id: u64,
+        target: PathBuf,
+        draft: Option<PathBuf>,
+        mode: Mode,
+        input: ChatInput,
+        sent: Settings,
+        open_ended: bool,
+    ) -> Self {
+        let settings = sent.clone().validate(mode);
+        let uses_draft = settings.as_ref().is_ok_and(|s| mode == Mode::Speculative && s.strategy.uses_draft_model());
+        let key = LoadKey { target, draft: draft.filter(|_| uses_draft), n_ctx: sent.n_ctx };
+        ChatJob { id, key, mode, input, sent, settings, open_ended }
+    }
+
+    /// The request again (for the main loop, which loads other models for it).
+    fn into_request(self) -> Request {
+        let command = Command::Chat {
+            target: self.key.target,
+            draft: self.key.draft,
+            mode: self.mode,
+            input: self.input,
+            settings: self.sent,
+            open_ended: self.open_ended,
+        };
+        Request { id: self.id, command }
+    }
+}
+
+/// Serves chat requests on one slot (the models' warm KV caches) for as long as they come for the
+/// same models; returns the first request that is not one (`None` when the input ended).
+fn chat_jobs<W: Write>(
+    out: &mut Output<W>,
+    rx: &mpsc::Receiver<Result<Request, ErrorInfo>>,
+    cancels: &CancelFlags,
+    warm: &mut Option<(LoadKey, Session)>,
+    first: ChatJob,
+) -> Option<Result<Request, ErrorInfo>> {
+    let loaded = match &first.settings {
+        Ok(settings) => load(out, first.id, warm, &first.key, settings).map_err(|e| e.info()),
+        Err(e) => Err(e.info()),
+    };
+    if let Err(error) = loaded {
+        out.send(first.id, Reply::Error { error });
+        cancels.forget(first.id);
+        return rx.recv().ok();
+    }
+    let (key, session) = warm.as_ref().expect("loaded above");
+    let mut slot = ChatSlot::new(session);
+    let mut job = first;
+    loop {
+        let cancel = cancels.flag(job.id);
+        let result = match &job.settings {
+            _ if cancel.load(Ordering::Relaxed) => Err(ErrorInfo::new(
+                ErrorCode::Cancelled,
+                "the request was cancelled before it started",
+                "Nothing was generated.",
+            )),
+            Ok(settings) => session
+                .prepare(settings)
+                .and_then(|()| {
+                    slot.run(job.mode, &job.input, settings, job.open_ended, &cancel, &mut |event| {
+                        out.send(job.id, Reply::Event { event })
+                    })
+                })
+                .map(|_| ())
+                .map_err(|e| e.info()),
+            Err(e) => Err(e.info()),
+        };
+        if let Err(error) = result {
+            out.send(job.id, Reply::Error { error });
+        }
+        cancels.forget(job.id);
+        // The next request: a chat on the same models keeps the slot; a ping is answered here.
+        loop {
+            match rx.recv().ok()? {
+                Ok(Request { id, command: Command::Ping }) => out.send(id, Reply::Pong),
+                Ok(Request { id, command: Command::Chat { target, draft, mode, input, settings, open_ended } }) => {
+                    let next = ChatJob::new(id, target, draft, mode, input, settings, open_ended);
+                    let same = match &next.settings {
+                        Err(e) => {
+                            out.send(id, Reply::Error { error: e.info() });
+                            continue;
+                        }
+                        Ok(s) => next.key == *key && session.serves(s),
+                    };
+                    if !same {
+                        return Some(Ok(next.into_request()));
+                    }
+                    out.send(
+                        id,
+                        Reply::Loaded {
+                            target: session.target().id.clone(),
+                            draft: session.draft().map(|d| d.id.clone()),
+                            load_ms: 0.0,
+                            warm: true,
+                        },
+                    );
+                    job = next;
+                    break;
+                }
+                other => return Some(other),
+            }
+        }
+    }
 }

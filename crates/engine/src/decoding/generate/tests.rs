@@ -300,7 +300,7 @@ fn speculation_needs_settings_checked_for_it() {
 fn adaptive_drafts_when_verifying_is_cheap_and_stops_when_it_is_not() {
     let s = settings(120, 4, true, Mode::Speculative);
     // A flat verify curve (a GPU): drafting a perfect draft pays at the longest length.
-    let flat = Costs { verify_ms: vec![10.0; 5], draft_token_ms: 0.0, c: 0.0 };
+    let flat = Costs { step_ms: 0.0, verify_ms: vec![10.0; 5], draft_token_ms: 0.0, c: 0.0 };
     let o = run_with(
         ScriptedTarget::new(200, PROMPT.len()),
         Some(drafter(usize::MAX)),
@@ -318,7 +318,7 @@ fn adaptive_drafts_when_verifying_is_cheap_and_stops_when_it_is_not() {
     });
     // Verifying costs 10× per extra token and the draft is always wrong: the schedule stops
     // drafting after its first tries and only explores now and then.
-    let steep = Costs { verify_ms: vec![10.0, 100.0, 200.0, 300.0, 400.0], draft_token_ms: 0.0, c: 0.0 };
+    let steep = Costs { step_ms: 0.0, verify_ms: vec![10.0, 100.0, 200.0, 300.0, 400.0], draft_token_ms: 0.0, c: 0.0 };
     let o = run_with(ScriptedTarget::new(200, PROMPT.len()), Some(drafter(0)), Some(Scheduler::new(steep)), &s, None)
         .unwrap();
     let drafting_rounds: u64 = o.report.draft_len_histogram.iter().skip(1).sum();
@@ -328,7 +328,7 @@ fn adaptive_drafts_when_verifying_is_cheap_and_stops_when_it_is_not() {
     // Where a right draft would pay but this one is always wrong, the report says why each round
     // drafted or not: a first try, then rounds not worth drafting. A free drafter is never probed:
     // its proposals are scored every round, drafted or not.
-    let mild = Costs { verify_ms: vec![10.0, 15.0, 20.0, 25.0, 30.0], draft_token_ms: 0.0, c: 0.0 };
+    let mild = Costs { step_ms: 0.0, verify_ms: vec![10.0, 15.0, 20.0, 25.0, 30.0], draft_token_ms: 0.0, c: 0.0 };
     let o = run_with(ScriptedTarget::new(200, PROMPT.len()), Some(drafter(0)), Some(Scheduler::new(mild)), &s, None)
         .unwrap();
     let drafting_rounds: u64 = o.report.draft_len_histogram.iter().skip(1).sum();
@@ -348,7 +348,7 @@ fn a_free_drafter_is_learned_from_without_drafting() {
     // (0.8) does not assume. The drafter is always right. Scored every round though nothing is
     // drafted, it is trusted within a few rounds, and then drafts 4 almost every round.
     let s = settings(120, 4, true, Mode::Speculative);
-    let costs = Costs { verify_ms: vec![10.0, 19.0, 27.0, 35.0, 43.0], draft_token_ms: 0.0, c: 0.0 };
+    let costs = Costs { step_ms: 0.0, verify_ms: vec![10.0, 19.0, 27.0, 35.0, 43.0], draft_token_ms: 0.0, c: 0.0 };
     let o = run_with(
         ScriptedTarget::new(200, PROMPT.len()),
         Some(drafter(usize::MAX)),

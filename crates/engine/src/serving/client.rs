@@ -1,7 +1,9 @@
-//! The app's side of the engine worker: starts it (this executable with `--worker`), sends it
-//! requests, routes its replies to the job that asked, and notices when it dies. A dead worker
-//! (a llama.cpp abort, the OOM killer, a kill after a cancel that did not stop in time) ends its
-//! jobs with a `worker_died` error; the next job starts a fresh worker.
+//! The caller's side of the engine worker (the app's, and `draftlab serve`'s): starts it (the app
+//! runs itself with `--worker`, the CLI `draftlab worker`), sends it requests, routes its replies to
+//! the job that asked, and notices when it dies. A dead worker (a llama.cpp abort, the OOM killer, a
+//! kill after a cancel that did not stop in time) ends its jobs with a `worker_died` error; the next
+//! job starts a fresh worker. One worker serves every caller in a process: the Run and Chat views
+//! and the local server share its warm models and run one job at a time.
 
 use std::collections::HashMap;
 use std::io::{BufReader, Write};
@@ -11,30 +13,28 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use draftlab_engine::error::ErrorInfo;
-use draftlab_engine::serving::lines::{self, Line};
-use draftlab_engine::serving::worker::{parse_message, Command, Reply, Request};
-
-use draftlab_engine::ErrorCode;
 use serde::Serialize;
 
-use crate::enginelog::{self, EngineLog, Tail};
-use crate::error::ApiError;
+use super::enginelog::{self, EngineLog, Tail};
+use super::lines::{self, Line};
+use super::worker::{parse_message, Command, Reply, Request};
+use crate::error::{ErrorCode, ErrorInfo};
 
-/// The argument that makes this executable the engine worker.
-pub const WORKER_FLAG: &str = "--worker";
+type ApiError = ErrorInfo;
 
 type Routes = Arc<Mutex<HashMap<u64, mpsc::Sender<Reply>>>>;
 
 /// The models an engine process holds in memory (their names).
-#[derive(Debug, Clone, Serialize, PartialEq, ts_rs::TS)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct LoadedModels {
     pub target: String,
     pub draft: Option<String>,
 }
 
 /// What the engine process is doing and holding, for the window's status line.
-#[derive(Debug, Clone, Serialize, PartialEq, ts_rs::TS)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct EngineStatus {
     /// An engine process is running.
     pub running: bool,
@@ -51,7 +51,8 @@ pub struct EngineStatus {
 }
 
 /// Why models were unloaded.
-#[derive(Debug, Clone, Copy, Serialize, PartialEq, Eq, ts_rs::TS)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[derive(Debug, Clone, Copy, Serialize, PartialEq, Eq)]
 #[serde(rename_all = "snake_case")]
 pub enum UnloadReason {
     /// The user asked (the Unload button).
@@ -61,7 +62,8 @@ pub enum UnloadReason {
 }
 
 /// What an unload freed: the engine process's resident memory before and after.
-#[derive(Debug, Clone, Serialize, PartialEq, ts_rs::TS)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct UnloadOutcome {
     pub reason: UnloadReason,
     /// Models were loaded (false: nothing to free).
@@ -138,14 +140,14 @@ fn died(tail: &[String], log: &std::path::Path) -> ErrorInfo {
 /// Whether a reply ends its job.
 pub fn is_final(reply: &Reply) -> bool {
     matches!(reply, Reply::Error { .. } | Reply::Bye | Reply::SweepDone { .. } | Reply::Pong | Reply::Unloaded { .. })
-        || matches!(reply, Reply::Event { event: draftlab_engine::decoding::generate::Event::Done { .. } })
+        || matches!(reply, Reply::Event { event: crate::decoding::generate::Event::Done { .. } })
 }
 
 impl Workers {
     /// Workers will be `exe args…` (the app passes itself and `--worker`).
     /// Their log goes to `<data>/logs/engine.log` (see [`Workers::with_log`]).
     pub fn new(exe: PathBuf, args: Vec<String>) -> Self {
-        let log = EngineLog::new(draftlab_engine::paths::data_dir().join("logs/engine.log"), enginelog::MAX_BYTES);
+        let log = EngineLog::new(crate::paths::data_dir().join("logs/engine.log"), enginelog::MAX_BYTES);
         Workers { exe, args, log: Arc::new(Mutex::new(log)), current: Mutex::new(None), next_id: AtomicU64::new(1) }
     }
 
@@ -165,7 +167,7 @@ impl Workers {
     fn keep_log(&self, stderr: std::process::ChildStderr, pid: u32, tail: Tail, done: mpsc::Sender<()>) {
         let log = Arc::clone(&self.log);
         std::thread::spawn(move || {
-            let now = draftlab_engine::paths::now_secs();
+            let now = crate::paths::now_secs();
             lock(&log).append(&format!("--- engine process {pid} started (unix time {now}) ---"));
             let mut stderr = BufReader::new(stderr);
             loop {
@@ -331,7 +333,7 @@ impl Workers {
             busy,
             loaded: held.loaded.clone(),
             idle_s: if busy { 0.0 } else { held.last_active.elapsed().as_secs_f64() },
-            rss_bytes: draftlab_engine::machine::resident_bytes(p.child.id()),
+            rss_bytes: crate::machine::resident_bytes(p.child.id()),
             unload_after_s,
         }
     }

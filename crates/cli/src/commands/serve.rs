@@ -1,0 +1,93 @@
+//! `draftlab serve`: the OpenAI-compatible server, on an engine worker of its own (this executable
+//! run as `draftlab worker`), so a crash in llama.cpp ends the worker, never the server.
+
+use std::net::{IpAddr, SocketAddr};
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::Context as _;
+use draftlab_engine::decoding::chat::ChatInput;
+use draftlab_engine::decoding::generate::Event;
+use draftlab_engine::decoding::session::Session;
+use draftlab_engine::decoding::settings::Mode;
+use draftlab_engine::decoding::template::ChatMessage;
+use draftlab_engine::serving::client::Workers;
+use draftlab_engine::serving::worker::{Command, Reply};
+use draftlab_engine::Error;
+use draftlab_server::ServeConfig;
+
+use crate::args::ServeArgs;
+
+pub(crate) fn serve_cmd(args: ServeArgs) -> anyhow::Result<ExitCode> {
+    let settings = args.settings()?;
+    let valid = settings.clone().validate(Mode::Speculative)?;
+    // The doctor's verdict before anything starts: an incompatible pair or one that cannot fit.
+    let draft = args.draft.clone().filter(|_| valid.strategy.uses_draft_model());
+    Session::check(&args.target, draft.as_deref(), &valid)?;
+    let host: IpAddr = args.host.parse().map_err(|_| {
+        Error::InvalidSettings(format!("--host must be an IP address (e.g. 127.0.0.1), not {:?}", args.host))
+    })?;
+    let addr = SocketAddr::new(host, args.port);
+    if !host.is_loopback() {
+        eprintln!(
+            "warning: listening on {host}: other machines can send requests{}",
+            if args.api_key.is_some() { " (with the API key)" } else { ", and no --api-key is set" }
+        );
+    }
+    let exe = std::env::current_exe().context("cannot find this executable to start the engine worker")?;
+    let workers = Arc::new(Workers::new(exe, vec!["worker".into()]));
+    let config = ServeConfig {
+        target: args.target.clone(),
+        draft: args.draft.clone(),
+        settings: settings.clone(),
+        api_key: args.api_key.clone(),
+        queue: args.queue,
+        max_body_bytes: args.max_body,
+        log_requests: !args.quiet,
+    };
+    let model = config.model_id();
+    warm_up(&workers, &config)?;
+    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
+    runtime.block_on(async move {
+        let handle = draftlab_server::start(config, Arc::clone(&workers), addr).await?;
+        eprintln!("serving `{model}` at http://{}/v1 (Ctrl-C stops)", handle.addr);
+        let _ = tokio::signal::ctrl_c().await;
+        eprintln!("stopping");
+        handle.stop().await;
+        Ok::<_, anyhow::Error>(())
+    })?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Loads the models (and, for adaptive speculation, measures the step costs) before the first
+/// request, with one token of generation; a model that cannot load stops the server here.
+fn warm_up(workers: &Workers, config: &ServeConfig) -> anyhow::Result<()> {
+    let t0 = Instant::now();
+    eprintln!(
+        "loading {}{} …",
+        config.target.display(),
+        config.draft.as_ref().map_or(String::new(), |d| format!(" and {}", d.display()))
+    );
+    let mut settings = config.settings.clone();
+    settings.n_predict = 1;
+    let command = Command::Chat {
+        target: config.target.clone(),
+        draft: config.draft.clone(),
+        mode: Mode::Speculative,
+        input: ChatInput::Messages { messages: vec![ChatMessage::new("user", "Hello")] },
+        settings,
+        open_ended: false,
+    };
+    let (_, replies) = workers.submit(command)?;
+    loop {
+        match replies.recv_timeout(Duration::from_secs(600)) {
+            Ok(Reply::Event { event: Event::Done { .. } }) => break,
+            Ok(Reply::Error { error }) => anyhow::bail!("{}\nhint: {}", error.message, error.hint),
+            Ok(_) => {}
+            Err(_) => anyhow::bail!("the engine did not load the models within 10 minutes"),
+        }
+    }
+    eprintln!("ready in {:.1} s", t0.elapsed().as_secs_f64());
+    Ok(())
+}

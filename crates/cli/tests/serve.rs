@@ -1,0 +1,370 @@
+//! `draftlab serve` end to end: the real binary on a free port (with its own engine worker and a
+//! real model), driven over HTTP/1.1 by a small client written here, so a test can also drop a
+//! connection halfway. The openai Python client and curl are in `scripts/test-server`.
+#![allow(clippy::unwrap_used)]
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use draftlab_engine::testing::{model, SMOLLM2};
+use serde_json::{json, Value};
+
+/// A running `draftlab serve`; stopped when dropped.
+struct Server {
+    child: Child,
+    port: u16,
+    /// The server's stderr lines (read until it says where it serves; kept afterwards so the
+    /// thread reading them keeps the pipe from filling).
+    _log: mpsc::Receiver<String>,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Starts a server on SmolLM2 (target and draft) with `extra` flags, and waits until it serves.
+fn serve(extra: &[&str]) -> Server {
+    let smol = model(SMOLLM2);
+    let mut child = Command::new(env!("CARGO_BIN_EXE_draftlab"))
+        .args(["serve", "-t", smol.to_str().unwrap(), "-d", smol.to_str().unwrap(), "--port", "0", "--threads", "2"])
+        .args(extra)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let (tx, log) = mpsc::channel();
+    let stderr = child.stderr.take().unwrap();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    // Owned by the server from here: a panic below still kills the process.
+    let mut server = Server { child, port: 0, _log: log };
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while server.port == 0 {
+        let line =
+            server._log.recv_timeout(deadline.saturating_duration_since(Instant::now())).expect("the server started");
+        if let Some(rest) = line.split("http://127.0.0.1:").nth(1) {
+            server.port = rest.split('/').next().unwrap().parse().unwrap();
+        }
+    }
+    server
+}
+
+/// An HTTP response: status, and the body.
+struct Response {
+    status: u16,
+    body: String,
+}
+
+impl Response {
+    fn json(&self) -> Value {
+        serde_json::from_str(&self.body).unwrap_or_else(|e| panic!("{e}: {}", self.body))
+    }
+}
+
+fn request(port: u16, method: &str, path: &str, headers: &[(&str, &str)], body: &[u8]) -> Response {
+    let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(300))).unwrap();
+    let mut head = format!(
+        "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\nContent-Length: {}\r\n",
+        body.len()
+    );
+    for (k, v) in headers {
+        head.push_str(&format!("{k}: {v}\r\n"));
+    }
+    head.push_str("\r\n");
+    s.write_all(head.as_bytes()).unwrap();
+    s.write_all(body).unwrap();
+    let mut raw = Vec::new();
+    s.read_to_end(&mut raw).unwrap();
+    let raw = String::from_utf8_lossy(&raw).into_owned();
+    let (head, body) = raw.split_once("\r\n\r\n").unwrap_or((&raw, ""));
+    let status = head.split(' ').nth(1).unwrap().parse().unwrap();
+    let chunked = head.to_ascii_lowercase().contains("transfer-encoding: chunked");
+    Response { status, body: if chunked { dechunk(body) } else { body.to_string() } }
+}
+
+/// The body of a chunked response.
+fn dechunk(mut body: &str) -> String {
+    let mut out = String::new();
+    while let Some((size, rest)) = body.split_once("\r\n") {
+        let n = usize::from_str_radix(size.trim(), 16).unwrap_or(0);
+        if n == 0 {
+            break;
+        }
+        out.push_str(&rest[..n]);
+        body = &rest[n + 2..];
+    }
+    out
+}
+
+fn post(port: u16, path: &str, body: &Value) -> Response {
+    request(port, "POST", path, &[("Content-Type", "application/json")], body.to_string().as_bytes())
+}
+
+fn model_id() -> &'static str {
+    SMOLLM2.strip_suffix(".gguf").unwrap()
+}
+
+/// The `data:` payloads of a server-sent event stream.
+fn events(body: &str) -> Vec<String> {
+    body.lines().filter_map(|l| l.strip_prefix("data: ")).map(str::to_string).collect()
+}
+
+fn chat(messages: Value, extra: Value) -> Value {
+    let mut b = json!({"model": model_id(), "messages": messages, "max_tokens": 24, "temperature": 0});
+    for (k, v) in extra.as_object().unwrap() {
+        b[k] = v.clone();
+    }
+    b
+}
+
+#[test]
+fn chat_and_completions_answer_streamed_or_not_and_speculation_changes_nothing_at_temperature_0() {
+    let s = serve(&[]);
+    let ask =
+        json!([{"role": "system", "content": "Answer briefly."}, {"role": "user", "content": "Name three colours."}]);
+    // Not streamed, with the default speculation (auto).
+    let r = post(s.port, "/v1/chat/completions", &chat(ask.clone(), json!({})));
+    assert_eq!(r.status, 200, "{}", r.body);
+    let v = r.json();
+    assert_eq!(v["object"], "chat.completion");
+    assert_eq!(v["model"], model_id());
+    let text = v["choices"][0]["message"]["content"].as_str().unwrap().to_string();
+    assert!(!text.is_empty());
+    assert_eq!(v["choices"][0]["message"]["role"], "assistant");
+    let u = &v["usage"];
+    assert_eq!(u["total_tokens"], u["prompt_tokens"].as_u64().unwrap() + u["completion_tokens"].as_u64().unwrap());
+    assert!(u["completion_tokens"].as_u64().unwrap() <= 24);
+    assert_eq!(u["draftlab"]["strategy"], "auto");
+    let (drafted, accepted) = (u["draftlab"]["drafted"].as_u64().unwrap(), u["draftlab"]["accepted"].as_u64().unwrap());
+    assert_eq!(u["completion_tokens_details"]["accepted_prediction_tokens"], accepted);
+    assert_eq!(u["completion_tokens_details"]["rejected_prediction_tokens"], drafted - accepted);
+
+    // The target alone, and a fixed-length draft model: the same text at temperature 0.
+    let alone =
+        post(s.port, "/v1/chat/completions", &chat(ask.clone(), json!({"draftlab": {"strategy": "none"}}))).json();
+    assert_eq!(alone["choices"][0]["message"]["content"], text.as_str());
+    assert_eq!(alone["usage"]["draftlab"]["strategy"], "none");
+    assert_eq!(alone["usage"]["draftlab"]["drafted"], 0);
+    let drafted = post(
+        s.port,
+        "/v1/chat/completions",
+        &chat(ask.clone(), json!({"draftlab": {"strategy": "draft", "n_draft": 3}})),
+    )
+    .json();
+    assert_eq!(drafted["choices"][0]["message"]["content"], text.as_str());
+    assert_eq!(drafted["usage"]["draftlab"]["strategy"], "draft");
+    assert!(drafted["usage"]["draftlab"]["drafted"].as_u64().unwrap() > 0, "{drafted}");
+
+    // Streamed: chunks whose deltas add up to the same text, the finish reason, usage when asked, [DONE].
+    let r = post(
+        s.port,
+        "/v1/chat/completions",
+        &chat(ask, json!({"stream": true, "stream_options": {"include_usage": true}})),
+    );
+    assert_eq!(r.status, 200);
+    let ev = events(&r.body);
+    assert_eq!(ev.last().map(String::as_str), Some("[DONE]"), "{}", r.body);
+    let chunks: Vec<Value> = ev[..ev.len() - 1].iter().map(|e| serde_json::from_str(e).unwrap()).collect();
+    assert!(chunks.iter().all(|c| c["object"] == "chat.completion.chunk"));
+    assert_eq!(chunks[0]["choices"][0]["delta"]["role"], "assistant");
+    let streamed: String =
+        chunks.iter().filter_map(|c| c["choices"].get(0)?["delta"]["content"].as_str().map(str::to_string)).collect();
+    assert_eq!(streamed, text);
+    let finish: Vec<&Value> = chunks
+        .iter()
+        .filter_map(|c| c["choices"].get(0).map(|x| &x["finish_reason"]))
+        .filter(|f| !f.is_null())
+        .collect();
+    assert_eq!(finish.len(), 1);
+    assert!(chunks.last().unwrap()["usage"]["completion_tokens"].as_u64().unwrap() > 0);
+
+    // Completions: a raw text continued, streamed and not.
+    let b = json!({"model": model_id(), "prompt": "The capital of France is", "max_tokens": 8, "temperature": 0});
+    let v = post(s.port, "/v1/completions", &b).json();
+    assert_eq!(v["object"], "text_completion");
+    let text = v["choices"][0]["text"].as_str().unwrap().to_string();
+    assert!(!text.is_empty());
+    let mut sb = b.clone();
+    sb["stream"] = json!(true);
+    let r = post(s.port, "/v1/completions", &sb);
+    let streamed: String = events(&r.body)
+        .iter()
+        .filter(|e| *e != "[DONE]")
+        .map(|e| serde_json::from_str::<Value>(e).unwrap()["choices"][0]["text"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(streamed, text);
+    // A stop string ends the answer before it, and says so.
+    let mut stopped = b.clone();
+    stopped["stop"] = json!([text.trim_start().chars().take(2).collect::<String>()]);
+    stopped["max_tokens"] = json!(8);
+    let v = post(s.port, "/v1/completions", &stopped).json();
+    assert_eq!(v["choices"][0]["finish_reason"], "stop");
+    assert!(v["choices"][0]["text"].as_str().unwrap().len() < text.len(), "{v}");
+}
+
+#[test]
+fn models_health_and_every_error_in_openai_shape() {
+    let s = serve(&["--max-body", "4096"]);
+    let v = request(s.port, "GET", "/v1/models", &[], b"").json();
+    assert_eq!(v["data"][0]["id"], model_id());
+    let h = request(s.port, "GET", "/health", &[], b"").json();
+    assert_eq!(h["status"], "ok");
+
+    let error = |r: Response, status: u16| -> Value {
+        assert_eq!(r.status, status, "{}", r.body);
+        let v = r.json();
+        assert!(v["error"]["message"].as_str().is_some_and(|m| !m.is_empty()), "{v}");
+        assert!(v["error"]["type"].is_string(), "{v}");
+        v["error"].clone()
+    };
+    let bad = request(s.port, "POST", "/v1/chat/completions", &[("Content-Type", "application/json")], b"{not json");
+    assert!(error(bad, 400)["message"].as_str().unwrap().contains("not valid JSON"));
+    let unknown = post(
+        s.port,
+        "/v1/chat/completions",
+        &json!({"model": "gpt-9", "messages": [{"role": "user", "content": "hi"}]}),
+    );
+    assert_eq!(error(unknown, 404)["code"], "model_not_found");
+    let big = json!({"model": model_id(), "messages": [{"role": "user", "content": "x".repeat(8000)}]});
+    assert_eq!(error(post(s.port, "/v1/chat/completions", &big), 413)["code"], "request_too_large");
+    // A conversation longer than the context: 400 with the numbers.
+    let long =
+        json!({"model": model_id(), "messages": [{"role": "user", "content": "word ".repeat(700)}], "max_tokens": 100});
+    let s2 = serve(&["--ctx", "256"]);
+    let e = error(post(s2.port, "/v1/chat/completions", &long), 400);
+    assert_eq!(e["code"], "context_length_exceeded");
+    let msg = e["message"].as_str().unwrap();
+    assert!(msg.contains("256") && msg.contains("100 for the answer"), "{msg}");
+    drop(s2);
+    let no_model = post(s.port, "/v1/chat/completions", &json!({"messages": [{"role": "user", "content": "hi"}]}));
+    assert_eq!(error(no_model, 400)["param"], "model");
+    let two = post(s.port, "/v1/chat/completions", &chat(json!([{"role": "user", "content": "hi"}]), json!({"n": 2})));
+    assert_eq!(error(two, 400)["param"], "n");
+    let strategy = post(
+        s.port,
+        "/v1/chat/completions",
+        &chat(json!([{"role": "user", "content": "hi"}]), json!({"draftlab": {"strategy": "magic"}})),
+    );
+    assert_eq!(error(strategy, 400)["param"], "draftlab.strategy");
+    let bad_len = post(
+        s.port,
+        "/v1/chat/completions",
+        &chat(json!([{"role": "user", "content": "hi"}]), json!({"draftlab": {"n_draft": 0, "strategy": "draft"}})),
+    );
+    assert_eq!(error(bad_len, 400)["param"], "draftlab.n_draft");
+    let role = post(s.port, "/v1/chat/completions", &chat(json!([{"role": "tool", "content": "hi"}]), json!({})));
+    assert_eq!(error(role, 400)["param"], "messages[0].role");
+    assert_eq!(error(request(s.port, "GET", "/v2/nothing", &[], b""), 404)["code"], "unknown_url");
+    // The server still answers after all that.
+    assert_eq!(
+        post(s.port, "/v1/chat/completions", &chat(json!([{"role": "user", "content": "hi"}]), json!({}))).status,
+        200
+    );
+
+    // With a key: none or a wrong one is 401; the right one passes; /health needs none.
+    let k = serve(&["--api-key", "sesame"]);
+    let body = chat(json!([{"role": "user", "content": "hi"}]), json!({"max_tokens": 2}));
+    let r = request(
+        k.port,
+        "POST",
+        "/v1/chat/completions",
+        &[("Content-Type", "application/json")],
+        body.to_string().as_bytes(),
+    );
+    assert_eq!(error(r, 401)["code"], "invalid_api_key");
+    let wrong = [("Content-Type", "application/json"), ("Authorization", "Bearer nope")];
+    assert_eq!(
+        error(request(k.port, "POST", "/v1/chat/completions", &wrong, body.to_string().as_bytes()), 401)["code"],
+        "invalid_api_key"
+    );
+    let right = [("Content-Type", "application/json"), ("Authorization", "Bearer sesame")];
+    assert_eq!(request(k.port, "POST", "/v1/chat/completions", &right, body.to_string().as_bytes()).status, 200);
+    assert_eq!(error(request(k.port, "GET", "/v1/models", &[], b""), 401)["code"], "invalid_api_key");
+    assert_eq!(request(k.port, "GET", "/health", &[], b"").status, 200);
+}
+
+#[test]
+fn a_follow_up_turn_decodes_only_what_is_new() {
+    let s = serve(&[]);
+    let turn1 = json!([{"role": "user", "content": "Write one sentence about the sea."}]);
+    let a = post(s.port, "/v1/chat/completions", &chat(turn1.clone(), json!({"max_tokens": 20}))).json();
+    let answer = a["choices"][0]["message"]["content"].as_str().unwrap();
+    let first_prompt = a["usage"]["prompt_tokens"].as_u64().unwrap();
+    let mut turn2 = turn1.as_array().unwrap().clone();
+    turn2.push(json!({"role": "assistant", "content": answer}));
+    turn2.push(json!({"role": "user", "content": "Now one about the sky."}));
+    let b = post(s.port, "/v1/chat/completions", &chat(Value::Array(turn2), json!({"max_tokens": 20}))).json();
+    let reused = b["usage"]["draftlab"]["prompt_tokens_reused"].as_u64().unwrap();
+    let prompt = b["usage"]["prompt_tokens"].as_u64().unwrap();
+    // Everything of turn 1 (its prompt, and its answer as the template writes it back) is kept.
+    assert!(reused >= first_prompt, "reused {reused} of {prompt}; turn 1 had {first_prompt}");
+    assert!(reused < prompt);
+}
+
+/// Reads a streamed answer's first event, then hangs up.
+fn start_and_hang_up(port: u16, body: &Value) {
+    let mut c = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    let body = body.to_string();
+    let head = format!(
+        "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
+        body.len()
+    );
+    c.write_all(head.as_bytes()).unwrap();
+    c.write_all(body.as_bytes()).unwrap();
+    let mut buf = [0u8; 512];
+    c.set_read_timeout(Some(Duration::from_secs(120))).unwrap();
+    let n = c.read(&mut buf).unwrap();
+    assert!(String::from_utf8_lossy(&buf[..n]).starts_with("HTTP/1.1 200"));
+}
+
+#[test]
+fn a_client_that_hangs_up_cancels_its_answer_and_a_full_queue_is_429() {
+    let s = serve(&["--queue", "1"]);
+    // A long answer, abandoned after its first event: cancelled between rounds, so the next request
+    // is answered at once rather than after 2000 tokens.
+    let long = chat(
+        json!([{"role": "user", "content": "Count from 1 to 1000."}]),
+        json!({"max_tokens": 2000, "stream": true}),
+    );
+    start_and_hang_up(s.port, &long);
+    let t = Instant::now();
+    let r = post(
+        s.port,
+        "/v1/chat/completions",
+        &chat(json!([{"role": "user", "content": "hi"}]), json!({"max_tokens": 4})),
+    );
+    assert_eq!(r.status, 200);
+    assert!(t.elapsed() < Duration::from_secs(20), "the abandoned answer was not cancelled: {:?}", t.elapsed());
+    let h = request(s.port, "GET", "/health", &[], b"").json();
+    assert!(h["cancelled"].as_u64().unwrap() >= 1, "{h}");
+
+    // One answer running and one waiting fill a queue of 1: a third request is refused with 429.
+    let port = s.port;
+    let long = chat(json!([{"role": "user", "content": "Count from 1 to 1000."}]), json!({"max_tokens": 300}));
+    let first = {
+        let b = long.clone();
+        std::thread::spawn(move || post(port, "/v1/chat/completions", &b).status)
+    };
+    std::thread::sleep(Duration::from_millis(500));
+    let second = {
+        let b = long.clone();
+        std::thread::spawn(move || post(port, "/v1/chat/completions", &b).status)
+    };
+    std::thread::sleep(Duration::from_millis(500));
+    let third = post(port, "/v1/chat/completions", &long);
+    assert_eq!(third.status, 429, "{}", third.body);
+    assert_eq!(third.json()["error"]["code"], "queue_full");
+    assert_eq!((first.join().unwrap(), second.join().unwrap()), (200, 200));
+    let h = request(s.port, "GET", "/health", &[], b"").json();
+    assert_eq!(h["refused_busy"], 1);
+}

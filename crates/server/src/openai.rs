@@ -1,0 +1,182 @@
+//! The OpenAI API as this server speaks it: the request bodies of `/v1/chat/completions` and
+//! `/v1/completions` (the fields clients send; unknown ones are ignored, as OpenAI-compatible
+//! servers do), the responses and stream chunks, and the error object. Draftlab's own request
+//! extension is the `draftlab` field ([`Extension`]); its numbers come back in `usage`.
+
+use serde::{Deserialize, Serialize};
+
+/// `stop`: one string or several.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(untagged)]
+pub enum Stop {
+    One(String),
+    Many(Vec<String>),
+}
+
+impl Stop {
+    pub fn list(&self) -> Vec<String> {
+        match self {
+            Stop::One(s) => vec![s.clone()],
+            Stop::Many(v) => v.clone(),
+        }
+    }
+}
+
+/// A message's content: a string, or parts of which only text parts are understood.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(untagged)]
+pub enum Content {
+    Text(String),
+    Parts(Vec<Part>),
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct Part {
+    #[serde(rename = "type")]
+    pub kind: String,
+    #[serde(default)]
+    pub text: Option<String>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct Message {
+    pub role: String,
+    #[serde(default)]
+    pub content: Option<Content>,
+}
+
+/// Draftlab's request extension (`"draftlab": {…}` in the body; with the openai Python client,
+/// `extra_body={"draftlab": {…}}`): the speculation this request wants (anything left out comes
+/// from the server's settings), and timings for benchmarks.
+#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Extension {
+    /// `auto`, `draft`, `lookup`, `ngram-cache`, `ngram-map`, or `none` (the target alone).
+    #[serde(default)]
+    pub strategy: Option<String>,
+    /// A fixed draft length, or `"adaptive"` (chosen each round, up to the server's maximum).
+    #[serde(default)]
+    pub n_draft: Option<DraftLength>,
+    /// The draft model stops drafting when its top probability falls below this.
+    #[serde(default)]
+    pub p_min: Option<f32>,
+    /// Streamed chunks carry `"draftlab": {"t_ms": …}`: when the server read their text from the
+    /// engine (ms since the Unix epoch), so a client on the same machine can measure the latency
+    /// the server adds.
+    #[serde(default)]
+    pub timings: bool,
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+#[serde(untagged)]
+pub enum DraftLength {
+    Fixed(usize),
+    Named(String),
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct StreamOptions {
+    #[serde(default)]
+    pub include_usage: bool,
+}
+
+/// What both endpoints share.
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct Common {
+    pub model: Option<String>,
+    #[serde(default)]
+    pub stream: bool,
+    #[serde(default)]
+    pub stream_options: Option<StreamOptions>,
+    #[serde(default)]
+    pub max_tokens: Option<usize>,
+    #[serde(default)]
+    pub max_completion_tokens: Option<usize>,
+    #[serde(default)]
+    pub temperature: Option<f32>,
+    #[serde(default)]
+    pub top_p: Option<f32>,
+    #[serde(default)]
+    pub seed: Option<u64>,
+    #[serde(default)]
+    pub stop: Option<Stop>,
+    #[serde(default)]
+    pub n: Option<usize>,
+    #[serde(default)]
+    pub draftlab: Option<Extension>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct ChatRequest {
+    pub messages: Vec<Message>,
+    #[serde(flatten)]
+    pub common: Common,
+}
+
+/// `prompt`: a string, or a list holding one string.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(untagged)]
+pub enum Prompt {
+    One(String),
+    Many(Vec<String>),
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct CompletionRequest {
+    pub prompt: Prompt,
+    #[serde(flatten)]
+    pub common: Common,
+}
+
+/// Draftlab's numbers for one answer (in `usage.draftlab`).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct SpeculationUsage {
+    /// The strategy that ran (`none` for the target alone).
+    pub strategy: String,
+    pub drafted: usize,
+    pub accepted: usize,
+    /// accepted ÷ drafted (0 when nothing was drafted).
+    pub acceptance_rate: f64,
+    /// Target passes (one per round).
+    pub target_passes: usize,
+    /// Generation tokens/s of this answer.
+    pub tokens_per_s: f64,
+    /// The target alone's tokens/s by the measured step cost, when it was measured (adaptive runs).
+    pub target_alone_tokens_per_s: Option<f64>,
+    /// Prompt tokens served from the KV cache of the previous request (not decoded again).
+    pub prompt_tokens_reused: usize,
+    /// Time spent on the prompt, in ms.
+    pub prompt_ms: f64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct CompletionTokensDetails {
+    /// Drafted tokens the target accepted (OpenAI's field for predicted outputs).
+    pub accepted_prediction_tokens: usize,
+    /// Drafted tokens the target rejected.
+    pub rejected_prediction_tokens: usize,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Usage {
+    pub prompt_tokens: usize,
+    pub completion_tokens: usize,
+    pub total_tokens: usize,
+    pub completion_tokens_details: CompletionTokensDetails,
+    pub draftlab: SpeculationUsage,
+}
+
+/// The error object: `{"error": {"message", "type", "param", "code"}}`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct ErrorBody {
+    pub error: ErrorObject,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct ErrorObject {
+    pub message: String,
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub param: Option<String>,
+    pub code: Option<String>,
+}

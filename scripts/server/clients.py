@@ -1,0 +1,95 @@
+"""The openai Python client against `draftlab serve`, and a bounded load test.
+
+Usage: clients.py BASE_URL MODEL API_KEY CLIENTS
+"""
+import concurrent.futures
+import json
+import sys
+import time
+import urllib.request
+
+import openai
+
+base, model, key, clients = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+client = openai.OpenAI(base_url=base, api_key=key, max_retries=0, timeout=300)
+ask = [{"role": "system", "content": "Answer in one short sentence."}, {"role": "user", "content": "What is the sun?"}]
+
+
+def health():
+    with urllib.request.urlopen(base.removesuffix("/v1") + "/health") as r:
+        return json.load(r)
+
+
+# Not streamed: the text, and usage with what speculation did.
+r = client.chat.completions.create(model=model, messages=ask, max_tokens=32, temperature=0)
+text = r.choices[0].message.content
+assert text and r.choices[0].finish_reason in ("stop", "length"), r
+assert r.usage.completion_tokens > 0 and r.usage.total_tokens == r.usage.prompt_tokens + r.usage.completion_tokens
+extra = r.usage.model_extra["draftlab"]
+details = r.usage.completion_tokens_details
+assert details.accepted_prediction_tokens == extra["accepted"], (details, extra)
+print(f"openai: chat {text!r} ({extra['strategy']}: {extra['accepted']}/{extra['drafted']} drafted tokens accepted)")
+
+# Streamed: the same text at temperature 0, whatever the speculation.
+for spec in ({}, {"strategy": "none"}, {"strategy": "lookup", "n_draft": "adaptive"}, {"strategy": "draft", "n_draft": 4}):
+    stream = client.chat.completions.create(
+        model=model, messages=ask, max_tokens=32, temperature=0, stream=True,
+        stream_options={"include_usage": True}, extra_body={"draftlab": spec} if spec else None,
+    )
+    parts, usage = [], None
+    for chunk in stream:
+        if chunk.choices and chunk.choices[0].delta.content:
+            parts.append(chunk.choices[0].delta.content)
+        if chunk.usage:
+            usage = chunk.usage
+    streamed = "".join(parts)
+    assert streamed == text, (spec, streamed, text)
+    assert usage is not None and usage.model_extra["draftlab"]["strategy"] == spec.get("strategy", "auto"), usage
+    print(f"openai: streamed with {spec or 'the defaults'}: the same text, {len(parts)} chunks")
+
+# Completions.
+c = client.completions.create(model=model, prompt="The first three planets are", max_tokens=12, temperature=0)
+assert c.choices[0].text, c
+print(f"openai: completion {c.choices[0].text!r}")
+
+# Errors are the client's own exceptions, with OpenAI's codes.
+for call, exc, code in [
+    (lambda: client.chat.completions.create(model="gpt-9", messages=ask), openai.NotFoundError, "model_not_found"),
+    (lambda: client.chat.completions.create(model=model, messages=ask, n=3), openai.BadRequestError, None),
+    (lambda: client.chat.completions.create(model=model, messages=ask, extra_body={"draftlab": {"strategy": "x"}}), openai.BadRequestError, None),
+    (lambda: openai.OpenAI(base_url=base, api_key="wrong", max_retries=0).models.list(), openai.AuthenticationError, "invalid_api_key"),
+]:
+    try:
+        call()
+        raise AssertionError(f"no {exc.__name__}")
+    except exc as e:
+        assert code is None or e.code == code, (e.code, code)
+print("openai: errors raise NotFoundError, BadRequestError and AuthenticationError")
+assert [m.id for m in client.models.list()] == [model]
+
+# Load: CLIENTS concurrent clients, a few requests each; every answer checked, none lost.
+before = health()
+per_client = 3
+def one(i):
+    out = []
+    for j in range(per_client):
+        r = client.chat.completions.create(
+            model=model, messages=[{"role": "user", "content": f"Give me the number {i * 10 + j} in words."}],
+            max_tokens=16, temperature=0,
+        )
+        assert r.choices[0].message.content and r.usage.completion_tokens > 0, r
+        out.append(r.usage.completion_tokens)
+    return out
+t0 = time.time()
+with concurrent.futures.ThreadPoolExecutor(clients) as pool:
+    answers = [n for ns in pool.map(one, range(clients)) for n in ns]
+elapsed = time.time() - t0
+after = health()
+assert len(answers) == clients * per_client
+served = after["served"] - before["served"]
+assert served == clients * per_client, (before, after)
+assert after["refused_busy"] == before["refused_busy"], after
+growth = (after["engine_rss_bytes"] - before["engine_rss_bytes"]) / 2**20
+print(f"load: {clients} clients x {per_client} requests: all {served} answered in {elapsed:.1f} s, "
+      f"engine memory {before['engine_rss_bytes'] / 2**20:.0f} -> {after['engine_rss_bytes'] / 2**20:.0f} MiB ({growth:+.0f} MiB)")
+assert abs(growth) < 64, f"the engine's memory grew by {growth:.0f} MiB under load"
