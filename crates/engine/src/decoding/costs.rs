@@ -14,22 +14,11 @@ use crate::decoding::verify::argmax_with_margin;
 use crate::error::Result;
 
 /// What one model step costs on this machine, measured.
-///
-/// llama.cpp builds a compute graph for the shape of a batch and reuses it while the shape stays:
-/// a decode of the same size as the one before is cheaper than one of another size (on this CPU
-/// about 2.5 ms of a 40 ms step). The target alone decodes one token after another on a reused
-/// graph ([`Costs::step_ms`]); a speculative run changes sizes as it drafts, and each change pays
-/// the rebuild. `verify_ms` is measured with sizes interleaved, so it includes a rebuild;
-/// [`Costs::round_ms`] charges a round by what came before it.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Costs {
     /// `verify_ms[b - 1]`: the target's time to decode a batch of b tokens with logits for each
-    /// (and pick the argmax of each row), after a batch of another size.
+    /// (and pick the argmax of each row).
     pub verify_ms: Vec<f64>,
-    /// The target's time for one token after one token: what each step of the target alone costs.
-    /// 0 in measurements made before it was measured (then `verify_ms[0]` stands in for it).
-    #[serde(default)]
-    pub step_ms: f64,
     /// The draft's time for one token (0 when there is no draft).
     pub draft_token_ms: f64,
     /// Draft token cost ÷ target token cost.
@@ -37,48 +26,28 @@ pub struct Costs {
 }
 
 impl Costs {
-    /// V(b), the verify time of a batch of b after a batch of another size, from the measured
-    /// curve (the last value beyond it).
+    /// V(b), the verify time of a batch of b, from the measured curve (the last value beyond it).
     pub fn verify(&self, b: usize) -> f64 {
         let i = b.clamp(1, self.verify_ms.len()) - 1;
         self.verify_ms[i]
     }
 
-    /// One token after one token: a step of the target alone.
-    pub fn step(&self) -> f64 {
-        if self.step_ms > 0.0 {
-            self.step_ms
-        } else {
-            self.verify(1)
-        }
-    }
-
-    /// What changing the batch size costs (the graph rebuilt), from the two one-token times.
-    pub fn rebuild_ms(&self) -> f64 {
-        (self.verify(1) - self.step()).max(0.0)
-    }
-
-    /// A round that drafts `k` tokens (a batch of k + 1) after a round that drafted `prev`: the
-    /// rebuild is paid when the size changes.
-    pub fn round_ms(&self, k: usize, prev: usize) -> f64 {
-        let changed = self.verify(k + 1);
-        if k == prev {
-            changed - self.rebuild_ms()
-        } else {
-            changed
-        }
-    }
-
-    /// A run's target time from its rounds' draft lengths in order (the first follows the prompt
-    /// pass, a batch of another size), plus the draft model's `draft_tokens` decoded tokens.
+    /// A run's time by these costs: each round a batch of its draft length + 1, plus the draft
+    /// model's `draft_tokens` decoded tokens.
     pub fn run_ms(&self, drafted: impl IntoIterator<Item = usize>, draft_tokens: u64) -> f64 {
-        let mut prev = usize::MAX;
-        let mut total = draft_tokens as f64 * self.draft_token_ms;
-        for k in drafted {
-            total += self.round_ms(k, prev);
-            prev = k;
-        }
-        total
+        let verify: f64 = drafted.into_iter().map(|k| self.verify(k + 1)).sum();
+        verify + draft_tokens as f64 * self.draft_token_ms
+    }
+
+    /// The element-wise median of several measurements (taken at different times: between a
+    /// benchmark's runs, so the costs see the machine the runs saw).
+    pub fn median_of(all: &[Costs]) -> Option<Costs> {
+        let len = all.iter().map(|c| c.verify_ms.len()).min()?;
+        let verify_ms: Vec<f64> =
+            (0..len).map(|i| median(&all.iter().map(|c| c.verify_ms[i]).collect::<Vec<_>>())).collect();
+        let draft_token_ms = median(&all.iter().map(|c| c.draft_token_ms).collect::<Vec<_>>());
+        let c = if verify_ms[0] > 0.0 { draft_token_ms / verify_ms[0] } else { 0.0 };
+        Some(Costs { verify_ms, draft_token_ms, c })
     }
 
     /// V(b) beyond the measured curve too: the last measured step's slope carries on.
@@ -139,20 +108,6 @@ pub fn measure_costs(
         }
     }
     let verify_ms: Vec<f64> = times.iter().map(|t| median(t)).collect();
-    // The target alone: one token after another, the graph reused (two steps to settle first), as
-    // far as the context has room.
-    let room = (settings.n_ctx as usize).saturating_sub(n as usize + 1);
-    let mut steps = Vec::with_capacity(reps * 4);
-    for i in 0..(2 + reps * 4).min(room) {
-        let t = Instant::now();
-        tctx.decode(&filler[..1], n + i as u32, Logits::All)?;
-        std::hint::black_box(argmax_with_margin(tctx.logits(0)));
-        if i >= 2 {
-            steps.push(t.elapsed().as_secs_f64() * 1e3);
-        }
-    }
-    tctx.truncate(n)?;
-    let step_ms = if steps.is_empty() { 0.0 } else { median(&steps) };
     drop(tctx);
     // Only a draft model costs time per drafted token; n-gram drafts are free.
     let draft_token_ms = match draft {
@@ -175,8 +130,8 @@ pub fn measure_costs(
             median(&times)
         }
     };
-    let c = if step_ms > 0.0 { draft_token_ms / step_ms } else { 0.0 };
-    Ok(Costs { verify_ms, step_ms, draft_token_ms, c })
+    let c = if verify_ms[0] > 0.0 { draft_token_ms / verify_ms[0] } else { 0.0 };
+    Ok(Costs { verify_ms, draft_token_ms, c })
 }
 
 /// The identity of a cost measurement on disk: the models (path, size, modification time; the
@@ -186,7 +141,7 @@ pub fn costs_key(target: &ModelId, draft: Option<&ModelId>, settings: &Settings,
     let draft = draft.map_or_else(|| "-".to_string(), id);
     let machine = crate::machine::MachineInfo::now();
     format!(
-        "v2|{}|{draft}|ctx{}|batch{}|t{}|gpu{:?}|max{max_batch}|{}|{}|{:?}{:?}{:?}{:?}",
+        "v1|{}|{draft}|ctx{}|batch{}|t{}|gpu{:?}|max{max_batch}|{}|{}|{:?}{:?}{:?}{:?}",
         id(target),
         settings.n_ctx,
         settings.n_batch,

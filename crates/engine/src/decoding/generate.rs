@@ -269,7 +269,8 @@ impl<'r, 'd> Loop<'r, 'd> {
             t_gen: Instant::now(),
             shadows: Vec::new(),
         };
-        let target_alone_tps = run.scheduler.as_ref().map(|s| s.costs().step()).filter(|&v| v > 0.0).map(|v| 1e3 / v);
+        let target_alone_tps =
+            run.scheduler.as_ref().map(|s| s.costs().verify(1)).filter(|&v| v > 0.0).map(|v| 1e3 / v);
         (run.on_event)(Event::Started {
             prompt_tokens: prompt.len(),
             reused_tokens: run.target.reused(),
@@ -466,7 +467,7 @@ impl<'r, 'd> Loop<'r, 'd> {
             target_alone_tps: if t.steady_steps >= STEADY_STEPS && t.steady_ms > 0.0 {
                 Some(1e3 * t.steady_steps as f64 / t.steady_ms)
             } else {
-                self.scheduler.as_ref().map(|s| s.costs().step()).filter(|&v| v > 0.0).map(|v| 1e3 / v)
+                self.scheduler.as_ref().map(|s| s.costs().verify(1)).filter(|&v| v > 0.0).map(|v| 1e3 / v)
             },
             generated_tokens: n,
             wall_ms,

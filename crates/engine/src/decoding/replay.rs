@@ -107,9 +107,9 @@ impl Target for ReplayTarget {
 #[derive(Debug, Clone)]
 pub struct Replayed {
     pub report: Report,
-    /// The rounds charged in order by [`Costs::run_ms`], in ms.
+    /// The rounds charged by [`Costs::run_ms`], in ms.
     pub time_ms: f64,
-    /// The target alone on the same output: one step per token after the first.
+    /// The target alone on the same output: one V(1) per token after the first.
     pub baseline_ms: f64,
 }
 
@@ -151,9 +151,10 @@ pub fn replay(
     let cancel = AtomicBool::new(false);
     let report = generate(&mut target, drafters, scheduler, prompt, &settings, info, &cancel, &mut |_| {})?;
     let time_ms = costs.run_ms(report.rounds.iter().map(|r| r.drafted), 0);
-    // The target alone: a first step after the prompt pass, then steps on a reused graph.
-    let steps = report.generated_tokens.saturating_sub(1);
-    let baseline_ms = if steps == 0 { 0.0 } else { costs.verify(1) + (steps - 1) as f64 * costs.step() };
+    // The target alone makes the same passes: one per token after the first, and one more that
+    // finds the end of the answer when the run ended there.
+    let ended = usize::from(report.stop_reason == crate::decoding::report::StopReason::EndOfGeneration);
+    let baseline_ms = (report.generated_tokens.saturating_sub(1) + ended) as f64 * costs.verify(1);
     Ok(Replayed { report, time_ms, baseline_ms })
 }
 
@@ -186,7 +187,7 @@ mod tests {
         // The output copies the prompt's "1 2 3 4 5 6" after writing 9.
         let prompt = [1, 2, 3, 4, 5, 6, 7];
         let output = [9, 1, 2, 3, 4, 5, 6, 8];
-        let flat = Costs { step_ms: 0.0, verify_ms: vec![10.0; 5], draft_token_ms: 0.0, c: 0.0 };
+        let flat = Costs { verify_ms: vec![10.0; 5], draft_token_ms: 0.0, c: 0.0 };
         let mut d: Vec<Box<dyn Drafter>> = vec![Box::new(PromptLookup::new(1, 2).unwrap())];
         let r = replay(&prompt, &output, &mut d, &settings(false, 4), &flat).unwrap();
         assert_eq!(r.report.tokens, output, "the replay writes exactly the script");

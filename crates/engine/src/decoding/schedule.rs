@@ -18,6 +18,12 @@ use crate::decoding::costs::Costs;
 /// keeps failing is not tried again at every match length.
 const PRIOR_ACCEPT: f64 = 1.6;
 const PRIOR_REJECT: f64 = 0.4;
+/// The prior of a drafter whose proposals are scored whether or not they are drafted (mean 0.5,
+/// weight 2): it needs no optimism to be tried, so it drafts on evidence only.
+const OBSERVED_PRIOR_ACCEPT: f64 = 1.0;
+const OBSERVED_PRIOR_REJECT: f64 = 1.0;
+/// Standard errors taken off a free drafter's acceptance estimate (see `acceptance`).
+const PESSIMISM: f64 = 1.0;
 /// How many observed positions the drafter's rate counts for in a bucket's pooled rate, and the
 /// bucket's pooled rate in one position's. Chosen on replays of seven real outputs
 /// (`tests/replay.rs`): lighter priors draft on a few lucky rounds and lose on code; heavier
@@ -69,8 +75,8 @@ pub struct Scheduler {
     idle_rounds: usize,
     explore_every: usize,
     exploring: bool,
-    /// The length the last round drafted: a round of the same size reuses llama.cpp's graph.
-    last: usize,
+    /// Drafters (by index) whose proposals are scored drafted or not (see `Candidate::observed`).
+    observed: std::collections::HashSet<usize>,
     /// How often each length was chosen (index = length).
     pub chosen: Vec<u64>,
 }
@@ -83,7 +89,7 @@ impl Scheduler {
             idle_rounds: 0,
             explore_every: EXPLORE_EVERY,
             exploring: false,
-            last: 0,
+            observed: Default::default(),
             chosen: Vec::new(),
         }
     }
@@ -110,7 +116,12 @@ impl Scheduler {
             .filter(|(b, _)| b.0 == bucket.0 && **b != bucket)
             .map(|(_, s)| total(s))
             .fold((0.0, 0.0), |(a, r), (x, y)| (a + x, r + y));
-        let drafter = (d_acc + PRIOR_ACCEPT) / (d_reached + PRIOR_ACCEPT + PRIOR_REJECT);
+        let (prior_acc, prior_rej) = if self.observed.contains(&bucket.0) {
+            (OBSERVED_PRIOR_ACCEPT, OBSERVED_PRIOR_REJECT)
+        } else {
+            (PRIOR_ACCEPT, PRIOR_REJECT)
+        };
+        let drafter = (d_acc + prior_acc) / (d_reached + prior_acc + prior_rej);
         let stats = self.stats.get(&bucket);
         let (b_acc, b_reached) = stats.map_or((0.0, 0.0), total);
         let pooled = (b_acc + drafter * BUCKET_WEIGHT) / (b_reached + BUCKET_WEIGHT);
@@ -118,7 +129,16 @@ impl Scheduler {
             (s.accepted.get(i).copied().unwrap_or(0) as f64, s.reached.get(i).copied().unwrap_or(0) as f64)
         };
         let (acc, reached) = stats.map_or((0.0, 0.0), at);
-        (acc + pooled * POSITION_WEIGHT) / (reached + POSITION_WEIGHT)
+        let n = reached + POSITION_WEIGHT;
+        let mean = (acc + pooled * POSITION_WEIGHT) / n;
+        if self.observed.contains(&bucket.0) {
+            // A free drafter needs no benefit of the doubt (it is scored whether or not it drafts):
+            // it is judged by its estimate less one standard error, so a few lucky rounds are not
+            // enough to draft on, and a long run of right proposals is.
+            (mean - PESSIMISM * (mean * (1.0 - mean) / (n + 1.0)).sqrt()).max(0.0)
+        } else {
+            mean
+        }
     }
 
     /// Expected tokens per millisecond of a round that drafts k tokens at `token_ms` each, after
@@ -133,16 +153,9 @@ impl Scheduler {
         expected / self.round_cost(k, token_ms, setup_ms)
     }
 
-    /// What a round drafting `k` costs after the last one. Not drafting after not drafting is a step
-    /// of the target alone; a draft of the length the last round drafted reuses the graph; any other
-    /// draft is an excursion that pays the rebuild twice, going and coming back.
     fn round_cost(&self, k: usize, token_ms: f64, setup_ms: f64) -> f64 {
-        let c = &self.costs;
-        if k == 0 {
-            return c.round_ms(0, self.last);
-        }
-        let verify = if k == self.last { c.round_ms(k, k) } else { c.verify(k + 1) + c.rebuild_ms() };
-        setup_ms + k as f64 * token_ms + verify
+        let setup = if k > 0 { setup_ms } else { 0.0 };
+        setup + k as f64 * token_ms + self.costs.verify(k + 1)
     }
 
     /// The longest draft the measured verify curve covers.
@@ -171,6 +184,9 @@ impl Scheduler {
     /// without drafting, one short draft is tried (the first candidate that could pay), so a
     /// change in the text is noticed.
     pub fn decide(&mut self, candidates: &[Candidate]) -> Option<(usize, usize)> {
+        for c in candidates.iter().filter(|c| c.observed) {
+            self.observed.insert(c.bucket.0);
+        }
         let mut best: Option<(usize, usize)> = None;
         let mut best_rate = MARGIN * self.rate((0, 0), 0, 0.0, 0.0);
         for (i, c) in candidates.iter().enumerate() {
@@ -201,7 +217,6 @@ impl Scheduler {
             self.idle_rounds = 0;
         }
         let k = best.map_or(0, |(_, k)| k);
-        self.last = k;
         if self.chosen.len() <= k {
             self.chosen.resize(k + 1, 0);
         }
@@ -259,7 +274,7 @@ mod tests {
     }
 
     fn costs(verify_ms: Vec<f64>, draft_token_ms: f64) -> Costs {
-        Costs { c: draft_token_ms / verify_ms[0], verify_ms, step_ms: 0.0, draft_token_ms }
+        Costs { c: draft_token_ms / verify_ms[0], verify_ms, draft_token_ms }
     }
 
     #[test]

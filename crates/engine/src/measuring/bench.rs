@@ -125,12 +125,11 @@ pub struct Bound {
 }
 
 impl Bound {
-    /// Every round drafting the same k (so each reuses the graph of the one before), at its best k.
+    /// Every round drafting the same k, at its best k.
     fn of(costs: &Costs, alpha: f64) -> Bound {
-        let step = costs.step();
-        let speedup = |k: usize, accepted: f64| {
-            (1.0 + accepted) * step / (k as f64 * costs.draft_token_ms + costs.round_ms(k, k))
-        };
+        let v1 = costs.verify(1);
+        let speedup =
+            |k: usize, accepted: f64| (1.0 + accepted) * v1 / (k as f64 * costs.draft_token_ms + costs.verify(k + 1));
         let best = |f: &dyn Fn(usize) -> f64| {
             (1..costs.verify_ms.len()).map(|k| (f(k), k)).fold((1.0, 0), |a, b| if b.0 > a.0 { b } else { a })
         };
@@ -175,27 +174,26 @@ pub fn copy_bound(costs: &Costs, prompt: &[Token], output: &[Token]) -> CopyBoun
     }
     let runs = copyable_runs(prompt, output);
     let longest = costs.verify_ms.len() - 1;
-    // best[i][p]: the least time from `output[i]` being next to decode, the round before having
-    // drafted p (p = longest + 1: the prompt pass), until every token is known; drafts[i][p]: the
-    // tokens that plan drafts. A round's cost depends on the round before (the graph reused or not).
-    let width = longest + 2;
-    let mut best = vec![vec![0.0f64; width]; n];
-    let mut drafts = vec![vec![0usize; width]; n];
+    // best[i]: the least time from `output[i]` being next to decode until every token is known;
+    // drafts[i]: the tokens that plan drafts.
+    let mut best = vec![0.0f64; n];
+    let mut drafts = vec![0usize; n];
     for i in (0..n - 1).rev() {
         let most = runs[i].min(longest).min(n - 2 - i);
-        for prev in 0..width {
-            let (t, k) = (0..=most)
-                .map(|k| (costs.round_ms(k, prev) + best[i + k + 1][k], k))
-                .fold((f64::INFINITY, 0), |a, b| if b.0 < a.0 { b } else { a });
-            best[i][prev] = t;
-            drafts[i][prev] = k + drafts[i + k + 1][k];
-        }
+        let (t, k) = (0..=most).map(|k| (costs.verify(k + 1) + best[i + k + 1], k)).fold((f64::INFINITY, 0), |a, b| {
+            if b.0 < a.0 {
+                b
+            } else {
+                a
+            }
+        });
+        best[i] = t;
+        drafts[i] = k + drafts[i + k + 1];
     }
-    let start = width - 1;
-    let baseline = costs.verify(1) + (n - 2) as f64 * costs.step();
+    let baseline = (n - 1) as f64 * costs.verify(1);
     CopyBound {
-        speedup: if best[0][start] > 0.0 { baseline / best[0][start] } else { 1.0 },
-        drafted: drafts[0][start] as f64 / (n - 1) as f64,
+        speedup: if best[0] > 0.0 { baseline / best[0] } else { 1.0 },
+        drafted: drafts[0] as f64 / (n - 1) as f64,
     }
 }
 
@@ -220,26 +218,14 @@ pub fn predict(costs: &Costs, spec: &[&Report]) -> Prediction {
     let tokens_per_round: f64 = (0..hist.len()).map(|k| p(k) * (1.0 + expected_accepted(alpha, k))).sum();
     let mean_draft_len: f64 = (0..hist.len()).map(|k| p(k) * k as f64).sum();
     let draft_tokens_per_round = evals as f64 / rounds_f;
-    // Each run's rounds charged in order (a round costs more after a round of another size) against
-    // the target alone's steps for the same tokens. Runs from before rounds were recorded fall back
-    // to the histogram.
-    let (mut spec_ms, mut alone_ms) = (0.0, 0.0);
-    for r in spec {
-        let tokens = r.generated_tokens.saturating_sub(1) as f64;
-        alone_ms += costs.verify(1) + (tokens - 1.0).max(0.0) * costs.step();
-        spec_ms += if r.rounds.len() == r.target_passes {
-            costs.run_ms(r.rounds.iter().map(|x| x.drafted), r.draft_decoded_tokens)
-        } else {
-            r.draft_len_histogram.iter().enumerate().map(|(k, &n)| n as f64 * costs.verify(k + 1)).sum::<f64>()
-                + r.draft_decoded_tokens as f64 * costs.draft_token_ms
-        };
-    }
-    let predicted_speedup = if spec_ms > 0.0 { alone_ms / spec_ms } else { 0.0 };
-    let step = costs.step();
+    let verify_cost: f64 = (0..hist.len()).map(|k| p(k) * costs.verify(k + 1)).sum();
+    let round_cost = draft_tokens_per_round * costs.draft_token_ms + verify_cost;
+    let v1 = costs.verify(1);
+    let predicted_speedup = if round_cost > 0.0 { tokens_per_round * v1 / round_cost } else { 0.0 };
     let by_draft_len = (1..costs.verify_ms.len())
         .map(|k| {
-            let cost = k as f64 * costs.draft_token_ms + costs.round_ms(k, k);
-            (1.0 + expected_accepted(alpha, k)) * step / cost
+            let cost = k as f64 * costs.draft_token_ms + costs.verify(k + 1);
+            (1.0 + expected_accepted(alpha, k)) * v1 / cost
         })
         .collect();
     Prediction {
@@ -294,7 +280,7 @@ pub fn bench(
 
 /// `bench` with other settings on the session's models and with step costs already measured
 /// (covering batches up to `n_draft + 1`), as a sweep has them for every cell of a pair; `None`
-/// measures them after the runs.
+/// measures them between the pairs.
 pub fn bench_with_costs(
     session: &Session,
     prompt: &[Token],
@@ -308,8 +294,17 @@ pub fn bench_with_costs(
     let total = options.warmup + options.reps.max(1);
     let mut runs = Vec::new();
     let mut ignore = |_| {};
+    // Without costs given, they are measured before each counted pair (two repetitions each) and
+    // the median taken: the machine's speed drifts (±10 % here), and costs measured once, apart
+    // from the runs, can miss the state the runs saw.
+    let given = costs.filter(|c| c.verify_ms.len() > settings.n_draft);
+    let mut measured = Vec::new();
     for i in 0..total {
         let warm = i < options.warmup;
+        if !warm && given.is_none() {
+            progress("measuring step costs");
+            measured.push(session.measure_costs(prompt, settings, settings.n_draft + 1, 2)?);
+        }
         for mode in [Mode::Baseline, Mode::Speculative] {
             let label =
                 if warm { "warm-up".to_string() } else { format!("rep {}/{}", i - options.warmup + 1, options.reps) };
@@ -320,11 +315,10 @@ pub fn bench_with_costs(
             }
         }
     }
-    let costs = match costs {
-        Some(c) if c.verify_ms.len() > settings.n_draft => c,
-        _ => {
-            progress("measuring step costs");
-            session.measure_costs(prompt, settings, settings.n_draft + 1, 7)?
+    let costs = match given {
+        Some(c) => c,
+        None => {
+            Costs::median_of(&measured).ok_or_else(|| crate::error::Error::Llama("no step costs measured".into()))?
         }
     };
     let base: Vec<&Report> = runs.iter().filter(|r| r.mode == Mode::Baseline).collect();
@@ -382,7 +376,7 @@ mod tests {
     #[test]
     fn leviathan_speedup_with_flat_and_rising_verify_cost() {
         // A free draft and a flat verify curve: the speedup is the expected tokens per round.
-        let flat = Costs { step_ms: 0.0, verify_ms: vec![10.0; 5], draft_token_ms: 0.0, c: 0.0 };
+        let flat = Costs { verify_ms: vec![10.0; 5], draft_token_ms: 0.0, c: 0.0 };
         let mut hist = vec![0u64; 5];
         hist[4] = 10;
         let accepted = (10.0 * expected_accepted(0.5, 4)).round() as usize;
@@ -396,7 +390,7 @@ mod tests {
         );
         assert!(p.tokens_per_round > 1.8 && p.tokens_per_round < 2.0, "{}", p.tokens_per_round);
         // A CPU-like curve (verify 5 ≈ 2.2 × verify 1) and a draft at 0.6 of the target: slower.
-        let cpu = Costs { step_ms: 0.0, verify_ms: vec![10.0, 13.0, 16.0, 19.0, 22.0], draft_token_ms: 6.0, c: 0.6 };
+        let cpu = Costs { verify_ms: vec![10.0, 13.0, 16.0, 19.0, 22.0], draft_token_ms: 6.0, c: 0.6 };
         let r = fake_report(hist, accepted, 10, 40);
         let p = predict(&cpu, &[&r]);
         assert!(p.predicted_speedup < 1.0, "{}", p.predicted_speedup);
@@ -406,7 +400,7 @@ mod tests {
     #[test]
     fn the_bound_is_the_best_fixed_length_with_perfect_and_with_fitted_acceptance() {
         // Free drafts, verify 10, 13, 16, 19, 22 ms: all accepted, k = 4 gives 5 tokens for 22 ms.
-        let c = Costs { step_ms: 0.0, verify_ms: vec![10.0, 13.0, 16.0, 19.0, 22.0], draft_token_ms: 0.0, c: 0.0 };
+        let c = Costs { verify_ms: vec![10.0, 13.0, 16.0, 19.0, 22.0], draft_token_ms: 0.0, c: 0.0 };
         let b = Bound::of(&c, 0.5);
         assert_eq!(b.perfect_len, 4);
         assert!((b.perfect - 5.0 * 10.0 / 22.0).abs() < 1e-9, "{b:?}");
@@ -415,7 +409,7 @@ mod tests {
         assert_eq!(b.at_alpha_len, 1);
         assert!((b.at_alpha - 1.5 * 10.0 / 13.0).abs() < 1e-9, "{b:?}");
         // Nothing pays: the bound is the target alone (k = 0).
-        let steep = Costs { step_ms: 0.0, verify_ms: vec![10.0, 30.0, 50.0], draft_token_ms: 0.0, c: 0.0 };
+        let steep = Costs { verify_ms: vec![10.0, 30.0, 50.0], draft_token_ms: 0.0, c: 0.0 };
         assert_eq!(
             Bound::of(&steep, 0.9),
             Bound { perfect: 1.0, perfect_len: 0, at_alpha: 1.0, at_alpha_len: 0, copy: 0.0, copy_drafted: 0.0 }
@@ -439,13 +433,13 @@ mod tests {
         let output = [5, 2, 3, 4, 9, 3, 4, 9, 7];
         // A flat curve: every copyable token drafted. 8 tokens to find after the first: one pass
         // decodes 5 with the draft 2 3 4 (the target adds 9), one decodes 9 with 3 4 9 (adds 7).
-        let flat = Costs { step_ms: 0.0, verify_ms: vec![10.0; 9], draft_token_ms: 0.0, c: 0.0 };
+        let flat = Costs { verify_ms: vec![10.0; 9], draft_token_ms: 0.0, c: 0.0 };
         let b = copy_bound(&flat, &prompt, &output);
         let brute = brute_force_passes(&copyable_runs(&prompt, &output), 8);
         assert!((b.speedup - 8.0 / brute as f64).abs() < 1e-9, "{b:?} vs {brute} passes");
         assert!((b.drafted - 6.0 / 8.0).abs() < 1e-9, "{b:?}");
         // A curve where no draft pays: the bound is the target alone and drafts nothing.
-        let steep = Costs { step_ms: 0.0, verify_ms: vec![10.0, 25.0, 40.0, 55.0], draft_token_ms: 0.0, c: 0.0 };
+        let steep = Costs { verify_ms: vec![10.0, 25.0, 40.0, 55.0], draft_token_ms: 0.0, c: 0.0 };
         assert_eq!(copy_bound(&steep, &prompt, &output), CopyBound { speedup: 1.0, drafted: 0.0 });
         // Nothing copyable: 1.0 whatever the curve.
         assert_eq!(copy_bound(&flat, &[], &[1, 2, 3, 4]).speedup, 1.0);
@@ -465,7 +459,7 @@ mod tests {
     fn fake_report(hist: Vec<u64>, accepted: usize, passes: usize, evals: u64) -> Report {
         let json = serde_json::json!({
             "mode": "speculative", "strategy": "draft", "prompt_tokens": 1, "prompt_ms": 1.0,
-            "generated_tokens": passes + accepted + 1, "wall_ms": 1.0, "generation_ms": 1.0, "tokens_per_s": 1.0,
+            "generated_tokens": 1, "wall_ms": 1.0, "generation_ms": 1.0, "tokens_per_s": 1.0,
             "e2e_tokens_per_s": 1.0, "target_passes": passes, "drafted": 0, "accepted": accepted,
             "acceptance_rate": 0.0, "mean_accepted_len": 0.0, "tokens_per_pass": 0.0, "draft_ms": 0.0,
             "verify_ms": 0.0, "draft_decoded_tokens": evals, "drafted_by_position": [],

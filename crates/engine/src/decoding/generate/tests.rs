@@ -300,7 +300,7 @@ fn speculation_needs_settings_checked_for_it() {
 fn adaptive_drafts_when_verifying_is_cheap_and_stops_when_it_is_not() {
     let s = settings(120, 4, true, Mode::Speculative);
     // A flat verify curve (a GPU): drafting a perfect draft pays at the longest length.
-    let flat = Costs { step_ms: 0.0, verify_ms: vec![10.0; 5], draft_token_ms: 0.0, c: 0.0 };
+    let flat = Costs { verify_ms: vec![10.0; 5], draft_token_ms: 0.0, c: 0.0 };
     let o = run_with(
         ScriptedTarget::new(200, PROMPT.len()),
         Some(drafter(usize::MAX)),
@@ -318,7 +318,7 @@ fn adaptive_drafts_when_verifying_is_cheap_and_stops_when_it_is_not() {
     });
     // Verifying costs 10× per extra token and the draft is always wrong: the schedule stops
     // drafting after its first tries and only explores now and then.
-    let steep = Costs { step_ms: 0.0, verify_ms: vec![10.0, 100.0, 200.0, 300.0, 400.0], draft_token_ms: 0.0, c: 0.0 };
+    let steep = Costs { verify_ms: vec![10.0, 100.0, 200.0, 300.0, 400.0], draft_token_ms: 0.0, c: 0.0 };
     let o = run_with(ScriptedTarget::new(200, PROMPT.len()), Some(drafter(0)), Some(Scheduler::new(steep)), &s, None)
         .unwrap();
     let drafting_rounds: u64 = o.report.draft_len_histogram.iter().skip(1).sum();
@@ -326,29 +326,30 @@ fn adaptive_drafts_when_verifying_is_cheap_and_stops_when_it_is_not() {
     assert_eq!(o.report.accepted, 0);
     assert!(o.report.rounds.iter().all(|r| r.decision == Decision::NotWorth || r.decision == Decision::NothingOffered));
     // Where a right draft would pay but this one is always wrong, the report says why each round
-    // drafted or not: a first try, then rounds not worth drafting. A free drafter is never probed:
-    // its proposals are scored every round, drafted or not.
-    let mild = Costs { step_ms: 0.0, verify_ms: vec![10.0, 15.0, 20.0, 25.0, 30.0], draft_token_ms: 0.0, c: 0.0 };
+    // drafted or not. A free drafter is never tried on trust nor probed: its proposals are scored
+    // every round, drafted or not, so it drafts on evidence only — here, never.
+    let mild = Costs { verify_ms: vec![10.0, 15.0, 20.0, 25.0, 30.0], draft_token_ms: 0.0, c: 0.0 };
     let o = run_with(ScriptedTarget::new(200, PROMPT.len()), Some(drafter(0)), Some(Scheduler::new(mild)), &s, None)
         .unwrap();
     let drafting_rounds: u64 = o.report.draft_len_histogram.iter().skip(1).sum();
     let rounds = &o.report.rounds;
     assert_eq!(rounds.len(), o.report.target_passes);
     let count = |d: Decision| rounds.iter().filter(|r| r.decision == d).count();
-    assert!(count(Decision::Chosen) >= 1, "the prior makes a first try");
     assert_eq!(count(Decision::Explored), 0, "nothing to probe: every proposal is scored");
-    assert!(count(Decision::NotWorth) > rounds.len() / 2, "{:?}", crate::decoding::report::decision_counts(rounds));
-    assert_eq!(count(Decision::Chosen), drafting_rounds as usize, "only chosen rounds draft");
-    assert!(drafting_rounds <= 3, "{drafting_rounds}");
+    // Every round but the last (no room left to draft) found the offer not worth drafting.
+    let counts = crate::decoding::report::decision_counts(rounds);
+    assert_eq!(count(Decision::NotWorth) + count(Decision::NothingOffered), rounds.len(), "{counts:?}");
+    assert!(count(Decision::NotWorth) > rounds.len() - 3, "{counts:?}");
+    assert_eq!(drafting_rounds, 0);
 }
 
 #[test]
 fn a_free_drafter_is_learned_from_without_drafting() {
     // Verifying 5 costs 4.3× one: a draft of 4 pays only if nearly always right, which the prior
-    // (0.8) does not assume. The drafter is always right. Scored every round though nothing is
-    // drafted, it is trusted within a few rounds, and then drafts 4 almost every round.
+    // does not assume. The drafter is always right. Scored every round though nothing is drafted,
+    // it is trusted within a few rounds, and then drafts 4 almost every round.
     let s = settings(120, 4, true, Mode::Speculative);
-    let costs = Costs { step_ms: 0.0, verify_ms: vec![10.0, 19.0, 27.0, 35.0, 43.0], draft_token_ms: 0.0, c: 0.0 };
+    let costs = Costs { verify_ms: vec![10.0, 19.0, 27.0, 35.0, 43.0], draft_token_ms: 0.0, c: 0.0 };
     let o = run_with(
         ScriptedTarget::new(200, PROMPT.len()),
         Some(drafter(usize::MAX)),
@@ -359,7 +360,7 @@ fn a_free_drafter_is_learned_from_without_drafting() {
     .unwrap();
     let rounds = &o.report.rounds;
     let first = rounds.iter().position(|r| r.drafted > 0).expect("it drafts");
-    assert!(first <= 5, "first draft in round {first}");
+    assert!(first <= 8, "first draft in round {first}");
     let long = rounds.iter().filter(|r| r.drafted == 4 && r.accepted == 4).count();
     assert!(long >= rounds.len() - first - 2, "{long} full drafts of {} rounds", rounds.len());
     let mut ctx = PROMPT.to_vec();
