@@ -316,6 +316,28 @@ def chat_and_serve(s, smol, out):
     s.click("nav-run" if s.exists("nav-run") else "nav-history")
 
 
+def device_line(s):
+    """The header names what llama.cpp really computed on, read from its device list at load time."""
+    wait("the engine's device line", lambda: s.exists("engine-device") and " · " in s.text("engine-device"), timeout=20)
+    line = s.text("engine-device")
+    if sys.platform.startswith("linux") and "DRAFTLAB_GPU_LAYERS" not in os.environ:
+        assert line.startswith("CPU · ") and "GPU layers requested: all, offloaded: 0" in line, line
+    print(f"e2e: header: {line}")
+
+
+def installed_app(s, smol, out):
+    """The installed package's binary: a pair, a run of both, the verdict, the device line."""
+    s.set_value("target", smol)
+    s.set_value("draft", smol)
+    s.set_value("prompt", "List three colours, one per line.")
+    wait("the doctor's verdict", lambda: "Works" in s.text("doctor"))
+    s.click("run-both")
+    wait("the verdict", lambda: s.exists("verdict") and "×" in s.text("verdict"))
+    device_line(s)
+    s.screenshot(out / "installed.png")
+    print(f"e2e: the installed app ran both; verdict: {s.text('verdict')}")
+
+
 def main():
     app, models, out = sys.argv[1], pathlib.Path(sys.argv[2]), pathlib.Path(sys.argv[3])
     out.mkdir(parents=True, exist_ok=True)
@@ -341,6 +363,9 @@ def main():
         if os.environ.get("E2E_ONLY") == "chat":
             chat_and_serve(s, smol, out)
             return
+        if os.environ.get("E2E_ONLY") == "installed":  # the app as a package installed it
+            installed_app(s, smol, out)
+            return
         if os.environ.get("E2E_ONLY") == "sweep":  # to work on one part
             sweep_view(s, models, out)
             return
@@ -363,6 +388,7 @@ def main():
         assert "tokens/s" in s.script("return document.querySelector('[data-testid=chart-bars] svg').outerHTML")
         s.screenshot(out / "both.png")
         print(f"e2e: both ran; verdict: {verdict}; charts shown")
+        device_line(s)
         lat = sorted(s.script("return window.__draftlabTokenLatencies || []"))
         assert lat, "no token latencies recorded"
         print(f"e2e: engine → page latency over {len(lat)} frames: median {lat[len(lat) // 2]} ms, max {lat[-1]} ms")

@@ -49,6 +49,8 @@ pub fn typescript() -> String {
         error::ErrorCode,
         error::ErrorInfo,
         llama::ModelId,
+        llama::Offload,
+        llama::Runtime,
         machine::MachineInfo,
         report::StrategyStats,
         report::Decision,

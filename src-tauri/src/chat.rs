@@ -112,7 +112,9 @@ fn follow(rx: &std::sync::mpsc::Receiver<Reply>, send: &mut dyn FnMut(ChatEvent)
         };
         match reply {
             Reply::Loading { .. } => send(ChatEvent::Loading),
-            Reply::Loaded { target, draft, load_ms, warm } => send(ChatEvent::Loaded { target, draft, load_ms, warm }),
+            Reply::Loaded { target, draft, load_ms, warm, .. } => {
+                send(ChatEvent::Loaded { target, draft, load_ms, warm })
+            }
             Reply::Event { event: Event::Started { prompt_tokens, reused_tokens, prompt_ms, target_alone_tps } } => {
                 frame = Frame::new();
                 send(ChatEvent::Started { prompt_tokens, reused_tokens, prompt_ms, target_alone_tps });

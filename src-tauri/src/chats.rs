@@ -8,12 +8,11 @@ use std::path::{Path, PathBuf};
 use draftlab_engine::decoding::draft::Strategy;
 use draftlab_engine::decoding::report::{Report, StopReason};
 use draftlab_engine::decoding::settings::{Mode, Settings};
-use draftlab_engine::ErrorCode;
 use serde::{Deserialize, Serialize};
 
 use crate::error::ApiError;
 use crate::rendered::TokenView;
-use crate::store::{check_id, io_error, new_id};
+use crate::store::{self, check_id, io_error, new_id, Kind};
 
 pub fn default_dir() -> PathBuf {
     draftlab_engine::paths::data_dir().join("chats")
@@ -117,33 +116,17 @@ pub fn save(dir: &Path, mut c: Conversation) -> Result<Conversation, ApiError> {
     Ok(c)
 }
 
+const KIND: Kind =
+    Kind { what: "saved conversation", pick: PICK, corrupt: "Delete this conversation; the others are not affected." };
+
 pub fn get(dir: &Path, id: &str) -> Result<Conversation, ApiError> {
-    check_id(id, "conversation", PICK)?;
-    let path = dir.join(format!("{id}.json"));
-    let bytes = std::fs::read(&path)
-        .map_err(|_| ApiError::new(ErrorCode::NotFound, format!("no saved conversation {id}"), PICK))?;
-    serde_json::from_slice(&bytes).map_err(|e| {
-        ApiError::new(
-            ErrorCode::CorruptHistory,
-            format!("{}: unreadable: {e}", path.display()),
-            "Delete this conversation; the others are not affected.",
-        )
-    })
+    store::read(dir, id, &KIND)
 }
 
 /// Saved conversations, the most recently updated first; unreadable files are skipped.
 pub fn list(dir: &Path) -> Result<Vec<ChatEntry>, ApiError> {
-    let rd = match std::fs::read_dir(dir) {
-        Ok(rd) => rd,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(e) => return Err(io_error(dir, e)),
-    };
-    let mut entries: Vec<ChatEntry> = rd
-        .filter_map(|e| e.ok())
-        .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|x| x == "json"))
-        .filter_map(|p| std::fs::read(&p).ok())
-        .filter_map(|b| serde_json::from_slice::<Conversation>(&b).ok())
+    let mut entries: Vec<ChatEntry> = store::read_all::<Conversation>(dir)?
+        .into_iter()
         .map(|c| ChatEntry {
             target: c.target.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default(),
             id: c.id,
@@ -157,10 +140,5 @@ pub fn list(dir: &Path) -> Result<Vec<ChatEntry>, ApiError> {
 }
 
 pub fn delete(dir: &Path, id: &str) -> Result<(), ApiError> {
-    check_id(id, "conversation", PICK)?;
-    let path = dir.join(format!("{id}.json"));
-    std::fs::remove_file(&path).map_err(|e| match e.kind() {
-        std::io::ErrorKind::NotFound => ApiError::new(ErrorCode::NotFound, format!("no saved conversation {id}"), PICK),
-        _ => io_error(&path, e),
-    })
+    store::delete(dir, id, &KIND)
 }

@@ -8,13 +8,12 @@ use std::path::{Path, PathBuf};
 use draftlab_engine::decoding::compare::Comparison;
 use draftlab_engine::decoding::report::Report;
 use draftlab_engine::decoding::settings::Mode;
-use draftlab_engine::ErrorCode;
 use serde::{Deserialize, Serialize};
 
 use crate::error::ApiError;
 use crate::rendered::{self, RenderedChart, TokenView};
 use crate::requests::RunRequest;
-use crate::store::{check_id, io_error, new_id};
+use crate::store::{self, io_error, new_id, Kind};
 
 pub fn default_dir() -> PathBuf {
     draftlab_engine::paths::data_dir().join("runs")
@@ -103,35 +102,15 @@ pub fn save(dir: &Path, run: &HistoryRun) -> Result<String, ApiError> {
 
 const PICK: &str = "Pick a run from the history list.";
 
+const KIND: Kind = Kind { what: "saved run", pick: PICK, corrupt: "Delete this file; other runs are not affected." };
+
 pub fn get(dir: &Path, id: &str) -> Result<HistoryRun, ApiError> {
-    check_id(id, "saved run", PICK)?;
-    let path = dir.join(format!("{id}.json"));
-    let bytes =
-        std::fs::read(&path).map_err(|_| ApiError::new(ErrorCode::NotFound, format!("no saved run {id}"), PICK))?;
-    serde_json::from_slice(&bytes).map_err(|e| {
-        ApiError::new(
-            ErrorCode::CorruptHistory,
-            format!("{}: unreadable: {e}", path.display()),
-            "Delete this file; other runs are not affected.",
-        )
-    })
+    store::read(dir, id, &KIND)
 }
 
 /// Saved runs, newest first; unreadable files are skipped (they never hide the others).
 pub fn list(dir: &Path) -> Result<Vec<HistoryEntry>, ApiError> {
-    let rd = match std::fs::read_dir(dir) {
-        Ok(rd) => rd,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(e) => return Err(io_error(dir, e)),
-    };
-    let mut entries: Vec<HistoryEntry> = rd
-        .filter_map(|e| e.ok())
-        .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|x| x == "json"))
-        .filter_map(|p| std::fs::read(&p).ok())
-        .filter_map(|b| serde_json::from_slice::<HistoryRun>(&b).ok())
-        .map(|r| r.entry())
-        .collect();
+    let mut entries: Vec<HistoryEntry> = store::read_all::<HistoryRun>(dir)?.into_iter().map(|r| r.entry()).collect();
     entries.sort_by(|a, b| b.id.cmp(&a.id));
     Ok(entries)
 }
@@ -146,13 +125,5 @@ pub fn open(dir: &Path, id: &str) -> Result<OpenedRun, ApiError> {
 
 /// Deletes a saved run (an unreadable one too: that is how the user gets rid of it).
 pub fn delete(dir: &Path, id: &str) -> Result<(), ApiError> {
-    check_id(id, "saved run", PICK)?;
-    let path = dir.join(format!("{id}.json"));
-    match std::fs::remove_file(&path) {
-        Ok(()) => Ok(()),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            Err(ApiError::new(ErrorCode::NotFound, format!("no saved run {id}"), PICK))
-        }
-        Err(e) => Err(io_error(&path, e)),
-    }
+    store::delete(dir, id, &KIND)
 }

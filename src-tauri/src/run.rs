@@ -155,7 +155,7 @@ pub fn execute(
             };
             match reply {
                 Reply::Loading { .. } => send(RunEvent::Loading { mode }),
-                Reply::Loaded { target, draft, load_ms, warm } => {
+                Reply::Loaded { target, draft, load_ms, warm, .. } => {
                     frame = Frame::new();
                     send(RunEvent::Loaded { mode, target, draft, load_ms, warm });
                 }

@@ -47,6 +47,9 @@ pub(crate) fn summary(r: &Report) {
         r.prompt_ms,
         r.stop_reason
     );
+    if let Some(rt) = &r.runtime {
+        line.push_str(&format!("\n[{}] on {}", r.mode, rt.summary()));
+    }
     if r.mode == Mode::Speculative {
         line.push_str(&format!(
             "\n[{}] drafted {}, accepted {} ({:.1} %), {:.2} accepted per target pass, {:.2} tokens per pass; draft {:.0} ms, verify {:.0} ms",

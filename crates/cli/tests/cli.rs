@@ -83,6 +83,36 @@ fn run_both_streams_text_and_gives_a_verdict() {
     assert!(err.contains("[baseline]") && err.contains("[speculative]"), "{err}");
     assert!(err.contains("speedup") && err.contains("verdict "), "{err}");
     assert!(err.contains("acceptance") || err.contains("accepted"), "{err}");
+    // What llama.cpp really ran on, read at run time from ggml's device list: on a Linux machine
+    // without a GPU backend, the CPU, with the GPU layers asked for (all, the default) and none
+    // offloaded.
+    for mode in ["baseline", "speculative"] {
+        let on = err.lines().find(|l| l.starts_with(&format!("[{mode}] on "))).unwrap_or_else(|| panic!("{err}"));
+        if cfg!(target_os = "linux") && std::env::var_os("DRAFTLAB_GPU_LAYERS").is_none() {
+            assert!(on.contains("CPU · ") && on.contains(" threads · GPU layers requested: all, offloaded: 0"), "{on}");
+        }
+    }
+}
+
+#[test]
+fn gpu_layers_are_switched_off_for_every_model_from_the_environment() {
+    // DRAFTLAB_GPU_LAYERS=0 (CI machines whose paravirtual GPU hangs Metal): nothing is asked of a
+    // GPU, so the line names the CPU alone.
+    let m = model(SMOLLM2);
+    let o = Command::new(env!("CARGO_BIN_EXE_draftlab"))
+        .args(["run", "-t", s(&m), "-p", "Hi", "-n", "4", "--mode", "baseline", "--json"])
+        .env("DRAFTLAB_GPU_LAYERS", "0")
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{:?}", text(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let rt = &v["reports"][0]["runtime"];
+    assert_eq!(
+        (&rt["backend"], &rt["target"]["requested"]),
+        (&serde_json::json!("CPU"), &serde_json::json!({"count": 0})),
+        "{rt}"
+    );
+    assert_eq!(rt["target"]["offloaded"], 0, "{rt}");
 }
 
 #[test]
@@ -112,6 +142,20 @@ fn run_json_has_reports_and_comparison() {
     assert!(reports[1]["drafted"].as_u64().unwrap() > 0);
     assert_eq!(reports[1]["draft"]["architecture"], "qwen2");
     assert!(reports[1]["machine"]["physical_cores"].as_u64().unwrap() >= 1);
+    let rt = &reports[1]["runtime"];
+    assert!(rt["threads"].as_u64().unwrap() >= 1, "{rt}");
+    // Qwen2.5 1.5B: 28 blocks and the output layer; the draft model's layers are counted too.
+    assert_eq!(rt["target"]["layers"], 29, "{rt}");
+    assert_eq!(rt["draft"]["layers"], 25, "{rt}");
+    if cfg!(target_os = "linux") && std::env::var_os("DRAFTLAB_GPU_LAYERS").is_none() {
+        assert_eq!(
+            (&rt["backend"], &rt["target"]["requested"], &rt["target"]["offloaded"]),
+            (&serde_json::json!("CPU"), &serde_json::json!("all"), &serde_json::json!(0)),
+            "{rt}"
+        );
+        assert!(rt["gpu_memory"].is_null(), "{rt}");
+    }
+    assert!(reports[0]["runtime"]["draft"].is_null(), "the baseline used no draft model: {}", reports[0]["runtime"]);
     let c = &v["comparison"];
     assert!(c["identical"].as_bool().unwrap() || c["divergence"]["near_tie"].as_bool().unwrap(), "{c}");
     assert!(v["speedup"].as_f64().unwrap() > 0.0);

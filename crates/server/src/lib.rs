@@ -299,6 +299,7 @@ fn parse_body<T: serde::de::DeserializeOwned>(body: Result<Bytes, BytesRejection
 async fn health(State(s): State<Arc<Shared>>) -> Json<Value> {
     let places = s.config.queue + 1;
     let busy = places - s.places.available_permits();
+    let status = s.workers.status(0);
     Json(json!({
         "status": "ok",
         "model": s.model_id,
@@ -309,7 +310,8 @@ async fn health(State(s): State<Arc<Shared>>) -> Json<Value> {
         "cancelled": s.counters.cancelled.load(Ordering::Relaxed),
         "refused_busy": s.counters.refused_busy.load(Ordering::Relaxed),
         "uptime_s": s.started.elapsed().as_secs(),
-        "engine_rss_bytes": s.workers.status(0).rss_bytes,
+        "engine_rss_bytes": status.rss_bytes,
+        "device": status.loaded.and_then(|l| l.device),
     }))
 }
 

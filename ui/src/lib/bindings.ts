@@ -125,6 +125,22 @@ export type ModelId = { path: string, name: string, architecture: string, quanti
  */
 mtime: number, };
 
+export type Offload = { requested: GpuLayers, offloaded: number, layers: number, };
+
+export type Runtime = { 
+/**
+ * "Metal", "CUDA", "Vulkan" or "CPU": the backend of the device the target's layers are on.
+ */
+backend: string, 
+/**
+ * That device ("Apple M3 Max", the CPU's name).
+ */
+device: string, 
+/**
+ * The GPU's memory limit (on Apple Silicon Metal's recommended working set), when a GPU is used.
+ */
+gpu_memory: number | null, threads: number, target: Offload | null, draft: Offload | null, };
+
 export type MachineInfo = { cpu: string, arch: string, physical_cores: number, logical_cores: number, memory_total: number, memory_available: number, os: string, 
 /**
  * Which llama.cpp backend this build offloads to.
@@ -248,6 +264,10 @@ notes: Array<string>, stop_reason: StopReason, text: string, tokens: Array<numbe
  * The target's top-2 logit margin at each generated token (see `compare`).
  */
 margins: Array<number>, sources: Array<TokenSource>, target: ModelId, draft: ModelId | null, settings: Settings, machine: MachineInfo, 
+/**
+ * What llama.cpp really computed on: backend, device, threads, layers offloaded.
+ */
+runtime: Runtime | null, 
 /**
  * Seconds since the Unix epoch when the run started.
  */
@@ -378,7 +398,11 @@ tokens: Array<ModeTokens>, };
 
 export type OpenedRun = { run: HistoryRun, verdict: string | null, charts: Array<RenderedChart>, };
 
-export type LoadedModels = { target: string, draft: string | null, };
+export type LoadedModels = { target: string, draft: string | null, 
+/**
+ * What llama.cpp computes on ("CPU · 2 threads", "Metal · Apple M3 Max · …").
+ */
+device: string | null, };
 
 export type EngineStatus = { 
 /**

@@ -114,6 +114,8 @@ export class FakeBackend implements Backend {
         drafted_by_position: [], accepted_by_position: [], draft_len_histogram: [], accepted_len_histogram: [],
         token_ms: tokens.map((_, i) => i * 10), margins: tokens.map(() => 5),
         settings: request.settings, machine: MACHINE, started_at: 1700000000,
+        runtime: { backend: "Metal", device: "Apple M3", gpu_memory: 11.4e9, threads: 8,
+          target: { requested: "all", offloaded: 29, layers: 29 }, draft: null },
       } satisfies Report;
       onEvent({ type: "done", mode, report });
       shown.push({ mode, tokens });
@@ -167,7 +169,7 @@ export class FakeBackend implements Backend {
   }
 
   async engineStatus(): Promise<EngineStatus> {
-    const loaded = this.loaded ? { target: this.loaded, draft: null } : null;
+    const loaded = this.loaded ? { target: this.loaded, draft: null, device: "Metal · Apple M3 · recommended working set 10.7 GiB · 29/29 layers on the GPU" } : null;
     return { running: this.loaded !== null, busy: false, loaded, idle_s: 1, rss_bytes: loaded ? 2e9 : 5e7, unload_after_s: this.unloadAfter };
   }
 

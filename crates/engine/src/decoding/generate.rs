@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::decoding::detok::Utf8Stream;
 use crate::decoding::draft::{Drafter, Proposal, Strategy};
-use crate::decoding::llama::{Logits, ModelId, Token};
+use crate::decoding::llama::{Logits, ModelId, Runtime, Token};
 use crate::decoding::report::{Decision, Report, RoundRecord, StopReason, StrategyStats, TokenSource};
 use crate::decoding::sampling::{distribution, stochastic_round, Dist, Rng};
 use crate::decoding::schedule::{Bucket, Candidate, Scheduler};
@@ -71,6 +71,8 @@ pub struct RunInfo {
     pub draft: Option<ModelId>,
     /// Things the user should know (e.g. a saved n-gram cache that was unusable).
     pub notes: Vec<String>,
+    /// What llama.cpp computed on (None for replays and scripted targets).
+    pub runtime: Option<Runtime>,
 }
 
 /// Runs one generation on `target` (a fresh context) with `drafters` (none: baseline). `scheduler`
@@ -500,6 +502,7 @@ impl<'r, 'd> Loop<'r, 'd> {
             draft: info.draft,
             settings: (**s).clone(),
             machine: MachineInfo::now(),
+            runtime: info.runtime,
             started_at,
         };
         (self.on_event)(Event::Done { report: Box::new(report.clone()) });

@@ -219,6 +219,125 @@ pub fn memory_info() -> MemoryInfo {
     mem
 }
 
+/// Where a model's layers went: how many were asked for on the GPU, and how many llama.cpp put
+/// there (it offloads the last `requested` of its `layers`, the repeating blocks and the output
+/// layer, when ggml has a GPU device; none when it has not).
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Offload {
+    pub requested: GpuLayers,
+    pub offloaded: u32,
+    pub layers: u32,
+}
+
+/// What llama.cpp really computed on, read at run time from ggml's device list (never assumed
+/// from the build target): the backend, the device, the GPU memory limit the memory model used,
+/// the threads, and where each model's layers went.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Runtime {
+    /// "Metal", "CUDA", "Vulkan" or "CPU": the backend of the device the target's layers are on.
+    pub backend: String,
+    /// That device ("Apple M3 Max", the CPU's name).
+    pub device: String,
+    /// The GPU's memory limit (on Apple Silicon Metal's recommended working set), when a GPU is used.
+    pub gpu_memory: Option<u64>,
+    pub threads: u32,
+    pub target: Option<Offload>,
+    pub draft: Option<Offload>,
+}
+
+impl Runtime {
+    /// One line for the CLI's summary, the app's header and the server's /health:
+    /// "Metal · Apple M3 Max · recommended working set 36.0 GiB · 29/29 layers on the GPU", or
+    /// "CPU · 2 threads · GPU layers requested: all, offloaded: 0".
+    pub fn summary(&self) -> String {
+        let requested = |o: &Offload| match o.requested {
+            GpuLayers::All => "all".to_string(),
+            GpuLayers::Count(n) => n.to_string(),
+        };
+        let mut parts = Vec::new();
+        match self.gpu_memory {
+            Some(bytes) => {
+                let limit = if self.backend == "Metal" { "recommended working set" } else { "memory" };
+                parts.push(format!(
+                    "{} · {} · {limit} {:.1} GiB",
+                    self.backend,
+                    self.device,
+                    bytes as f64 / (1u64 << 30) as f64
+                ));
+                for (name, o) in [("", &self.target), ("draft ", &self.draft)] {
+                    if let Some(o) = o {
+                        parts.push(format!("{name}{}/{} layers on the GPU", o.offloaded, o.layers));
+                    }
+                }
+            }
+            None => {
+                parts.push(format!("{} · {} threads", self.backend, self.threads));
+                // Layers asked for a GPU that was not there (or not used) are named, not hidden.
+                for (name, o) in [("GPU layers", &self.target), ("draft GPU layers", &self.draft)] {
+                    if let Some(o) = o.filter(|o| o.requested != GpuLayers::Count(0)) {
+                        parts.push(format!("{name} requested: {}, offloaded: {}", requested(&o), o.offloaded));
+                    }
+                }
+            }
+        }
+        parts.join(" · ")
+    }
+}
+
+/// ggml's first GPU device (Metal, CUDA, Vulkan…), when this build and machine have one.
+fn gpu_device() -> Option<llama_cpp_2::LlamaBackendDevice> {
+    llama_cpp_2::list_llama_ggml_backend_devices()
+        .into_iter()
+        .find(|d| matches!(d.device_type, LlamaBackendDeviceType::Gpu | LlamaBackendDeviceType::IntegratedGpu))
+}
+
+/// A backend's name as users know it (ggml registers Metal as "MTL").
+fn backend_name(ggml: &str) -> String {
+    match ggml {
+        "MTL" => "Metal".into(),
+        other => other.into(),
+    }
+}
+
+/// What llama.cpp computes on with these models loaded (see [`Runtime`]): the GPU when the
+/// target has layers there, the CPU otherwise.
+pub fn runtime(threads: u32, target: Option<Offload>, draft: Option<Offload>) -> Runtime {
+    let on_gpu = target.or(draft).is_some_and(|o| o.offloaded > 0);
+    let gpu = gpu_device().filter(|_| on_gpu);
+    match gpu {
+        Some(d) => Runtime {
+            backend: backend_name(&d.backend),
+            device: d.description,
+            gpu_memory: memory_info().gpu.map(|g| g.bytes).or(Some(d.memory_total as u64)),
+            threads,
+            target,
+            draft,
+        },
+        None => {
+            let cpu = llama_cpp_2::list_llama_ggml_backend_devices()
+                .into_iter()
+                .find(|d| matches!(d.device_type, LlamaBackendDeviceType::Cpu));
+            Runtime {
+                backend: "CPU".into(),
+                device: cpu.map_or_else(|| crate::machine::MachineInfo::now().cpu, |d| d.description),
+                gpu_memory: None,
+                threads,
+                target,
+                draft,
+            }
+        }
+    }
+}
+
+/// `DRAFTLAB_GPU_LAYERS` (`all` or a number), when set: overrides every model's GPU layers, e.g.
+/// 0 on CI machines whose paravirtual GPU hangs llama.cpp's Metal backend.
+fn gpu_layers_override() -> Option<GpuLayers> {
+    let v = std::env::var("DRAFTLAB_GPU_LAYERS").ok()?;
+    GpuLayers::parse("DRAFTLAB_GPU_LAYERS", v.trim()).ok()
+}
+
 /// How a context is set up besides its sizes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct ContextOptions {
@@ -245,12 +364,21 @@ pub struct Model {
     inner: LlamaModel,
     pub summary: ModelSummary,
     pub id: ModelId,
+    /// Where its layers went.
+    pub offload: Offload,
 }
 
 impl Model {
     /// Loads a GGUF file after validating its header (llama.cpp is never handed a broken file).
+    /// `DRAFTLAB_GPU_LAYERS`, when set, overrides `gpu_layers`.
     pub fn load(path: impl AsRef<Path>, gpu_layers: GpuLayers) -> Result<Self> {
-        Self::load_with(path.as_ref(), LlamaModelParams::default().with_n_gpu_layers(gpu_layers.n()))
+        let gpu_layers = gpu_layers_override().unwrap_or(gpu_layers);
+        let mut model = Self::load_with(path.as_ref(), LlamaModelParams::default().with_n_gpu_layers(gpu_layers.n()))?;
+        // llama.cpp offloads the repeating blocks and the output layer, the last first.
+        let layers = model.summary.n_layer.map_or(0, |n| n as u32 + 1);
+        let offloaded = if gpu_device().is_some() { gpu_layers.n().min(layers) } else { 0 };
+        model.offload = Offload { requested: gpu_layers, offloaded, layers };
+        Ok(model)
     }
 
     fn load_with(path: &Path, params: LlamaModelParams) -> Result<Self> {
@@ -286,7 +414,8 @@ impl Model {
             file_size: summary.file_size,
             mtime,
         };
-        Ok(Model { inner, summary, id })
+        let offload = Offload { requested: GpuLayers::Count(0), offloaded: 0, layers: 0 };
+        Ok(Model { inner, summary, id, offload })
     }
 
     /// Loads only the vocabulary (for tokenising a corpus): fast, and no weights in memory.
@@ -462,5 +591,46 @@ impl Context<'_> {
     /// Empties the KV cache.
     pub fn clear(&mut self) {
         self.ctx.clear_kv_cache();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn offload(requested: GpuLayers, offloaded: u32) -> Option<Offload> {
+        Some(Offload { requested, offloaded, layers: 29 })
+    }
+
+    #[test]
+    fn the_runtime_line_names_the_device_and_layers_asked_for_but_not_offloaded() {
+        let cpu = Runtime {
+            backend: "CPU".into(),
+            device: "AMD EPYC".into(),
+            gpu_memory: None,
+            threads: 2,
+            target: offload(GpuLayers::All, 0),
+            draft: offload(GpuLayers::All, 0),
+        };
+        assert_eq!(
+            cpu.summary(),
+            "CPU · 2 threads · GPU layers requested: all, offloaded: 0 · draft GPU layers requested: all, offloaded: 0"
+        );
+        let cpu_only = Runtime { target: offload(GpuLayers::Count(0), 0), draft: None, ..cpu.clone() };
+        assert_eq!(cpu_only.summary(), "CPU · 2 threads");
+        let metal = Runtime {
+            backend: "Metal".into(),
+            device: "Apple M3 Max".into(),
+            gpu_memory: Some(36 << 30),
+            threads: 12,
+            target: offload(GpuLayers::All, 29),
+            draft: offload(GpuLayers::Count(10), 10),
+        };
+        assert_eq!(
+            metal.summary(),
+            "Metal · Apple M3 Max · recommended working set 36.0 GiB · 29/29 layers on the GPU · draft 10/29 layers on the GPU"
+        );
+        assert_eq!(backend_name("MTL"), "Metal");
+        assert_eq!(backend_name("CUDA"), "CUDA");
     }
 }

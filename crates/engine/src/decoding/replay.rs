@@ -147,7 +147,7 @@ pub fn replay(
     let settings = s.validate(Mode::Speculative)?;
     let mut target = ReplayTarget::new(prompt, output, settings.n_ctx as usize)?;
     let scheduler = settings.adaptive.then(|| Scheduler::new(costs.clone()));
-    let info = RunInfo { mode: Mode::Speculative, target: replay_id(), draft: None, notes: Vec::new() };
+    let info = RunInfo { mode: Mode::Speculative, target: replay_id(), draft: None, notes: Vec::new(), runtime: None };
     let cancel = AtomicBool::new(false);
     let report = generate(&mut target, drafters, scheduler, prompt, &settings, info, &cancel, &mut |_| {})?;
     let time_ms = costs.run_ms(report.rounds.iter().map(|r| r.drafted), 0);

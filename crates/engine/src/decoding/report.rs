@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::decoding::draft::Strategy;
-use crate::decoding::llama::{ModelId, Token};
+use crate::decoding::llama::{ModelId, Runtime, Token};
 use crate::decoding::settings::{Mode, Settings};
 use crate::machine::MachineInfo;
 
@@ -109,6 +109,9 @@ pub struct Report {
     pub draft: Option<ModelId>,
     pub settings: Settings,
     pub machine: MachineInfo,
+    /// What llama.cpp really computed on: backend, device, threads, layers offloaded.
+    #[serde(default)]
+    pub runtime: Option<Runtime>,
     /// Seconds since the Unix epoch when the run started.
     pub started_at: u64,
 }

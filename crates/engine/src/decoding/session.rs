@@ -19,7 +19,7 @@ use crate::decoding::draft::ngram_map::NgramMap;
 use crate::decoding::draft::prompt_lookup::PromptLookup;
 use crate::decoding::draft::{Drafter, Strategy};
 use crate::decoding::generate::{generate, Event, RunInfo};
-use crate::decoding::llama::{Model, Token};
+use crate::decoding::llama::{self, Model, Runtime, Token};
 use crate::decoding::report::Report;
 use crate::decoding::schedule::Scheduler;
 use crate::decoding::settings::{Mode, Settings, ValidSettings};
@@ -138,6 +138,11 @@ impl Session {
         &self.settings
     }
 
+    /// What llama.cpp computes on with these models (see [`Runtime`]).
+    pub fn runtime(&self) -> Runtime {
+        llama::runtime(self.settings.threads, Some(self.target.offload), self.draft.as_ref().map(|d| d.offload))
+    }
+
     /// Whether these loaded models serve `settings` as they are (the same GPU layers and, when
     /// they draft with a model, a loaded draft): then [`Session::set_settings`] keeps them warm.
     pub fn serves(&self, settings: &ValidSettings) -> bool {
@@ -240,7 +245,9 @@ impl Session {
             Mode::Speculative if self.drafts_with_model(settings) => self.draft.as_ref().map(|d| d.id.clone()),
             _ => None,
         };
-        let info = RunInfo { mode, target: self.target.id.clone(), draft, notes };
+        let draft_offload = draft.as_ref().and(self.draft.as_ref()).map(|d| d.offload);
+        let runtime = llama::runtime(settings.threads, Some(self.target.offload), draft_offload);
+        let info = RunInfo { mode, target: self.target.id.clone(), draft, notes, runtime: Some(runtime) };
         let mut report = generate(target, &mut drafters, scheduler, prompt, settings, info, cancel, on_event)?;
         // A cache saves what it learned; a failure to save costs the next run, not this one.
         let context: Vec<Token> = prompt.iter().chain(&report.tokens).copied().collect();

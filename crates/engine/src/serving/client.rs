@@ -18,6 +18,7 @@ use serde::Serialize;
 use super::enginelog::{self, EngineLog, Tail};
 use super::lines::{self, Line};
 use super::worker::{parse_message, Command, Reply, Request};
+use crate::decoding::llama::Runtime;
 use crate::error::{ErrorCode, ErrorInfo};
 
 type ApiError = ErrorInfo;
@@ -30,6 +31,8 @@ type Routes = Arc<Mutex<HashMap<u64, mpsc::Sender<Reply>>>>;
 pub struct LoadedModels {
     pub target: String,
     pub draft: Option<String>,
+    /// What llama.cpp computes on ("CPU · 2 threads", "Metal · Apple M3 Max · …").
+    pub device: Option<String>,
 }
 
 /// What the engine process is doing and holding, for the window's status line.
@@ -84,9 +87,12 @@ impl Held {
     fn follow(&mut self, reply: &Reply) {
         self.last_active = Instant::now();
         match reply {
-            Reply::Loaded { target, draft, .. } => {
-                self.loaded =
-                    Some(LoadedModels { target: target.name.clone(), draft: draft.as_ref().map(|d| d.name.clone()) })
+            Reply::Loaded { target, draft, runtime, .. } => {
+                self.loaded = Some(LoadedModels {
+                    target: target.name.clone(),
+                    draft: draft.as_ref().map(|d| d.name.clone()),
+                    device: runtime.as_ref().map(Runtime::summary),
+                })
             }
             // A sweep frees the warm pair before it loads its own, and frees those as it goes.
             Reply::Unloaded { .. } | Reply::Sweep { .. } | Reply::SweepDone { .. } | Reply::Loading { .. } => {

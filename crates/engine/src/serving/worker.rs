@@ -30,7 +30,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::decoding::chat::{ChatInput, ChatSlot};
 use crate::decoding::generate::Event;
-use crate::decoding::llama::ModelId;
+use crate::decoding::llama::{ModelId, Runtime};
 use crate::decoding::session::Session;
 use crate::decoding::settings::{Mode, Settings, ValidSettings};
 use crate::error::{Error, ErrorCode, ErrorInfo};
@@ -96,6 +96,9 @@ pub enum Reply {
         draft: Option<ModelId>,
         load_ms: f64,
         warm: bool,
+        /// What llama.cpp computes on with them.
+        #[serde(default)]
+        runtime: Option<Runtime>,
     },
     Event {
         event: Event,
@@ -347,6 +350,7 @@ fn load<W: Write>(
             draft: session.draft().map(|d| d.id.clone()),
             load_ms: t0.elapsed().as_secs_f64() * 1e3,
             warm: reuse,
+            runtime: Some(session.runtime()),
         },
     );
     Ok(())
@@ -461,6 +465,7 @@ fn chat_jobs<W: Write>(
                             draft: session.draft().map(|d| d.id.clone()),
                             load_ms: 0.0,
                             warm: true,
+                            runtime: Some(session.runtime()),
                         },
                     );
                     job = next;

@@ -146,7 +146,7 @@ fn info(mode: Mode) -> RunInfo {
         file_size: 0,
         mtime: 0,
     };
-    RunInfo { mode, target, draft: None, notes: Vec::new() }
+    RunInfo { mode, target, draft: None, notes: Vec::new(), runtime: None }
 }
 
 struct Outcome {
