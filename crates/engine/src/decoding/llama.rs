@@ -335,7 +335,7 @@ pub fn runtime(threads: u32, target: Option<Offload>, draft: Option<Offload>) ->
 /// 0 on CI machines whose paravirtual GPU hangs llama.cpp's Metal backend.
 fn gpu_layers_override() -> Option<GpuLayers> {
     let v = std::env::var("DRAFTLAB_GPU_LAYERS").ok()?;
-    GpuLayers::parse("DRAFTLAB_GPU_LAYERS", v.trim()).ok()
+    GpuLayers::parse("DRAFTLAB_GPU_LAYERS", v.trim()).inspect_err(|e| eprintln!("draftlab: ignored: {e}")).ok()
 }
 
 /// How a context is set up besides its sizes.

@@ -347,7 +347,8 @@ fn adaptive_drafts_when_verifying_is_cheap_and_stops_when_it_is_not() {
 fn a_free_drafter_is_learned_from_without_drafting() {
     // Verifying 5 costs 4.3× one: a draft of 4 pays only if nearly always right, which the prior
     // does not assume. The drafter is always right. Scored every round though nothing is drafted,
-    // it is trusted within a few rounds, and then drafts 4 almost every round.
+    // and judged by its estimate less one standard error, it is trusted after about a dozen rounds
+    // (12 of 120 tokens here), and then drafts 4 almost every round.
     let s = settings(120, 4, true, Mode::Speculative);
     let costs = Costs { verify_ms: vec![10.0, 19.0, 27.0, 35.0, 43.0], draft_token_ms: 0.0, c: 0.0 };
     let o = run_with(
@@ -360,9 +361,14 @@ fn a_free_drafter_is_learned_from_without_drafting() {
     .unwrap();
     let rounds = &o.report.rounds;
     let first = rounds.iter().position(|r| r.drafted > 0).expect("it drafts");
-    assert!(first <= 8, "first draft in round {first}");
+    assert!(first <= 16, "first draft in round {first}");
+    let pattern: Vec<_> = rounds.iter().map(|r| (r.drafted, r.accepted)).collect();
+    // From then on it drafts every round with room left (the last two have none), all accepted,
+    // lengthening as its estimate firms up (a few rounds), then 4.
+    let after = &rounds[first..rounds.len() - 2];
+    assert!(after.iter().all(|r| r.drafted > 0 && r.accepted == r.drafted), "{pattern:?}");
     let long = rounds.iter().filter(|r| r.drafted == 4 && r.accepted == 4).count();
-    assert!(long >= rounds.len() - first - 2, "{long} full drafts of {} rounds", rounds.len());
+    assert!(long >= after.len() - 4, "{long} full drafts of {} rounds: {pattern:?}", rounds.len());
     let mut ctx = PROMPT.to_vec();
     for &t in &o.report.tokens {
         assert_eq!(t, next(&ctx, None, PROMPT.len()), "the target's own output, token for token");
