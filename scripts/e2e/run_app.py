@@ -122,6 +122,13 @@ def sweep_view(s, models, out):
     assert "Best for" in s.text("sweep-best"), s.text("sweep-best")
     s.screenshot(out / "sweep.png")
     print("e2e: a sweep ran from the Sweep view: heat map with an incompatible cell, best setting")
+    # "Serve this pair" hands the best pair and its settings to the Serve view; "Chat with this
+    # pair" there hands them on to a new conversation.
+    s.click("serve-pair")
+    wait("the Serve view with the best pair", lambda: s.prop("serve-target", "value") == smol, timeout=10)
+    s.click("serve-chat")
+    wait("a conversation with the pair", lambda: s.prop("chat-target", "value") == smol, timeout=10)
+    print("e2e: Serve this pair, then Chat with this pair, carry the best setting across")
 
 def models_view(s):
     """The Models view: the catalog with fit badges, a model found in the Hugging Face cache, and
@@ -345,6 +352,12 @@ def main():
     qwen = str(models / "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf")
     out_dir[0] = out
     s = Session(app)
+    # The page's uncaught errors, printed if a step fails (an exception in an effect shows nowhere).
+    s.script(
+        "window.__errors = [];"
+        "window.addEventListener('error', (e) => window.__errors.push(String(e.message || e.error)));"
+        "window.addEventListener('unhandledrejection', (e) => window.__errors.push('unhandled: ' + String(e.reason?.message ?? e.reason)));"
+    )
     try:
         if os.environ.get("E2E_ONLY") == "models":
             models_view(s)
@@ -447,6 +460,12 @@ def main():
         chat_and_serve(s, smol, out)
         sweep_view(s, models, out)
         models_view(s)
+    except BaseException:
+        try:
+            print("e2e: the page's uncaught errors:", s.script("return window.__errors || []"))
+        except Exception as e:  # the failure may be the session itself
+            print(f"e2e: the page's errors could not be read: {e}")
+        raise
     finally:
         try:
             s.screenshot(out / "last.png")

@@ -121,6 +121,7 @@ export function sweepVariants(kv: KvType[], draftOnCpu: boolean[]): Variant[] {
 
 /// The pair and settings of one sweep cell (its strategy, draft length and setup), to chat with or
 /// to serve.
+/// `spec` must be a plain object (a state proxy cannot be cloned: pass `$state.snapshot(spec)`).
 export function cellPair(spec: SweepSpec, key: CellKey): PairChoice {
   const settings: Settings = structuredClone(spec.settings);
   settings.strategy = key.strategy;
