@@ -92,6 +92,16 @@ impl GpuLayers {
     }
 }
 
+/// `all` or the number: what [`GpuLayers::parse`] reads.
+impl std::fmt::Display for GpuLayers {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            GpuLayers::All => f.write_str("all"),
+            GpuLayers::Count(n) => write!(f, "{n}"),
+        }
+    }
+}
+
 impl std::str::FromStr for GpuLayers {
     type Err = Error;
     fn from_str(s: &str) -> Result<Self> {
@@ -252,10 +262,6 @@ impl Runtime {
     /// "Metal · Apple M3 Max · recommended working set 36.0 GiB · 29/29 layers on the GPU", or
     /// "CPU · 2 threads · GPU layers requested: all, offloaded: 0".
     pub fn summary(&self) -> String {
-        let requested = |o: &Offload| match o.requested {
-            GpuLayers::All => "all".to_string(),
-            GpuLayers::Count(n) => n.to_string(),
-        };
         let mut parts = Vec::new();
         match self.gpu_memory {
             Some(bytes) => {
@@ -277,7 +283,7 @@ impl Runtime {
                 // Layers asked for a GPU that was not there (or not used) are named, not hidden.
                 for (name, o) in [("GPU layers", &self.target), ("draft GPU layers", &self.draft)] {
                     if let Some(o) = o.filter(|o| o.requested != GpuLayers::Count(0)) {
-                        parts.push(format!("{name} requested: {}, offloaded: {}", requested(&o), o.offloaded));
+                        parts.push(format!("{name} requested: {}, offloaded: {}", o.requested, o.offloaded));
                     }
                 }
             }
@@ -373,15 +379,10 @@ impl Model {
     /// `DRAFTLAB_GPU_LAYERS`, when set, overrides `gpu_layers`.
     pub fn load(path: impl AsRef<Path>, gpu_layers: GpuLayers) -> Result<Self> {
         let gpu_layers = gpu_layers_override().unwrap_or(gpu_layers);
-        let mut model = Self::load_with(path.as_ref(), LlamaModelParams::default().with_n_gpu_layers(gpu_layers.n()))?;
-        // llama.cpp offloads the repeating blocks and the output layer, the last first.
-        let layers = model.summary.n_layer.map_or(0, |n| n as u32 + 1);
-        let offloaded = if gpu_device().is_some() { gpu_layers.n().min(layers) } else { 0 };
-        model.offload = Offload { requested: gpu_layers, offloaded, layers };
-        Ok(model)
+        Self::load_with(path.as_ref(), gpu_layers, LlamaModelParams::default().with_n_gpu_layers(gpu_layers.n()))
     }
 
-    fn load_with(path: &Path, params: LlamaModelParams) -> Result<Self> {
+    fn load_with(path: &Path, gpu_layers: GpuLayers, params: LlamaModelParams) -> Result<Self> {
         let summary = GgufFile::open(path)?.summary();
         if summary.vocab.size == 0 {
             return Err(Error::InvalidGguf {
@@ -414,13 +415,16 @@ impl Model {
             file_size: summary.file_size,
             mtime,
         };
-        let offload = Offload { requested: GpuLayers::Count(0), offloaded: 0, layers: 0 };
+        // llama.cpp offloads the repeating blocks and the output layer, the last first.
+        let layers = summary.n_layer.map_or(0, |n| n as u32 + 1);
+        let offloaded = if gpu_device().is_some() { gpu_layers.n().min(layers) } else { 0 };
+        let offload = Offload { requested: gpu_layers, offloaded, layers };
         Ok(Model { inner, summary, id, offload })
     }
 
     /// Loads only the vocabulary (for tokenising a corpus): fast, and no weights in memory.
     pub fn load_vocab_only(path: impl AsRef<Path>) -> Result<Self> {
-        Self::load_with(path.as_ref(), LlamaModelParams::default().with_vocab_only(true))
+        Self::load_with(path.as_ref(), GpuLayers::Count(0), LlamaModelParams::default().with_vocab_only(true))
     }
 
     pub fn n_vocab(&self) -> usize {

@@ -140,7 +140,12 @@ impl Session {
 
     /// What llama.cpp computes on with these models (see [`Runtime`]).
     pub fn runtime(&self) -> Runtime {
-        llama::runtime(self.settings.threads, Some(self.target.offload), self.draft.as_ref().map(|d| d.offload))
+        self.runtime_with(self.settings.threads, self.draft.as_ref())
+    }
+
+    /// The same, for a run on `threads` that uses `draft` (none when it does not draft with a model).
+    fn runtime_with(&self, threads: u32, draft: Option<&Model>) -> Runtime {
+        llama::runtime(threads, Some(self.target.offload), draft.map(|d| d.offload))
     }
 
     /// Whether these loaded models serve `settings` as they are (the same GPU layers and, when
@@ -245,8 +250,7 @@ impl Session {
             Mode::Speculative if self.drafts_with_model(settings) => self.draft.as_ref().map(|d| d.id.clone()),
             _ => None,
         };
-        let draft_offload = draft.as_ref().and(self.draft.as_ref()).map(|d| d.offload);
-        let runtime = llama::runtime(settings.threads, Some(self.target.offload), draft_offload);
+        let runtime = self.runtime_with(settings.threads, draft.as_ref().and(self.draft.as_ref()));
         let info = RunInfo { mode, target: self.target.id.clone(), draft, notes, runtime: Some(runtime) };
         let mut report = generate(target, &mut drafters, scheduler, prompt, settings, info, cancel, on_event)?;
         // A cache saves what it learned; a failure to save costs the next run, not this one.
