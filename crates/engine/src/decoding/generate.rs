@@ -485,6 +485,7 @@ impl<'r, 'd> Loop<'r, 'd> {
             draft_ms: t.draft_ms,
             verify_ms: t.verify_ms,
             draft_decoded_tokens: self.drafters.iter().map(|d| d.decoded_tokens()).sum(),
+            translate_ms: self.drafters.iter().map(|d| d.translate_ms()).sum(),
             drafted_by_position: t.drafted_by_position,
             accepted_by_position: t.accepted_by_position,
             draft_len_histogram: t.draft_len_histogram,
@@ -554,8 +555,11 @@ fn propose(
             // A model costs time per drafted token, and first the tokens it missed while other
             // drafters ran (its first drafted token comes with them): decide before drafting.
             let costs = s.costs();
-            let token_ms = costs.draft_token_ms;
-            let setup_ms = (costs.catch_up_ms(d.catch_up_tokens(context)) - token_ms).max(0.0);
+            let extra = d.round_cost();
+            let token_ms = costs.draft_token_ms * extra.steps_per_token;
+            let setup_ms = (costs.catch_up_ms(d.catch_up_tokens(context)) - costs.draft_token_ms).max(0.0)
+                + extra.extra_steps * costs.draft_token_ms
+                + extra.overhead_ms;
             candidates.push(Candidate { bucket: (i, 0), max, token_ms, setup_ms, observed: false });
             offers.push(None);
         }

@@ -440,6 +440,18 @@ impl Model {
         self.inner.vocab().tokenize(text.as_bytes(), add_bos, true).into_iter().map(|t| t.0).collect()
     }
 
+    /// Tokenises a piece of text that continues a context: no BOS, and special-token text stays
+    /// text (a model that writes `<|im_end|>` as letters did not end its turn).
+    pub fn tokenize_fragment(&self, text: &str) -> Vec<Token> {
+        self.inner.vocab().tokenize(text.as_bytes(), false, false).into_iter().map(|t| t.0).collect()
+    }
+
+    /// The text a token stands for, special tokens included (`<|im_start|>`): what another
+    /// model's tokenizer reads back as the same control token where it has one.
+    pub fn piece_with_special(&self, token: Token) -> Vec<u8> {
+        self.inner.vocab().token_to_piece(LlamaToken(token), true, None)
+    }
+
     /// The BOS token, when the model adds one to prompts.
     pub fn bos(&self) -> Option<Token> {
         let v = self.inner.vocab();

@@ -76,6 +76,9 @@ pub struct Report {
     pub verify_ms: f64,
     /// Tokens the drafter's model decoded during generation (its cost in its own token steps).
     pub draft_decoded_tokens: u64,
+    /// Milliseconds a draft across vocabularies spent re-tokenizing (0 with a shared vocabulary).
+    #[serde(default)]
+    pub translate_ms: f64,
     /// `drafted_by_position[i]`: rounds that drafted a token at position i.
     pub drafted_by_position: Vec<u64>,
     /// `accepted_by_position[i]`: rounds whose token at position i was accepted.

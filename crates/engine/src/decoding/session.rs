@@ -12,6 +12,7 @@ use std::sync::Arc;
 use crate::decoding::chat::ChatInput;
 use crate::decoding::compare::{compare, Comparison};
 use crate::decoding::costs::{costs_key, measure_costs, Costs, CostsCache};
+use crate::decoding::draft::cross::{PromptPairs, Translator};
 use crate::decoding::draft::model::ModelDrafter;
 use crate::decoding::draft::ngram::{NgramHeader, NgramTable};
 use crate::decoding::draft::ngram_cache::NgramCache;
@@ -39,6 +40,10 @@ pub struct Session {
     settings: ValidSettings,
     costs: RefCell<HashMap<CostsKey, Costs>>,
     maps: RefCell<HashMap<PathBuf, Arc<NgramTable>>>,
+    /// The draft's vocabulary is not the target's: it drafts through text ([`Translator`]).
+    cross: bool,
+    /// Prompts rendered for both models (a draft across vocabularies reads its own rendering).
+    prompts: PromptPairs,
 }
 
 /// Both modes on one prompt, and what they show together.
@@ -65,6 +70,18 @@ fn no_draft() -> Error {
     }
 }
 
+/// A rendered prompt as a model's tokens, with BOS when the model wants one (and only one: a chat
+/// template may already write the BOS text).
+fn rendered_tokens(model: &Model, text: &str) -> Vec<Token> {
+    let mut tokens = model.tokenize(text, true);
+    if let (Some(b), [a, c, ..]) = (model.bos(), tokens.as_slice()) {
+        if *a == b && *c == b {
+            tokens.remove(0);
+        }
+    }
+    tokens
+}
+
 impl Session {
     /// Checks the pair with the doctor (an incompatible vocabulary or a pair that cannot fit in
     /// memory is an error, before anything loads), loads the target and — when these settings
@@ -81,6 +98,12 @@ impl Session {
         }
         let draft = draft.filter(|_| speculative && settings.strategy.uses_draft_model());
         Self::check(target, draft, &settings)?;
+        let cross = match draft {
+            Some(d) => doctor::vocab_findings(&GgufFile::open(target)?, &GgufFile::open(d)?)
+                .iter()
+                .any(|f| f.level == Verdict::Warning),
+            None => false,
+        };
         let target = Model::load(target, settings.gpu_layers)?;
         let draft = draft.map(|d| Model::load(d, settings.draft_layers())).transpose()?;
         let session = Session {
@@ -89,13 +112,16 @@ impl Session {
             settings,
             costs: RefCell::new(HashMap::new()),
             maps: RefCell::new(HashMap::new()),
+            cross,
+            prompts: PromptPairs::default(),
         };
         session.prepare(&session.settings)?;
         Ok(session)
     }
 
-    /// The doctor's verdict from the headers alone (nothing loads): an incompatible vocabulary or a
-    /// pair that cannot fit in memory now (at the settings' context and KV cache types) is an error.
+    /// The doctor's verdict from the headers alone (nothing loads): a pair that cannot fit in
+    /// memory now (at the settings' context and KV cache types) is an error. Vocabularies that
+    /// differ are not: such a draft drafts across vocabularies.
     pub fn check(target: &Path, draft: Option<&Path>, settings: &Settings) -> Result<()> {
         let tg = GgufFile::open(target)?;
         let dg = draft.map(GgufFile::open).transpose()?;
@@ -116,6 +142,8 @@ impl Session {
                 .collect();
             (!msgs.is_empty()).then(|| msgs.join("; "))
         };
+        // Vocabularies that differ only make the draft draft across them; a file without a
+        // token list cannot draft at all.
         if let Some(reason) = blocking(Topic::Vocabulary) {
             return Err(Error::Incompatible { reason });
         }
@@ -127,6 +155,12 @@ impl Session {
 
     pub fn target(&self) -> &Model {
         &self.target
+    }
+
+    /// Whether the loaded draft's vocabulary differs from the target's (it drafts across
+    /// vocabularies, through text).
+    pub fn is_cross_vocabulary(&self) -> bool {
+        self.cross && self.draft.is_some()
     }
 
     /// The draft model, when one is loaded.
@@ -172,17 +206,20 @@ impl Session {
         if prompt.trim().is_empty() {
             return Err(Error::InvalidPrompt("the prompt is empty".into()));
         }
-        let text = if raw { None } else { self.target.apply_chat_template(prompt)? };
-        let text = text.as_deref().unwrap_or(prompt);
-        let mut tokens = self.target.tokenize(text, true);
-        // A chat template may already write the BOS text: don't start with two BOS tokens.
-        if let (Some(b), [a, c, ..]) = (self.target.bos(), tokens.as_slice()) {
-            if *a == b && *c == b {
-                tokens.remove(0);
-            }
-        }
+        let render = |m: &Model| -> Result<Vec<Token>> {
+            let text = if raw { None } else { m.apply_chat_template(prompt)? };
+            Ok(rendered_tokens(m, text.as_deref().unwrap_or(prompt)))
+        };
+        let tokens = render(&self.target)?;
         if tokens.is_empty() {
             return Err(Error::InvalidPrompt("the prompt has no tokens".into()));
+        }
+        if let Some(d) = self.draft.as_ref().filter(|_| self.cross) {
+            // The draft reads the prompt as its own template writes it; a template it cannot
+            // render leaves it the target's text.
+            if let Ok(dt) = render(d) {
+                self.prompts.file(tokens.clone(), dt);
+            }
         }
         Ok(tokens)
     }
@@ -333,7 +370,10 @@ impl Session {
     pub fn model_drafter_of(&self, s: &ValidSettings) -> Result<Option<ModelDrafter<'_>>> {
         let Some(draft) = self.draft.as_ref().filter(|_| self.drafts_with_model(s)) else { return Ok(None) };
         let dctx = draft.context_with(s.n_ctx, s.n_batch, s.threads, s.draft_context())?;
-        Ok(Some(ModelDrafter::new(dctx, s.p_min, s.sampling)))
+        Ok(Some(match self.cross {
+            true => ModelDrafter::across(dctx, s.p_min, Translator::new(&self.target, draft, &self.prompts), draft),
+            false => ModelDrafter::new(dctx, s.p_min, s.sampling),
+        }))
     }
 
     /// A chat request's prompt as target tokens: a conversation through the target's chat template
@@ -346,10 +386,19 @@ impl Session {
                 if messages.iter().all(|m| m.content.trim().is_empty()) {
                     return Err(Error::InvalidPrompt("the conversation is empty".into()));
                 }
-                let rendered = if raw { None } else { self.target.chat_prompt(messages)? };
-                let text = rendered
-                    .unwrap_or_else(|| messages.iter().map(|m| m.content.as_str()).collect::<Vec<_>>().join("\n\n"));
-                self.prompt_tokens(&text, true)
+                let render = |m: &Model| -> Result<String> {
+                    let rendered = if raw { None } else { m.chat_prompt(messages)? };
+                    Ok(rendered.unwrap_or_else(|| {
+                        messages.iter().map(|m| m.content.as_str()).collect::<Vec<_>>().join("\n\n")
+                    }))
+                };
+                let tokens = self.prompt_tokens(&render(&self.target)?, true)?;
+                if let Some(d) = self.draft.as_ref().filter(|_| self.cross) {
+                    if let Ok(text) = render(d) {
+                        self.prompts.file(tokens.clone(), rendered_tokens(d, &text));
+                    }
+                }
+                Ok(tokens)
             }
         }
     }

@@ -4,7 +4,9 @@
 //! The vocabulary rules are llama.cpp's (`common/speculative.cpp`): the same vocabulary type, the
 //! same BOS/EOS ids and add-BOS/add-EOS flags, vocabulary sizes within 128 of each other, and the
 //! same token text for every id from 5 up to the smaller vocabulary. A draft that breaks them
-//! proposes token ids that mean something else to the target: useless at best.
+//! proposes token ids that mean something else to the target, so it drafts *across vocabularies*
+//! instead: through text, re-tokenized for the target each round (`decoding::draft::cross`). Only a
+//! file without a token list cannot draft at all.
 
 use serde::Serialize;
 
@@ -64,9 +66,23 @@ pub struct Diagnosis {
     pub memory: MemoryFit,
     pub target: ModelSummary,
     pub draft: Option<ModelSummary>,
+    /// How the draft's tokens relate to the target's (none without a draft).
+    pub pairing: Option<Pairing>,
 }
 
-/// Checks that a draft's vocabulary matches the target's; returns the problems found.
+/// How a draft's tokens relate to its target's.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Pairing {
+    /// The same vocabulary: draft tokens are target tokens.
+    SameVocabulary,
+    /// Different vocabularies: the draft drafts through text.
+    CrossVocabulary,
+}
+
+/// Checks that a draft's vocabulary matches the target's; returns the differences found (warnings:
+/// the pair drafts across vocabularies) and what makes drafting impossible (incompatible).
 pub fn vocab_findings(target: &GgufFile, draft: &GgufFile) -> Vec<Finding> {
     vocab_findings_of(target, &target.summary().vocab, draft, &draft.summary().vocab)
 }
@@ -74,8 +90,7 @@ pub fn vocab_findings(target: &GgufFile, draft: &GgufFile) -> Vec<Finding> {
 /// The same, with the vocabulary summaries already at hand (each costs a hash of every token).
 fn vocab_findings_of(target: &GgufFile, t: &VocabSummary, draft: &GgufFile, d: &VocabSummary) -> Vec<Finding> {
     let mut out = Vec::new();
-    let mut bad =
-        |message: String| out.push(Finding { level: Verdict::Incompatible, topic: Topic::Vocabulary, message });
+    let mut bad = |message: String| out.push(Finding { level: Verdict::Warning, topic: Topic::Vocabulary, message });
     if t.vocab_type != d.vocab_type {
         bad(format!(
             "vocabulary types differ: target {} ({}), draft {} ({})",
@@ -113,7 +128,11 @@ fn vocab_findings_of(target: &GgufFile, t: &VocabSummary, draft: &GgufFile, d: &
     } else {
         for (role, f) in [("target", target), ("draft", draft)] {
             if f.tokens().is_none() {
-                bad(format!("the {role} {} has no token list (tokenizer.ggml.tokens)", f.path.display()));
+                out.push(Finding {
+                    level: Verdict::Incompatible,
+                    topic: Topic::Vocabulary,
+                    message: format!("the {role} {} has no token list (tokenizer.ggml.tokens)", f.path.display()),
+                });
             }
         }
     }
@@ -164,9 +183,25 @@ pub fn diagnose_with(
     let ts = target.summary();
     let ds = draft.map(GgufFile::summary);
     let mut findings = Vec::new();
+    let mut pairing = None;
     if let Some(d) = draft {
         let ds = ds.as_ref().expect("draft summary");
-        findings.extend(vocab_findings_of(target, &ts.vocab, d, &ds.vocab));
+        let (differences, fatal): (Vec<Finding>, Vec<Finding>) =
+            vocab_findings_of(target, &ts.vocab, d, &ds.vocab).into_iter().partition(|f| f.level == Verdict::Warning);
+        if !differences.is_empty() {
+            let what: Vec<&str> = differences.iter().map(|f| f.message.as_str()).collect();
+            findings.push(Finding {
+                level: Verdict::Warning,
+                topic: Topic::Vocabulary,
+                message: format!(
+                    "cross-vocabulary: {}. The draft drafts through text, re-tokenized for the target each round \
+                     (a little slower per round than a same-family draft; the output is still the target's own)",
+                    what.join("; ")
+                ),
+            });
+        }
+        pairing = Some(if differences.is_empty() { Pairing::SameVocabulary } else { Pairing::CrossVocabulary });
+        findings.extend(fatal);
         if ds.n_params >= ts.n_params {
             findings.push(Finding {
                 level: Verdict::Warning,
@@ -193,7 +228,7 @@ pub fn diagnose_with(
     let memory = memory_fit(target, draft, ctx, kv, placement, mem);
     findings.extend(memory_findings(&memory));
     let verdict = findings.iter().map(|f| f.level).max().unwrap_or(Verdict::Ok);
-    Diagnosis { verdict, findings, memory, target: ts, draft: ds }
+    Diagnosis { verdict, findings, memory, target: ts, draft: ds, pairing }
 }
 
 #[cfg(test)]
@@ -237,7 +272,7 @@ mod tests {
     }
 
     #[test]
-    fn other_tokenizer_and_special_ids_are_incompatible() {
+    fn other_tokenizer_and_special_ids_make_a_cross_vocabulary_pair() {
         let dir = tempfile::tempdir().unwrap();
         let t = open(llama_like(&TOKS), dir.path(), "t.gguf");
         let d = open(
@@ -246,12 +281,29 @@ mod tests {
             "d.gguf",
         );
         let dx = diagnose(&t, Some(&d), 2048, &plenty());
-        assert_eq!(dx.verdict, Verdict::Incompatible);
-        let all: String = dx.findings.iter().map(|f| f.message.clone()).collect();
+        assert_eq!(dx.verdict, Verdict::Warning, "{:?}", dx.findings);
+        assert_eq!(dx.pairing, Some(Pairing::CrossVocabulary));
+        let vocab: Vec<_> = dx.findings.iter().filter(|f| f.topic == Topic::Vocabulary).collect();
+        assert_eq!(vocab.len(), 1, "one finding names every difference: {vocab:?}");
+        let all = &vocab[0].message;
+        assert!(all.starts_with("cross-vocabulary: "), "{all}");
         assert!(all.contains("vocabulary types differ"), "{all}");
         assert!(all.contains("EOS 7"), "{all}");
-        let incompatible: Vec<_> = dx.findings.iter().filter(|f| f.level == Verdict::Incompatible).collect();
-        assert!(incompatible.len() >= 2 && incompatible.iter().all(|f| f.topic == Topic::Vocabulary));
+        assert_eq!(vocab_findings(&t, &d).len(), 2, "the tokenizer and the special ids");
+        let same = diagnose(&t, Some(&t), 2048, &plenty());
+        assert_eq!(same.pairing, Some(Pairing::SameVocabulary));
+        assert_eq!(diagnose(&t, None, 2048, &plenty()).pairing, None);
+    }
+
+    #[test]
+    fn a_draft_without_a_token_list_cannot_draft_at_all() {
+        let dir = tempfile::tempdir().unwrap();
+        let t = open(llama_like(&TOKS), dir.path(), "t.gguf");
+        let d =
+            open(crate::files::gguf::tests::Builder::new().str("general.architecture", "llama"), dir.path(), "d.gguf");
+        let dx = diagnose(&t, Some(&d), 2048, &plenty());
+        assert_eq!(dx.verdict, Verdict::Incompatible, "{:?}", dx.findings);
+        assert!(dx.findings.iter().any(|f| f.topic == Topic::Vocabulary && f.message.contains("no token list")));
     }
 
     #[test]

@@ -200,7 +200,7 @@ pub fn copy_bound(costs: &Costs, prompt: &[Token], output: &[Token]) -> CopyBoun
 /// Predicts the speedup of speculative runs from their acceptance and the measured costs.
 pub fn predict(costs: &Costs, spec: &[&Report]) -> Prediction {
     let mut hist: Vec<u64> = Vec::new();
-    let (mut accepted, mut rounds, mut evals) = (0usize, 0u64, 0u64);
+    let (mut accepted, mut rounds, mut evals, mut translate_ms) = (0usize, 0u64, 0u64, 0.0);
     for r in spec {
         if hist.len() < r.draft_len_histogram.len() {
             hist.resize(r.draft_len_histogram.len(), 0);
@@ -211,6 +211,7 @@ pub fn predict(costs: &Costs, spec: &[&Report]) -> Prediction {
         accepted += r.accepted;
         rounds += r.target_passes as u64;
         evals += r.draft_decoded_tokens;
+        translate_ms += r.translate_ms;
     }
     let alpha = fit_alpha(&hist, accepted);
     let rounds_f = rounds.max(1) as f64;
@@ -219,7 +220,8 @@ pub fn predict(costs: &Costs, spec: &[&Report]) -> Prediction {
     let mean_draft_len: f64 = (0..hist.len()).map(|k| p(k) * k as f64).sum();
     let draft_tokens_per_round = evals as f64 / rounds_f;
     let verify_cost: f64 = (0..hist.len()).map(|k| p(k) * costs.verify(k + 1)).sum();
-    let round_cost = draft_tokens_per_round * costs.draft_token_ms + verify_cost;
+    // A draft across vocabularies re-tokenizes every round: its measured time per round counts.
+    let round_cost = draft_tokens_per_round * costs.draft_token_ms + verify_cost + translate_ms / rounds_f;
     let v1 = costs.verify(1);
     let predicted_speedup = if round_cost > 0.0 { tokens_per_round * v1 / round_cost } else { 0.0 };
     let by_draft_len = (1..costs.verify_ms.len())

@@ -145,9 +145,10 @@ impl SweepResults {
                     acceptance_rate,
                     mean_accepted_len,
                     identical,
+                    cross_vocabulary,
                 } => {
                     format!(
-                        "measured,{:.3},{:.3},{:.4},{:.4},{:.4},{predicted},{:.4},{:.4},{identical},{:.1},",
+                        "measured,{:.3},{:.3},{:.4},{:.4},{:.4},{predicted},{:.4},{:.4},{identical},{:.1},{}",
                         baseline.median,
                         speculative.median,
                         speedup.median,
@@ -155,7 +156,8 @@ impl SweepResults {
                         speedup.max,
                         acceptance_rate,
                         mean_accepted_len,
-                        c.seconds
+                        c.seconds,
+                        if *cross_vocabulary { "cross-vocabulary" } else { "" }
                     )
                 }
                 CellOutcome::Incompatible { reason } => format!("incompatible,,,,,,,,,,,{}", csv_field(reason)),

@@ -151,8 +151,11 @@ pub enum CellOutcome {
         mean_accepted_len: f64,
         /// Greedy output identical to the target alone (or explained by a near tie).
         identical: bool,
+        /// The draft drafted across vocabularies (through text).
+        #[serde(default)]
+        cross_vocabulary: bool,
     },
-    /// The doctor refused the pair (vocabulary): not run.
+    /// The doctor refused the pair (a draft without a token list): not run.
     Incompatible {
         reason: String,
     },
@@ -450,13 +453,17 @@ pub fn predict_cell(costs: &Costs, probe: &Report, k: usize, model_drafts: bool)
     // Draft-model tokens decoded per drafted token (1 for a plain draft model; less in `auto`,
     // where n-gram drafts cost nothing).
     let decode_share = if model_drafts && probe.drafted > 0 {
-        (probe.draft_decoded_tokens as f64 / probe.drafted as f64).min(1.5)
+        // A draft across vocabularies decodes more of its own tokens per proposed target token.
+        let cap = if probe.translate_ms > 0.0 { 4.0 } else { 1.5 };
+        (probe.draft_decoded_tokens as f64 / probe.drafted as f64).min(cap)
     } else {
         0.0
     };
     let v1 = costs.verify(1);
     let tokens = f * (1.0 + expected_accepted(alpha, k)) + (1.0 - f);
-    let cost = f * (k as f64 * decode_share * costs.draft_token_ms + costs.verify(k + 1)) + (1.0 - f) * v1;
+    // Re-tokenizing (a draft across vocabularies), measured per round in the probe.
+    let translate = probe.translate_ms / rounds;
+    let cost = f * (k as f64 * decode_share * costs.draft_token_ms + costs.verify(k + 1)) + (1.0 - f) * v1 + translate;
     if cost > 0.0 {
         tokens * v1 / cost
     } else {
@@ -618,6 +625,8 @@ pub fn run(
                     acceptance_rate: b.acceptance_rate,
                     mean_accepted_len: b.mean_accepted_len,
                     identical: b.comparison.identical || b.comparison.divergence.as_ref().is_some_and(|d| d.near_tie),
+                    cross_vocabulary: pair.is_cross_vocabulary()
+                        && spec.cell_settings(&key).is_ok_and(|s| pair.drafts_with_model(&s)),
                 },
                 Err(e) => CellOutcome::Failed { error: e.info() },
             };

@@ -1,5 +1,6 @@
 //! Drafters propose the next tokens; the target verifies them. One trait, one file per strategy.
 
+pub mod cross;
 pub mod model;
 pub mod ngram;
 pub mod ngram_cache;
@@ -111,6 +112,23 @@ impl Proposal {
     }
 }
 
+/// What a drafting round costs beyond one draft-model step per proposed token.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RoundCost {
+    /// Draft-model steps per proposed token.
+    pub steps_per_token: f64,
+    /// Draft-model steps every drafting round pays besides (a boundary token that is dropped).
+    pub extra_steps: f64,
+    /// Milliseconds every drafting round pays besides (re-tokenizing), as measured.
+    pub overhead_ms: f64,
+}
+
+impl Default for RoundCost {
+    fn default() -> Self {
+        RoundCost { steps_per_token: 1.0, extra_steps: 0.0, overhead_ms: 0.0 }
+    }
+}
+
 pub trait Drafter {
     /// The strategy this drafter implements, as reports and events name it.
     fn strategy(&self) -> Strategy;
@@ -138,6 +156,18 @@ pub trait Drafter {
     /// own one-token step (on a CPU a decode costs about the same per token whatever the batch).
     fn decoded_tokens(&self) -> u64 {
         0
+    }
+
+    /// What a round costs besides the draft model's steps for the drafted tokens (a drafter
+    /// across vocabularies re-tokenizes, and drafts more of its own tokens than it proposes).
+    fn round_cost(&self) -> RoundCost {
+        RoundCost::default()
+    }
+
+    /// Milliseconds spent so far translating between vocabularies (0 for a drafter that shares
+    /// the target's vocabulary).
+    fn translate_ms(&self) -> f64 {
+        0.0
     }
 
     /// Called once when the run ends, with the whole context (a cache saves what it learned).
@@ -170,6 +200,14 @@ impl<D: Drafter + ?Sized> Drafter for &mut D {
 
     fn decoded_tokens(&self) -> u64 {
         (**self).decoded_tokens()
+    }
+
+    fn round_cost(&self) -> RoundCost {
+        (**self).round_cost()
+    }
+
+    fn translate_ms(&self) -> f64 {
+        (**self).translate_ms()
     }
 
     fn finish(&mut self, context: &[Token]) -> Result<()> {

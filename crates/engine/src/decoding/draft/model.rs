@@ -1,11 +1,13 @@
-//! The draft-model strategy: a small LLM with the target's vocabulary drafts greedily.
+//! The draft-model strategy: a small LLM drafts greedily — with the target's vocabulary, or with
+//! its own through a [`Translator`] (see `cross`).
 //!
 //! Its KV cache persists across rounds: each round it trims its cache to the longest prefix it
 //! shares with the accepted context and decodes only what is new (at most the last accepted draft
 //! token and the target's correction), never the whole context again.
 
-use super::{Drafter, Proposal};
-use crate::decoding::llama::{Context, Logits, Token};
+use super::cross::Translator;
+use super::{Drafter, Proposal, RoundCost};
+use crate::decoding::llama::{Context, Logits, Model, Token};
 use crate::decoding::sampling::{distribution, Rng, SamplingParams};
 use crate::decoding::verify::top_probability;
 use crate::error::Result;
@@ -19,19 +21,36 @@ pub struct ModelDrafter<'m> {
     decoded: u64,
     /// When set, draft by sampling (the draft's distribution goes with the proposal).
     sampling: Option<(SamplingParams, Rng)>,
+    /// A draft with a vocabulary of its own: its context and drafts pass through text, it drafts
+    /// greedily, and its proposals are one-hot.
+    cross: Option<(Translator<'m>, &'m Model)>,
 }
 
 impl<'m> ModelDrafter<'m> {
     pub fn new(ctx: Context<'m>, p_min: f32, sampling: SamplingParams) -> Self {
         // The draft's random stream is its own, so the target's stream does not depend on drafting.
         let sampling = (!sampling.is_greedy()).then(|| (sampling, Rng::new(sampling.seed ^ 0xD7AF_7D7A_F7D7_AF7D)));
-        ModelDrafter { ctx, cached: Vec::new(), p_min, decoded: 0, sampling }
+        ModelDrafter { ctx, cached: Vec::new(), p_min, decoded: 0, sampling, cross: None }
+    }
+
+    /// A drafter for a draft model whose vocabulary is not the target's (`draft` is that model,
+    /// whose end-of-generation tokens end a draft).
+    pub fn across(ctx: Context<'m>, p_min: f32, translator: Translator<'m>, draft: &'m Model) -> Self {
+        ModelDrafter { ctx, cached: Vec::new(), p_min, decoded: 0, sampling: None, cross: Some((translator, draft)) }
+    }
+
+    /// Whether this drafter drafts across vocabularies.
+    pub fn is_cross(&self) -> bool {
+        self.cross.is_some()
     }
 
     /// Drafts with other settings from the next run on (a conversation's next turn may ask for
     /// other sampling or another p_min); what the cache holds stays.
     pub fn reconfigure(&mut self, p_min: f32, sampling: SamplingParams) {
         self.p_min = p_min;
+        if self.cross.is_some() {
+            return;
+        }
         self.sampling = (!sampling.is_greedy()).then(|| (sampling, Rng::new(sampling.seed ^ 0xD7AF_7D7A_F7D7_AF7D)));
     }
 
@@ -62,6 +81,14 @@ impl Drafter for ModelDrafter<'_> {
     }
 
     fn prefill(&mut self, prompt: &[Token]) -> Result<()> {
+        let translated;
+        let prompt = match self.cross.as_mut() {
+            Some((t, _)) => {
+                translated = t.prefill(prompt);
+                &translated[..]
+            }
+            None => prompt,
+        };
         // Everything but the last prompt token: the first round decodes it with the first target
         // token. What the cache already holds of it (a conversation's earlier turns) stays.
         let n = prompt.len().saturating_sub(1);
@@ -78,12 +105,59 @@ impl Drafter for ModelDrafter<'_> {
     }
 
     fn propose(&mut self, context: &[Token], max: usize) -> Result<Proposal> {
-        let mut p = Proposal { strategy: self.strategy(), ..Default::default() };
         if max == 0 || context.is_empty() {
-            return Ok(p);
+            return Ok(Proposal { strategy: self.strategy(), ..Default::default() });
         }
+        let Some((t, _)) = self.cross.as_mut() else { return self.draft(context, max).map(|(p, _)| p) };
+        let steps = t.draft_steps(max);
+        let Some(dcontext) = t.to_draft(context) else {
+            return Ok(Proposal { strategy: self.strategy(), ..Default::default() });
+        };
+        let (drafted, ended) = self.draft(&dcontext, steps)?;
+        let (t, _) = self.cross.as_mut().expect("cross");
+        let mut tokens = t.to_target(&drafted.tokens, ended);
+        tokens.truncate(max);
+        Ok(Proposal::deterministic(tokens, 0, self.strategy()))
+    }
+
+    fn catch_up_tokens(&self, context: &[Token]) -> usize {
+        match self.cross.as_ref() {
+            // Its tokens for what it has not read (and the last one it read, which re-tokenizes).
+            Some((t, _)) => (t.unread(context) as f64 * t.ratio()).ceil() as usize + 1,
+            None => context.len() - self.common(context),
+        }
+    }
+
+    fn decoded_tokens(&self) -> u64 {
+        self.decoded
+    }
+
+    fn round_cost(&self) -> RoundCost {
+        match self.cross.as_ref() {
+            Some((t, _)) => {
+                RoundCost { steps_per_token: t.ratio(), extra_steps: t.ratio(), overhead_ms: t.mean_round_ms() }
+            }
+            None => RoundCost::default(),
+        }
+    }
+
+    fn translate_ms(&self) -> f64 {
+        self.cross.as_ref().map_or(0.0, |(t, _)| t.translate_ms())
+    }
+}
+
+impl ModelDrafter<'_> {
+    /// Drafts up to `max` tokens (in the draft's own vocabulary) after `context` (in it too), and
+    /// whether the draft ended its text (an end-of-generation token, which is not proposed; only
+    /// a draft across vocabularies stops there, a shared vocabulary proposes it like any token).
+    fn draft(&mut self, context: &[Token], max: usize) -> Result<(Proposal, bool)> {
+        let mut p = Proposal { strategy: self.strategy(), ..Default::default() };
+        let mut ended = false;
         let room = (self.ctx.n_ctx() as usize).saturating_sub(context.len() + 1);
         let max = max.min(room);
+        if max == 0 {
+            return Ok((p, ended));
+        }
         self.sync(context)?;
         loop {
             let logits = self.ctx.logits(self.ctx.last_index());
@@ -106,6 +180,12 @@ impl Drafter for ModelDrafter<'_> {
                     tok
                 }
             };
+            if let Some((_, draft)) = self.cross.as_ref() {
+                if draft.is_eog(tok) {
+                    ended = true;
+                    break;
+                }
+            }
             p.tokens.push(tok);
             if p.tokens.len() >= max {
                 break;
@@ -115,14 +195,6 @@ impl Drafter for ModelDrafter<'_> {
             self.decoded += 1;
             self.cached.push(tok);
         }
-        Ok(p)
-    }
-
-    fn catch_up_tokens(&self, context: &[Token]) -> usize {
-        context.len() - self.common(context)
-    }
-
-    fn decoded_tokens(&self) -> u64 {
-        self.decoded
+        Ok((p, ended))
     }
 }

@@ -395,15 +395,18 @@ where
         for (k, cell) in row.iter().enumerate().take(cols) {
             let x0 = k as f64;
             let (fill, text, detail) = match cell {
-                HeatCell::Speedup { speedup, setting } => (
-                    speedup_color(speedup.median),
-                    format!("{:.2}×", speedup.median),
-                    if speedup.max > speedup.min {
-                        format!("{:.2}–{:.2} · {setting}", speedup.min, speedup.max)
-                    } else {
-                        setting.clone()
-                    },
-                ),
+                HeatCell::Speedup { speedup, setting, cross } => {
+                    let setting = if *cross { format!("{setting} · cross-vocab") } else { setting.clone() };
+                    (
+                        speedup_color(speedup.median),
+                        format!("{:.2}×", speedup.median),
+                        if speedup.max > speedup.min {
+                            format!("{:.2}–{:.2} · {setting}", speedup.min, speedup.max)
+                        } else {
+                            setting
+                        },
+                    )
+                }
                 HeatCell::Incompatible => (NOT_RUN, "incompatible".to_string(), "vocabularies differ".to_string()),
                 HeatCell::TooBig => (NOT_RUN, "too big".to_string(), "does not fit in memory".to_string()),
                 HeatCell::Failed => (NOT_RUN, "failed".to_string(), String::new()),
@@ -413,6 +416,12 @@ where
                 Rectangle::new([(x0, y1 - 1.0), (x0 + 1.0, y1)], fill.filled()),
                 Rectangle::new([(x0, y1 - 1.0), (x0 + 1.0, y1)], stroke(WHITE, s, 2.0)),
             ])?;
+            if matches!(cell, HeatCell::Speedup { cross: true, .. }) {
+                // The marker of a draft across vocabularies: a dark corner, top right.
+                let (right, top) = ch.backend_coord(&(x0 + 1.0, y1));
+                let d = px(s, 12.0);
+                plot.draw(&Polygon::new(vec![(right - d, top), (right, top), (right, top + d)], INK.filled()))?;
+            }
             let (cx, cy) = ch.backend_coord(&(x0 + 0.5, y1 - 0.5));
             let ink = if matches!(cell, HeatCell::Speedup { .. }) { INK } else { MUTED };
             plot.draw(&Text::new(

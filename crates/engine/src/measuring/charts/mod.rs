@@ -111,9 +111,15 @@ pub struct LengthsChart {
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[serde(tag = "state", rename_all = "snake_case")]
 pub enum HeatCell {
-    /// Measured: speculative ÷ baseline tokens/s, with the setting that gave it.
-    Speedup { speedup: Spread, setting: String },
-    /// The pair cannot work (vocabulary); not run.
+    /// Measured: speculative ÷ baseline tokens/s, with the setting that gave it; `cross` when the
+    /// draft drafted across vocabularies (the cell carries a marker).
+    Speedup {
+        speedup: Spread,
+        setting: String,
+        #[serde(default)]
+        cross: bool,
+    },
+    /// The pair cannot work (a draft without a token list); not run.
     Incompatible,
     /// Not run: the pair does not fit in memory.
     TooBig,

@@ -55,11 +55,11 @@ fn heat_cell(r: &SweepResults, keys: &[CellKey]) -> HeatCell {
     let best = records
         .iter()
         .filter_map(|r| match &r.outcome {
-            CellOutcome::Measured { speedup, .. } => Some((r.key, *speedup)),
+            CellOutcome::Measured { speedup, cross_vocabulary, .. } => Some((r.key, *speedup, *cross_vocabulary)),
             _ => None,
         })
         .max_by(|a, b| a.1.median.total_cmp(&b.1.median));
-    if let Some((key, speedup)) = best {
+    if let Some((key, speedup, cross)) = best {
         let draftless = key.draft.is_none();
         let mut setting = if draftless || r.spec.strategies.len() == 1 {
             format!("k={}", key.n_draft)
@@ -69,7 +69,7 @@ fn heat_cell(r: &SweepResults, keys: &[CellKey]) -> HeatCell {
         if let Some(v) = r.spec.variant_label(key.variant) {
             setting.push_str(&format!(" · {v}"));
         }
-        return HeatCell::Speedup { speedup, setting };
+        return HeatCell::Speedup { speedup, setting, cross };
     }
     match records.first().map(|r| &r.outcome) {
         Some(CellOutcome::Incompatible { .. }) => HeatCell::Incompatible,

@@ -11,9 +11,9 @@ fn heatmap(fast: f64) -> Chart {
         cols: vec!["qwen2.5-coder-0.5b".into(), "SmolLM2-135M".into(), "lookup (no draft)".into()],
         cells: vec![
             vec![
-                HeatCell::Speedup { speedup: spread(fast, fast - 0.1, fast + 0.1), setting: "k=4".into() },
+                HeatCell::Speedup { speedup: spread(fast, fast - 0.1, fast + 0.1), setting: "k=4".into(), cross: true },
                 HeatCell::Incompatible,
-                HeatCell::Speedup { speedup: spread(0.8, 0.75, 0.85), setting: "k=2".into() },
+                HeatCell::Speedup { speedup: spread(0.8, 0.75, 0.85), setting: "k=2".into(), cross: false },
             ],
             vec![HeatCell::Pending, HeatCell::TooBig, HeatCell::Failed],
         ],
@@ -90,6 +90,19 @@ fn different_data_draws_different_pixels_and_the_same_data_the_same_bytes() {
     }
 }
 
+/// Polygons the heat map draws besides the markers (none: cells are rectangles).
+fn heatmap_polygons_without_markers() -> usize {
+    let Chart::Heatmap(mut h) = heatmap(1.4) else { unreachable!() };
+    for row in &mut h.cells {
+        for c in row {
+            if let HeatCell::Speedup { cross, .. } = c {
+                *cross = false;
+            }
+        }
+    }
+    svg(&Chart::Heatmap(h), WIDTH, HEIGHT).expect("svg").matches("<polygon").count()
+}
+
 #[test]
 fn svg_holds_the_labels_and_cell_values() {
     let s = svg(&heatmap(1.4), WIDTH, HEIGHT).expect("svg");
@@ -103,9 +116,13 @@ fn svg_holds_the_labels_and_cell_values() {
         "incompatible",
         "too big",
         "speedup",
+        "k=4 · cross-vocab",
     ] {
         assert!(s.contains(text), "the heat map SVG lacks {text:?}");
     }
+    assert!(!s.contains("k=2 · cross-vocab"), "only the cross-vocabulary cell is marked");
+    // The corner marker: one filled triangle, for the one cross-vocabulary cell.
+    assert_eq!(s.matches("<polygon").count(), heatmap_polygons_without_markers() + 1, "{s}");
     let bars = svg(&all_kinds()[0], WIDTH, HEIGHT).expect("svg");
     for text in ["tokens/s", "baseline (target alone)", "speculative", "1.20×"] {
         assert!(bars.contains(text), "the bars SVG lacks {text:?}");
