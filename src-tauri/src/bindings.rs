@@ -60,6 +60,7 @@ pub fn typescript() -> String {
         compare::Comparison,
         doctor::Verdict,
         doctor::Topic,
+        doctor::Pairing,
         doctor::Finding,
         memory::MemoryVerdict,
         doctor::MemoryFit,

@@ -202,10 +202,18 @@ fn bad_models_are_clear_errors_and_the_worker_survives() {
     r.target = text;
     let err = run::execute(&st, r, &mut |_| {}).unwrap_err();
     assert_eq!(err.code, "invalid_gguf", "{err}");
+    // A draft without a token list cannot draft, even across vocabularies.
+    let mut bytes = std::fs::read(model(draftlab_engine::testing::SMOLLM2)).unwrap();
+    let key = b"tokenizer.ggml.tokens";
+    let at = bytes.windows(key.len()).position(|w| w == key).unwrap();
+    bytes[at..at + key.len()].copy_from_slice(b"tokenizer.ggml.tokenZ");
+    let untokenized = dir.path().join("no-tokens.gguf");
+    std::fs::write(&untokenized, bytes).unwrap();
     let mut r = request(&[Mode::Speculative], 8, "hi");
-    r.target = model(draftlab_engine::testing::QWEN_TARGET);
+    r.draft = Some(untokenized);
     let err = run::execute(&st, r, &mut |_| {}).unwrap_err();
     assert_eq!(err.code, "incompatible", "{err}");
+    assert!(err.message.contains("no token list"), "{err}");
     let mut r = request(&[Mode::Baseline], 8, "hi");
     r.settings.sampling.temperature = -1.0;
     assert_eq!(run::execute(&st, r, &mut |_| {}).unwrap_err().code, "invalid_settings");
@@ -258,7 +266,8 @@ fn commands_work_through_the_mock_runtime() {
     let dx =
         invoke("doctor", serde_json::json!({ "target": model(QWEN_TARGET), "draft": model(SMOLLM2), "ctx": 2048 }))
             .unwrap();
-    assert_eq!(dx["verdict"], "incompatible");
+    assert_eq!(dx["verdict"], "warning");
+    assert_eq!(dx["pairing"], "cross-vocabulary");
     assert_eq!(dx["memory"]["context"], 2048);
     let err = invoke("doctor", serde_json::json!({ "target": "/nonexistent.gguf" })).unwrap_err();
     assert_eq!(err["code"], "not_found", "{err}");
@@ -465,9 +474,9 @@ fn a_sweep_streams_progress_and_charts_is_listed_and_resumes() {
         })
         .collect();
     assert_eq!(outcomes.len(), 2);
-    // The doctor's refusal is recorded first, before anything loads.
-    assert!(matches!(outcomes[0], CellOutcome::Incompatible { .. }), "{:?}", outcomes[0]);
-    assert!(matches!(outcomes[1], CellOutcome::Measured { .. }), "{:?}", outcomes[1]);
+    // The same-vocabulary draft, then the Qwen draft across vocabularies: both measured.
+    assert!(matches!(outcomes[0], CellOutcome::Measured { cross_vocabulary: false, .. }), "{:?}", outcomes[0]);
+    assert!(matches!(outcomes[1], CellOutcome::Measured { cross_vocabulary: true, .. }), "{:?}", outcomes[1]);
     let heat = events
         .iter()
         .rev()
@@ -476,7 +485,7 @@ fn a_sweep_streams_progress_and_charts_is_listed_and_resumes() {
             _ => None,
         })
         .unwrap();
-    assert!(heat.svg.contains("incompatible") && heat.svg.contains("×"), "{}", heat.svg);
+    assert!(heat.svg.contains("cross-vocab") && heat.svg.contains("×"), "{}", heat.svg);
     assert!(matches!(events.last(), Some(SweepUiEvent::Finished { complete: true })));
 
     let list = sweep::list(&st.sweeps_dir).unwrap();

@@ -184,7 +184,7 @@ impl Error {
             Error::NotFound { .. } => "Check the path; models are .gguf files (LM Studio, Ollama and Hugging Face downloads).",
             Error::Io { .. } => "Check the file's permissions and that the disk is readable.",
             Error::InvalidGguf { .. } => "Download the model again, or pick another .gguf file.",
-            Error::Incompatible { .. } => "Pick a draft from the same model family as the target (same tokenizer), e.g. a smaller Qwen2.5 for a Qwen2.5 target.",
+            Error::Incompatible { .. } => "Use a complete GGUF of the draft (download or convert it again): without its token list it cannot draft, not even across vocabularies.",
             Error::OutOfMemory { .. } => "Use a smaller quantisation or context size, or close other programs.",
             Error::InvalidSettings(_) | Error::InvalidSetting { .. } => "Change the setting named above to an allowed value.",
             Error::InvalidPrompt(_) => "Give a non-empty prompt that fits the context, or raise the context size.",

@@ -227,6 +227,10 @@ verify_ms: number,
  */
 draft_decoded_tokens: number, 
 /**
+ * Milliseconds a draft across vocabularies spent re-tokenizing (0 with a shared vocabulary).
+ */
+translate_ms: number, 
+/**
  * `drafted_by_position[i]`: rounds that drafted a token at position i.
  */
 drafted_by_position: Array<number>, 
@@ -307,7 +311,9 @@ sampled_at: number | null, };
 
 export type Verdict = "ok" | "warning" | "incompatible";
 
-export type Topic = "vocabulary" | "size" | "context" | "memory";
+export type Topic = "vocabulary" | "size" | "context" | "memory" | "mtp";
+
+export type Pairing = "same-vocabulary" | "cross-vocabulary";
 
 export type Finding = { level: Verdict, topic: Topic, message: string, };
 
@@ -349,9 +355,18 @@ export type ModelSummary = { path: string, file_size: number, gguf_version: numb
 /**
  * Bytes of f16 KV cache per context token (all layers, K and V).
  */
-kv_bytes_per_token: number | null, n_tensors: number, has_chat_template: boolean, vocab: VocabSummary, };
+kv_bytes_per_token: number | null, n_tensors: number, has_chat_template: boolean, 
+/**
+ * Multi-token-prediction layers (`<arch>.nextn_predict_layers`): the model carries its own
+ * drafter. None when it has none.
+ */
+mtp_layers: number | null, vocab: VocabSummary, };
 
-export type Diagnosis = { verdict: Verdict, findings: Array<Finding>, memory: MemoryFit, target: ModelSummary, draft: ModelSummary | null, };
+export type Diagnosis = { verdict: Verdict, findings: Array<Finding>, memory: MemoryFit, target: ModelSummary, draft: ModelSummary | null, 
+/**
+ * How the draft's tokens relate to the target's (none without a draft).
+ */
+pairing: Pairing | null, };
 
 export type RunRequest = { target: string, draft: string | null, prompt: string, 
 /**
@@ -482,7 +497,7 @@ export type LengthsChart = { title: string,
  */
 histogram: Array<number>, };
 
-export type HeatCell = { "state": "speedup", speedup: Spread, setting: string, } | { "state": "incompatible" } | { "state": "too_big" } | { "state": "failed" } | { "state": "pending" };
+export type HeatCell = { "state": "speedup", speedup: Spread, setting: string, cross: boolean, } | { "state": "incompatible" } | { "state": "too_big" } | { "state": "failed" } | { "state": "pending" };
 
 export type HeatmapChart = { title: string, 
 /**
@@ -566,7 +581,11 @@ speedup: Spread, acceptance_rate: number, mean_accepted_len: number,
 /**
  * Greedy output identical to the target alone (or explained by a near tie).
  */
-identical: boolean, } | { "state": "incompatible", reason: string, } | { "state": "too_big", reason: string, } | { "state": "failed", error: ErrorInfo, };
+identical: boolean, 
+/**
+ * The draft drafted across vocabularies (through text).
+ */
+cross_vocabulary: boolean, } | { "state": "incompatible", reason: string, } | { "state": "too_big", reason: string, } | { "state": "failed", error: ErrorInfo, };
 
 export type CellRecord = { key: CellKey, outcome: CellOutcome, 
 /**

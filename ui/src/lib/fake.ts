@@ -16,7 +16,7 @@ function summary(path: string, n_params: number, quantization: string): ModelSum
   return {
     path, file_size: n_params / 2, gguf_version: 3, name: path, architecture: "qwen2", n_params, quantization,
     context_length: 32768, n_layer: 28, n_embd: 1536, n_head: 12, n_head_kv: 2, kv_bytes_per_token: 28672,
-    n_tensors: 338, has_chat_template: true,
+    n_tensors: 338, has_chat_template: true, mtp_layers: null,
     vocab: { tokenizer_model: "gpt2", vocab_type: "BPE", size: 151936, bos_id: 151643, eos_id: 151645, add_bos: false, add_eos: false, fingerprint: /smol/i.test(path) ? "smol" : "qwen" },
   };
 }
@@ -47,10 +47,11 @@ export class FakeBackend implements Backend {
   constructor(private options: FakeOptions = {}) {}
 
   async doctor(target: string, draft: string | null, ctx: number): Promise<Diagnosis> {
-    const incompatible = draft !== null && /smol/i.test(draft) !== /smol/i.test(target);
+    const cross = draft !== null && /smol/i.test(draft) !== /smol/i.test(target);
     return {
-      verdict: incompatible ? "incompatible" : "ok",
-      findings: incompatible ? [{ level: "incompatible", topic: "vocabulary", message: "token 5 differs" }] : [],
+      verdict: cross ? "warning" : "ok",
+      findings: cross ? [{ level: "warning", topic: "vocabulary", message: "cross-vocabulary: token 5 differs. The draft drafts through text" }] : [],
+      pairing: draft === null ? null : cross ? "cross-vocabulary" : "same-vocabulary",
       memory: {
         context: ctx, target_weights: 1.5e9, target_kv: 1e8, draft_weights: draft ? 3e8 : 0, draft_kv: draft ? 5e7 : 0,
         overhead: 5e7, needed: 2e9, gpu_needed: 2e9, available: 8e9, total: 16e9, gpu_budget: null,

@@ -33,5 +33,8 @@ pub(crate) fn inspect(file: PathBuf, json: bool) -> anyhow::Result<ExitCode> {
         s.vocab.fingerprint
     );
     println!("chat template {}", if s.has_chat_template { "yes" } else { "no" });
+    if let Some(n) = s.mtp_layers {
+        println!("MTP layers    {n} (multi-token prediction: the model can draft for itself)");
+    }
     Ok(ExitCode::SUCCESS)
 }

@@ -98,12 +98,7 @@ impl Session {
         }
         let draft = draft.filter(|_| speculative && settings.strategy.uses_draft_model());
         Self::check(target, draft, &settings)?;
-        let cross = match draft {
-            Some(d) => doctor::vocab_findings(&GgufFile::open(target)?, &GgufFile::open(d)?)
-                .iter()
-                .any(|f| f.level == Verdict::Warning),
-            None => false,
-        };
+        let cross = draft.is_some_and(|d| doctor::crosses_vocabularies(target, d));
         let target = Model::load(target, settings.gpu_layers)?;
         let draft = draft.map(|d| Model::load(d, settings.draft_layers())).transpose()?;
         let session = Session {

@@ -48,6 +48,8 @@ pub enum Topic {
     Size,
     Context,
     Memory,
+    /// The model's own drafter (multi-token-prediction layers).
+    Mtp,
 }
 
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
@@ -85,6 +87,15 @@ pub enum Pairing {
 /// the pair drafts across vocabularies) and what makes drafting impossible (incompatible).
 pub fn vocab_findings(target: &GgufFile, draft: &GgufFile) -> Vec<Finding> {
     vocab_findings_of(target, &target.summary().vocab, draft, &draft.summary().vocab)
+}
+
+/// Whether the draft file's vocabulary differs from the target file's (it drafts across
+/// vocabularies); false when either file cannot be read.
+pub fn crosses_vocabularies(target: &std::path::Path, draft: &std::path::Path) -> bool {
+    match (GgufFile::open(target), GgufFile::open(draft)) {
+        (Ok(t), Ok(d)) => vocab_findings(&t, &d).iter().any(|f| f.level == Verdict::Warning),
+        _ => false,
+    }
 }
 
 /// The same, with the vocabulary summaries already at hand (each costs a hash of every token).
@@ -214,6 +225,17 @@ pub fn diagnose_with(
             });
         }
     }
+    if let Some(n) = ts.mtp_layers {
+        findings.push(Finding {
+            level: Verdict::Ok,
+            topic: Topic::Mtp,
+            message: format!(
+                "the target has {n} multi-token-prediction (MTP) layer{}: it can draft for itself, with llama.cpp's \
+                 --spec-type draft-mtp",
+                if n == 1 { "" } else { "s" }
+            ),
+        });
+    }
     for (role, m) in std::iter::once(("target", &ts)).chain(ds.iter().map(|d| ("draft", d))) {
         if let Some(train) = m.context_length {
             if ctx > train {
@@ -293,6 +315,21 @@ mod tests {
         let same = diagnose(&t, Some(&t), 2048, &plenty());
         assert_eq!(same.pairing, Some(Pairing::SameVocabulary));
         assert_eq!(diagnose(&t, None, 2048, &plenty()).pairing, None);
+    }
+
+    #[test]
+    fn multi_token_prediction_layers_are_reported() {
+        let dir = tempfile::tempdir().unwrap();
+        let t = open(llama_like(&TOKS).u32("llama.nextn_predict_layers", 1), dir.path(), "t.gguf");
+        assert_eq!(t.summary().mtp_layers, Some(1));
+        let dx = diagnose(&t, None, 2048, &plenty());
+        assert_eq!(dx.verdict, Verdict::Ok, "{:?}", dx.findings);
+        let mtp: Vec<_> = dx.findings.iter().filter(|f| f.topic == Topic::Mtp).collect();
+        assert_eq!(mtp.len(), 1, "{:?}", dx.findings);
+        assert!(mtp[0].message.contains("1 multi-token-prediction (MTP) layer:"), "{}", mtp[0].message);
+        let plain = open(llama_like(&TOKS).u32("llama.nextn_predict_layers", 0), dir.path(), "p.gguf");
+        assert_eq!(plain.summary().mtp_layers, None);
+        assert!(diagnose(&plain, None, 2048, &plenty()).findings.iter().all(|f| f.topic != Topic::Mtp));
     }
 
     #[test]

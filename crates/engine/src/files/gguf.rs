@@ -589,6 +589,7 @@ impl GgufFile {
             kv_bytes_per_token: n_layer.zip(self.kv_bytes_per_layer_token()).map(|(l, b)| l * b),
             n_tensors: self.tensors.len() as u64,
             has_chat_template: self.get("tokenizer.chat_template").is_some(),
+            mtp_layers: self.arch_u64("nextn_predict_layers").filter(|&n| n > 0),
             vocab,
         }
     }
@@ -651,6 +652,10 @@ pub struct ModelSummary {
     pub kv_bytes_per_token: Option<u64>,
     pub n_tensors: u64,
     pub has_chat_template: bool,
+    /// Multi-token-prediction layers (`<arch>.nextn_predict_layers`): the model carries its own
+    /// drafter. None when it has none.
+    #[serde(default)]
+    pub mtp_layers: Option<u64>,
     pub vocab: VocabSummary,
 }
 
