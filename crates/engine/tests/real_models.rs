@@ -262,6 +262,14 @@ fn a_code_draft_across_vocabularies_gets_tokens_accepted() {
     let (spec, _) = run(&p, Mode::Speculative, PROMPTS[2], &settings(40, 4));
     assert!(spec.accepted > 0, "no drafted token was accepted: {:?}", spec.text);
     assert!(spec.target_passes < spec.generated_tokens, "speculation saved no target pass");
+    // The adaptive length measures the draft's step cost first (with token ids of its own
+    // vocabulary) and weighs each round's re-tokenizing: it runs, and the output stays.
+    let (base, _) = run(&p, Mode::Baseline, PROMPTS[2], &settings(40, 4));
+    let adaptive = Settings { adaptive: true, ..settings(40, 4) };
+    let (a, _) = run(&p, Mode::Speculative, PROMPTS[2], &adaptive);
+    assert_same_or_near_tie(&base, &a, "adaptive, across vocabularies");
+    let c = p.costs(&p.prompt_tokens(PROMPTS[2], false).unwrap(), &adaptive.validate(Mode::Speculative).unwrap());
+    assert!(c.unwrap().draft_token_ms > 0.0, "the draft's step cost is measured");
 }
 
 #[test]

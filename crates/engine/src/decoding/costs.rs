@@ -115,6 +115,11 @@ pub fn measure_costs(
         Some(d) => {
             let mut dctx =
                 d.context_with(settings.n_ctx, settings.n_batch, settings.threads, settings.draft_context())?;
+            // A step costs the same whatever the tokens; a draft with another vocabulary needs
+            // ids it has.
+            let in_vocab =
+                |t: &[Token]| -> Vec<Token> { t.iter().map(|&x| x.rem_euclid(d.n_vocab().max(1) as Token)).collect() };
+            let (context, filler) = (in_vocab(&context), in_vocab(&filler));
             dctx.decode(&context, 0, Logits::None)?;
             let mut times = Vec::with_capacity(reps);
             for rep in 0..=reps {
