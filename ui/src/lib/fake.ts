@@ -111,7 +111,7 @@ export class FakeBackend implements Backend {
         draft_ms: 1, verify_ms: 2, stop_reason: this.cancelled ? "cancelled" : "max_tokens",
         text: tokens.map((t) => t.text).join(""), tokens: tokens.map((_, i) => i), sources: tokens.map((t) => t.source),
         by_strategy: [], rounds: [], notes: [], target: model, draft: null,
-        e2e_tokens_per_s: 90, tokens_per_pass: stats.steps ? tokens.length / stats.steps : 0, draft_decoded_tokens: 0,
+        e2e_tokens_per_s: 90, tokens_per_pass: stats.steps ? tokens.length / stats.steps : 0, draft_decoded_tokens: 0, translate_ms: 0,
         drafted_by_position: [], accepted_by_position: [], draft_len_histogram: [], accepted_len_histogram: [],
         token_ms: tokens.map((_, i) => i * 10), margins: tokens.map(() => 5),
         settings: request.settings, machine: MACHINE, started_at: 1700000000,
@@ -214,7 +214,7 @@ export class FakeBackend implements Backend {
       onEvent({ type: "engine", event: { type: "cell", key, label: `cell ${done + 1}` } });
       const m = 1 + key.n_draft / 10;
       const sp = { median: m, min: m - 0.05, max: m + 0.05 };
-      const record = { key, outcome: { state: "measured" as const, baseline: sp, speculative: sp, speedup: sp, acceptance_rate: 0.6, mean_accepted_len: 1.5, identical: true }, predicted_speedup: m + 0.02, seconds: 1, llama_cpp: null };
+      const record = { key, outcome: { state: "measured" as const, baseline: sp, speculative: sp, speedup: sp, acceptance_rate: 0.6, mean_accepted_len: 1.5, identical: true, cross_vocabulary: false }, predicted_speedup: m + 0.02, seconds: 1, llama_cpp: null };
       done += 1;
       onEvent({ type: "engine", event: { type: "progress", done, total: cells.length, eta_s: cells.length - done, record } });
       onEvent({
