@@ -280,9 +280,16 @@ fn bad_input_gives_clear_errors() {
     );
     assert_clear_error(&draftlab(&with(&base, &["-p", "hi", "--cache-type-draft", "q3"])), "--cache-type-draft");
     assert_clear_error(&draftlab(&with(&base, &["-p", "hi", "--flash-attn", "maybe"])), "--flash-attn");
+    // A draft of another family drafts across vocabularies; one without a token list cannot draft.
+    let mut tokenless = bytes.clone();
+    let key = b"tokenizer.ggml.tokens";
+    let at = tokenless.windows(key.len()).position(|w| w == key).unwrap();
+    tokenless[at..at + key.len()].copy_from_slice(b"tokenizer.ggml.tokenZ");
+    let no_tokens = dir.path().join("no-tokens.gguf");
+    std::fs::write(&no_tokens, tokenless).unwrap();
     assert_clear_error(
-        &draftlab(&["run", "-t", s(&model(QWEN_TARGET)), "-d", s(&small), "-p", "hi"]),
-        "token 5 differs",
+        &draftlab(&["run", "-t", s(&model(QWEN_TARGET)), "-d", s(&no_tokens), "-p", "hi"]),
+        "no token list",
     );
 }
 
