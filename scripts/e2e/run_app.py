@@ -122,7 +122,7 @@ def sweep_view(s, models, out):
     assert "cross-vocab" in heat and "×" in heat, heat[:300]
     assert "Best for" in s.text("sweep-best"), s.text("sweep-best")
     s.screenshot(out / "sweep.png")
-    print("e2e: a sweep ran from the Sweep view: heat map with a cross-vocabulary cell, best setting")
+    print("e2e: a sweep ran from the Sweep view: heat map with a cross-vocabulary cell, best setting (or the target alone)")
     # "Serve this pair" hands the best pair and its settings to the Serve view; "Chat with this
     # pair" there hands them on to a new conversation.
     s.click("serve-pair")

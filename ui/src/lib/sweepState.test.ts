@@ -83,4 +83,14 @@ describe("a sweep cell as a pair to serve", () => {
     expect(p.settings.draft_gpu_layers).toEqual({ count: 0 });
     expect(cellPair(spec, { target: 0, draft: null, strategy: "ngram-cache", n_draft: 2, variant: 0 }).draft).toBeNull();
   });
+
+  it("offers the target alone, drafting only where it pays, when no setting beat it", async () => {
+    const { targetAlone } = await import("./sweepState");
+    const { defaultSettings } = await import("./settings");
+    const settings = { ...defaultSettings(), strategy: "draft" as const, adaptive: false, n_predict: 99 };
+    const spec = { targets: ["/m/t.gguf"], drafts: ["/m/d.gguf"], n_drafts: [2], strategies: ["draft" as const], reps: 1, warmup: 0, prompt: "p", settings, adaptive: false, variants: [] };
+    const p = targetAlone(spec, "/m/t.gguf");
+    expect([p.target, p.draft, p.settings.strategy, p.settings.adaptive, p.settings.n_predict]).toEqual(["/m/t.gguf", null, "auto", true, 99]);
+    expect(spec.settings.strategy).toBe("draft");
+  });
 });

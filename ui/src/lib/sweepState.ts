@@ -122,6 +122,15 @@ export function sweepVariants(kv: KvType[], draftOnCpu: boolean[]): Variant[] {
 /// The pair and settings of one sweep cell (its strategy, draft length and setup), to chat with or
 /// to serve.
 /// `spec` must be a plain object (a state proxy cannot be cloned: pass `$state.snapshot(spec)`).
+/// When no setting beat the target alone: the target with no draft model and `auto` at the
+/// adaptive length, which drafts (n-grams) only where drafting pays.
+export function targetAlone(spec: SweepSpec, target: string): PairChoice {
+  const settings: Settings = structuredClone(spec.settings);
+  settings.strategy = "auto";
+  settings.adaptive = true;
+  return { target, draft: null, settings };
+}
+
 export function cellPair(spec: SweepSpec, key: CellKey): PairChoice {
   const settings: Settings = structuredClone(spec.settings);
   settings.strategy = key.strategy;
