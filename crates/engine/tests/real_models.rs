@@ -273,6 +273,25 @@ fn a_code_draft_across_vocabularies_gets_tokens_accepted() {
 }
 
 #[test]
+fn a_prompt_the_draft_spells_longer_than_its_context_drafts_nothing_and_runs() {
+    // Qwen's vocabulary writes this text in fewer tokens than SmolLM2's: the prompt fits the
+    // target's context but not the draft's (the same size).
+    let p = pair(QWEN_TARGET, Some(SMOLLM2));
+    let text = "Übersetzungsschwierigkeiten überwältigen naïve Ökonomen. ".repeat(40);
+    let target_len = p.prompt_tokens(&text, true).unwrap().len();
+    let draft = Model::load(model(SMOLLM2), GpuLayers::Count(0)).unwrap();
+    let draft_len = draft.tokenize(&text, false).len();
+    assert!(draft_len > target_len + 20, "SmolLM2 {draft_len} tokens, Qwen {target_len}");
+    let n_ctx = (target_len + draft_len) as u32 / 2;
+    let s = Settings { n_ctx, ..settings(6, 4) };
+    let tokens = p.prompt_tokens(&text, true).unwrap();
+    let base = run_tokens(&p, Mode::Baseline, &tokens, &s, &AtomicBool::new(false), &mut |_| {}).unwrap();
+    let spec = run_tokens(&p, Mode::Speculative, &tokens, &s, &AtomicBool::new(false), &mut |_| {}).unwrap();
+    assert_eq!(spec.drafted, 0);
+    assert_eq!(base.tokens, spec.tokens);
+}
+
+#[test]
 fn the_translator_reads_text_both_ways_and_waits_for_whole_characters() {
     use draftlab_engine::decoding::draft::cross::{PromptPairs, Translator};
     let target = Model::load(model(QWEN_TARGET), GpuLayers::Count(0)).unwrap();

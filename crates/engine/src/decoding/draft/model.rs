@@ -89,6 +89,13 @@ impl Drafter for ModelDrafter<'_> {
             }
             None => prompt,
         };
+        if prompt.len() >= self.ctx.n_ctx() as usize {
+            // A prompt in the draft's tokens that does not fit its context (its vocabulary spells
+            // the text in more tokens than the target's): this run drafts nothing with it.
+            self.ctx.clear();
+            self.cached.clear();
+            return Ok(());
+        }
         // Everything but the last prompt token: the first round decodes it with the first target
         // token. What the cache already holds of it (a conversation's earlier turns) stays.
         let n = prompt.len().saturating_sub(1);
