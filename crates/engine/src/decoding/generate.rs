@@ -485,7 +485,8 @@ impl<'r, 'd> Loop<'r, 'd> {
             draft_ms: t.draft_ms,
             verify_ms: t.verify_ms,
             draft_decoded_tokens: self.drafters.iter().map(|d| d.decoded_tokens()).sum(),
-            translate_ms: self.drafters.iter().map(|d| d.translate_ms()).sum(),
+            // (A fold from +0: an empty f64 sum is −0, which JSON would show.)
+            translate_ms: self.drafters.iter().fold(0.0, |ms, d| ms + d.translate_ms()),
             drafted_by_position: t.drafted_by_position,
             accepted_by_position: t.accepted_by_position,
             draft_len_histogram: t.draft_len_histogram,

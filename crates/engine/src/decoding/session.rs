@@ -26,7 +26,7 @@ use crate::decoding::schedule::Scheduler;
 use crate::decoding::settings::{Mode, Settings, ValidSettings};
 use crate::decoding::target::{LlamaTarget, Target};
 use crate::error::{Error, Result};
-use crate::files::doctor::{self, Topic, Verdict};
+use crate::files::doctor::{self, Diagnosis, Pairing, Topic, Verdict};
 use crate::files::gguf::GgufFile;
 
 /// What measured costs depend on: whether the draft model's cost is measured, context, batch,
@@ -97,8 +97,7 @@ impl Session {
             });
         }
         let draft = draft.filter(|_| speculative && settings.strategy.uses_draft_model());
-        Self::check(target, draft, &settings)?;
-        let cross = draft.is_some_and(|d| doctor::crosses_vocabularies(target, d));
+        let cross = Self::check(target, draft, &settings)?.pairing == Some(Pairing::CrossVocabulary);
         let target = Model::load(target, settings.gpu_layers)?;
         let draft = draft.map(|d| Model::load(d, settings.draft_layers())).transpose()?;
         let session = Session {
@@ -116,8 +115,8 @@ impl Session {
 
     /// The doctor's verdict from the headers alone (nothing loads): a pair that cannot fit in
     /// memory now (at the settings' context and KV cache types) is an error. Vocabularies that
-    /// differ are not: such a draft drafts across vocabularies.
-    pub fn check(target: &Path, draft: Option<&Path>, settings: &Settings) -> Result<()> {
+    /// differ are not: such a draft drafts across vocabularies. Returns the diagnosis.
+    pub fn check(target: &Path, draft: Option<&Path>, settings: &Settings) -> Result<Diagnosis> {
         let tg = GgufFile::open(target)?;
         let dg = draft.map(GgufFile::open).transpose()?;
         let dx = doctor::diagnose_with(
@@ -145,7 +144,7 @@ impl Session {
         if let Some(reason) = blocking(Topic::Memory) {
             return Err(Error::OutOfMemory { reason });
         }
-        Ok(())
+        Ok(dx)
     }
 
     pub fn target(&self) -> &Model {
@@ -155,7 +154,7 @@ impl Session {
     /// Whether the loaded draft's vocabulary differs from the target's (it drafts across
     /// vocabularies, through text).
     pub fn is_cross_vocabulary(&self) -> bool {
-        self.cross && self.draft.is_some()
+        self.cross
     }
 
     /// The draft model, when one is loaded.
@@ -201,19 +200,23 @@ impl Session {
         if prompt.trim().is_empty() {
             return Err(Error::InvalidPrompt("the prompt is empty".into()));
         }
-        let render = |m: &Model| -> Result<Vec<Token>> {
+        self.tokens_for_both(|m| {
             let text = if raw { None } else { m.apply_chat_template(prompt)? };
-            Ok(rendered_tokens(m, text.as_deref().unwrap_or(prompt)))
-        };
-        let tokens = render(&self.target)?;
+            Ok(text.unwrap_or_else(|| prompt.to_string()))
+        })
+    }
+
+    /// The text `render` makes for the target, as its tokens. With a draft across vocabularies,
+    /// the draft's own rendering is filed beside them: the draft reads the prompt as its own
+    /// template writes it (a template it cannot render leaves it the target's text).
+    fn tokens_for_both(&self, render: impl Fn(&Model) -> Result<String>) -> Result<Vec<Token>> {
+        let tokens = rendered_tokens(&self.target, &render(&self.target)?);
         if tokens.is_empty() {
             return Err(Error::InvalidPrompt("the prompt has no tokens".into()));
         }
         if let Some(d) = self.draft.as_ref().filter(|_| self.cross) {
-            // The draft reads the prompt as its own template writes it; a template it cannot
-            // render leaves it the target's text.
-            if let Ok(dt) = render(d) {
-                self.prompts.file(tokens.clone(), dt);
+            if let Ok(text) = render(d) {
+                self.prompts.file(tokens.clone(), rendered_tokens(d, &text));
             }
         }
         Ok(tokens)
@@ -366,7 +369,7 @@ impl Session {
         let Some(draft) = self.draft.as_ref().filter(|_| self.drafts_with_model(s)) else { return Ok(None) };
         let dctx = draft.context_with(s.n_ctx, s.n_batch, s.threads, s.draft_context())?;
         Ok(Some(match self.cross {
-            true => ModelDrafter::across(dctx, s.p_min, Translator::new(&self.target, draft, &self.prompts), draft),
+            true => ModelDrafter::across(dctx, s.p_min, Translator::new(&self.target, draft, &self.prompts)),
             false => ModelDrafter::new(dctx, s.p_min, s.sampling),
         }))
     }
@@ -381,19 +384,12 @@ impl Session {
                 if messages.iter().all(|m| m.content.trim().is_empty()) {
                     return Err(Error::InvalidPrompt("the conversation is empty".into()));
                 }
-                let render = |m: &Model| -> Result<String> {
+                self.tokens_for_both(|m| {
                     let rendered = if raw { None } else { m.chat_prompt(messages)? };
                     Ok(rendered.unwrap_or_else(|| {
                         messages.iter().map(|m| m.content.as_str()).collect::<Vec<_>>().join("\n\n")
                     }))
-                };
-                let tokens = self.prompt_tokens(&render(&self.target)?, true)?;
-                if let Some(d) = self.draft.as_ref().filter(|_| self.cross) {
-                    if let Ok(text) = render(d) {
-                        self.prompts.file(tokens.clone(), rendered_tokens(d, &text));
-                    }
-                }
-                Ok(tokens)
+                })
             }
         }
     }

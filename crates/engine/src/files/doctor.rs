@@ -89,15 +89,6 @@ pub fn vocab_findings(target: &GgufFile, draft: &GgufFile) -> Vec<Finding> {
     vocab_findings_of(target, &target.summary().vocab, draft, &draft.summary().vocab)
 }
 
-/// Whether the draft file's vocabulary differs from the target file's (it drafts across
-/// vocabularies); false when either file cannot be read.
-pub fn crosses_vocabularies(target: &std::path::Path, draft: &std::path::Path) -> bool {
-    match (GgufFile::open(target), GgufFile::open(draft)) {
-        (Ok(t), Ok(d)) => vocab_findings(&t, &d).iter().any(|f| f.level == Verdict::Warning),
-        _ => false,
-    }
-}
-
 /// The same, with the vocabulary summaries already at hand (each costs a hash of every token).
 fn vocab_findings_of(target: &GgufFile, t: &VocabSummary, draft: &GgufFile, d: &VocabSummary) -> Vec<Finding> {
     let mut out = Vec::new();

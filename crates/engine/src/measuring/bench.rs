@@ -352,7 +352,8 @@ pub fn bench_with_costs(
         prompt: prompt.to_vec(),
         llama_cpp: llama_cpp::server_command(
             &session.target().id.path,
-            session.draft().map(|d| d.id.path.as_path()),
+            // (llama.cpp drafts only within one vocabulary.)
+            session.draft().filter(|_| !session.is_cross_vocabulary()).map(|d| d.id.path.as_path()),
             settings,
         )
         .map(|c| c.line()),

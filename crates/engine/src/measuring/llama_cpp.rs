@@ -56,7 +56,8 @@ fn ngl(g: GpuLayers) -> String {
 }
 
 /// The `llama-server` command for `settings` with this target (and draft), or none when llama.cpp
-/// cannot express the strategy (`auto`, a draft across vocabularies) or it needs a draft that is missing.
+/// cannot express the strategy (`auto`) or it needs a draft that is missing. A caller whose draft
+/// has another vocabulary passes none: llama.cpp drafts only within one vocabulary.
 pub fn server_command(target: &Path, draft: Option<&Path>, s: &Settings) -> Option<LlamaCpp> {
     let mut args: Vec<String> = vec!["llama-server".into(), "-m".into(), shell(&target.display().to_string())];
     let n = s.n_draft.to_string();
@@ -65,10 +66,6 @@ pub fn server_command(target: &Path, draft: Option<&Path>, s: &Settings) -> Opti
     match s.strategy {
         Strategy::Auto => return None,
         Strategy::DraftModel => {
-            // llama.cpp drafts only with a draft of the target's vocabulary.
-            if crate::files::doctor::crosses_vocabularies(target, draft?) {
-                return None;
-            }
             let d = shell(&draft?.display().to_string());
             push(&["-md", &d, "-ngld", &ngl(s.draft_layers()), "--spec-type", "draft-simple"]);
             if s.draft_cache_type != KvType::F16 {

@@ -364,6 +364,11 @@ impl SweepResults {
         self.cells.iter().find(|c| c.key == *key)
     }
 
+    /// Whether the cell was measured with a draft that drafted across vocabularies.
+    fn drafted_across_vocabularies(&self, key: &CellKey) -> bool {
+        self.record(key).is_some_and(|r| matches!(r.outcome, CellOutcome::Measured { cross_vocabulary: true, .. }))
+    }
+
     pub fn predicted(&self, key: &CellKey) -> Option<f64> {
         self.predictions.iter().find(|(k, _)| k == key).map(|(_, p)| *p)
     }
@@ -406,7 +411,7 @@ impl SweepResults {
                             speedup.min,
                             speedup.max
                         ),
-                        llama_cpp: llama_cpp_command(spec, &key),
+                        llama_cpp: llama_cpp_command(spec, &key, self.drafted_across_vocabularies(&key)),
                         target,
                         best: Some(key),
                         speedup: Some(speedup.median),
@@ -435,10 +440,11 @@ impl SweepResults {
 }
 
 /// The cell's setting as a `llama-server` command line (with what it does not reproduce after a
-/// `#`); none for `auto`, which llama.cpp has no equivalent of.
-pub fn llama_cpp_command(spec: &SweepSpec, key: &CellKey) -> Option<String> {
+/// `#`); none for `auto`, which llama.cpp has no equivalent of, nor for a draft that drafted
+/// across vocabularies (`cross`): llama.cpp drafts only within one.
+pub fn llama_cpp_command(spec: &SweepSpec, key: &CellKey, cross: bool) -> Option<String> {
     let settings = spec.cell_settings(key).ok()?;
-    let draft = key.draft.map(|d| spec.drafts[d].as_path());
+    let draft = key.draft.filter(|_| !cross).map(|d| spec.drafts[d].as_path());
     llama_cpp::server_command(&spec.targets[key.target], draft, &settings).map(|c| c.line())
 }
 
@@ -526,7 +532,7 @@ pub fn run(
     for (ids, keys) in groups {
         let draft = ids.1.map(|d| spec.drafts[d].as_path());
         match Session::check(&spec.targets[ids.0], draft, &spec.variant_settings(ids.2)) {
-            Ok(()) => {
+            Ok(_) => {
                 timing.pending.push(ids);
                 timing.weights.insert(ids, weight(ids));
                 runnable.push((ids, keys));
@@ -605,7 +611,9 @@ pub fn run(
             on_event(SweepEvent::Cell { key, label: spec.label(&key) });
             let t0 = Instant::now();
             let options = BenchOptions { reps: spec.reps, warmup: spec.warmup };
-            let measured = spec.cell_settings(&key).and_then(|settings| {
+            let settings = spec.cell_settings(&key);
+            let cross = pair.is_cross_vocabulary() && settings.as_ref().is_ok_and(|s| pair.drafts_with_model(s));
+            let measured = settings.and_then(|settings| {
                 // A draft model's token cost depends on whether the cell drafts with it; the pair's
                 // costs were measured for the first strategy's case.
                 let costs =
@@ -625,15 +633,14 @@ pub fn run(
                     acceptance_rate: b.acceptance_rate,
                     mean_accepted_len: b.mean_accepted_len,
                     identical: b.comparison.identical || b.comparison.divergence.as_ref().is_some_and(|d| d.near_tie),
-                    cross_vocabulary: pair.is_cross_vocabulary()
-                        && spec.cell_settings(&key).is_ok_and(|s| pair.drafts_with_model(&s)),
+                    cross_vocabulary: cross,
                 },
                 Err(e) => CellOutcome::Failed { error: e.info() },
             };
             let seconds = t0.elapsed().as_secs_f64();
             timing.cells.push((seconds, timing.cell_weight(&key)));
             let predicted_speedup = predictions.iter().find(|(k, _)| *k == key).map(|(_, p)| *p);
-            let llama_cpp = llama_cpp_command(spec, &key);
+            let llama_cpp = llama_cpp_command(spec, &key, cross);
             let record = CellRecord { key, outcome, predicted_speedup, seconds, llama_cpp };
             results.cells.push(record.clone());
             results.updated_at = crate::paths::now_secs();
@@ -764,7 +771,7 @@ mod tests {
         assert_eq!((s.cache_type, s.draft_gpu_layers), (KvType::Q8_0, Some(GpuLayers::Count(0))));
         assert!(two.label(&key).ends_with("kv q8_0/f16 · draft on CPU · fa auto"), "{}", two.label(&key));
         // The printed llama.cpp command carries the setup.
-        let cmd = llama_cpp_command(&two, &key).expect("expressible");
+        let cmd = llama_cpp_command(&two, &key, false).expect("expressible");
         assert!(cmd.contains("-ctk q8_0") && cmd.contains("-ngld 0"), "{cmd}");
         // Results from before setups existed read as the one setup.
         let old: CellKey =

@@ -131,8 +131,10 @@ impl<'m> Translator<'m> {
             // A context this drafter was not prefilled with: read all of it as the prompt.
             self.prefill(context);
         }
-        let common = self.seen.iter().zip(context).take_while(|(a, b)| a == b).count().max(self.prompt_len);
-        let keep = common - self.prompt_len;
+        // The prompts are equal (checked above): compare what came after them.
+        let (seen, new) = (&self.seen[self.prompt_len..], &context[self.prompt_len..]);
+        let keep = seen.iter().zip(new).take_while(|(a, b)| a == b).count();
+        let common = self.prompt_len + keep;
         self.seen.truncate(common);
         self.ends.truncate(keep);
         self.text.truncate(self.ends.last().copied().unwrap_or(0));
@@ -169,6 +171,11 @@ impl<'m> Translator<'m> {
         }
         self.translate_ns += t.elapsed().as_nanos() as u64;
         out
+    }
+
+    /// Whether the draft's token `tok` ends its text (end of generation): nothing after it translates.
+    pub fn ends_draft(&self, tok: Token) -> bool {
+        self.draft.is_eog(tok)
     }
 
     /// Draft steps (draft tokens) for `n` target tokens, with one more for the dropped boundary token.

@@ -7,7 +7,7 @@
 
 use super::cross::Translator;
 use super::{Drafter, Proposal, RoundCost};
-use crate::decoding::llama::{Context, Logits, Model, Token};
+use crate::decoding::llama::{Context, Logits, Token};
 use crate::decoding::sampling::{distribution, Rng, SamplingParams};
 use crate::decoding::verify::top_probability;
 use crate::error::Result;
@@ -23,7 +23,7 @@ pub struct ModelDrafter<'m> {
     sampling: Option<(SamplingParams, Rng)>,
     /// A draft with a vocabulary of its own: its context and drafts pass through text, it drafts
     /// greedily, and its proposals are one-hot.
-    cross: Option<(Translator<'m>, &'m Model)>,
+    cross: Option<Translator<'m>>,
 }
 
 impl<'m> ModelDrafter<'m> {
@@ -33,10 +33,9 @@ impl<'m> ModelDrafter<'m> {
         ModelDrafter { ctx, cached: Vec::new(), p_min, decoded: 0, sampling, cross: None }
     }
 
-    /// A drafter for a draft model whose vocabulary is not the target's (`draft` is that model,
-    /// whose end-of-generation tokens end a draft).
-    pub fn across(ctx: Context<'m>, p_min: f32, translator: Translator<'m>, draft: &'m Model) -> Self {
-        ModelDrafter { ctx, cached: Vec::new(), p_min, decoded: 0, sampling: None, cross: Some((translator, draft)) }
+    /// A drafter for a draft model whose vocabulary is not the target's.
+    pub fn across(ctx: Context<'m>, p_min: f32, translator: Translator<'m>) -> Self {
+        ModelDrafter { ctx, cached: Vec::new(), p_min, decoded: 0, sampling: None, cross: Some(translator) }
     }
 
     /// Whether this drafter drafts across vocabularies.
@@ -83,7 +82,7 @@ impl Drafter for ModelDrafter<'_> {
     fn prefill(&mut self, prompt: &[Token]) -> Result<()> {
         let translated;
         let prompt = match self.cross.as_mut() {
-            Some((t, _)) => {
+            Some(t) => {
                 translated = t.prefill(prompt);
                 &translated[..]
             }
@@ -115,13 +114,13 @@ impl Drafter for ModelDrafter<'_> {
         if max == 0 || context.is_empty() {
             return Ok(Proposal { strategy: self.strategy(), ..Default::default() });
         }
-        let Some((t, _)) = self.cross.as_mut() else { return self.draft(context, max).map(|(p, _)| p) };
+        let Some(t) = self.cross.as_mut() else { return self.draft(context, max).map(|(p, _)| p) };
         let steps = t.draft_steps(max);
         let Some(dcontext) = t.to_draft(context) else {
             return Ok(Proposal { strategy: self.strategy(), ..Default::default() });
         };
         let (drafted, ended) = self.draft(&dcontext, steps)?;
-        let (t, _) = self.cross.as_mut().expect("cross");
+        let t = self.cross.as_mut().expect("cross");
         let mut tokens = t.to_target(&drafted.tokens, ended);
         tokens.truncate(max);
         Ok(Proposal::deterministic(tokens, 0, self.strategy()))
@@ -130,7 +129,7 @@ impl Drafter for ModelDrafter<'_> {
     fn catch_up_tokens(&self, context: &[Token]) -> usize {
         match self.cross.as_ref() {
             // Its tokens for what it has not read (and the last one it read, which re-tokenizes).
-            Some((t, _)) => (t.unread(context) as f64 * t.ratio()).ceil() as usize + 1,
+            Some(t) => (t.unread(context) as f64 * t.ratio()).ceil() as usize + 1,
             None => context.len() - self.common(context),
         }
     }
@@ -141,15 +140,13 @@ impl Drafter for ModelDrafter<'_> {
 
     fn round_cost(&self) -> RoundCost {
         match self.cross.as_ref() {
-            Some((t, _)) => {
-                RoundCost { steps_per_token: t.ratio(), extra_steps: t.ratio(), overhead_ms: t.mean_round_ms() }
-            }
+            Some(t) => RoundCost { steps_per_token: t.ratio(), extra_steps: t.ratio(), overhead_ms: t.mean_round_ms() },
             None => RoundCost::default(),
         }
     }
 
     fn translate_ms(&self) -> f64 {
-        self.cross.as_ref().map_or(0.0, |(t, _)| t.translate_ms())
+        self.cross.as_ref().map_or(0.0, |t| t.translate_ms())
     }
 }
 
@@ -187,11 +184,9 @@ impl ModelDrafter<'_> {
                     tok
                 }
             };
-            if let Some((_, draft)) = self.cross.as_ref() {
-                if draft.is_eog(tok) {
-                    ended = true;
-                    break;
-                }
+            if self.cross.as_ref().is_some_and(|t| t.ends_draft(tok)) {
+                ended = true;
+                break;
             }
             p.tokens.push(tok);
             if p.tokens.len() >= max {
