@@ -23,7 +23,7 @@ impl Printer {
             let mut out = std::io::stdout().lock();
             let colour = match strategy {
                 _ if !self.color || *source != TokenSource::Draft => None,
-                Some(Strategy::DraftModel) => Some(32),
+                Some(Strategy::DraftModel | Strategy::Mtp) => Some(32),
                 _ => Some(36),
             };
             let _ = match colour {

@@ -11,7 +11,7 @@ use draftlab_engine::decoding::llama::{FlashAttn, GpuLayers, KvType, Logits, Mod
 use draftlab_engine::decoding::report::{Report, StopReason, TokenSource};
 use draftlab_engine::decoding::session::Session;
 use draftlab_engine::decoding::settings::{Mode, Settings};
-use draftlab_engine::testing::{model, GEMMA3, QWEN_DRAFT, QWEN_TARGET, SMOLLM2};
+use draftlab_engine::testing::{model, GEMMA3, MTP_SYNTHETIC, QWEN_DRAFT, QWEN_TARGET, SMOLLM2};
 use draftlab_engine::Error;
 use draftlab_engine::ErrorCode;
 
@@ -453,6 +453,107 @@ fn sampled_drafts_across_vocabularies_follow_the_targets_distribution() {
     let p = pair(SMOLLM2, Some(GEMMA3));
     assert!(p.is_cross_vocabulary());
     second_token_distribution_is_the_targets(&p, Strategy::DraftModel, "cross-vocabulary draft");
+}
+
+/// A session on the synthetic model with a multi-token-prediction block, loaded for the `mtp`
+/// strategy (its MTP layers loaded).
+fn mtp_session() -> Session {
+    let s = Settings { strategy: Strategy::Mtp, ..settings(8, 4) }.validate(Mode::Speculative).unwrap();
+    Session::load(&model(MTP_SYNTHETIC), None, s).expect("load the synthetic MTP model")
+}
+
+#[test]
+fn the_targets_own_mtp_layers_draft_and_keep_its_output() {
+    let p = mtp_session();
+    assert!(p.target().mtp, "loaded with its MTP layers");
+    let (mut drafted, mut accepted) = (0, 0);
+    for (i, prompt) in PROMPTS.iter().enumerate() {
+        let s = Settings { strategy: Strategy::Mtp, p_min: 0.0, ..settings(64, 4) };
+        let (base, _) = run(&p, Mode::Baseline, prompt, &s);
+        let (spec, events) = run(&p, Mode::Speculative, prompt, &s);
+        assert_eq!(spec.strategy, Some(Strategy::Mtp));
+        assert_same_or_near_tie(&base, &spec, &format!("MTP, prompt {i}"));
+        let from_draft = events
+            .iter()
+            .filter(|e| matches!(e, Event::Token { source: TokenSource::Draft, strategy: Some(Strategy::Mtp), .. }))
+            .count();
+        assert_eq!(from_draft, spec.accepted, "every accepted token is announced as the MTP layers'");
+        drafted += spec.drafted;
+        accepted += spec.accepted;
+    }
+    eprintln!("MTP on the synthetic model: {accepted} of {drafted} drafted tokens accepted");
+    // Both ways through verification: accepted drafts and rejected ones (then both caches roll back).
+    assert!(accepted > 0 && accepted < drafted, "accepted {accepted} of {drafted}");
+    // The adaptive length keeps the output too (and may decide drafting does not pay here: the
+    // synthetic model's two small layers cost less than its MTP block).
+    let s = Settings { strategy: Strategy::Mtp, adaptive: true, ..settings(64, 8) };
+    let (base, _) = run(&p, Mode::Baseline, PROMPTS[0], &s);
+    let (spec, _) = run(&p, Mode::Speculative, PROMPTS[0], &s);
+    assert_same_or_near_tie(&base, &spec, "MTP, adaptive");
+}
+
+#[test]
+fn a_conversation_drafts_with_mtp_layers_turn_after_turn() {
+    use draftlab_engine::decoding::chat::{ChatInput, ChatSlot};
+    use draftlab_engine::decoding::template::ChatMessage;
+    let p = mtp_session();
+    let s = Settings { strategy: Strategy::Mtp, p_min: 0.0, ..settings(24, 4) }.validate(Mode::Speculative).unwrap();
+    let mut slot = ChatSlot::new(&p);
+    let mut fresh = ChatSlot::new(&p);
+    let mut messages = vec![ChatMessage::new("user", "Name three colours.")];
+    let cancel = AtomicBool::new(false);
+    for turn in 0..2 {
+        let input = ChatInput::Messages { messages: messages.clone() };
+        let spec = slot.run(Mode::Speculative, &input, &s, false, &cancel, &mut |_| {}).unwrap();
+        let base = fresh.run(Mode::Baseline, &input, &s, false, &cancel, &mut |_| {}).unwrap();
+        assert_same_or_near_tie(&base, &spec, &format!("MTP chat, turn {turn}"));
+        assert!(spec.drafted > 0, "turn {turn}: the MTP layers drafted nothing");
+        if turn == 1 {
+            assert!(spec.prompt_reused > 0, "the second turn reuses the first one's cache");
+        }
+        messages.push(ChatMessage::new("assistant", &spec.text));
+        messages.push(ChatMessage::new("user", "And three more."));
+    }
+}
+
+#[test]
+fn a_hybrid_target_rolls_back_rejected_drafts() {
+    // The synthetic model's first layer is recurrent (Qwen3.5's gated delta net): a rejected draft
+    // must roll its state back, not only trim the attention layer's KV cache. The Qwen 0.5B draft
+    // shares its tokenizer and knows nothing of its weights: most drafts are rejected.
+    let s = Settings { p_min: 0.0, ..settings(48, 4) }.validate(Mode::Speculative).unwrap();
+    let p = Session::load(&model(MTP_SYNTHETIC), Some(&model(QWEN_DRAFT)), s).expect("load the pair");
+    assert!(!p.is_cross_vocabulary(), "the synthetic model has Qwen's vocabulary");
+    let s = Settings { p_min: 0.0, ..settings(48, 4) };
+    let (base, _) = run(&p, Mode::Baseline, PROMPTS[1], &s);
+    let (spec, _) = run(&p, Mode::Speculative, PROMPTS[1], &s);
+    assert!(spec.drafted > spec.accepted, "drafts must be rejected for the test to mean anything");
+    assert_same_or_near_tie(&base, &spec, "hybrid target, draft model");
+}
+
+#[test]
+fn the_mtp_strategy_needs_a_model_with_mtp_layers() {
+    let s = Settings { strategy: Strategy::Mtp, ..settings(8, 4) }.validate(Mode::Speculative).unwrap();
+    let err = Session::load(&model(SMOLLM2), None, s).err().expect("refused");
+    assert!(matches!(err, Error::InvalidSetting { setting: "strategy", .. }), "{err:?}");
+    assert!(err.to_string().contains("no multi-token-prediction layers"), "{err}");
+    // A session loaded without them cannot switch to `mtp` while keeping its models warm.
+    let p = pair(SMOLLM2, None);
+    let mtp = Settings { strategy: Strategy::Mtp, ..settings(8, 4) }.validate(Mode::Speculative).unwrap();
+    assert!(!p.serves(&mtp));
+    // A speculative session on a model with MTP layers keeps them, whatever its first strategy:
+    // a later run (a sweep's cell, a chat request) may draft with them.
+    let lookup = Settings { strategy: Strategy::PromptLookup, ..settings(8, 4) }.validate(Mode::Speculative).unwrap();
+    let p = Session::load(&model(MTP_SYNTHETIC), None, lookup).unwrap();
+    assert!(p.target().mtp && p.serves(&mtp));
+    let (r, _) =
+        run(&p, Mode::Speculative, PROMPTS[0], &Settings { strategy: Strategy::Mtp, p_min: 0.0, ..settings(8, 4) });
+    assert!(r.drafted > 0, "the MTP layers drafted nothing");
+}
+
+#[test]
+fn sampled_mtp_drafts_follow_the_targets_distribution() {
+    second_token_distribution_is_the_targets(&mtp_session(), Strategy::Mtp, "MTP draft");
 }
 
 /// Over many seeds, the second generated token (the first one that speculation decides) must be

@@ -465,7 +465,9 @@ fn request_settings(base: &Settings, c: &Common, endpoint: Endpoint) -> Result<(
                 s.strategy = name.parse::<Strategy>().map_err(|_| {
                     ApiError::invalid(
                         Some("draftlab.strategy"),
-                        format!("Unknown strategy `{name}`: use auto, draft, lookup, ngram-cache, ngram-map or none."),
+                        format!(
+                            "Unknown strategy `{name}`: use auto, draft, lookup, ngram-cache, ngram-map, mtp or none."
+                        ),
                     )
                 })?
             }

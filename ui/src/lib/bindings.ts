@@ -7,7 +7,7 @@ export type TokenSource = "target" | "draft";
 
 export type StopReason = "max_tokens" | "end_of_generation" | "context_full" | "cancelled";
 
-export type Strategy = "draft" | "lookup" | "ngram-cache" | "ngram-map" | "auto";
+export type Strategy = "draft" | "lookup" | "ngram-cache" | "ngram-map" | "mtp" | "auto";
 
 export type GpuLayers = "all" | { "count": number };
 

@@ -167,8 +167,9 @@ export function statsView(p: Pane): StatsView | null {
   };
 }
 
-/// The CSS class of a token: where it came from (a model draft, an n-gram hit, the target).
+/// The CSS class of a token: where it came from (a model draft — a draft model's or the target's
+/// own MTP layers' —, an n-gram hit, the target).
 export function tokenClass(t: TokenView): string {
   if (t.source !== "draft") return "tok-target";
-  return t.strategy === "draft" || t.strategy === undefined ? "tok-draft" : "tok-ngram";
+  return t.strategy === "draft" || t.strategy === "mtp" || t.strategy === undefined ? "tok-draft" : "tok-ngram";
 }

@@ -12,7 +12,7 @@ use std::sync::atomic::AtomicBool;
 use serde::{Deserialize, Serialize};
 
 use crate::decoding::draft::model::ModelDrafter;
-use crate::decoding::draft::Drafter;
+use crate::decoding::draft::{Drafter, Strategy};
 use crate::decoding::generate::Event;
 use crate::decoding::llama::{Context, ContextOptions, Logits, Model, Token};
 use crate::decoding::report::Report;
@@ -41,15 +41,18 @@ struct ContextKey {
     n_batch: u32,
     threads: u32,
     options: ContextOptions,
+    /// The target's MTP layers draft in it: their maximum and confidence floor (its bits).
+    mtp: Option<(usize, u32)>,
 }
 
 impl ContextKey {
-    fn target(s: &ValidSettings) -> Self {
-        ContextKey { n_ctx: s.n_ctx, n_batch: s.n_batch, threads: s.threads, options: s.target_context() }
+    fn target(mode: Mode, s: &ValidSettings) -> Self {
+        let mtp = (mode == Mode::Speculative && s.strategy == Strategy::Mtp).then(|| (s.n_draft, s.p_min.to_bits()));
+        ContextKey { n_ctx: s.n_ctx, n_batch: s.n_batch, threads: s.threads, options: s.target_context(), mtp }
     }
 
     fn draft(s: &ValidSettings) -> Self {
-        ContextKey { n_ctx: s.n_ctx, n_batch: s.n_batch, threads: s.threads, options: s.draft_context() }
+        ContextKey { n_ctx: s.n_ctx, n_batch: s.n_batch, threads: s.threads, options: s.draft_context(), mtp: None }
     }
 }
 
@@ -111,10 +114,10 @@ impl<'s> ChatSlot<'s> {
             }
             settings
         };
-        let key = ContextKey::target(settings);
+        let key = ContextKey::target(mode, settings);
         if self.target.as_ref().is_none_or(|c| c.key != key) {
             self.target = None; // free the old context first
-            let ctx = self.session.target().context_with(key.n_ctx, key.n_batch, key.threads, key.options)?;
+            let ctx = self.session.target_context(mode, settings)?;
             self.target = Some(Cached { ctx, tokens: Vec::new(), key });
         }
         let model_drafter: Option<Box<dyn Drafter + '_>> =
@@ -236,5 +239,9 @@ impl Target for ReusingTarget<'_, '_> {
 
     fn reused(&self) -> usize {
         self.reused
+    }
+
+    fn self_draft(&mut self, context: &[Token]) -> Result<Vec<Token>> {
+        self.cached.ctx.self_draft(context)
     }
 }

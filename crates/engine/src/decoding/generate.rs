@@ -301,8 +301,14 @@ impl<'r, 'd> Loop<'r, 'd> {
         let t = Instant::now();
         let observe = self.settings.sampling.is_greedy();
         let mut shadows = Vec::new();
-        let (proposal, bucket, decision) =
-            propose(self.drafters, self.scheduler.as_mut(), &self.context, max, observe.then_some(&mut shadows))?;
+        let (proposal, bucket, decision) = propose(
+            &mut *self.target,
+            self.drafters,
+            self.scheduler.as_mut(),
+            &self.context,
+            max,
+            observe.then_some(&mut shadows),
+        )?;
         let strategy = (!proposal.tokens.is_empty()).then_some(proposal.strategy);
         let observed = shadows.iter().any(|(b, _)| *b == bucket);
         let at = self.context.len();
@@ -518,6 +524,7 @@ impl<'r, 'd> Loop<'r, 'd> {
 /// drafts nothing. With `shadows`, the cheap drafters' whole proposals go there to be scored later
 /// (and the schedule, knowing it will learn from them, never probes them).
 fn propose(
+    target: &mut dyn Target,
     drafters: &mut [Box<dyn Drafter + '_>],
     scheduler: Option<&mut Scheduler>,
     context: &[Token],
@@ -530,7 +537,7 @@ fn propose(
     }
     let Some(s) = scheduler else {
         for (i, d) in drafters.iter_mut().enumerate() {
-            let p = d.propose(context, max)?;
+            let p = d.propose_on(target, context, max)?;
             if !p.tokens.is_empty() {
                 let bucket = (i, p.match_len);
                 return Ok((p, bucket, Decision::Fixed));
@@ -542,7 +549,7 @@ fn propose(
     let mut candidates = Vec::with_capacity(drafters.len());
     for (i, d) in drafters.iter_mut().enumerate() {
         if d.is_cheap() {
-            let p = d.propose(context, max)?;
+            let p = d.propose_on(target, context, max)?;
             let bucket = (i, p.match_len);
             let observed = shadows.is_some();
             if let Some(sh) = shadows.as_deref_mut() {
@@ -576,7 +583,7 @@ fn propose(
             p.dists.truncate(k);
             p
         }
-        None => drafters[i].propose(context, k)?,
+        None => drafters[i].propose_on(target, context, k)?,
     };
     Ok((p, candidates[i].bucket, decision))
 }

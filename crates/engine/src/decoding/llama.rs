@@ -7,12 +7,13 @@ use std::num::NonZeroU32;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
-use llama_cpp_2::context::params::{KvCacheType, LlamaContextParams};
+use llama_cpp_2::context::params::{KvCacheType, LlamaContextParams, LlamaContextType};
 use llama_cpp_2::context::LlamaContext;
 use llama_cpp_2::llama_backend::LlamaBackend;
 use llama_cpp_2::llama_batch::LlamaBatch;
 use llama_cpp_2::model::params::LlamaModelParams;
 use llama_cpp_2::model::{LlamaChatMessage, LlamaModel};
+use llama_cpp_2::speculative::{MtpSpeculative, MtpSpeculativeParams};
 use llama_cpp_2::token::LlamaToken;
 use llama_cpp_2::LlamaBackendDeviceType;
 use serde::{Deserialize, Serialize};
@@ -349,6 +350,10 @@ fn gpu_layers_override() -> Option<GpuLayers> {
 pub struct ContextOptions {
     pub cache_type: KvType,
     pub flash_attn: FlashAttn,
+    /// How many of the last positions a hybrid model's recurrent state can be rolled back by
+    /// (llama.cpp's `n_rs_seq`: a state snapshot per position). A speculative target drops up to a
+    /// whole rejected draft; attention-only models ignore it (their KV cache drops any suffix).
+    pub rollback: u32,
 }
 
 /// A model identity for reports: enough to tell whether two runs used the same file.
@@ -365,6 +370,28 @@ pub struct ModelId {
     pub mtime: u64,
 }
 
+/// Whether to load a model's multi-token-prediction (MTP) layers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MtpLayers {
+    Skip,
+    /// When the model has them (a session that may draft with them later).
+    IfPresent,
+    /// The `mtp` strategy: a model without them is an error.
+    Required,
+}
+
+/// The `mtp` strategy on a model without MTP layers.
+fn no_mtp_layers(path: &Path, architecture: &str) -> Error {
+    Error::InvalidSetting {
+        setting: "strategy",
+        reason: format!(
+            "is `mtp`, but {} has no multi-token-prediction layers (`{architecture}.nextn_predict_layers`): use a \
+             model that ships them (Qwen3.5, GLM-4.5, DeepSeek V3, MiMo…), or another strategy",
+            path.display()
+        ),
+    }
+}
+
 /// A loaded model.
 pub struct Model {
     inner: LlamaModel,
@@ -372,14 +399,36 @@ pub struct Model {
     pub id: ModelId,
     /// Where its layers went.
     pub offload: Offload,
+    /// Its multi-token-prediction (MTP) layers were loaded: it can draft for itself.
+    pub mtp: bool,
 }
 
 impl Model {
     /// Loads a GGUF file after validating its header (llama.cpp is never handed a broken file).
     /// `DRAFTLAB_GPU_LAYERS`, when set, overrides `gpu_layers`.
     pub fn load(path: impl AsRef<Path>, gpu_layers: GpuLayers) -> Result<Self> {
+        Self::load_for(path, gpu_layers, MtpLayers::Skip)
+    }
+
+    /// Loads a model, with its multi-token-prediction layers as `mtp` says (skipped, they cost no
+    /// memory). A model without them is an error when they are required, before anything loads.
+    pub fn load_for(path: impl AsRef<Path>, gpu_layers: GpuLayers, mtp: MtpLayers) -> Result<Self> {
+        let path = path.as_ref();
+        let has = match mtp {
+            MtpLayers::Skip => false,
+            MtpLayers::IfPresent | MtpLayers::Required => {
+                let summary = GgufFile::open(path)?.summary();
+                if mtp == MtpLayers::Required && summary.mtp_layers.is_none() {
+                    return Err(no_mtp_layers(path, &summary.architecture));
+                }
+                summary.mtp_layers.is_some()
+            }
+        };
         let gpu_layers = gpu_layers_override().unwrap_or(gpu_layers);
-        Self::load_with(path.as_ref(), gpu_layers, LlamaModelParams::default().with_n_gpu_layers(gpu_layers.n()))
+        let params = LlamaModelParams::default().with_n_gpu_layers(gpu_layers.n()).with_load_mtp(has);
+        let mut model = Self::load_with(path, gpu_layers, params)?;
+        model.mtp = has;
+        Ok(model)
     }
 
     fn load_with(path: &Path, gpu_layers: GpuLayers, params: LlamaModelParams) -> Result<Self> {
@@ -419,7 +468,7 @@ impl Model {
         let layers = summary.n_layer.map_or(0, |n| n as u32 + 1);
         let offloaded = if gpu_device().is_some() { gpu_layers.n().min(layers) } else { 0 };
         let offload = Offload { requested: gpu_layers, offloaded, layers };
-        Ok(Model { inner, summary, id, offload })
+        Ok(Model { inner, summary, id, offload, mtp: false })
     }
 
     /// Loads only the vocabulary (for tokenising a corpus): fast, and no weights in memory.
@@ -505,6 +554,50 @@ impl Model {
 
     /// A context with a KV cache type and flash attention setting.
     pub fn context_with(&self, n_ctx: u32, n_batch: u32, threads: u32, options: ContextOptions) -> Result<Context<'_>> {
+        let ctx = self.llama_context(n_ctx, n_batch, threads, options, LlamaContextType::Default)?;
+        Ok(self.wrap(Inner::Plain(ctx), n_batch))
+    }
+
+    /// A context whose decodes also feed the model's multi-token-prediction layers, which then
+    /// draft up to `n_max` tokens ([`Context::self_draft`]), stopping below `p_min` (llama.cpp's
+    /// `draft-mtp`). The model must have been loaded with them ([`Model::load_for`]).
+    pub fn mtp_context(
+        &self,
+        n_ctx: u32,
+        n_batch: u32,
+        threads: u32,
+        options: ContextOptions,
+        n_max: usize,
+        p_min: f32,
+    ) -> Result<Context<'_>> {
+        if !self.mtp {
+            return Err(match self.summary.mtp_layers {
+                None => no_mtp_layers(&self.id.path, &self.summary.architecture),
+                Some(_) => Error::InvalidSetting {
+                    setting: "strategy",
+                    reason: "is `mtp`, but the model was loaded without its multi-token-prediction layers: load it \
+                             again for the `mtp` strategy"
+                        .into(),
+                },
+            });
+        }
+        let target = self.llama_context(n_ctx, n_batch, threads, options, LlamaContextType::Default)?;
+        let heads = ContextOptions { rollback: 0, ..options };
+        let mtp = self.llama_context(n_ctx, n_batch, threads, heads, LlamaContextType::Mtp)?;
+        let params = MtpSpeculativeParams { n_max: n_max.clamp(1, 64) as i32, n_min: 0, p_min };
+        let spec = MtpSpeculative::new(target, mtp, params)
+            .map_err(|e| Error::Llama(format!("multi-token prediction could not start: {e}")))?;
+        Ok(self.wrap(Inner::Mtp(Box::new(MtpState { spec, drafted: 0, verified_at: None })), n_batch))
+    }
+
+    fn llama_context(
+        &self,
+        n_ctx: u32,
+        n_batch: u32,
+        threads: u32,
+        options: ContextOptions,
+        kind: LlamaContextType,
+    ) -> Result<LlamaContext<'_>> {
         let n_ctx = NonZeroU32::new(n_ctx)
             .ok_or_else(|| Error::InvalidSetting { setting: "n_ctx", reason: "is 0, but must be positive".into() })?;
         let threads = threads.max(1) as i32;
@@ -516,25 +609,79 @@ impl Model {
             .with_n_threads_batch(threads)
             .with_type_k(options.cache_type.ggml())
             .with_type_v(options.cache_type.ggml())
-            .with_flash_attention_policy(options.flash_attn.policy());
-        let ctx = self.inner.new_context(backend()?, params).map_err(|e| Error::OutOfMemory {
+            .with_flash_attention_policy(options.flash_attn.policy())
+            .with_n_rs_seq(options.rollback)
+            .with_context_type(kind);
+        self.inner.new_context(backend()?, params).map_err(|e| Error::OutOfMemory {
             reason: format!(
                 "llama.cpp could not create a context of {n_ctx} tokens with a {} KV cache ({e})",
                 options.cache_type.name()
             ),
-        })?;
-        Ok(Context {
-            ctx,
+        })
+    }
+
+    fn wrap<'m>(&'m self, inner: Inner<'m>, n_batch: u32) -> Context<'m> {
+        Context {
+            inner,
             batch: LlamaBatch::new(n_batch as usize, 1),
             n_batch: n_batch as usize,
             n_vocab: self.n_vocab(),
-        })
+        }
+    }
+}
+
+/// What a context holds: a plain llama.cpp context, or one whose decodes also feed the model's
+/// multi-token-prediction (MTP) layers (llama.cpp's `draft-mtp`, through llama-cpp-2).
+enum Inner<'m> {
+    Plain(LlamaContext<'m>),
+    Mtp(Box<MtpState<'m>>),
+}
+
+/// The MTP layers' side of a context. llama.cpp's MTP drafter pairs each decoded token with the
+/// target's hidden state at the position before; after a verified draft it must hear how many of
+/// the drafted tokens were accepted, which the next decode's position tells.
+struct MtpState<'m> {
+    spec: MtpSpeculative<'m>,
+    /// Tokens of the last draft that llama.cpp still waits to hear the fate of (0: none).
+    drafted: usize,
+    /// Where the batch that verified that draft started (none until it was decoded).
+    verified_at: Option<u32>,
+}
+
+impl MtpState<'_> {
+    /// Tells llama.cpp how much of the last draft stood, once the context's length after its
+    /// verification is known (`next`: the position of the next token to decode).
+    fn settle(&mut self, next: u32) -> Result<()> {
+        if self.drafted == 0 {
+            return Ok(());
+        }
+        let Some(at) = self.verified_at else { return Ok(()) };
+        let accepted = (next.saturating_sub(at + 1) as usize).min(self.drafted);
+        self.drafted = 0;
+        self.verified_at = None;
+        self.spec.accept(accepted as u16).map_err(|e| Error::Llama(format!("multi-token prediction (accept): {e}")))
+    }
+
+    /// A new generation from position 0: no draft is waiting to be settled.
+    fn restart(&mut self) -> Result<()> {
+        self.drafted = 0;
+        self.verified_at = None;
+        self.spec.begin(&[]).map_err(|e| Error::Llama(format!("multi-token prediction (begin): {e}")))
+    }
+
+    /// Forgets the MTP layers' cached positions from `pos` on.
+    fn forget_from(&mut self, pos: u32) -> Result<()> {
+        self.spec
+            .draft_context_mut()
+            .clear_kv_cache_seq(Some(0), Some(pos), None)
+            .map_err(|e| Error::Llama(format!("MTP cache trim: {e}")))
+            .and_then(|ok| if ok { Ok(()) } else { Err(Error::Llama("MTP cache trim refused".into())) })
     }
 }
 
 /// A model's context: its KV cache and the batch used to feed it.
 pub struct Context<'m> {
-    ctx: LlamaContext<'m>,
+    inner: Inner<'m>,
     batch: LlamaBatch<'static>,
     n_batch: usize,
     n_vocab: usize,
@@ -548,9 +695,9 @@ pub enum Logits {
     All,
 }
 
-impl Context<'_> {
+impl<'m> Context<'m> {
     pub fn n_ctx(&self) -> u32 {
-        self.ctx.n_ctx()
+        self.llama().n_ctx()
     }
 
     pub fn n_batch(&self) -> usize {
@@ -566,6 +713,14 @@ impl Context<'_> {
         if logits == Logits::All && tokens.len() > self.n_batch {
             return Err(Error::Llama(format!("{} tokens exceed the batch of {}", tokens.len(), self.n_batch)));
         }
+        if let Inner::Mtp(m) = &mut self.inner {
+            if start == 0 {
+                m.restart()?;
+            }
+            m.settle(start)?;
+            // The MTP layers' cache holds drafts and rejected positions past `start`.
+            m.forget_from(start)?;
+        }
         let n = tokens.len();
         for (c, chunk) in tokens.chunks(self.n_batch).enumerate() {
             self.batch.clear();
@@ -580,14 +735,70 @@ impl Context<'_> {
                     .add(LlamaToken(t), (start as usize + base + i) as i32, &[0], want)
                     .map_err(|e| Error::Llama(format!("batch: {e}")))?;
             }
-            self.ctx.decode(&mut self.batch).map_err(|e| Error::Llama(format!("decode failed: {e}")))?;
+            match &mut self.inner {
+                Inner::Plain(ctx) => ctx.decode(&mut self.batch),
+                Inner::Mtp(m) => m.spec.target_context_mut().decode(&mut self.batch),
+            }
+            .map_err(|e| Error::Llama(format!("decode failed: {e}")))?;
+            if let Inner::Mtp(m) = &mut self.inner {
+                m.spec
+                    .process(&self.batch)
+                    .map_err(|e| Error::Llama(format!("multi-token prediction (process): {e}")))?;
+            }
+        }
+        if let Inner::Mtp(m) = &mut self.inner {
+            if m.drafted > 0 && m.verified_at.is_none() {
+                m.verified_at = Some(start);
+            }
         }
         Ok(())
     }
 
+    fn llama(&self) -> &LlamaContext<'m> {
+        match &self.inner {
+            Inner::Plain(ctx) => ctx,
+            Inner::Mtp(m) => m.spec.target_context(),
+        }
+    }
+
+    fn llama_mut(&mut self) -> &mut LlamaContext<'m> {
+        match &mut self.inner {
+            Inner::Plain(ctx) => ctx,
+            Inner::Mtp(m) => m.spec.target_context_mut(),
+        }
+    }
+
+    /// Whether the model's MTP layers draft in this context ([`Model::mtp_context`]).
+    pub fn has_mtp(&self) -> bool {
+        matches!(self.inner, Inner::Mtp(_))
+    }
+
+    /// Drafts with the model's own MTP layers after `context` (every token but the last is
+    /// decoded here; the last is the one the target chose and has not decoded yet): up to the
+    /// context's `n_max`, fewer when the layers' confidence falls below `p_min`. Empty in a context
+    /// without MTP layers.
+    pub fn self_draft(&mut self, context: &[Token]) -> Result<Vec<Token>> {
+        let Inner::Mtp(m) = &mut self.inner else { return Ok(Vec::new()) };
+        let Some((&last, before)) = context.split_last() else { return Ok(Vec::new()) };
+        let n_past = before.len() as u32;
+        m.settle(n_past)?;
+        if m.drafted > 0 {
+            // A draft that was never verified: llama.cpp still waits to hear of it.
+            m.spec.accept(0).map_err(|e| Error::Llama(format!("multi-token prediction (accept): {e}")))?;
+            m.drafted = 0;
+        }
+        let draft = m
+            .spec
+            .draft(n_past as i32, LlamaToken(last), &[])
+            .map_err(|e| Error::Llama(format!("multi-token prediction (draft): {e}")))?;
+        m.drafted = draft.len();
+        m.verified_at = None;
+        Ok(draft.into_iter().map(|t| t.0).collect())
+    }
+
     /// The logits of position `i` of the last decoded batch (0-based within that batch).
     pub fn logits(&self, i: usize) -> &[f32] {
-        let row = self.ctx.get_logits_ith(i as i32);
+        let row = self.llama().get_logits_ith(i as i32);
         &row[..self.n_vocab.min(row.len())]
     }
 
@@ -598,15 +809,24 @@ impl Context<'_> {
 
     /// Forgets every cached position from `pos` on (rollback after a rejected draft).
     pub fn truncate(&mut self, pos: u32) -> Result<()> {
-        self.ctx
+        self.llama_mut()
             .clear_kv_cache_seq(Some(0), Some(pos), None)
             .map_err(|e| Error::Llama(format!("KV cache trim: {e}")))
-            .and_then(|ok| if ok { Ok(()) } else { Err(Error::Llama("KV cache trim refused".into())) })
+            .and_then(|ok| if ok { Ok(()) } else { Err(Error::Llama("KV cache trim refused".into())) })?;
+        match &mut self.inner {
+            Inner::Mtp(m) => m.forget_from(pos),
+            Inner::Plain(_) => Ok(()),
+        }
     }
 
     /// Empties the KV cache.
     pub fn clear(&mut self) {
-        self.ctx.clear_kv_cache();
+        self.llama_mut().clear_kv_cache();
+        if let Inner::Mtp(m) = &mut self.inner {
+            m.spec.draft_context_mut().clear_kv_cache();
+            // Nothing to report of a draft whose context is gone.
+            let _ = m.restart();
+        }
     }
 }
 

@@ -119,6 +119,18 @@ pub struct Report {
     pub started_at: u64,
 }
 
+impl Report {
+    /// Milliseconds the target's own MTP layers spent drafting (0 for other strategies, whose
+    /// drafting costs are counted from measured step costs instead).
+    pub fn mtp_draft_ms(&self) -> f64 {
+        if self.strategy == Some(crate::decoding::draft::Strategy::Mtp) {
+            self.draft_ms
+        } else {
+            0.0
+        }
+    }
+}
+
 /// Why a round of a speculative run drafted what it did.
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

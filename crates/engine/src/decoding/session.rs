@@ -14,13 +14,14 @@ use crate::decoding::compare::{compare, Comparison};
 use crate::decoding::costs::{costs_key, measure_costs, Costs, CostsCache};
 use crate::decoding::draft::cross::{PromptPairs, Translator};
 use crate::decoding::draft::model::ModelDrafter;
+use crate::decoding::draft::mtp::MtpDrafter;
 use crate::decoding::draft::ngram::{NgramHeader, NgramTable};
 use crate::decoding::draft::ngram_cache::NgramCache;
 use crate::decoding::draft::ngram_map::NgramMap;
 use crate::decoding::draft::prompt_lookup::PromptLookup;
 use crate::decoding::draft::{Drafter, Strategy};
 use crate::decoding::generate::{generate, Event, RunInfo};
-use crate::decoding::llama::{self, Model, Runtime, Token};
+use crate::decoding::llama::{self, Context, Model, MtpLayers, Runtime, Token};
 use crate::decoding::report::Report;
 use crate::decoding::schedule::Scheduler;
 use crate::decoding::settings::{Mode, Settings, ValidSettings};
@@ -98,7 +99,14 @@ impl Session {
         }
         let draft = draft.filter(|_| speculative && settings.strategy.uses_draft_model());
         let cross = Self::check(target, draft, &settings)?.pairing == Some(Pairing::CrossVocabulary);
-        let target = Model::load(target, settings.gpu_layers)?;
+        // A target with MTP layers keeps them loaded for speculative sessions (about one layer's
+        // memory, counted in the file's size): any run may then choose the `mtp` strategy.
+        let mtp = match (Self::wants_mtp(&settings), settings.allows(Mode::Speculative)) {
+            (true, _) => MtpLayers::Required,
+            (false, true) => MtpLayers::IfPresent,
+            (false, false) => MtpLayers::Skip,
+        };
+        let target = Model::load_for(target, settings.gpu_layers, mtp)?;
         let draft = draft.map(|d| Model::load(d, settings.draft_layers())).transpose()?;
         let session = Session {
             target,
@@ -177,11 +185,29 @@ impl Session {
     }
 
     /// Whether these loaded models serve `settings` as they are (the same GPU layers and, when
-    /// they draft with a model, a loaded draft): then [`Session::set_settings`] keeps them warm.
+    /// they draft with a model, a loaded draft; with the `mtp` strategy, a target loaded with its
+    /// MTP layers): then [`Session::set_settings`] keeps them warm.
     pub fn serves(&self, settings: &ValidSettings) -> bool {
         let needs_draft = settings.allows(Mode::Speculative) && settings.strategy.uses_draft_model();
         settings.gpu_layers == self.settings.gpu_layers
             && (!needs_draft || (self.draft.is_some() && settings.draft_layers() == self.settings.draft_layers()))
+            && (!Self::wants_mtp(settings) || self.target.mtp)
+    }
+
+    /// Whether speculative runs with `settings` draft with the target's own MTP layers.
+    fn wants_mtp(settings: &ValidSettings) -> bool {
+        settings.allows(Mode::Speculative) && settings.strategy == Strategy::Mtp
+    }
+
+    /// A context of the target for a `mode` run with `s`: one whose decodes also feed the target's
+    /// MTP layers when the run drafts with them.
+    pub fn target_context(&self, mode: Mode, s: &ValidSettings) -> Result<Context<'_>> {
+        let options = s.target_context();
+        if mode == Mode::Speculative && s.strategy == Strategy::Mtp {
+            self.target.mtp_context(s.n_ctx, s.n_batch, s.threads, options, s.n_draft, s.p_min)
+        } else {
+            self.target.context_with(s.n_ctx, s.n_batch, s.threads, options)
+        }
     }
 
     /// Runs the next runs with other settings on the same models (see [`Session::serves`]).
@@ -248,8 +274,7 @@ impl Session {
         cancel: &AtomicBool,
         on_event: &mut dyn FnMut(Event),
     ) -> Result<Report> {
-        let ctx =
-            self.target.context_with(settings.n_ctx, settings.n_batch, settings.threads, settings.target_context())?;
+        let ctx = self.target_context(mode, settings)?;
         let mut target = LlamaTarget { model: &self.target, ctx };
         let model_drafter = match mode {
             Mode::Speculative => self.model_drafter(settings)?,
@@ -273,13 +298,17 @@ impl Session {
     ) -> Result<Report> {
         settings.require(mode)?;
         let mut notes = Vec::new();
+        let costs = match mode == Mode::Speculative && settings.adaptive {
+            true => Some(self.costs(prompt, settings)?),
+            false => None,
+        };
         let mut drafters = match mode {
             Mode::Baseline => Vec::new(),
-            Mode::Speculative => self.drafters(settings, &mut notes, model_drafter)?,
+            Mode::Speculative => self.drafters(settings, &mut notes, model_drafter, costs.as_ref())?,
         };
         let scheduler = match drafters.is_empty() {
-            false if settings.adaptive => Some(Scheduler::new(self.costs(prompt, settings)?)),
-            _ => None,
+            false => costs.map(Scheduler::new),
+            true => None,
         };
         let draft = match mode {
             Mode::Speculative if self.drafts_with_model(settings) => self.draft.as_ref().map(|d| d.id.clone()),
@@ -336,10 +365,18 @@ impl Session {
         s: &ValidSettings,
         notes: &mut Vec<String>,
         model: Option<Box<dyn Drafter + 'a>>,
+        costs: Option<&Costs>,
     ) -> Result<Vec<Box<dyn Drafter + 'a>>> {
         let mut out: Vec<Box<dyn Drafter + 'a>> = Vec::new();
         match s.strategy {
             Strategy::DraftModel => out.push(model.ok_or_else(no_draft)?),
+            Strategy::Mtp => {
+                // Until a call is timed: the MTP layers are one block of the target's (plus its
+                // output layer), run once per drafted token, up to the maximum.
+                let layers = self.target.summary.n_layer.unwrap_or(1).max(1) as f64;
+                let step = costs.map_or(0.0, |c| c.verify(1));
+                out.push(Box::new(MtpDrafter::new(step * 2.0 / layers * s.n_draft as f64)));
+            }
             Strategy::PromptLookup => out.push(Box::new(PromptLookup::new(s.lookup_min, s.lookup_max)?)),
             Strategy::NgramCache => out.push(self.ngram_cache(s, notes)?),
             Strategy::NgramMap => out.push(self.ngram_map(s)?.ok_or_else(|| Error::InvalidSetting {

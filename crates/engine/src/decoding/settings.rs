@@ -164,12 +164,16 @@ fn bad(setting: &'static str, reason: String) -> Error {
 impl Settings {
     /// How the target's contexts are set up.
     pub fn target_context(&self) -> ContextOptions {
-        ContextOptions { cache_type: self.cache_type, flash_attn: self.flash_attn }
+        // A hybrid target (recurrent layers) keeps a state per position of a draft and its verify
+        // batch, so a rejected draft can be rolled back (measuring costs drops whole batches).
+        let rollback = (self.n_draft + 1).min(u32::MAX as usize) as u32;
+        ContextOptions { cache_type: self.cache_type, flash_attn: self.flash_attn, rollback }
     }
 
     /// How the draft model's contexts are set up.
     pub fn draft_context(&self) -> ContextOptions {
-        ContextOptions { cache_type: self.draft_cache_type, flash_attn: self.flash_attn }
+        let rollback = (self.n_draft + 1).min(u32::MAX as usize) as u32;
+        ContextOptions { cache_type: self.draft_cache_type, flash_attn: self.flash_attn, rollback }
     }
 
     /// The draft model's GPU layers.

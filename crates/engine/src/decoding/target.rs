@@ -25,6 +25,12 @@ pub trait Target {
     fn reused(&self) -> usize {
         0
     }
+    /// Drafts with the target's own multi-token-prediction layers after `context` (see
+    /// [`Context::self_draft`](crate::decoding::llama::Context::self_draft)); empty for a target
+    /// without them.
+    fn self_draft(&mut self, _context: &[Token]) -> Result<Vec<Token>> {
+        Ok(Vec::new())
+    }
 }
 
 /// A target model and a context of it.
@@ -60,5 +66,9 @@ impl Target for LlamaTarget<'_> {
 
     fn piece(&self, token: Token) -> Vec<u8> {
         self.model.piece(token)
+    }
+
+    fn self_draft(&mut self, context: &[Token]) -> Result<Vec<Token>> {
+        self.ctx.self_draft(context)
     }
 }

@@ -211,7 +211,7 @@ pub fn predict(costs: &Costs, spec: &[&Report]) -> Prediction {
         accepted += r.accepted;
         rounds += r.target_passes as u64;
         evals += r.draft_decoded_tokens;
-        translate_ms += r.translate_ms;
+        translate_ms += r.translate_ms + r.mtp_draft_ms();
     }
     let alpha = fit_alpha(&hist, accepted);
     let rounds_f = rounds.max(1) as f64;
@@ -220,7 +220,8 @@ pub fn predict(costs: &Costs, spec: &[&Report]) -> Prediction {
     let mean_draft_len: f64 = (0..hist.len()).map(|k| p(k) * k as f64).sum();
     let draft_tokens_per_round = evals as f64 / rounds_f;
     let verify_cost: f64 = (0..hist.len()).map(|k| p(k) * costs.verify(k + 1)).sum();
-    // A draft across vocabularies re-tokenizes every round: its measured time per round counts.
+    // A draft across vocabularies re-tokenizes every round, the target's MTP layers draft: their
+    // measured time per round counts.
     let round_cost = draft_tokens_per_round * costs.draft_token_ms + verify_cost + translate_ms / rounds_f;
     let v1 = costs.verify(1);
     let predicted_speedup = if round_cost > 0.0 { tokens_per_round * v1 / round_cost } else { 0.0 };

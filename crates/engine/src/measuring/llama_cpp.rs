@@ -73,6 +73,9 @@ pub fn server_command(target: &Path, draft: Option<&Path>, s: &Settings) -> Opti
             }
             push(&["--spec-draft-n-max", &n, "--spec-draft-n-min", "0", "--spec-draft-p-min", &s.p_min.to_string()]);
         }
+        Strategy::Mtp => {
+            push(&["--spec-type", "draft-mtp", "--spec-draft-n-max", &n, "--spec-draft-p-min", &s.p_min.to_string()]);
+        }
         Strategy::PromptLookup => {
             let size_n = s.lookup_max.to_string();
             push(&["--spec-type", "ngram-simple", "--spec-ngram-simple-size-n", &size_n]);
@@ -234,7 +237,8 @@ mod tests {
                 s.adaptive || matches!(s.strategy, Strategy::PromptLookup | Strategy::NgramMap)
             );
         }
-        assert_eq!(printed, 32);
+        // Every strategy but `auto`, adaptive or not, with or without a kept cache, tuned or not.
+        assert_eq!(printed, 40);
     }
 
     #[test]
@@ -251,6 +255,12 @@ mod tests {
         assert!(server_command(Path::new("/m/t.gguf"), None, &s).is_none(), "the draft strategy needs a draft");
         let auto = Settings::default();
         assert!(server_command(Path::new("/m/t.gguf"), Some(Path::new("/m/d.gguf")), &auto).is_none());
+        // MTP needs no draft: llama.cpp drafts with the target's own layers.
+        let mtp = Settings { strategy: Strategy::Mtp, ..s.clone() };
+        assert_eq!(
+            server_command(Path::new("/m/q.gguf"), None, &mtp).unwrap().command,
+            "llama-server -m /m/q.gguf --spec-type draft-mtp --spec-draft-n-max 6 --spec-draft-p-min 0.5 -ngl 99 -c 4096"
+        );
         let adaptive = Settings { adaptive: true, ..s.clone() };
         let note = server_command(Path::new("/m/t.gguf"), Some(Path::new("/m/d.gguf")), &adaptive).unwrap().note;
         assert!(note.unwrap().contains("no cost-aware adaptive draft length"));

@@ -467,8 +467,10 @@ pub fn predict_cell(costs: &Costs, probe: &Report, k: usize, model_drafts: bool)
     };
     let v1 = costs.verify(1);
     let tokens = f * (1.0 + expected_accepted(alpha, k)) + (1.0 - f);
-    // Re-tokenizing (a draft across vocabularies), measured per round in the probe.
-    let translate = probe.translate_ms / rounds;
+    // Re-tokenizing (a draft across vocabularies), measured per round in the probe; the target's
+    // MTP layers' drafting, measured there at the probe's length (its calls draft up to it).
+    let probe_k = probe.settings.n_draft.max(1) as f64;
+    let translate = (probe.translate_ms + probe.mtp_draft_ms() * k as f64 / probe_k) / rounds;
     let cost = f * (k as f64 * decode_share * costs.draft_token_ms + costs.verify(k + 1)) + (1.0 - f) * v1 + translate;
     if cost > 0.0 {
         tokens * v1 / cost

@@ -2,6 +2,7 @@
 
 pub mod cross;
 pub mod model;
+pub mod mtp;
 pub mod ngram;
 pub mod ngram_cache;
 pub mod ngram_map;
@@ -10,6 +11,7 @@ pub mod prompt_lookup;
 use serde::{Deserialize, Serialize};
 
 use crate::decoding::llama::Token;
+use crate::decoding::target::Target;
 use crate::error::{Error, Result};
 
 /// The drafting strategy of a speculative run.
@@ -17,7 +19,7 @@ use crate::error::{Error, Result};
 ///
 /// One spelling everywhere: the CLI's `--strategy`, JSON (reports, events, results files, the
 /// worker protocol) and the UI all use [`Strategy::name`] (`draft`, `lookup`, `ngram-cache`,
-/// `ngram-map`, `auto`). Files written by older versions (`draft-model`, `prompt-lookup`) still read.
+/// `ngram-map`, `mtp`, `auto`). Files written by older versions (`draft-model`, `prompt-lookup`) still read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
 #[serde(rename_all = "kebab-case")]
 pub enum Strategy {
@@ -31,6 +33,10 @@ pub enum Strategy {
     NgramCache,
     /// Draft the most frequent continuations in a map built from a corpus (`--ngram-map FILE`).
     NgramMap,
+    /// The target drafts for itself with its own multi-token-prediction (MTP) layers
+    /// (`*.nextn_predict_layers` in the GGUF: Qwen3.5, GLM-4.5, DeepSeek V3…), llama.cpp's
+    /// `draft-mtp`.
+    Mtp,
     /// N-gram strategies first (lookup, cache, map when given), the draft model as fallback: each
     /// round uses the one with the best expected tokens per second. The default: with the adaptive
     /// draft length it drafts only when drafting is expected to pay.
@@ -39,8 +45,14 @@ pub enum Strategy {
 }
 
 impl Strategy {
-    pub const ALL: [Strategy; 5] =
-        [Strategy::DraftModel, Strategy::PromptLookup, Strategy::NgramCache, Strategy::NgramMap, Strategy::Auto];
+    pub const ALL: [Strategy; 6] = [
+        Strategy::DraftModel,
+        Strategy::PromptLookup,
+        Strategy::NgramCache,
+        Strategy::NgramMap,
+        Strategy::Mtp,
+        Strategy::Auto,
+    ];
 
     /// The name the CLI takes and reports show.
     pub fn name(self) -> &'static str {
@@ -49,6 +61,7 @@ impl Strategy {
             Strategy::PromptLookup => "lookup",
             Strategy::NgramCache => "ngram-cache",
             Strategy::NgramMap => "ngram-map",
+            Strategy::Mtp => "mtp",
             Strategy::Auto => "auto",
         }
     }
@@ -73,10 +86,11 @@ impl std::str::FromStr for Strategy {
             "lookup" | "prompt-lookup" => Ok(Strategy::PromptLookup),
             "ngram-cache" => Ok(Strategy::NgramCache),
             "ngram-map" => Ok(Strategy::NgramMap),
+            "mtp" => Ok(Strategy::Mtp),
             "auto" => Ok(Strategy::Auto),
             _ => Err(Error::InvalidSetting {
                 setting: "strategy",
-                reason: format!("is {s:?}, but must be `draft`, `lookup`, `ngram-cache`, `ngram-map` or `auto`"),
+                reason: format!("is {s:?}, but must be `draft`, `lookup`, `ngram-cache`, `ngram-map`, `mtp` or `auto`"),
             }),
         }
     }
@@ -146,6 +160,12 @@ pub trait Drafter {
     /// Proposes up to `max` tokens to follow `context` (prompt and every accepted token so far).
     fn propose(&mut self, context: &[Token], max: usize) -> Result<Proposal>;
 
+    /// The same, for the generation loop, which lends the target: a drafter made of the target's
+    /// own layers (MTP) drafts through it. Others ignore it.
+    fn propose_on(&mut self, _target: &mut dyn Target, context: &[Token], max: usize) -> Result<Proposal> {
+        self.propose(context, max)
+    }
+
     /// How many tokens the drafter must decode before it can propose after `context` (a model
     /// whose cache fell behind while other drafters ran); 0 for drafters without a model.
     fn catch_up_tokens(&self, _context: &[Token]) -> usize {
@@ -192,6 +212,10 @@ impl<D: Drafter + ?Sized> Drafter for &mut D {
 
     fn propose(&mut self, context: &[Token], max: usize) -> Result<Proposal> {
         (**self).propose(context, max)
+    }
+
+    fn propose_on(&mut self, target: &mut dyn Target, context: &[Token], max: usize) -> Result<Proposal> {
+        (**self).propose_on(target, context, max)
     }
 
     fn catch_up_tokens(&self, context: &[Token]) -> usize {
