@@ -4,7 +4,7 @@
 use std::path::Path;
 use std::process::{Command, Output};
 
-use draftlab_engine::testing::{model, QWEN_DRAFT, QWEN_TARGET, SMOLLM2};
+use draftlab_engine::testing::{model, MTP_SYNTHETIC, QWEN_DRAFT, QWEN_TARGET, SMOLLM2};
 
 fn draftlab(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_draftlab")).args(args).env("NO_COLOR", "1").output().expect("run draftlab")
@@ -193,6 +193,25 @@ fn lookup_strategy_needs_no_draft_model() {
     assert_eq!(rounds.len() as u64, v["reports"][1]["target_passes"].as_u64().unwrap());
     assert!(rounds.iter().all(|r| r["decision"].is_string()), "{rounds:?}");
     assert!(v["reports"][1]["draft"].is_null());
+}
+
+#[test]
+fn a_model_with_mtp_layers_drafts_for_itself() {
+    let m = model(MTP_SYNTHETIC);
+    let (out, _) = text(&draftlab(&["inspect", s(&m)]));
+    assert!(out.contains("MTP layers    1"), "{out}");
+    let args = ["run", "-t", s(&m), "-p", "Name three colours.", "-n", "32", "--strategy", "mtp", "--n-draft", "4"];
+    let o = draftlab(&[&args[..], &["--p-min", "0", "--json"]].concat());
+    assert!(o.status.success(), "{:?}", text(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let spec = &v["reports"][1];
+    assert_eq!(spec["strategy"], "mtp");
+    assert!(spec["drafted"].as_u64().unwrap() > 0, "{spec}");
+    assert!(spec["draft"].is_null(), "no draft model");
+    assert_eq!(v["reports"][0]["tokens"], spec["tokens"], "greedy output is the target's own");
+    // A model without MTP layers: a clear error naming the setting, before anything loads.
+    let o = draftlab(&["run", "-t", s(&model(SMOLLM2)), "-p", "Hi.", "-n", "4", "--strategy", "mtp"]);
+    assert_clear_error(&o, "no multi-token-prediction layers");
 }
 
 #[test]

@@ -223,11 +223,14 @@ pub fn predict(costs: &Costs, spec: &[&Report]) -> Prediction {
     // A draft across vocabularies re-tokenizes every round, the target's MTP layers draft: their
     // measured time per round counts.
     let round_cost = draft_tokens_per_round * costs.draft_token_ms + verify_cost + translate_ms / rounds_f;
+    // At a fixed length every round drafts, and pays what a drafting round paid.
+    let drafting_rounds = hist.iter().skip(1).sum::<u64>().max(1) as f64;
+    let overhead = translate_ms / drafting_rounds;
     let v1 = costs.verify(1);
     let predicted_speedup = if round_cost > 0.0 { tokens_per_round * v1 / round_cost } else { 0.0 };
     let by_draft_len = (1..costs.verify_ms.len())
         .map(|k| {
-            let cost = k as f64 * costs.draft_token_ms + costs.verify(k + 1);
+            let cost = k as f64 * costs.draft_token_ms + costs.verify(k + 1) + overhead;
             (1.0 + expected_accepted(alpha, k)) * v1 / cost
         })
         .collect();
