@@ -197,10 +197,30 @@ pub fn copy_bound(costs: &Costs, prompt: &[Token], output: &[Token]) -> CopyBoun
     }
 }
 
+/// What feeding the target's MTP layers adds per verified token: a run with the `mtp` strategy
+/// decodes each verified token through the MTP block too, which the step costs (measured on the
+/// target alone) do not hold; the run's verify time beyond what they say, per verified token.
+/// 0 for other strategies.
+pub fn mtp_feed_ms(costs: &Costs, r: &Report) -> f64 {
+    if r.mtp_draft_ms() == 0.0 {
+        return 0.0;
+    }
+    let (mut modelled, mut tokens) = (0.0, 0u64);
+    for (k, &n) in r.draft_len_histogram.iter().enumerate() {
+        modelled += n as f64 * costs.verify(k + 1);
+        tokens += n * (k as u64 + 1);
+    }
+    if tokens == 0 {
+        return 0.0;
+    }
+    ((r.verify_ms - modelled) / tokens as f64).max(0.0)
+}
+
 /// Predicts the speedup of speculative runs from their acceptance and the measured costs.
 pub fn predict(costs: &Costs, spec: &[&Report]) -> Prediction {
     let mut hist: Vec<u64> = Vec::new();
     let (mut accepted, mut rounds, mut evals, mut translate_ms) = (0usize, 0u64, 0u64, 0.0);
+    let feed = spec.iter().map(|r| mtp_feed_ms(costs, r)).sum::<f64>() / spec.len().max(1) as f64;
     for r in spec {
         if hist.len() < r.draft_len_histogram.len() {
             hist.resize(r.draft_len_histogram.len(), 0);
@@ -219,7 +239,7 @@ pub fn predict(costs: &Costs, spec: &[&Report]) -> Prediction {
     let tokens_per_round: f64 = (0..hist.len()).map(|k| p(k) * (1.0 + expected_accepted(alpha, k))).sum();
     let mean_draft_len: f64 = (0..hist.len()).map(|k| p(k) * k as f64).sum();
     let draft_tokens_per_round = evals as f64 / rounds_f;
-    let verify_cost: f64 = (0..hist.len()).map(|k| p(k) * costs.verify(k + 1)).sum();
+    let verify_cost: f64 = (0..hist.len()).map(|k| p(k) * (costs.verify(k + 1) + (k + 1) as f64 * feed)).sum();
     // A draft across vocabularies re-tokenizes every round, the target's MTP layers draft: their
     // measured time per round counts.
     let round_cost = draft_tokens_per_round * costs.draft_token_ms + verify_cost + translate_ms / rounds_f;
@@ -230,7 +250,7 @@ pub fn predict(costs: &Costs, spec: &[&Report]) -> Prediction {
     let predicted_speedup = if round_cost > 0.0 { tokens_per_round * v1 / round_cost } else { 0.0 };
     let by_draft_len = (1..costs.verify_ms.len())
         .map(|k| {
-            let cost = k as f64 * costs.draft_token_ms + costs.verify(k + 1) + overhead;
+            let cost = k as f64 * costs.draft_token_ms + costs.verify(k + 1) + (k + 1) as f64 * feed + overhead;
             (1.0 + expected_accepted(alpha, k)) * v1 / cost
         })
         .collect();

@@ -450,11 +450,11 @@ pub fn llama_cpp_command(spec: &SweepSpec, key: &CellKey, cross: bool) -> Option
 
 /// The predicted speedup of drafting `k` tokens per round, from a probe run's acceptance and the
 /// measured costs: Leviathan's expected tokens per round, against the measured verify cost of a
-/// batch of k + 1 (not a flat cost), for the share of rounds that drafted at all.
+/// batch of the draft's length + 1 (not a flat cost). The probe drafts at the longest length; each
+/// of its rounds is counted as it would go at `k`: its draft cut to `k`, and a draft its drafter
+/// ended sooner (no match, nothing to draft, a confidence floor) as short as it was.
 pub fn predict_cell(costs: &Costs, probe: &Report, k: usize, model_drafts: bool) -> f64 {
     let rounds = probe.target_passes.max(1) as f64;
-    let drafting_rounds = probe.draft_len_histogram.iter().skip(1).sum::<u64>() as f64;
-    let f = (drafting_rounds / rounds).clamp(0.0, 1.0);
     let alpha = fit_alpha(&probe.draft_len_histogram, probe.accepted);
     // Draft-model tokens decoded per drafted token (1 for a plain draft model; less in `auto`,
     // where n-gram drafts cost nothing).
@@ -465,15 +465,22 @@ pub fn predict_cell(costs: &Costs, probe: &Report, k: usize, model_drafts: bool)
     } else {
         0.0
     };
-    let v1 = costs.verify(1);
-    let tokens = f * (1.0 + expected_accepted(alpha, k)) + (1.0 - f);
+    // Feeding the target's MTP layers, per verified token (0 for other strategies).
+    let feed = crate::measuring::bench::mtp_feed_ms(costs, probe);
+    let (mut tokens, mut cost) = (0.0, 0.0);
+    for (len, &n) in probe.draft_len_histogram.iter().enumerate() {
+        let p = n as f64 / rounds;
+        let j = len.min(k);
+        let accepted = if j > 0 { expected_accepted(alpha, j) } else { 0.0 };
+        tokens += p * (1.0 + accepted);
+        cost += p * (j as f64 * decode_share * costs.draft_token_ms + costs.verify(j + 1) + (j + 1) as f64 * feed);
+    }
     // Re-tokenizing (a draft across vocabularies), measured per round in the probe; the target's
     // MTP layers' drafting, measured there at the probe's length (its calls draft up to it).
     let probe_k = probe.settings.n_draft.max(1) as f64;
-    let translate = (probe.translate_ms + probe.mtp_draft_ms() * k as f64 / probe_k) / rounds;
-    let cost = f * (k as f64 * decode_share * costs.draft_token_ms + costs.verify(k + 1)) + (1.0 - f) * v1 + translate;
+    cost += (probe.translate_ms + probe.mtp_draft_ms() * k as f64 / probe_k) / rounds;
     if cost > 0.0 {
-        tokens * v1 / cost
+        tokens * costs.verify(1) / cost
     } else {
         0.0
     }
