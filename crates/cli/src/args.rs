@@ -128,6 +128,20 @@ pub(crate) enum Command {
     /// (`"draftlab": {"strategy": …, "n_draft": …, "p_min": …}` in the body); these flags are the
     /// defaults. `usage` in every answer says what was drafted and accepted.
     Serve(ServeArgs),
+    /// Serve this machine's GPU (or CPU) to other machines' Draftlab (`--rpc host:port`) or
+    /// llama.cpp (`--rpc`): llama.cpp's RPC protocol, which has no authentication or encryption.
+    /// Listens on loopback unless --host says otherwise; runs until stopped (Ctrl-C).
+    RpcServer {
+        /// The address to listen on. Anything but loopback exposes this machine to its network.
+        #[arg(long, default_value = "127.0.0.1")]
+        host: String,
+        /// The port to listen on.
+        #[arg(long, default_value_t = 50052)]
+        port: u16,
+        /// CPU threads for computing (default: physical cores).
+        #[arg(long)]
+        threads: Option<u32>,
+    },
     /// The engine worker: JSON lines on stdin/stdout (what the desktop app runs its jobs in).
     #[command(hide = true)]
     Worker,
@@ -232,6 +246,12 @@ pub(crate) struct GenArgs {
     /// The draft model's GPU layers (default: as --gpu-layers); like llama.cpp's -ngld.
     #[arg(long)]
     gpu_layers_draft: Option<String>,
+    /// Other machines running `draftlab rpc-server` (or llama.cpp's rpc-server), `host:port`
+    /// comma-separated: the target's layers spread over this machine's GPU and theirs (by their
+    /// free memory; --gpu-layers keeps the rest here on the CPU); the draft stays here. Like
+    /// llama.cpp's --rpc.
+    #[arg(long, value_delimiter = ',')]
+    rpc: Vec<String>,
     /// KV cache type of the target: f16, q8_0 or q4_0 (quantised: less memory; needs flash attention).
     #[arg(long, default_value = "f16")]
     cache_type: String,
@@ -408,6 +428,7 @@ impl GenArgs {
             flash_attn: self.flash_attn.parse()?,
             ngram_map: self.ngram_map.clone(),
             keep_ngram_cache: self.keep_ngram_cache,
+            rpc: self.rpc.clone(),
             ..Settings::default()
         })
     }
@@ -467,6 +488,7 @@ pub(crate) fn flag_of(setting: &str) -> Option<&'static str> {
         "top_p" => "--top-p",
         "min_p" => "--min-p",
         "ngram_map" => "--ngram-map",
+        "rpc" => "--rpc",
         "draft" => "--draft",
         "drafts" => "--drafts",
         "targets" => "--targets",

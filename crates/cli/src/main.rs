@@ -73,6 +73,18 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Models { folder, catalog, on_disk, json } => models_cmd(&folder, !on_disk, !catalog, json),
         Command::Pull { what, quant, with_draft } => pull_cmd(&what, quant.as_deref(), with_draft),
         Command::Serve(args) => serve_cmd(args),
+        Command::RpcServer { host, port, threads } => {
+            let loopback = host == "localhost" || host.parse::<std::net::IpAddr>().is_ok_and(|a| a.is_loopback());
+            if !loopback {
+                eprintln!(
+                    "warning: listening on {host}: the RPC protocol has no authentication or encryption; anyone who \
+                     can reach port {port} can use this machine's memory and compute. Use it only on a network you trust."
+                );
+            }
+            let threads = threads.unwrap_or(draftlab_engine::decoding::settings::Settings::default().threads);
+            draftlab_engine::decoding::remote::serve(&host, port, threads)?;
+            Ok(ExitCode::SUCCESS)
+        }
         Command::Worker => {
             draftlab_engine::serving::worker::serve_stdio();
             Ok(ExitCode::SUCCESS)

@@ -63,6 +63,10 @@ pub enum Error {
     /// `ChecksumMismatch`, `Cancelled`, `Busy`, `DownloadFailed`).
     #[error("download failed: {message}")]
     Download { code: ErrorCode, message: String },
+
+    /// A remote machine (`--rpc`) that cannot be used: it does not answer, or offers nothing.
+    #[error("the remote machine at {endpoint} cannot be used: {reason}")]
+    Remote { endpoint: String, reason: String },
 }
 
 /// Every error code a program can receive (the CLI's JSON, the worker protocol, the app's IPC): one
@@ -106,6 +110,8 @@ pub enum ErrorCode {
     CorruptHistory,
     /// A bug: a task of the app failed.
     Internal,
+    /// A remote machine (RPC) does not answer or offers nothing.
+    Remote,
 }
 
 impl ErrorCode {
@@ -139,6 +145,7 @@ impl ErrorCode {
             ErrorCode::WorkerStart => "worker_start",
             ErrorCode::CorruptHistory => "corrupt_history",
             ErrorCode::Internal => "internal",
+            ErrorCode::Remote => "remote",
         }
     }
 }
@@ -175,6 +182,7 @@ impl Error {
             Error::InvalidResults { .. } => ErrorCode::InvalidResults,
             Error::InvalidName { .. } => ErrorCode::InvalidName,
             Error::Download { code, .. } => *code,
+            Error::Remote { .. } => ErrorCode::Remote,
         }
     }
 
@@ -205,6 +213,7 @@ impl Error {
                 ErrorCode::Busy => "Wait for the other download of this file to finish (or stop it), then run this one again.",
                 _ => "Run the download again: it resumes where it stopped.",
             },
+            Error::Remote { .. } => "Start `draftlab rpc-server --host ADDRESS --port PORT` (or llama.cpp's rpc-server) on that machine, check the address and that no firewall blocks the port; or run without --rpc.",
         }
     }
 }

@@ -103,7 +103,12 @@ draft_cache_type: KvType,
 /**
  * The draft model's GPU layers (none: as many as the target's).
  */
-draft_gpu_layers: GpuLayers | null, };
+draft_gpu_layers: GpuLayers | null, 
+/**
+ * Other machines (`host:port` of `draftlab rpc-server` or llama.cpp's rpc-server) that hold
+ * a share of the target's layers, through llama.cpp's RPC backend; the draft stays here.
+ */
+rpc: Array<string>, };
 
 export type Limits = { max_draft: number, min_ctx: number, 
 /**
@@ -111,7 +116,7 @@ export type Limits = { max_draft: number, min_ctx: number,
  */
 max_table_ngram: number, defaults: Settings, };
 
-export type ErrorCode = "not_found" | "io" | "invalid_gguf" | "incompatible" | "out_of_memory" | "invalid_settings" | "invalid_prompt" | "context_too_long" | "load_failed" | "invalid_ngram_map" | "llama" | "chart_failed" | "invalid_results" | "hub_unauthorized" | "hub_not_found" | "network" | "disk_full" | "checksum_mismatch" | "cancelled" | "busy" | "download_failed" | "invalid_name" | "bad_request" | "worker_died" | "worker_start" | "corrupt_history" | "internal";
+export type ErrorCode = "not_found" | "io" | "invalid_gguf" | "incompatible" | "out_of_memory" | "invalid_settings" | "invalid_prompt" | "context_too_long" | "load_failed" | "invalid_ngram_map" | "llama" | "chart_failed" | "invalid_results" | "hub_unauthorized" | "hub_not_found" | "network" | "disk_full" | "checksum_mismatch" | "cancelled" | "busy" | "download_failed" | "invalid_name" | "bad_request" | "worker_died" | "worker_start" | "corrupt_history" | "internal" | "remote";
 
 export type ErrorInfo = { code: ErrorCode, message: string, hint: string, 
 /**
@@ -892,6 +897,7 @@ export const LIMITS: Limits = {
     "flash_attn": "auto",
     "cache_type": "f16",
     "draft_cache_type": "f16",
-    "draft_gpu_layers": null
+    "draft_gpu_layers": null,
+    "rpc": []
   }
 };

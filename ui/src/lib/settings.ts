@@ -58,6 +58,7 @@ export const SETTING_LABELS: Record<string, string> = {
   cache_type: "KV cache",
   draft_cache_type: "Draft KV cache",
   draft_gpu_layers: "Draft GPU layers",
+  rpc: "Remote machines",
 };
 
 /// An engine problem as the page says it: the setting by its label ("top-p is 0, but must be in

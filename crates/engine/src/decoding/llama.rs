@@ -1,5 +1,6 @@
-//! The only module that talks to llama.cpp (through `llama-cpp-2`): backend, models, contexts,
-//! batches, KV-cache trimming, logits, tokenisation and chat templates.
+//! The module that talks to llama.cpp (through `llama-cpp-2`): backend, models, contexts,
+//! batches, KV-cache trimming, logits, tokenisation and chat templates. (Other machines' devices,
+//! llama.cpp's RPC backend, are in [`remote`](crate::decoding::remote).)
 //!
 //! A [`Context`] borrows its [`Model`] and is not `Send`: one thread owns both.
 
@@ -43,6 +44,7 @@ pub fn backend() -> Result<&'static LlamaBackend> {
     BACKEND
         .get_or_init(|| {
             let mut b = LlamaBackend::init().map_err(|e| Error::Llama(e.to_string()))?;
+            crate::decoding::remote::explain_aborts();
             let env = std::env::var_os("DRAFTLAB_LLAMA_LOG").is_some_and(|v| v != "0");
             if !env && !LLAMA_LOG.load(std::sync::atomic::Ordering::Relaxed) {
                 b.void_logs();
@@ -220,6 +222,7 @@ pub fn memory_info() -> MemoryInfo {
     let gpu = llama_cpp_2::list_llama_ggml_backend_devices().into_iter().find(|d| {
         matches!(d.device_type, LlamaBackendDeviceType::Gpu | LlamaBackendDeviceType::IntegratedGpu)
             && d.memory_total > 0
+            && d.backend != REMOTE_BACKEND
     });
     if let Some(d) = gpu {
         mem.gpu = Some(GpuLimit {
@@ -295,10 +298,14 @@ impl Runtime {
 
 /// ggml's first GPU device (Metal, CUDA, Vulkan…), when this build and machine have one.
 fn gpu_device() -> Option<llama_cpp_2::LlamaBackendDevice> {
-    llama_cpp_2::list_llama_ggml_backend_devices()
-        .into_iter()
-        .find(|d| matches!(d.device_type, LlamaBackendDeviceType::Gpu | LlamaBackendDeviceType::IntegratedGpu))
+    llama_cpp_2::list_llama_ggml_backend_devices().into_iter().find(|d| {
+        matches!(d.device_type, LlamaBackendDeviceType::Gpu | LlamaBackendDeviceType::IntegratedGpu)
+            && d.backend != REMOTE_BACKEND
+    })
 }
+
+/// ggml's name for the backend of other machines' devices (RPC): they are not this machine's GPU.
+const REMOTE_BACKEND: &str = "RPC";
 
 /// A backend's name as users know it (ggml registers Metal as "MTL").
 fn backend_name(ggml: &str) -> String {
@@ -407,12 +414,18 @@ impl Model {
     /// Loads a GGUF file after validating its header (llama.cpp is never handed a broken file).
     /// `DRAFTLAB_GPU_LAYERS`, when set, overrides `gpu_layers`.
     pub fn load(path: impl AsRef<Path>, gpu_layers: GpuLayers) -> Result<Self> {
-        Self::load_for(path, gpu_layers, MtpLayers::Skip)
+        Self::load_for(path, gpu_layers, MtpLayers::Skip, &[])
     }
 
     /// Loads a model, with its multi-token-prediction layers as `mtp` says (skipped, they cost no
     /// memory). A model without them is an error when they are required, before anything loads.
-    pub fn load_for(path: impl AsRef<Path>, gpu_layers: GpuLayers, mtp: MtpLayers) -> Result<Self> {
+    ///
+    /// `remote`: other machines' devices (ggml indices, [`remote::devices`]) to spread the layers
+    /// over, after this machine's own GPU. Without them the model stays on this machine, even when
+    /// other models of the process use remote devices.
+    ///
+    /// [`remote::devices`]: crate::decoding::remote::devices
+    pub fn load_for(path: impl AsRef<Path>, gpu_layers: GpuLayers, mtp: MtpLayers, remote: &[usize]) -> Result<Self> {
         let path = path.as_ref();
         let has = match mtp {
             MtpLayers::Skip => false,
@@ -425,8 +438,20 @@ impl Model {
             }
         };
         let gpu_layers = gpu_layers_override().unwrap_or(gpu_layers);
-        let params = LlamaModelParams::default().with_n_gpu_layers(gpu_layers.n()).with_load_mtp(has);
+        let mut params = LlamaModelParams::default().with_n_gpu_layers(gpu_layers.n()).with_load_mtp(has);
+        let mut devices = None;
+        if !remote.is_empty() || crate::decoding::remote::any_registered() {
+            let mut list = crate::decoding::remote::local_devices();
+            list.extend_from_slice(remote);
+            params = params.with_devices(&list).map_err(|e| Error::Llama(format!("devices: {e}")))?;
+            devices = Some(list);
+        }
         let mut model = Self::load_with(path, gpu_layers, params)?;
+        if let Some(list) = devices {
+            // Offloaded to the devices named (other machines' too), or kept on this CPU.
+            let o = &mut model.offload;
+            o.offloaded = if list.is_empty() { 0 } else { gpu_layers.n().min(o.layers) };
+        }
         model.mtp = has;
         Ok(model)
     }
@@ -587,7 +612,8 @@ impl Model {
         let params = MtpSpeculativeParams { n_max: n_max.clamp(1, 64) as i32, n_min: 0, p_min };
         let spec = MtpSpeculative::new(target, mtp, params)
             .map_err(|e| Error::Llama(format!("multi-token prediction could not start: {e}")))?;
-        Ok(self.wrap(Inner::Mtp(Box::new(MtpState { spec, drafted: 0, verified_at: None })), n_batch))
+        let state = MtpState { spec, drafted: 0, last_draft: (0, Vec::new()), verified_at: None };
+        Ok(self.wrap(Inner::Mtp(Box::new(state)), n_batch))
     }
 
     fn llama_context(
@@ -639,11 +665,18 @@ enum Inner<'m> {
 
 /// The MTP layers' side of a context. llama.cpp's MTP drafter pairs each decoded token with the
 /// target's hidden state at the position before; after a verified draft it must hear how many of
-/// the drafted tokens were accepted, which the next decode's position tells.
+/// the drafted tokens were accepted, which the next decode's position tells. A decode that starts
+/// where no hidden state was kept (a fresh prompt's first token, a conversation that keeps less of
+/// its cache than it held) pairs its first token with the last state llama.cpp has, as llama.cpp's
+/// own server does: one weaker MTP cache entry, weaker drafts for a while, the same output (every
+/// draft is verified).
 struct MtpState<'m> {
     spec: MtpSpeculative<'m>,
     /// Tokens of the last draft that llama.cpp still waits to hear the fate of (0: none).
     drafted: usize,
+    /// That draft and the position it followed (asked again before it was verified, it is the
+    /// answer again: llama.cpp drafts once per verification).
+    last_draft: (u32, Vec<Token>),
     /// Where the batch that verified that draft started (none until it was decoded).
     verified_at: Option<u32>,
 }
@@ -783,7 +816,12 @@ impl<'m> Context<'m> {
         let n_past = before.len() as u32;
         m.settle(n_past)?;
         if m.drafted > 0 {
-            // A draft that was never verified: llama.cpp still waits to hear of it.
+            // A draft that was never verified: the same one, at the same place; elsewhere
+            // llama.cpp must first hear of it (its hidden state for the next draft is then stale:
+            // drafts suffer, never the output).
+            if m.last_draft.0 == n_past {
+                return Ok(m.last_draft.1.clone());
+            }
             m.spec.accept(0).map_err(|e| Error::Llama(format!("multi-token prediction (accept): {e}")))?;
             m.drafted = 0;
         }
@@ -793,7 +831,9 @@ impl<'m> Context<'m> {
             .map_err(|e| Error::Llama(format!("multi-token prediction (draft): {e}")))?;
         m.drafted = draft.len();
         m.verified_at = None;
-        Ok(draft.into_iter().map(|t| t.0).collect())
+        let draft: Vec<Token> = draft.into_iter().map(|t| t.0).collect();
+        m.last_draft = (n_past, draft.clone());
+        Ok(draft)
     }
 
     /// The logits of position `i` of the last decoded batch (0-based within that batch).

@@ -106,7 +106,12 @@ impl Session {
             (false, true) => MtpLayers::IfPresent,
             (false, false) => MtpLayers::Skip,
         };
-        let target = Model::load_for(target, settings.gpu_layers, mtp)?;
+        // The target's layers spread over other machines too (`rpc`); the draft stays here.
+        let remote = match settings.rpc.is_empty() {
+            true => Vec::new(),
+            false => crate::decoding::remote::devices(&settings.rpc)?,
+        };
+        let target = Model::load_for(target, settings.gpu_layers, mtp, &remote)?;
         let draft = draft.map(|d| Model::load(d, settings.draft_layers())).transpose()?;
         let session = Session {
             target,
@@ -127,13 +132,24 @@ impl Session {
     pub fn check(target: &Path, draft: Option<&Path>, settings: &Settings) -> Result<Diagnosis> {
         let tg = GgufFile::open(target)?;
         let dg = draft.map(GgufFile::open).transpose()?;
+        let mut mem = crate::decoding::llama::memory_info();
+        if !settings.rpc.is_empty() {
+            // Other machines hold a share of the target: their memory counts too (each server
+            // answering, or a clear error naming the one that does not).
+            let (free, total) = crate::decoding::remote::memory(&settings.rpc)?;
+            mem.available += free;
+            mem.total += total;
+            if let Some(g) = mem.gpu.as_mut() {
+                g.bytes += free;
+            }
+        }
         let dx = doctor::diagnose_with(
             &tg,
             dg.as_ref(),
             u64::from(settings.n_ctx),
             settings.kv_scale(),
             settings.placement(),
-            &crate::decoding::llama::memory_info(),
+            &mem,
         );
         let blocking = |topic: Topic| -> Option<String> {
             let msgs: Vec<&str> = dx
@@ -190,6 +206,7 @@ impl Session {
     pub fn serves(&self, settings: &ValidSettings) -> bool {
         let needs_draft = settings.allows(Mode::Speculative) && settings.strategy.uses_draft_model();
         settings.gpu_layers == self.settings.gpu_layers
+            && settings.rpc == self.settings.rpc
             && (!needs_draft || (self.draft.is_some() && settings.draft_layers() == self.settings.draft_layers()))
             && (!Self::wants_mtp(settings) || self.target.mtp)
     }

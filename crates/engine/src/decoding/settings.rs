@@ -87,6 +87,10 @@ pub struct Settings {
     /// The draft model's GPU layers (none: as many as the target's).
     #[serde(default)]
     pub draft_gpu_layers: Option<GpuLayers>,
+    /// Other machines (`host:port` of `draftlab rpc-server` or llama.cpp's rpc-server) that hold
+    /// a share of the target's layers, through llama.cpp's RPC backend; the draft stays here.
+    #[serde(default)]
+    pub rpc: Vec<String>,
 }
 
 fn default_lookup_min() -> usize {
@@ -126,6 +130,7 @@ impl Default for Settings {
             cache_type: KvType::F16,
             draft_cache_type: KvType::F16,
             draft_gpu_layers: None,
+            rpc: Vec::new(),
         }
     }
 }
@@ -240,6 +245,13 @@ impl Settings {
             )));
         }
         out.extend(self.sampling.problems());
+        out.extend(self.rpc.iter().filter_map(|e| crate::decoding::remote::parse_endpoint(e).err()));
+        if self.rpc.len() > 16 {
+            out.push(bad(
+                "rpc",
+                format!("has {} machines, but llama.cpp's RPC backend takes at most 16", self.rpc.len()),
+            ));
+        }
         // llama.cpp needs flash attention for a quantised V cache.
         for (setting, t) in [("cache_type", self.cache_type), ("draft_cache_type", self.draft_cache_type)] {
             if t != KvType::F16 && self.flash_attn == FlashAttn::Off {

@@ -1,0 +1,180 @@
+//! A target spread over other machines through llama.cpp's RPC backend, on one machine: `draftlab
+//! rpc-server` processes on loopback, a relay that delays every message (this kernel has no netem),
+//! and runs that must write what the target writes alone, here. Faults: a server that does not
+//! answer, and one killed in the middle of a run.
+#![allow(clippy::unwrap_used)]
+
+use std::io::{Read, Write};
+use std::net::{Shutdown, TcpListener, TcpStream};
+use std::process::{Child, Command, Output, Stdio};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use draftlab_engine::testing::{model, SMOLLM2};
+
+fn draftlab(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_draftlab")).args(args).env("NO_COLOR", "1").output().expect("run draftlab")
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+/// A `draftlab rpc-server` on loopback, stopped when dropped.
+struct Server {
+    child: Child,
+    port: u16,
+}
+
+impl Server {
+    fn start() -> Server {
+        let port = free_port();
+        let child = Command::new(env!("CARGO_BIN_EXE_draftlab"))
+            .args(["rpc-server", "--port", &port.to_string(), "--threads", "1"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start rpc-server");
+        let t = Instant::now();
+        while TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(t.elapsed() < Duration::from_secs(30), "rpc-server did not start listening on {port}");
+            thread::sleep(Duration::from_millis(50));
+        }
+        Server { child, port }
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A TCP relay to `port` that holds every chunk `delay` before passing it on, both ways: added
+/// network latency. Returns the relay's port.
+fn relay(port: u16, delay: Duration) -> u16 {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let me = listener.local_addr().unwrap().port();
+    thread::spawn(move || {
+        for client in listener.incoming() {
+            let Ok(client) = client else { continue };
+            let Ok(server) = TcpStream::connect(("127.0.0.1", port)) else {
+                let _ = client.shutdown(Shutdown::Both);
+                continue;
+            };
+            for (mut from, mut to) in [
+                (client.try_clone().unwrap(), server.try_clone().unwrap()),
+                (server.try_clone().unwrap(), client.try_clone().unwrap()),
+            ] {
+                thread::spawn(move || {
+                    let mut buf = vec![0u8; 1 << 16];
+                    loop {
+                        match from.read(&mut buf) {
+                            Ok(0) | Err(_) => break,
+                            Ok(n) => {
+                                thread::sleep(delay);
+                                if to.write_all(&buf[..n]).is_err() {
+                                    break;
+                                }
+                            }
+                        }
+                    }
+                    // One side gone: so is the other (a dead server is seen by the client).
+                    let _ = from.shutdown(Shutdown::Both);
+                    let _ = to.shutdown(Shutdown::Both);
+                });
+            }
+        }
+    });
+    me
+}
+
+fn tokens(o: &Output, report: usize) -> Vec<serde_json::Value> {
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    v["reports"][report]["tokens"].as_array().unwrap().clone()
+}
+
+#[test]
+fn a_target_spread_over_two_rpc_servers_writes_what_it_writes_here() {
+    let m = model(SMOLLM2);
+    let m = m.to_str().unwrap();
+    let run = |extra: &[&str]| {
+        let base = ["run", "-t", m, "-p", "Name three colours.", "-n", "24", "--threads", "1", "--json"];
+        draftlab(&[&base[..], extra].concat())
+    };
+    let here = tokens(&run(&["--mode", "baseline"]), 0);
+    assert!(here.len() >= 8, "{here:?}");
+    let (a, b) = (Server::start(), Server::start());
+    // Two machines, one of them 2 ms away each way.
+    let far = relay(b.port, Duration::from_millis(2));
+    let rpc = format!("127.0.0.1:{},127.0.0.1:{far}", a.port);
+    let o = run(&["--mode", "baseline", "--rpc", &rpc]);
+    assert_eq!(tokens(&o, 0), here, "the target alone over RPC");
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["reports"][0]["settings"]["rpc"][1], format!("127.0.0.1:{far}"));
+    // Speculation over RPC: the draft (here the same small model) stays local; the output stands.
+    let o = run(&["--mode", "both", "--rpc", &rpc, "-d", m, "--strategy", "draft", "--n-draft", "4"]);
+    assert_eq!(tokens(&o, 0), here, "baseline over RPC");
+    assert_eq!(tokens(&o, 1), here, "speculative over RPC");
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert!(v["reports"][1]["accepted"].as_u64().unwrap() > 0, "the draft drafted nothing");
+}
+
+#[test]
+fn an_rpc_server_that_does_not_answer_is_a_clear_error_before_loading() {
+    let port = free_port();
+    let m = model(SMOLLM2);
+    let o =
+        draftlab(&["run", "-t", m.to_str().unwrap(), "-p", "Hi.", "-n", "4", "--rpc", &format!("127.0.0.1:{port}")]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains(&format!("the remote machine at 127.0.0.1:{port} cannot be used")), "{err}");
+    assert!(err.contains("hint: Start `draftlab rpc-server"), "{err}");
+    // A malformed address names the flag.
+    let o = draftlab(&["run", "-t", m.to_str().unwrap(), "-p", "Hi.", "--rpc", "no-port"]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("invalid setting: --rpc has \"no-port\""), "{err}");
+}
+
+#[test]
+fn a_server_killed_mid_run_ends_the_run_with_a_clear_message() {
+    let m = model(SMOLLM2);
+    let mut server = Server::start();
+    // 5 ms each way keeps the run going long enough to stop the server in its middle.
+    let far = relay(server.port, Duration::from_millis(5));
+    let mut run = Command::new(env!("CARGO_BIN_EXE_draftlab"))
+        .args(["run", "-t", m.to_str().unwrap(), "-p", "Count from one to one thousand.", "-n", "2000"])
+        .args(["--mode", "baseline", "--threads", "1", "--rpc", &format!("127.0.0.1:{far}")])
+        .env("NO_COLOR", "1")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Wait for the first generated text, then stop the server.
+    let mut out = run.stdout.take().unwrap();
+    let mut seen = Vec::new();
+    let mut buf = [0u8; 256];
+    while seen.len() < 40 {
+        let n = out.read(&mut buf).unwrap();
+        assert!(n > 0, "the run ended before generating: {}", String::from_utf8_lossy(&seen));
+        seen.extend_from_slice(&buf[..n]);
+    }
+    server.child.kill().unwrap();
+    server.child.wait().unwrap();
+    let t = Instant::now();
+    let status = loop {
+        if let Some(s) = run.try_wait().unwrap() {
+            break s;
+        }
+        assert!(t.elapsed() < Duration::from_secs(60), "the run hung after its server stopped");
+        thread::sleep(Duration::from_millis(100));
+    };
+    let mut err = String::new();
+    run.stderr.take().unwrap().read_to_string(&mut err).unwrap();
+    assert!(!status.success(), "the run cannot succeed without its server: {err}");
+    assert!(err.contains("a remote machine stopped answering"), "{err}");
+    assert!(err.contains("hint: check that its rpc-server still runs"), "{err}");
+}

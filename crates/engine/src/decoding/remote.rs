@@ -1,0 +1,252 @@
+//! Other machines' devices, through llama.cpp's RPC backend (ggml-rpc): `draftlab rpc-server` (or
+//! llama.cpp's own `rpc-server`) serves a machine's backend; a session given their addresses
+//! (`--rpc host:port,…`) spreads the target's layers over them, and keeps the draft here. The
+//! protocol is llama.cpp's, not ours, and it has no authentication: a server listens on loopback
+//! unless told otherwise.
+//!
+//! Besides `llama`, the only module that talks to llama.cpp: ggml's backend registry, through
+//! llama-cpp-sys-2 (llama-cpp-2 has no wrapper for it). The RPC functions are looked up by name in
+//! the registry, as llama.cpp's own tools do, so nothing links to them directly.
+//!
+//! The project's only unsafe code: each block says why it holds.
+#![allow(unsafe_code)]
+
+use std::collections::HashMap;
+use std::ffi::{c_char, c_void, CStr, CString};
+use std::net::{TcpStream, ToSocketAddrs};
+use std::sync::{Mutex, OnceLock};
+use std::time::Duration;
+
+use crate::decoding::llama::backend;
+use crate::error::{Error, Result};
+
+/// How long a remote machine may take to accept a connection before it counts as unreachable.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(3);
+
+/// The devices each endpoint's server added (global ggml device indices), once per process: ggml
+/// keeps a server's devices registered for the process's life.
+static REGISTERED: OnceLock<Mutex<HashMap<String, Vec<usize>>>> = OnceLock::new();
+
+fn registered() -> &'static Mutex<HashMap<String, Vec<usize>>> {
+    REGISTERED.get_or_init(|| Mutex::new(HashMap::new()))
+}
+
+/// Whether any remote device was added in this process (then a model that must stay on this
+/// machine names its devices instead of taking ggml's default, which would include them).
+pub fn any_registered() -> bool {
+    registered().lock().map(|m| !m.is_empty()).unwrap_or(false)
+}
+
+/// Makes a process that llama.cpp aborts say why in words a user can act on, before ggml's own
+/// message: ggml-rpc aborts when a remote machine stops answering mid-run (it cannot fail a
+/// computation). The app runs the engine in a worker process, so its window stays; the CLI ends.
+pub fn explain_aborts() {
+    unsafe extern "C" fn on_abort(message: *const c_char) {
+        let text = if message.is_null() {
+            String::new()
+        } else {
+            // SAFETY: ggml passes a NUL-terminated message.
+            unsafe { CStr::from_ptr(message) }.to_string_lossy().into_owned()
+        };
+        let servers: Vec<String> = registered().try_lock().map(|m| m.keys().cloned().collect()).unwrap_or_default();
+        if !servers.is_empty() && text.contains("RPC") {
+            eprintln!(
+                "error: a remote machine stopped answering ({}): {}\nhint: check that its rpc-server still runs and \
+                 the network is up, then run again (or without --rpc)",
+                servers.join(", "),
+                text.trim()
+            );
+        } else {
+            eprintln!("error: llama.cpp stopped: {}", text.trim());
+        }
+    }
+    // SAFETY: registers a plain function that only prints.
+    unsafe { llama_cpp_sys_2::ggml_set_abort_callback(Some(on_abort)) };
+}
+
+/// Checks `host:port`; the host may be a name, an IPv4 address or a bracketed IPv6 address.
+pub fn parse_endpoint(endpoint: &str) -> Result<(String, u16)> {
+    let bad = |why: &str| Error::InvalidSetting {
+        setting: "rpc",
+        reason: format!("has {endpoint:?}, but {why}: give host:port, e.g. 192.168.1.20:50052"),
+    };
+    let (host, port) = endpoint.rsplit_once(':').ok_or_else(|| bad("it has no port"))?;
+    let port: u16 = port.parse().map_err(|_| bad("its port is not a number from 1 to 65535"))?;
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    if host.is_empty() || port == 0 || host.chars().any(|c| c.is_whitespace() || c == '/' || c == ',') {
+        return Err(bad("it is not an address"));
+    }
+    Ok((host.to_string(), port))
+}
+
+/// Whether `endpoint` accepts a TCP connection now. ggml-rpc aborts the whole process on a failed
+/// connection, so every server is tried here first.
+fn reachable(endpoint: &str) -> Result<()> {
+    let (host, port) = parse_endpoint(endpoint)?;
+    let unreachable = |reason: String| Error::Remote { endpoint: endpoint.to_string(), reason };
+    let addrs: Vec<_> = (host.as_str(), port)
+        .to_socket_addrs()
+        .map_err(|e| unreachable(format!("its name does not resolve ({e})")))?
+        .collect();
+    let mut last = None;
+    for a in &addrs {
+        match TcpStream::connect_timeout(a, CONNECT_TIMEOUT) {
+            Ok(_) => return Ok(()),
+            Err(e) => last = Some(e),
+        }
+    }
+    Err(unreachable(match last {
+        Some(e) => format!("nothing answers there ({e})"),
+        None => "its name has no address".into(),
+    }))
+}
+
+/// ggml's RPC registry and one of its functions, by name.
+fn rpc_function(name: &CStr) -> Result<*mut c_void> {
+    backend()?;
+    // SAFETY: ggml's registry functions take NUL-terminated names and return null when absent.
+    let reg = unsafe { llama_cpp_sys_2::ggml_backend_reg_by_name(c"RPC".as_ptr()) };
+    if reg.is_null() {
+        return Err(Error::InvalidSettings(
+            "this build of Draftlab has no RPC backend (llama.cpp was built without GGML_RPC=ON, which \
+             .cargo/config.toml sets): other machines cannot be used"
+                .into(),
+        ));
+    }
+    // SAFETY: as above; `reg` is a live registry entry.
+    let f = unsafe { llama_cpp_sys_2::ggml_backend_reg_get_proc_address(reg, name.as_ptr()) };
+    if f.is_null() {
+        return Err(Error::Llama(format!("the RPC backend has no {}", name.to_string_lossy())));
+    }
+    Ok(f)
+}
+
+/// The devices the servers at `endpoints` offer, as ggml device indices (for
+/// `LlamaModelParams::with_devices`), in the order given. Each server is checked first: one that
+/// does not answer is an error naming it, before anything loads.
+pub fn devices(endpoints: &[String]) -> Result<Vec<usize>> {
+    let mut out = Vec::new();
+    for endpoint in endpoints {
+        if let Some(known) =
+            registered().lock().map_err(|_| Error::Llama("RPC registry poisoned".into()))?.get(endpoint)
+        {
+            out.extend(known);
+            continue;
+        }
+        reachable(endpoint)?;
+        type AddServer = unsafe extern "C" fn(*const c_char) -> llama_cpp_sys_2::ggml_backend_reg_t;
+        let add = rpc_function(c"ggml_backend_rpc_add_server")?;
+        // SAFETY: ggml documents this symbol with exactly this signature (ggml-rpc.h).
+        let add: AddServer = unsafe { std::mem::transmute::<*mut c_void, AddServer>(add) };
+        let c_endpoint = CString::new(endpoint.as_str()).map_err(|_| Error::InvalidSetting {
+            setting: "rpc",
+            reason: format!("has {endpoint:?}, which holds a NUL byte"),
+        })?;
+        // SAFETY: a NUL-terminated endpoint; ggml copies it.
+        let reg = unsafe { add(c_endpoint.as_ptr()) };
+        if reg.is_null() {
+            return Err(Error::Remote { endpoint: endpoint.clone(), reason: "the server offers no device".into() });
+        }
+        // SAFETY: `reg` is the registry entry ggml just made for this server; registering makes
+        // its devices part of ggml's global device list.
+        let new: Vec<usize> = unsafe {
+            llama_cpp_sys_2::ggml_backend_register(reg);
+            let mine: Vec<_> = (0..llama_cpp_sys_2::ggml_backend_reg_dev_count(reg))
+                .map(|i| llama_cpp_sys_2::ggml_backend_reg_dev_get(reg, i))
+                .collect();
+            (0..llama_cpp_sys_2::ggml_backend_dev_count())
+                .filter(|&i| mine.contains(&llama_cpp_sys_2::ggml_backend_dev_get(i)))
+                .collect()
+        };
+        registered()
+            .lock()
+            .map_err(|_| Error::Llama("RPC registry poisoned".into()))?
+            .insert(endpoint.clone(), new.clone());
+        out.extend(new);
+    }
+    Ok(out)
+}
+
+/// The memory the servers at `endpoints` offer, free and total bytes, summed over their devices
+/// (each server says what its own machine has).
+pub fn memory(endpoints: &[String]) -> Result<(u64, u64)> {
+    let (mut free, mut total) = (0u64, 0u64);
+    for i in devices(endpoints)? {
+        let (mut f, mut t) = (0usize, 0usize);
+        // SAFETY: `i` indexes ggml's device list (just checked); the sizes are written once.
+        unsafe { llama_cpp_sys_2::ggml_backend_dev_memory(llama_cpp_sys_2::ggml_backend_dev_get(i), &mut f, &mut t) };
+        free += f as u64;
+        total += t as u64;
+    }
+    Ok((free, total))
+}
+
+/// This machine's own accelerator devices (Metal, CUDA…) as ggml device indices; none on a CPU-only
+/// machine, whose CPU holds whatever is not offloaded.
+pub fn local_devices() -> Vec<usize> {
+    let remote: Vec<usize> = registered().lock().map(|m| m.values().flatten().copied().collect()).unwrap_or_default();
+    // SAFETY: plain queries of ggml's device list.
+    unsafe {
+        (0..llama_cpp_sys_2::ggml_backend_dev_count())
+            .filter(|i| !remote.contains(i))
+            .filter(|&i| {
+                let t = llama_cpp_sys_2::ggml_backend_dev_type(llama_cpp_sys_2::ggml_backend_dev_get(i));
+                t == llama_cpp_sys_2::GGML_BACKEND_DEVICE_TYPE_GPU
+                    || t == llama_cpp_sys_2::GGML_BACKEND_DEVICE_TYPE_IGPU
+            })
+            .collect()
+    }
+}
+
+/// Serves this machine's devices (its GPU when it has one, else its CPU with `threads` threads) to
+/// RPC clients at `host:port` until the process ends. Blocks.
+pub fn serve(host: &str, port: u16, threads: u32) -> Result<()> {
+    let endpoint = if host.contains(':') { format!("[{host}]:{port}") } else { format!("{host}:{port}") };
+    parse_endpoint(&endpoint)?;
+    type StartServer =
+        unsafe extern "C" fn(*const c_char, *const c_char, usize, usize, *mut llama_cpp_sys_2::ggml_backend_dev_t);
+    let start = rpc_function(c"ggml_backend_rpc_start_server")?;
+    // SAFETY: ggml documents this symbol with exactly this signature (ggml-rpc.h).
+    let start: StartServer = unsafe { std::mem::transmute::<*mut c_void, StartServer>(start) };
+    let mut devs: Vec<llama_cpp_sys_2::ggml_backend_dev_t> =
+        // SAFETY: plain queries of ggml's device list.
+        local_devices().into_iter().map(|i| unsafe { llama_cpp_sys_2::ggml_backend_dev_get(i) }).collect();
+    if devs.is_empty() {
+        // SAFETY: as above.
+        let cpu = unsafe { llama_cpp_sys_2::ggml_backend_dev_by_type(llama_cpp_sys_2::GGML_BACKEND_DEVICE_TYPE_CPU) };
+        if cpu.is_null() {
+            return Err(Error::Llama("no CPU device to serve".into()));
+        }
+        devs.push(cpu);
+    }
+    let c_endpoint = CString::new(endpoint).map_err(|_| Error::Llama("endpoint holds a NUL byte".into()))?;
+    // SAFETY: a NUL-terminated endpoint, no cache folder, and `devs.len()` live devices; the call
+    // serves until the process ends.
+    unsafe { start(c_endpoint.as_ptr(), std::ptr::null(), threads.max(1) as usize, devs.len(), devs.as_mut_ptr()) };
+    Err(Error::Llama(format!("the RPC server at {host}:{port} stopped (is the port taken?)")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn endpoints_are_host_and_port() {
+        assert_eq!(parse_endpoint("127.0.0.1:50052").unwrap(), ("127.0.0.1".into(), 50052));
+        assert_eq!(parse_endpoint("mac-studio.local:1").unwrap(), ("mac-studio.local".into(), 1));
+        assert_eq!(parse_endpoint("[::1]:50052").unwrap(), ("::1".into(), 50052));
+        for bad in ["", "host", "host:", ":80", "host:0", "host:70000", "host:x", "a b:1", "a/b:1"] {
+            let e = parse_endpoint(bad).unwrap_err();
+            assert!(matches!(e, Error::InvalidSetting { setting: "rpc", .. }), "{bad}: {e}");
+        }
+    }
+
+    #[test]
+    fn a_closed_port_is_unreachable_with_its_address() {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = l.local_addr().unwrap().port();
+        drop(l);
+        let e = reachable(&format!("127.0.0.1:{port}")).unwrap_err();
+        assert!(matches!(&e, Error::Remote { endpoint, .. } if endpoint == &format!("127.0.0.1:{port}")), "{e}");
+    }
+}
