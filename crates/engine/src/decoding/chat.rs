@@ -12,7 +12,7 @@ use std::sync::atomic::AtomicBool;
 use serde::{Deserialize, Serialize};
 
 use crate::decoding::draft::model::ModelDrafter;
-use crate::decoding::draft::{Drafter, Strategy};
+use crate::decoding::draft::Drafter;
 use crate::decoding::generate::Event;
 use crate::decoding::llama::{Context, ContextOptions, Logits, Model, Token};
 use crate::decoding::report::Report;
@@ -47,7 +47,7 @@ struct ContextKey {
 
 impl ContextKey {
     fn target(mode: Mode, s: &ValidSettings) -> Self {
-        let mtp = (mode == Mode::Speculative && s.strategy == Strategy::Mtp).then(|| (s.n_draft, s.p_min.to_bits()));
+        let mtp = s.drafts_with_mtp(mode).then(|| (s.n_draft, s.p_min.to_bits()));
         ContextKey { n_ctx: s.n_ctx, n_batch: s.n_batch, threads: s.threads, options: s.target_context(), mtp }
     }
 

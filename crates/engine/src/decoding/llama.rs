@@ -219,11 +219,8 @@ pub fn kv_scale(target: KvType, draft: KvType) -> KvScale {
 /// own estimate when no GPU device is there.
 pub fn memory_info() -> MemoryInfo {
     let mut mem = MemoryInfo::now();
-    let gpu = llama_cpp_2::list_llama_ggml_backend_devices().into_iter().find(|d| {
-        matches!(d.device_type, LlamaBackendDeviceType::Gpu | LlamaBackendDeviceType::IntegratedGpu)
-            && d.memory_total > 0
-            && d.backend != REMOTE_BACKEND
-    });
+    let gpu =
+        llama_cpp_2::list_llama_ggml_backend_devices().into_iter().find(|d| is_local_gpu(d) && d.memory_total > 0);
     if let Some(d) = gpu {
         mem.gpu = Some(GpuLimit {
             bytes: d.memory_total as u64,
@@ -298,14 +295,19 @@ impl Runtime {
 
 /// ggml's first GPU device (Metal, CUDA, Vulkan…), when this build and machine have one.
 fn gpu_device() -> Option<llama_cpp_2::LlamaBackendDevice> {
-    llama_cpp_2::list_llama_ggml_backend_devices().into_iter().find(|d| {
-        matches!(d.device_type, LlamaBackendDeviceType::Gpu | LlamaBackendDeviceType::IntegratedGpu)
-            && d.backend != REMOTE_BACKEND
-    })
+    llama_cpp_2::list_llama_ggml_backend_devices().into_iter().find(is_local_gpu)
 }
 
-/// ggml's name for the backend of other machines' devices (RPC): they are not this machine's GPU.
-const REMOTE_BACKEND: &str = "RPC";
+/// This machine's GPUs (Metal, CUDA…) as ggml device indices, for `with_devices`; none on a
+/// CPU-only machine, whose CPU holds whatever is not offloaded.
+pub fn local_gpu_devices() -> Vec<usize> {
+    llama_cpp_2::list_llama_ggml_backend_devices().into_iter().filter(is_local_gpu).map(|d| d.index).collect()
+}
+
+/// A GPU of this machine: other machines' devices (ggml's RPC backend) are GPUs to ggml too.
+fn is_local_gpu(d: &llama_cpp_2::LlamaBackendDevice) -> bool {
+    matches!(d.device_type, LlamaBackendDeviceType::Gpu | LlamaBackendDeviceType::IntegratedGpu) && d.backend != "RPC"
+}
 
 /// A backend's name as users know it (ggml registers Metal as "MTL").
 fn backend_name(ggml: &str) -> String {
@@ -426,38 +428,36 @@ impl Model {
     ///
     /// [`remote::devices`]: crate::decoding::remote::devices
     pub fn load_for(path: impl AsRef<Path>, gpu_layers: GpuLayers, mtp: MtpLayers, remote: &[usize]) -> Result<Self> {
-        let path = path.as_ref();
-        let has = match mtp {
-            MtpLayers::Skip => false,
-            MtpLayers::IfPresent | MtpLayers::Required => {
-                let summary = GgufFile::open(path)?.summary();
-                if mtp == MtpLayers::Required && summary.mtp_layers.is_none() {
-                    return Err(no_mtp_layers(path, &summary.architecture));
-                }
-                summary.mtp_layers.is_some()
-            }
-        };
         let gpu_layers = gpu_layers_override().unwrap_or(gpu_layers);
-        let mut params = LlamaModelParams::default().with_n_gpu_layers(gpu_layers.n()).with_load_mtp(has);
-        let mut devices = None;
-        if !remote.is_empty() || crate::decoding::remote::any_registered() {
-            let mut list = crate::decoding::remote::local_devices();
+        let params = LlamaModelParams::default().with_n_gpu_layers(gpu_layers.n());
+        // Named devices: this machine's GPUs and the remote ones; named whenever a remote device
+        // is registered in the process, or ggml's default would include it.
+        let devices = (!remote.is_empty() || crate::decoding::remote::any_registered()).then(|| {
+            let mut list = local_gpu_devices();
             list.extend_from_slice(remote);
-            params = params.with_devices(&list).map_err(|e| Error::Llama(format!("devices: {e}")))?;
-            devices = Some(list);
-        }
-        let mut model = Self::load_with(path, gpu_layers, params)?;
-        if let Some(list) = devices {
-            // Offloaded to the devices named (other machines' too), or kept on this CPU.
-            let o = &mut model.offload;
-            o.offloaded = if list.is_empty() { 0 } else { gpu_layers.n().min(o.layers) };
-        }
-        model.mtp = has;
-        Ok(model)
+            list
+        });
+        Self::load_with(path.as_ref(), gpu_layers, params, mtp, devices)
     }
 
-    fn load_with(path: &Path, gpu_layers: GpuLayers, params: LlamaModelParams) -> Result<Self> {
+    /// Loads with `params`, after reading the header once: its MTP layers as `mtp` says, on
+    /// `devices` when named (else ggml's default).
+    fn load_with(
+        path: &Path,
+        gpu_layers: GpuLayers,
+        mut params: LlamaModelParams,
+        mtp: MtpLayers,
+        devices: Option<Vec<usize>>,
+    ) -> Result<Self> {
         let summary = GgufFile::open(path)?.summary();
+        if mtp == MtpLayers::Required && summary.mtp_layers.is_none() {
+            return Err(no_mtp_layers(path, &summary.architecture));
+        }
+        let with_mtp = mtp != MtpLayers::Skip && summary.mtp_layers.is_some();
+        params = params.with_load_mtp(with_mtp);
+        if let Some(list) = &devices {
+            params = params.with_devices(list).map_err(|e| Error::Llama(format!("devices: {e}")))?;
+        }
         if summary.vocab.size == 0 {
             return Err(Error::InvalidGguf {
                 path: path.to_path_buf(),
@@ -489,16 +489,19 @@ impl Model {
             file_size: summary.file_size,
             mtime,
         };
-        // llama.cpp offloads the repeating blocks and the output layer, the last first.
+        // llama.cpp offloads the repeating blocks and the output layer, the last first, to the
+        // devices named (other machines' too), or to this machine's GPU when it has one.
         let layers = summary.n_layer.map_or(0, |n| n as u32 + 1);
-        let offloaded = if gpu_device().is_some() { gpu_layers.n().min(layers) } else { 0 };
+        let on_devices = devices.map_or_else(|| gpu_device().is_some(), |list| !list.is_empty());
+        let offloaded = if on_devices { gpu_layers.n().min(layers) } else { 0 };
         let offload = Offload { requested: gpu_layers, offloaded, layers };
-        Ok(Model { inner, summary, id, offload, mtp: false })
+        Ok(Model { inner, summary, id, offload, mtp: with_mtp })
     }
 
     /// Loads only the vocabulary (for tokenising a corpus): fast, and no weights in memory.
     pub fn load_vocab_only(path: impl AsRef<Path>) -> Result<Self> {
-        Self::load_with(path.as_ref(), GpuLayers::Count(0), LlamaModelParams::default().with_vocab_only(true))
+        let params = LlamaModelParams::default().with_vocab_only(true);
+        Self::load_with(path.as_ref(), GpuLayers::Count(0), params, MtpLayers::Skip, None)
     }
 
     pub fn n_vocab(&self) -> usize {
@@ -612,8 +615,7 @@ impl Model {
         let params = MtpSpeculativeParams { n_max: n_max.clamp(1, 64) as i32, n_min: 0, p_min };
         let spec = MtpSpeculative::new(target, mtp, params)
             .map_err(|e| Error::Llama(format!("multi-token prediction could not start: {e}")))?;
-        let state = MtpState { spec, drafted: 0, last_draft: (0, Vec::new()), verified_at: None };
-        Ok(self.wrap(Inner::Mtp(Box::new(state)), n_batch))
+        Ok(self.wrap(Inner::Mtp(Box::new(MtpState { spec, pending: None })), n_batch))
     }
 
     fn llama_context(
@@ -672,12 +674,17 @@ enum Inner<'m> {
 /// draft is verified).
 struct MtpState<'m> {
     spec: MtpSpeculative<'m>,
-    /// Tokens of the last draft that llama.cpp still waits to hear the fate of (0: none).
-    drafted: usize,
-    /// That draft and the position it followed (asked again before it was verified, it is the
-    /// answer again: llama.cpp drafts once per verification).
-    last_draft: (u32, Vec<Token>),
-    /// Where the batch that verified that draft started (none until it was decoded).
+    /// The last draft, while llama.cpp waits to hear how much of it stood.
+    pending: Option<Pending>,
+}
+
+/// A draft llama.cpp has not heard the fate of.
+struct Pending {
+    /// The position of the token it followed (asked again there before it was verified, it is
+    /// the answer again: llama.cpp drafts once per verification).
+    after: u32,
+    tokens: Vec<Token>,
+    /// Where the batch that verified it started (none until that was decoded).
     verified_at: Option<u32>,
 }
 
@@ -685,21 +692,57 @@ impl MtpState<'_> {
     /// Tells llama.cpp how much of the last draft stood, once the context's length after its
     /// verification is known (`next`: the position of the next token to decode).
     fn settle(&mut self, next: u32) -> Result<()> {
-        if self.drafted == 0 {
-            return Ok(());
-        }
-        let Some(at) = self.verified_at else { return Ok(()) };
-        let accepted = (next.saturating_sub(at + 1) as usize).min(self.drafted);
-        self.drafted = 0;
-        self.verified_at = None;
+        let Some(at) = self.pending.as_ref().and_then(|p| p.verified_at) else { return Ok(()) };
+        let drafted = self.pending.take().map_or(0, |p| p.tokens.len());
+        let accepted = (next.saturating_sub(at + 1) as usize).min(drafted);
+        self.accept(accepted)
+    }
+
+    fn accept(&mut self, accepted: usize) -> Result<()> {
         self.spec.accept(accepted as u16).map_err(|e| Error::Llama(format!("multi-token prediction (accept): {e}")))
     }
 
     /// A new generation from position 0: no draft is waiting to be settled.
     fn restart(&mut self) -> Result<()> {
-        self.drafted = 0;
-        self.verified_at = None;
+        self.pending = None;
         self.spec.begin(&[]).map_err(|e| Error::Llama(format!("multi-token prediction (begin): {e}")))
+    }
+
+    /// Before a decode at `start`: a new generation restarts, the last draft is settled, and the
+    /// MTP layers' cache loses its drafts and rejected positions past `start`.
+    fn before_decode(&mut self, start: u32) -> Result<()> {
+        if start == 0 {
+            self.restart()?;
+        }
+        self.settle(start)?;
+        self.forget_from(start)
+    }
+
+    /// Drafts after the token `last` at position `n_past` (see [`Context::self_draft`]).
+    fn draft(&mut self, n_past: u32, last: Token) -> Result<Vec<Token>> {
+        self.settle(n_past)?;
+        if let Some(p) = self.pending.take() {
+            // A draft that was never verified: the same one, at the same place; elsewhere
+            // llama.cpp must first hear of it (its hidden state for the next draft is then stale:
+            // drafts suffer, never the output).
+            if p.after == n_past {
+                let tokens = p.tokens.clone();
+                self.pending = Some(p);
+                return Ok(tokens);
+            }
+            self.accept(0)?;
+        }
+        let tokens: Vec<Token> = self
+            .spec
+            .draft(n_past as i32, LlamaToken(last), &[])
+            .map_err(|e| Error::Llama(format!("multi-token prediction (draft): {e}")))?
+            .into_iter()
+            .map(|t| t.0)
+            .collect();
+        if !tokens.is_empty() {
+            self.pending = Some(Pending { after: n_past, tokens: tokens.clone(), verified_at: None });
+        }
+        Ok(tokens)
     }
 
     /// Forgets the MTP layers' cached positions from `pos` on.
@@ -747,12 +790,7 @@ impl<'m> Context<'m> {
             return Err(Error::Llama(format!("{} tokens exceed the batch of {}", tokens.len(), self.n_batch)));
         }
         if let Inner::Mtp(m) = &mut self.inner {
-            if start == 0 {
-                m.restart()?;
-            }
-            m.settle(start)?;
-            // The MTP layers' cache holds drafts and rejected positions past `start`.
-            m.forget_from(start)?;
+            m.before_decode(start)?;
         }
         let n = tokens.len();
         for (c, chunk) in tokens.chunks(self.n_batch).enumerate() {
@@ -780,8 +818,9 @@ impl<'m> Context<'m> {
             }
         }
         if let Inner::Mtp(m) = &mut self.inner {
-            if m.drafted > 0 && m.verified_at.is_none() {
-                m.verified_at = Some(start);
+            // This batch verifies the last draft (the first decode after it).
+            if let Some(p) = m.pending.as_mut() {
+                p.verified_at.get_or_insert(start);
             }
         }
         Ok(())
@@ -801,11 +840,6 @@ impl<'m> Context<'m> {
         }
     }
 
-    /// Whether the model's MTP layers draft in this context ([`Model::mtp_context`]).
-    pub fn has_mtp(&self) -> bool {
-        matches!(self.inner, Inner::Mtp(_))
-    }
-
     /// Drafts with the model's own MTP layers after `context` (every token but the last is
     /// decoded here; the last is the one the target chose and has not decoded yet): up to the
     /// context's `n_max`, fewer when the layers' confidence falls below `p_min`. Empty in a context
@@ -813,27 +847,7 @@ impl<'m> Context<'m> {
     pub fn self_draft(&mut self, context: &[Token]) -> Result<Vec<Token>> {
         let Inner::Mtp(m) = &mut self.inner else { return Ok(Vec::new()) };
         let Some((&last, before)) = context.split_last() else { return Ok(Vec::new()) };
-        let n_past = before.len() as u32;
-        m.settle(n_past)?;
-        if m.drafted > 0 {
-            // A draft that was never verified: the same one, at the same place; elsewhere
-            // llama.cpp must first hear of it (its hidden state for the next draft is then stale:
-            // drafts suffer, never the output).
-            if m.last_draft.0 == n_past {
-                return Ok(m.last_draft.1.clone());
-            }
-            m.spec.accept(0).map_err(|e| Error::Llama(format!("multi-token prediction (accept): {e}")))?;
-            m.drafted = 0;
-        }
-        let draft = m
-            .spec
-            .draft(n_past as i32, LlamaToken(last), &[])
-            .map_err(|e| Error::Llama(format!("multi-token prediction (draft): {e}")))?;
-        m.drafted = draft.len();
-        m.verified_at = None;
-        let draft: Vec<Token> = draft.into_iter().map(|t| t.0).collect();
-        m.last_draft = (n_past, draft.clone());
-        Ok(draft)
+        m.draft(before.len() as u32, last)
     }
 
     /// The logits of position `i` of the last decoded batch (0-based within that batch).

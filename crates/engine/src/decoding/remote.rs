@@ -17,7 +17,7 @@ use std::net::{TcpStream, ToSocketAddrs};
 use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
 
-use crate::decoding::llama::backend;
+use crate::decoding::llama::{backend, local_gpu_devices};
 use crate::error::{Error, Result};
 
 /// How long a remote machine may take to accept a connection before it counts as unreachable.
@@ -181,23 +181,6 @@ pub fn memory(endpoints: &[String]) -> Result<(u64, u64)> {
     Ok((free, total))
 }
 
-/// This machine's own accelerator devices (Metal, CUDA…) as ggml device indices; none on a CPU-only
-/// machine, whose CPU holds whatever is not offloaded.
-pub fn local_devices() -> Vec<usize> {
-    let remote: Vec<usize> = registered().lock().map(|m| m.values().flatten().copied().collect()).unwrap_or_default();
-    // SAFETY: plain queries of ggml's device list.
-    unsafe {
-        (0..llama_cpp_sys_2::ggml_backend_dev_count())
-            .filter(|i| !remote.contains(i))
-            .filter(|&i| {
-                let t = llama_cpp_sys_2::ggml_backend_dev_type(llama_cpp_sys_2::ggml_backend_dev_get(i));
-                t == llama_cpp_sys_2::GGML_BACKEND_DEVICE_TYPE_GPU
-                    || t == llama_cpp_sys_2::GGML_BACKEND_DEVICE_TYPE_IGPU
-            })
-            .collect()
-    }
-}
-
 /// Serves this machine's devices (its GPU when it has one, else its CPU with `threads` threads) to
 /// RPC clients at `host:port` until the process ends. Blocks.
 pub fn serve(host: &str, port: u16, threads: u32) -> Result<()> {
@@ -210,7 +193,7 @@ pub fn serve(host: &str, port: u16, threads: u32) -> Result<()> {
     let start: StartServer = unsafe { std::mem::transmute::<*mut c_void, StartServer>(start) };
     let mut devs: Vec<llama_cpp_sys_2::ggml_backend_dev_t> =
         // SAFETY: plain queries of ggml's device list.
-        local_devices().into_iter().map(|i| unsafe { llama_cpp_sys_2::ggml_backend_dev_get(i) }).collect();
+        local_gpu_devices().into_iter().map(|i| unsafe { llama_cpp_sys_2::ggml_backend_dev_get(i) }).collect();
     if devs.is_empty() {
         // SAFETY: as above.
         let cpu = unsafe { llama_cpp_sys_2::ggml_backend_dev_by_type(llama_cpp_sys_2::GGML_BACKEND_DEVICE_TYPE_CPU) };

@@ -101,7 +101,7 @@ impl Session {
         let cross = Self::check(target, draft, &settings)?.pairing == Some(Pairing::CrossVocabulary);
         // A target with MTP layers keeps them loaded for speculative sessions (about one layer's
         // memory, counted in the file's size): any run may then choose the `mtp` strategy.
-        let mtp = match (Self::wants_mtp(&settings), settings.allows(Mode::Speculative)) {
+        let mtp = match (settings.drafts_with_mtp(Mode::Speculative), settings.allows(Mode::Speculative)) {
             (true, _) => MtpLayers::Required,
             (false, true) => MtpLayers::IfPresent,
             (false, false) => MtpLayers::Skip,
@@ -208,19 +208,14 @@ impl Session {
         settings.gpu_layers == self.settings.gpu_layers
             && settings.rpc == self.settings.rpc
             && (!needs_draft || (self.draft.is_some() && settings.draft_layers() == self.settings.draft_layers()))
-            && (!Self::wants_mtp(settings) || self.target.mtp)
-    }
-
-    /// Whether speculative runs with `settings` draft with the target's own MTP layers.
-    fn wants_mtp(settings: &ValidSettings) -> bool {
-        settings.allows(Mode::Speculative) && settings.strategy == Strategy::Mtp
+            && (!settings.drafts_with_mtp(Mode::Speculative) || self.target.mtp)
     }
 
     /// A context of the target for a `mode` run with `s`: one whose decodes also feed the target's
     /// MTP layers when the run drafts with them.
     pub fn target_context(&self, mode: Mode, s: &ValidSettings) -> Result<Context<'_>> {
         let options = s.target_context();
-        if mode == Mode::Speculative && s.strategy == Strategy::Mtp {
+        if s.drafts_with_mtp(mode) {
             self.target.mtp_context(s.n_ctx, s.n_batch, s.threads, options, s.n_draft, s.p_min)
         } else {
             self.target.context_with(s.n_ctx, s.n_batch, s.threads, options)

@@ -169,16 +169,18 @@ fn bad(setting: &'static str, reason: String) -> Error {
 impl Settings {
     /// How the target's contexts are set up.
     pub fn target_context(&self) -> ContextOptions {
-        // A hybrid target (recurrent layers) keeps a state per position of a draft and its verify
-        // batch, so a rejected draft can be rolled back (measuring costs drops whole batches).
-        let rollback = (self.n_draft + 1).min(u32::MAX as usize) as u32;
-        ContextOptions { cache_type: self.cache_type, flash_attn: self.flash_attn, rollback }
+        ContextOptions { cache_type: self.cache_type, flash_attn: self.flash_attn, rollback: self.rollback() }
     }
 
     /// How the draft model's contexts are set up.
     pub fn draft_context(&self) -> ContextOptions {
-        let rollback = (self.n_draft + 1).min(u32::MAX as usize) as u32;
-        ContextOptions { cache_type: self.draft_cache_type, flash_attn: self.flash_attn, rollback }
+        ContextOptions { cache_type: self.draft_cache_type, flash_attn: self.flash_attn, rollback: self.rollback() }
+    }
+
+    /// Positions a hybrid model (recurrent layers) keeps a state for, so a rejected draft can be
+    /// rolled back: a draft and its verify batch (measuring costs drops whole batches).
+    fn rollback(&self) -> u32 {
+        (self.n_draft + 1).min(u32::MAX as usize) as u32
     }
 
     /// The draft model's GPU layers.
@@ -293,6 +295,12 @@ impl ValidSettings {
     /// Whether runs in `mode` may use these settings.
     pub fn allows(&self, mode: Mode) -> bool {
         mode == Mode::Baseline || self.speculative
+    }
+
+    /// Whether a `mode` run with these settings drafts with the target's own MTP layers (its
+    /// context must then feed them).
+    pub fn drafts_with_mtp(&self, mode: Mode) -> bool {
+        mode == Mode::Speculative && self.allows(mode) && self.strategy == Strategy::Mtp
     }
 
     /// An error unless runs in `mode` may use these settings.

@@ -105,6 +105,10 @@ pub struct Prediction {
     /// The best any drafter could do on this machine and prompt (issue: "the bound").
     #[serde(default)]
     pub bound: Bound,
+    /// What feeding the target's MTP layers added per verified token ([`mtp_feed_ms`]); 0 for
+    /// other strategies.
+    #[serde(default)]
+    pub mtp_feed_ms: f64,
 }
 
 /// The best speedup reachable with the measured costs: with every drafted token accepted, and with
@@ -263,6 +267,7 @@ pub fn predict(costs: &Costs, spec: &[&Report]) -> Prediction {
         predicted_speedup,
         by_draft_len,
         bound: Bound::of(costs, alpha),
+        mtp_feed_ms: feed,
     }
 }
 
