@@ -49,6 +49,10 @@ pub(crate) enum Command {
         /// Draft layers on the GPU (default: as --gpu-layers), like llama.cpp's -ngld.
         #[arg(long)]
         gpu_layers_draft: Option<String>,
+        /// Other machines the target would be spread over (`host:port`, comma-separated, as for
+        /// run): their memory counts, and each device's share of the layers is shown and checked.
+        #[arg(long, value_delimiter = ',')]
+        rpc: Vec<String>,
         #[arg(long)]
         json: bool,
     },
@@ -141,6 +145,11 @@ pub(crate) enum Command {
         /// CPU threads for computing (default: physical cores).
         #[arg(long)]
         threads: Option<u32>,
+        /// The most memory each served device offers, in GiB (default: what it has free).
+        /// llama.cpp gives each machine layers in proportion to what it offers, so this also sets
+        /// the split between machines.
+        #[arg(long, value_name = "GiB")]
+        mem: Option<f64>,
     },
     /// The engine worker: JSON lines on stdin/stdout (what the desktop app runs its jobs in).
     #[command(hide = true)]

@@ -51,13 +51,14 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     }
     match cli.command {
         Command::Inspect { file, json } => inspect(file, json),
-        Command::Doctor { target, draft, ctx, cache_type, cache_type_draft, gpu_layers, gpu_layers_draft, json } => {
+        Command::Doctor { target, draft, ctx, cache_type, cache_type_draft, gpu_layers, gpu_layers_draft, rpc, json } => {
             doctor_cmd(
                 target,
                 draft,
                 ctx,
                 (&cache_type, &cache_type_draft),
                 (&gpu_layers, gpu_layers_draft.as_deref()),
+                &rpc,
                 json,
             )
         }
@@ -73,7 +74,14 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Models { folder, catalog, on_disk, json } => models_cmd(&folder, !on_disk, !catalog, json),
         Command::Pull { what, quant, with_draft } => pull_cmd(&what, quant.as_deref(), with_draft),
         Command::Serve(args) => serve_cmd(args),
-        Command::RpcServer { host, port, threads } => {
+        Command::RpcServer { host, port, threads, mem } => {
+            let mem = match mem {
+                Some(g) if !(g.is_finite() && g > 0.0 && g < 1e6) => {
+                    anyhow::bail!("--mem is {g}, but must be a number of GiB above 0, e.g. --mem 24")
+                }
+                Some(g) => Some((g * f64::from(1u32 << 30)) as u64),
+                None => None,
+            };
             let loopback = host == "localhost" || host.parse::<std::net::IpAddr>().is_ok_and(|a| a.is_loopback());
             if !loopback {
                 eprintln!(
@@ -82,7 +90,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 );
             }
             let threads = threads.unwrap_or(draftlab_engine::decoding::settings::Settings::default().threads);
-            draftlab_engine::decoding::remote::serve(&host, port, threads)?;
+            draftlab_engine::decoding::remote::serve(&host, port, threads, mem)?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Worker => {

@@ -28,9 +28,16 @@ struct Server {
 
 impl Server {
     fn start() -> Server {
+        Server::offering(None)
+    }
+
+    /// One whose devices offer at most `gib` (`rpc-server --mem`).
+    fn offering(gib: Option<&str>) -> Server {
         let port = free_port();
+        let mem = gib.map(|g| vec!["--mem", g]).unwrap_or_default();
         let child = Command::new(env!("CARGO_BIN_EXE_draftlab"))
             .args(["rpc-server", "--port", &port.to_string(), "--threads", "1"])
+            .args(mem)
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
@@ -120,6 +127,63 @@ fn a_target_spread_over_two_rpc_servers_writes_what_it_writes_here() {
     assert_eq!(tokens(&o, 1), here, "speculative over RPC");
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert!(v["reports"][1]["accepted"].as_u64().unwrap() > 0, "the draft drafted nothing");
+}
+
+#[test]
+fn what_each_server_offers_sets_its_share_of_the_layers_and_too_little_is_refused() {
+    let m = model(SMOLLM2);
+    let m = m.to_str().unwrap();
+    // 0.1 GiB here and 0.3 GiB there: a quarter of SmolLM2's 30 layers and its output layer on the
+    // first, the rest on the second.
+    let (a, b) = (Server::offering(Some("0.1")), Server::offering(Some("0.3")));
+    let rpc = format!("127.0.0.1:{},127.0.0.1:{}", a.port, b.port);
+    let o = draftlab(&["doctor", m, "--rpc", &rpc, "--json"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let dx: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let spread = dx["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find_map(|f| f["message"].as_str().filter(|m| m.contains("in proportion to what each device offers")))
+        .unwrap_or_else(|| panic!("no spread in {dx}"))
+        .to_string();
+    let share = |port: u16| -> usize {
+        let at = spread.find(&format!("127.0.0.1:{port}: ")).unwrap_or_else(|| panic!("{port} in {spread}"));
+        let rest = &spread[at..];
+        let n = rest.split(": ").nth(1).unwrap().split(' ').next().unwrap();
+        n.parse().unwrap()
+    };
+    let (first, second) = (share(a.port), share(b.port));
+    assert_eq!(first + second, 31, "{spread}");
+    assert!((7..=9).contains(&first), "{spread}");
+    // llama.cpp places the layers where the doctor said, and the output stands.
+    let run = |extra: &[&str]| {
+        let base = ["run", "-t", m, "-p", "Name three colours.", "-n", "12", "--threads", "1", "--json"];
+        Command::new(env!("CARGO_BIN_EXE_draftlab"))
+            .args([&base[..], extra].concat())
+            .env("NO_COLOR", "1")
+            .env("DRAFTLAB_LLAMA_LOG", "1")
+            .output()
+            .unwrap()
+    };
+    let o = run(&["--mode", "baseline", "--rpc", &rpc]);
+    let log = String::from_utf8_lossy(&o.stderr);
+    let on = |dev: &str| log.lines().filter(|l| l.contains("assigned to device") && l.ends_with(&format!("device {dev}, is_swa = 0"))).count();
+    assert_eq!((on("RPC0"), on("RPC1")), (first, second), "{spread}\n{log}");
+    assert_eq!(tokens(&o, 0), tokens(&run(&["--mode", "baseline"]), 0));
+    drop((a, b));
+    // Servers that offer too little: refused before loading, naming them.
+    let (a, b) = (Server::offering(Some("0.001")), Server::offering(Some("0.5")));
+    let rpc = format!("127.0.0.1:{},127.0.0.1:{}", a.port, b.port);
+    let o = draftlab(&["run", "-t", m, "-p", "Hi.", "-n", "4", "--rpc", &rpc]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success(), "{err}");
+    assert!(err.contains(&format!("too little memory for the target's share on 127.0.0.1:{} (", a.port)), "{err}");
+    assert!(err.contains("rpc-server --mem"), "{err}");
+    // A nonsensical --mem is refused by the server itself.
+    let o = draftlab(&["rpc-server", "--port", &free_port().to_string(), "--mem", "0"]);
+    assert!(!o.status.success());
+    assert!(String::from_utf8_lossy(&o.stderr).contains("--mem is 0, but must be a number of GiB above 0"));
 }
 
 #[test]

@@ -304,6 +304,23 @@ pub fn local_gpu_devices() -> Vec<usize> {
     llama_cpp_2::list_llama_ggml_backend_devices().into_iter().filter(is_local_gpu).map(|d| d.index).collect()
 }
 
+/// The devices a target's layers go to when it is spread over `remote` devices (ggml indices,
+/// [`remote::devices`](crate::decoding::remote::devices)): this machine's GPUs, then the remote
+/// ones, in the order [`Model::load_for`] names them, each with the memory it offers now (a remote
+/// one asks its server).
+pub fn holders(remote: &[usize]) -> Vec<crate::files::memory::Holder> {
+    let all = llama_cpp_2::list_llama_ggml_backend_devices();
+    let local = all.iter().filter(|d| is_local_gpu(d)).map(|d| crate::files::memory::Holder {
+        name: format!("this machine's {} ({})", backend_name(&d.backend), d.description),
+        free: d.memory_free as u64,
+    });
+    let far = remote.iter().filter_map(|i| all.iter().find(|d| d.index == *i)).map(|d| crate::files::memory::Holder {
+        name: d.description.clone(),
+        free: d.memory_free as u64,
+    });
+    local.chain(far).collect()
+}
+
 /// A GPU of this machine: other machines' devices (ggml's RPC backend) are GPUs to ggml too.
 fn is_local_gpu(d: &llama_cpp_2::LlamaBackendDevice) -> bool {
     matches!(d.device_type, LlamaBackendDeviceType::Gpu | LlamaBackendDeviceType::IntegratedGpu) && d.backend != "RPC"

@@ -17,6 +17,7 @@ pub mod detok;
 pub mod draft;
 pub mod generate;
 pub mod llama;
+pub mod memory_cap;
 pub mod remote;
 pub mod replay;
 pub mod report;

@@ -27,7 +27,7 @@ use crate::decoding::schedule::Scheduler;
 use crate::decoding::settings::{Mode, Settings, ValidSettings};
 use crate::decoding::target::{LlamaTarget, Target};
 use crate::error::{Error, Result};
-use crate::files::doctor::{self, Diagnosis, Pairing, Topic, Verdict};
+use crate::files::doctor::{self, Diagnosis, KvScale, Pairing, Placement, Topic, Verdict};
 use crate::files::gguf::GgufFile;
 
 /// What measured costs depend on: whether the draft model's cost is measured, context, batch,
@@ -83,6 +83,37 @@ fn rendered_tokens(model: &Model, text: &str) -> Vec<Token> {
     tokens
 }
 
+/// The doctor's diagnosis on this machine's memory now, with the target spread over the machines
+/// at `rpc` too (their memory counts, and each device's share of the layers is checked; a server
+/// that does not answer is an error naming it). Nothing loads.
+pub fn diagnose(
+    target: &GgufFile,
+    draft: Option<&GgufFile>,
+    ctx: u64,
+    kv: KvScale,
+    placement: Placement,
+    rpc: &[String],
+) -> Result<Diagnosis> {
+    let mut mem = crate::decoding::llama::memory_info();
+    let holders = match rpc.is_empty() {
+        true => Vec::new(),
+        false => {
+            let (free, total) = crate::decoding::remote::memory(rpc)?;
+            mem.available += free;
+            mem.total += total;
+            if let Some(g) = mem.gpu.as_mut() {
+                g.bytes += free;
+            }
+            crate::decoding::llama::holders(&crate::decoding::remote::devices(rpc)?)
+        }
+    };
+    let mut dx = doctor::diagnose_with(target, draft, ctx, kv, placement, &mem);
+    if !holders.is_empty() {
+        dx.add_spread(target, ctx, kv, placement.target, &holders);
+    }
+    Ok(dx)
+}
+
 impl Session {
     /// Checks the pair with the doctor (an incompatible vocabulary or a pair that cannot fit in
     /// memory is an error, before anything loads), loads the target and — when these settings
@@ -132,25 +163,14 @@ impl Session {
     pub fn check(target: &Path, draft: Option<&Path>, settings: &Settings) -> Result<Diagnosis> {
         let tg = GgufFile::open(target)?;
         let dg = draft.map(GgufFile::open).transpose()?;
-        let mut mem = crate::decoding::llama::memory_info();
-        if !settings.rpc.is_empty() {
-            // Other machines hold a share of the target: their memory counts too (each server
-            // answering, or a clear error naming the one that does not).
-            let (free, total) = crate::decoding::remote::memory(&settings.rpc)?;
-            mem.available += free;
-            mem.total += total;
-            if let Some(g) = mem.gpu.as_mut() {
-                g.bytes += free;
-            }
-        }
-        let dx = doctor::diagnose_with(
+        let dx = diagnose(
             &tg,
             dg.as_ref(),
             u64::from(settings.n_ctx),
             settings.kv_scale(),
             settings.placement(),
-            &mem,
-        );
+            &settings.rpc,
+        )?;
         let blocking = |topic: Topic| -> Option<String> {
             let msgs: Vec<&str> = dx
                 .findings

@@ -12,7 +12,7 @@ use serde::Serialize;
 
 use crate::files::gguf::{GgufFile, ModelSummary, VocabSummary};
 use crate::files::memory::{self, Footprint, MemoryVerdict};
-pub use crate::files::memory::{KvScale, MemoryFit, Placement};
+pub use crate::files::memory::{Holder, KvScale, MemoryFit, Placement, Share};
 use crate::machine::MemoryInfo;
 
 /// Vocabulary sizes may differ by this much (padding tokens added by some conversions).
@@ -242,6 +242,57 @@ pub fn diagnose_with(
     findings.extend(memory_findings(&memory));
     let verdict = findings.iter().map(|f| f.level).max().unwrap_or(Verdict::Ok);
     Diagnosis { verdict, findings, memory, target: ts, draft: ds, pairing }
+}
+
+impl Diagnosis {
+    /// Adds the doctor's word on a target spread over several devices (other machines' through
+    /// RPC): each one's share of the layers, and whether it has the memory for it. A share that
+    /// does not fit makes the verdict incompatible.
+    pub fn add_spread(&mut self, target: &GgufFile, ctx: u64, kv: KvScale, gpu_layers: Option<u32>, holders: &[Holder]) {
+        let shares = memory::spread(&Footprint::of_gguf(target), ctx, kv.target, gpu_layers, holders);
+        if shares.is_empty() {
+            return;
+        }
+        let gib = |b: u64| b as f64 / (1u64 << 30) as f64;
+        let each: Vec<String> = shares
+            .iter()
+            .map(|s| {
+                format!(
+                    "{}: {} layers, {:.2} GiB of {:.2} GiB offered",
+                    s.holder.name,
+                    s.layers,
+                    gib(s.bytes),
+                    gib(s.holder.free)
+                )
+            })
+            .collect();
+        let short: Vec<&Share> = shares.iter().filter(|s| !s.fits()).collect();
+        let finding = if short.is_empty() {
+            Finding {
+                level: Verdict::Ok,
+                topic: Topic::Memory,
+                message: format!(
+                    "the target's layers, in proportion to what each device offers: {}",
+                    each.join("; ")
+                ),
+            }
+        } else {
+            let names: Vec<&str> = short.iter().map(|s| s.holder.name.as_str()).collect();
+            Finding {
+                level: Verdict::Incompatible,
+                topic: Topic::Memory,
+                message: format!(
+                    "too little memory for the target's share on {} ({}): add a machine, give a server more \
+                     (`draftlab rpc-server --mem GiB`, or free some on it), or keep layers on this machine's CPU \
+                     with --gpu-layers N",
+                    names.join(", "),
+                    each.join("; ")
+                ),
+            }
+        };
+        self.verdict = self.verdict.max(finding.level);
+        self.findings.push(finding);
+    }
 }
 
 #[cfg(test)]

@@ -129,6 +129,61 @@ pub struct Placement {
     pub draft: Option<u32>,
 }
 
+/// A device that would hold some of a target's layers (this machine's GPU, or another machine's
+/// device through RPC), and the memory it offers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Holder {
+    pub name: String,
+    pub free: u64,
+}
+
+/// A holder's share of the target: how many of its layers (the output layer counts as one), and
+/// their weights and KV cache.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Share {
+    pub holder: Holder,
+    pub layers: u64,
+    pub bytes: u64,
+}
+
+impl Share {
+    pub fn fits(&self) -> bool {
+        self.bytes <= self.holder.free
+    }
+}
+
+/// How llama.cpp spreads a target's offloaded layers over `holders` when no tensor split is given:
+/// in proportion to the memory each offers, in order, the output layer last. `gpu_layers` None
+/// offloads every layer; the rest stay on this machine's CPU. `kv_scale` is the cache type's size
+/// against f16.
+pub fn spread(target: &Footprint, ctx: u64, kv_scale: f64, gpu_layers: Option<u32>, holders: &[Holder]) -> Vec<Share> {
+    let mut shares: Vec<Share> = holders.iter().map(|h| Share { holder: h.clone(), layers: 0, bytes: 0 }).collect();
+    if holders.is_empty() {
+        return shares;
+    }
+    let n = target.n_layer;
+    let offloaded = gpu_layers.map_or(n + 1, |g| u64::from(g).min(n + 1));
+    let first = n + 1 - offloaded;
+    let total_free: f64 = holders.iter().map(|h| h.free as f64).sum();
+    // Cumulative split points; with nothing reported free, an even split.
+    let mut points = Vec::with_capacity(holders.len());
+    let mut acc = 0.0;
+    for (i, h) in holders.iter().enumerate() {
+        acc += if total_free > 0.0 { h.free as f64 / total_free } else { 1.0 / holders.len() as f64 };
+        points.push(if i + 1 == holders.len() { 1.0 } else { acc });
+    }
+    let per_layer = if n > 0 { target.layer_weights / n } else { 0 };
+    let kv_per_layer = if n > 0 { ((target.kv_bytes(ctx) as f64 * kv_scale) / n as f64).ceil() as u64 } else { 0 };
+    let other = target.weights.saturating_sub(target.layer_weights);
+    for layer in first..=n {
+        let at = (layer - first) as f64 / offloaded as f64;
+        let i = points.iter().position(|&p| p > at).unwrap_or(holders.len() - 1);
+        shares[i].layers += 1;
+        shares[i].bytes += if layer == n { other } else { per_layer + kv_per_layer };
+    }
+    shares
+}
+
 /// What the estimate concludes.
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
@@ -363,4 +418,27 @@ mod tests {
         assert_eq!(sliding("gpt-oss", 24, 128), 12);
         assert_eq!(sliding("llama", 32, 4096), 0);
     }
+
+    #[test]
+    fn layers_spread_in_proportion_to_what_each_holder_offers() {
+        let gib = 1u64 << 30;
+        // 32 layers of 0.25 GiB, 1 GiB besides them (embeddings, output), no KV cache.
+        let t = Footprint::new(9 * gib, 8 * gib, 32, 0, None);
+        let h = |name: &str, free: u64| Holder { name: name.into(), free };
+        let s = spread(&t, 0, 1.0, None, &[h("here", 3 * gib), h("a:1", 9 * gib)]);
+        assert_eq!(s.iter().map(|s| s.layers).sum::<u64>(), 33, "{s:?}");
+        // A quarter of 33 layers here, the rest (the output layer last) over there.
+        assert_eq!((s[0].layers, s[1].layers), (9, 24), "{s:?}");
+        assert_eq!(s[0].bytes, 9 * gib / 4);
+        assert_eq!(s[1].bytes, 23 * gib / 4 + gib);
+        assert!(s.iter().all(Share::fits));
+        // Too little offered: the share that does not fit says so.
+        let small = spread(&t, 0, 1.0, None, &[h("here", gib), h("a:1", gib)]);
+        assert!(small.iter().any(|s| !s.fits()), "{small:?}");
+        // Only the last 8 layers offloaded: the rest stay on this CPU, in no share.
+        let part = spread(&t, 0, 1.0, Some(8), &[h("a:1", gib), h("b:2", gib)]);
+        assert_eq!((part[0].layers, part[1].layers), (4, 4), "{part:?}");
+        assert!(spread(&t, 0, 1.0, None, &[]).is_empty());
+    }
+
 }
