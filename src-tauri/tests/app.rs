@@ -192,6 +192,66 @@ fn a_killed_worker_is_reported_and_the_next_run_gets_a_fresh_one() {
     assert_ne!(st.workers.pid(), first_pid);
 }
 
+/// A loopback relay to `port` whose connections this test can cut, as a network that goes down
+/// does. Returns its port and the cut.
+fn cuttable_relay(port: u16) -> (u16, impl FnOnce() + Send + 'static) {
+    use std::net::{Shutdown, TcpListener, TcpStream};
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let me = listener.local_addr().unwrap().port();
+    let open: Arc<Mutex<Vec<TcpStream>>> = Arc::default();
+    let cut = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let (open2, cut2) = (Arc::clone(&open), Arc::clone(&cut));
+    std::thread::spawn(move || {
+        for client in listener.incoming() {
+            let Ok(client) = client else { continue };
+            let server = TcpStream::connect(("127.0.0.1", port)).unwrap();
+            if cut2.load(std::sync::atomic::Ordering::SeqCst) {
+                continue;
+            }
+            open2.lock().unwrap().extend([client.try_clone().unwrap(), server.try_clone().unwrap()]);
+            for (mut from, mut to) in [(client.try_clone().unwrap(), server.try_clone().unwrap()), (server, client)] {
+                std::thread::spawn(move || {
+                    let _ = std::io::copy(&mut from, &mut to);
+                    let _ = to.shutdown(Shutdown::Both);
+                });
+            }
+        }
+    });
+    let cut_now = move || {
+        cut.store(true, std::sync::atomic::Ordering::SeqCst);
+        for s in open.lock().unwrap().iter() {
+            let _ = s.shutdown(Shutdown::Both);
+        }
+    };
+    (me, cut_now)
+}
+
+#[test]
+fn a_remote_machine_that_stops_answering_mid_run_is_reported_and_the_app_goes_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let st = state(dir.path());
+    // llama.cpp's RPC server, in this test's process, behind a relay the test cuts mid-run.
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    std::thread::spawn(move || draftlab_engine::decoding::remote::serve("127.0.0.1", port, 1, None));
+    let t0 = Instant::now();
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(t0.elapsed() < Duration::from_secs(30), "the RPC server did not start");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let (far, cut) = cuttable_relay(port);
+    let mut long = request(&[Mode::Baseline], 3000, "Write a very long story about a lighthouse.");
+    long.settings.rpc = vec![format!("127.0.0.1:{far}")];
+    let (result, events) = run_and_interrupt(&st, long, move |_| cut());
+    let err = result.unwrap_err();
+    assert_eq!(err.code, "remote", "{err}");
+    assert!(err.message.contains(&format!("a remote machine stopped answering (127.0.0.1:{far})")), "{err}");
+    assert!(err.hint.contains("rpc-server still runs"), "{}", err.hint);
+    assert!(events.iter().any(|e| matches!(e, RunEvent::Failed { error, .. } if error.code == "remote")));
+    // The app goes on: the next run, here, works.
+    let outcome = run::execute(&st, request(&[Mode::Baseline], 8, "Say hi."), &mut |_| {}).unwrap();
+    assert!(outcome.history_id.is_some());
+}
+
 #[test]
 fn bad_models_are_clear_errors_and_the_worker_survives() {
     let dir = tempfile::tempdir().unwrap();

@@ -37,6 +37,10 @@ pub fn any_registered() -> bool {
     registered().lock().map(|m| !m.is_empty()).unwrap_or(false)
 }
 
+/// How an aborted process's last words begin when a remote machine stopped answering (the app's
+/// worker client turns them into a `remote` error).
+pub const STOPPED_ANSWERING: &str = "error: a remote machine stopped answering";
+
 /// Makes a process that llama.cpp aborts say why in words a user can act on, before ggml's own
 /// message: ggml-rpc aborts when a remote machine stops answering mid-run (it cannot fail a
 /// computation). The app runs the engine in a worker process, so its window stays; the CLI ends.
@@ -51,8 +55,8 @@ pub fn explain_aborts() {
         let servers: Vec<String> = registered().try_lock().map(|m| m.keys().cloned().collect()).unwrap_or_default();
         if !servers.is_empty() && text.contains("RPC") {
             eprintln!(
-                "error: a remote machine stopped answering ({}): {}\nhint: check that its rpc-server still runs and \
-                 the network is up, then run again (or without --rpc)",
+                "{STOPPED_ANSWERING} ({}): {}\nhint: check that its rpc-server still runs and the network is up, then \
+                 run again (or without --rpc)",
                 servers.join(", "),
                 text.trim()
             );

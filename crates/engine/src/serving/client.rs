@@ -128,6 +128,17 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 
 /// The error for a worker that died: what its log said last, and where the whole log is.
 fn died(tail: &[String], log: &std::path::Path) -> ErrorInfo {
+    // ggml-rpc aborts when a remote machine stops answering; the engine said so before it ended.
+    let said = |prefix: &str| tail.iter().rev().find_map(|l| l.strip_prefix(prefix)).map(str::trim);
+    if let Some(why) = said(crate::decoding::remote::STOPPED_ANSWERING) {
+        let what = crate::decoding::remote::STOPPED_ANSWERING.trim_start_matches("error: ");
+        let hint = said("hint: ").unwrap_or("check that its rpc-server still runs and the network is up");
+        return ErrorInfo::new(
+            ErrorCode::Remote,
+            format!("{what} {why}"),
+            &format!("{}. A fresh engine starts with the next run. The whole log: {}", hint.trim_end_matches('.'), log.display()),
+        );
+    }
     let mut message =
         "the engine process stopped unexpectedly (a crash in llama.cpp, or the system ran out of memory)".to_string();
     let last: Vec<&String> = tail.iter().rev().take(6).rev().collect();
