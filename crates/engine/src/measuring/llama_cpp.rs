@@ -102,6 +102,10 @@ pub fn server_command(target: &Path, draft: Option<&Path>, s: &Settings) -> Opti
         }
     }
     push(&["-ngl", &ngl(s.gpu_layers), "-c", &s.n_ctx.to_string()]);
+    // The same machines serve llama.cpp (the same protocol): its layers spread as ours did.
+    if !s.rpc.is_empty() {
+        push(&["--rpc", &shell(&s.rpc.join(","))]);
+    }
     // llama-server's defaults are f16 caches and flash attention `auto`: only a change is printed.
     if s.cache_type != KvType::F16 {
         push(&["-ctk", s.cache_type.name(), "-ctv", s.cache_type.name()]);
@@ -190,6 +194,7 @@ mod tests {
                             s.cache_type = KvType::Q8_0;
                             s.draft_cache_type = KvType::Q4_0;
                             s.draft_gpu_layers = Some(GpuLayers::Count(0));
+                            s.rpc = vec!["192.168.1.20:50052".into(), "mac-studio.local:50052".into()];
                         }
                         out.push(s);
                     }
@@ -275,5 +280,8 @@ mod tests {
         let c = server_command(Path::new("/m/t.gguf"), Some(Path::new("/m/d.gguf")), &tuned).unwrap().command;
         assert!(c.contains("-ngld 0 --spec-type") && c.contains("-ctkd q4_0 -ctvd q4_0"), "{c}");
         assert!(c.ends_with("-ngl 99 -c 4096 -ctk q8_0 -ctv q8_0 -fa on"), "{c}");
+        let far = Settings { rpc: vec!["10.0.0.2:50052".into(), "[::1]:50053".into()], ..Settings::default() };
+        let c = server_command(Path::new("/m/t.gguf"), Some(Path::new("/m/d.gguf")), &Settings { strategy: Strategy::DraftModel, ..far });
+        assert!(c.unwrap().command.ends_with("-c 4096 --rpc '10.0.0.2:50052,[::1]:50053'"));
     }
 }
