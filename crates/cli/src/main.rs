@@ -51,17 +51,25 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     }
     match cli.command {
         Command::Inspect { file, json } => inspect(file, json),
-        Command::Doctor { target, draft, ctx, cache_type, cache_type_draft, gpu_layers, gpu_layers_draft, rpc, json } => {
-            doctor_cmd(
-                target,
-                draft,
-                ctx,
-                (&cache_type, &cache_type_draft),
-                (&gpu_layers, gpu_layers_draft.as_deref()),
-                &rpc,
-                json,
-            )
-        }
+        Command::Doctor {
+            target,
+            draft,
+            ctx,
+            cache_type,
+            cache_type_draft,
+            gpu_layers,
+            gpu_layers_draft,
+            rpc,
+            json,
+        } => doctor_cmd(
+            target,
+            draft,
+            ctx,
+            (&cache_type, &cache_type_draft),
+            (&gpu_layers, gpu_layers_draft.as_deref()),
+            &rpc,
+            json,
+        ),
         Command::Run(args) => run_cmd(args),
         Command::Bench { model, reps, warmup, json } => bench_cmd(model, reps, warmup, json),
         Command::Ngram(NgramCommand::Build { model, out, min_ngram, max_ngram, min_count, inputs }) => {

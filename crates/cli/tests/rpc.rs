@@ -168,7 +168,11 @@ fn what_each_server_offers_sets_its_share_of_the_layers_and_too_little_is_refuse
     };
     let o = run(&["--mode", "baseline", "--rpc", &rpc]);
     let log = String::from_utf8_lossy(&o.stderr);
-    let on = |dev: &str| log.lines().filter(|l| l.contains("assigned to device") && l.ends_with(&format!("device {dev}, is_swa = 0"))).count();
+    let on = |dev: &str| {
+        log.lines()
+            .filter(|l| l.contains("assigned to device") && l.ends_with(&format!("device {dev}, is_swa = 0")))
+            .count()
+    };
     assert_eq!((on("RPC0"), on("RPC1")), (first, second), "{spread}\n{log}");
     assert_eq!(tokens(&o, 0), tokens(&run(&["--mode", "baseline"]), 0));
     drop((a, b));

@@ -176,8 +176,8 @@ mod tests {
     #[test]
     fn requests_pass_unchanged_and_memory_requests_are_counted() {
         let big = vec![7u8; 3 * CHUNK + 5];
-        let stream = [request(14, &[1, 2]), request(6, &big), request(GET_DEVICE_MEMORY, &[0; 4]), request(10, &[])]
-            .concat();
+        let stream =
+            [request(14, &[1, 2]), request(6, &big), request(GET_DEVICE_MEMORY, &[0; 4]), request(10, &[])].concat();
         let asked = AtomicUsize::new(0);
         let mut out = Vec::new();
         pass_requests(stream.as_slice(), &mut out, &asked).unwrap();

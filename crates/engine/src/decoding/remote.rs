@@ -195,7 +195,8 @@ pub fn serve(host: &str, port: u16, threads: u32, mem: Option<u64>) -> Result<()
     let Some(cap) = mem else {
         return serve_here(&endpoint, threads);
     };
-    let cannot = |what: &str, e: std::io::Error| Error::Remote { endpoint: endpoint.clone(), reason: format!("{what} ({e})") };
+    let cannot =
+        |what: &str, e: std::io::Error| Error::Remote { endpoint: endpoint.clone(), reason: format!("{what} ({e})") };
     let listener = std::net::TcpListener::bind((host, port)).map_err(|e| cannot("cannot listen there", e))?;
     // ggml's own server listens on a free loopback port, behind the relay.
     let inner = std::net::TcpListener::bind("127.0.0.1:0")

@@ -248,7 +248,14 @@ impl Diagnosis {
     /// Adds the doctor's word on a target spread over several devices (other machines' through
     /// RPC): each one's share of the layers, and whether it has the memory for it. A share that
     /// does not fit makes the verdict incompatible.
-    pub fn add_spread(&mut self, target: &GgufFile, ctx: u64, kv: KvScale, gpu_layers: Option<u32>, holders: &[Holder]) {
+    pub fn add_spread(
+        &mut self,
+        target: &GgufFile,
+        ctx: u64,
+        kv: KvScale,
+        gpu_layers: Option<u32>,
+        holders: &[Holder],
+    ) {
         let shares = memory::spread(&Footprint::of_gguf(target), ctx, kv.target, gpu_layers, holders);
         if shares.is_empty() {
             return;
@@ -271,10 +278,7 @@ impl Diagnosis {
             Finding {
                 level: Verdict::Ok,
                 topic: Topic::Memory,
-                message: format!(
-                    "the target's layers, in proportion to what each device offers: {}",
-                    each.join("; ")
-                ),
+                message: format!("the target's layers, in proportion to what each device offers: {}", each.join("; ")),
             }
         } else {
             let names: Vec<&str> = short.iter().map(|s| s.holder.name.as_str()).collect();

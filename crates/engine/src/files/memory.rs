@@ -172,7 +172,7 @@ pub fn spread(target: &Footprint, ctx: u64, kv_scale: f64, gpu_layers: Option<u3
         acc += if total_free > 0.0 { h.free as f64 / total_free } else { 1.0 / holders.len() as f64 };
         points.push(if i + 1 == holders.len() { 1.0 } else { acc });
     }
-    let per_layer = if n > 0 { target.layer_weights / n } else { 0 };
+    let per_layer = target.layer_weights.checked_div(n).unwrap_or(0);
     let kv_per_layer = if n > 0 { ((target.kv_bytes(ctx) as f64 * kv_scale) / n as f64).ceil() as u64 } else { 0 };
     let other = target.weights.saturating_sub(target.layer_weights);
     for layer in first..=n {
@@ -440,5 +440,4 @@ mod tests {
         assert_eq!((part[0].layers, part[1].layers), (4, 4), "{part:?}");
         assert!(spread(&t, 0, 1.0, None, &[]).is_empty());
     }
-
 }

@@ -281,7 +281,11 @@ mod tests {
         assert!(c.contains("-ngld 0 --spec-type") && c.contains("-ctkd q4_0 -ctvd q4_0"), "{c}");
         assert!(c.ends_with("-ngl 99 -c 4096 -ctk q8_0 -ctv q8_0 -fa on"), "{c}");
         let far = Settings { rpc: vec!["10.0.0.2:50052".into(), "[::1]:50053".into()], ..Settings::default() };
-        let c = server_command(Path::new("/m/t.gguf"), Some(Path::new("/m/d.gguf")), &Settings { strategy: Strategy::DraftModel, ..far });
+        let c = server_command(
+            Path::new("/m/t.gguf"),
+            Some(Path::new("/m/d.gguf")),
+            &Settings { strategy: Strategy::DraftModel, ..far },
+        );
         assert!(c.unwrap().command.ends_with("-c 4096 --rpc '10.0.0.2:50052,[::1]:50053'"));
     }
 }

@@ -136,7 +136,11 @@ fn died(tail: &[String], log: &std::path::Path) -> ErrorInfo {
         return ErrorInfo::new(
             ErrorCode::Remote,
             format!("{what} {why}"),
-            &format!("{}. A fresh engine starts with the next run. The whole log: {}", hint.trim_end_matches('.'), log.display()),
+            &format!(
+                "{}. A fresh engine starts with the next run. The whole log: {}",
+                hint.trim_end_matches('.'),
+                log.display()
+            ),
         );
     }
     let mut message =
