@@ -75,30 +75,29 @@ fn connect_pair(client: TcpStream, upstream: TcpStream, cap: u64) -> io::Result<
 /// Copies requests from `from` to `to`, counting memory requests in `asked` before they leave.
 /// Returns Ok at a clean end (the client closed between messages).
 fn pass_requests(mut from: impl Read, to: &mut impl Write, asked: &AtomicUsize) -> io::Result<()> {
-    let mut head = [0u8; 9];
+    let mut buf = Vec::new();
     loop {
-        if !read_or_end(&mut from, &mut head)? {
+        buf.resize(9, 0);
+        if !read_or_end(&mut from, &mut buf[..9])? {
             return Ok(());
         }
-        if head[0] == GET_DEVICE_MEMORY {
+        if buf[0] == GET_DEVICE_MEMORY {
             asked.fetch_add(1, Ordering::SeqCst);
         }
-        to.write_all(&head)?;
-        let size = u64::from_le_bytes(head[1..9].try_into().expect("8 bytes"));
-        copy_exact(&mut from, to, size)?;
-        to.flush()?;
+        let size = u64::from_le_bytes(buf[1..9].try_into().expect("8 bytes"));
+        forward(&mut from, to, &mut buf, size)?;
     }
 }
 
 /// Copies answers from `from` to `to`; the answer to a memory request gets its numbers capped.
 fn pass_answers(mut from: impl Read, to: &mut impl Write, asked: &AtomicUsize, cap: u64) -> io::Result<()> {
-    let mut head = [0u8; 8];
+    let mut buf = Vec::new();
     loop {
-        if !read_or_end(&mut from, &mut head)? {
+        buf.resize(8, 0);
+        if !read_or_end(&mut from, &mut buf[..8])? {
             return Ok(());
         }
-        let size = u64::from_le_bytes(head);
-        to.write_all(&head)?;
+        let size = u64::from_le_bytes(buf[..8].try_into().expect("8 bytes"));
         let memory = asked.load(Ordering::SeqCst) > 0;
         if memory {
             asked.fetch_sub(1, Ordering::SeqCst);
@@ -106,11 +105,12 @@ fn pass_answers(mut from: impl Read, to: &mut impl Write, asked: &AtomicUsize, c
         if memory && size == MEMORY_ANSWER {
             let mut body = [0u8; 16];
             from.read_exact(&mut body)?;
-            to.write_all(&cap_memory(body, cap))?;
+            buf.extend_from_slice(&cap_memory(body, cap));
+            to.write_all(&buf)?;
+            to.flush()?;
         } else {
-            copy_exact(&mut from, to, size)?;
+            forward(&mut from, to, &mut buf, size)?;
         }
-        to.flush()?;
     }
 }
 
@@ -139,17 +139,24 @@ fn read_or_end(from: &mut impl Read, buf: &mut [u8]) -> io::Result<bool> {
     Ok(true)
 }
 
-/// Moves exactly `size` bytes from `from` to `to`, a chunk at a time.
-fn copy_exact(from: &mut impl Read, to: &mut impl Write, size: u64) -> io::Result<()> {
-    let mut buf = vec![0u8; usize::try_from(size).unwrap_or(CHUNK).min(CHUNK)];
-    let mut left = size;
+/// Sends the header in `buf` and the `size` bytes that follow it in `from`: a small message in one
+/// write (each write is a packet: the protocol's messages are mostly small), a large one a chunk at
+/// a time.
+fn forward(from: &mut impl Read, to: &mut impl Write, buf: &mut Vec<u8>, size: u64) -> io::Result<()> {
+    let head = buf.len();
+    let first = usize::try_from(size).unwrap_or(CHUNK).min(CHUNK);
+    buf.resize(head + first, 0);
+    from.read_exact(&mut buf[head..])?;
+    to.write_all(buf)?;
+    let mut left = size - first as u64;
     while left > 0 {
-        let n = usize::try_from(left).unwrap_or(CHUNK).min(buf.len());
+        let n = usize::try_from(left).unwrap_or(CHUNK).min(CHUNK);
+        buf.resize(n, 0);
         from.read_exact(&mut buf[..n])?;
         to.write_all(&buf[..n])?;
         left -= n as u64;
     }
-    Ok(())
+    to.flush()
 }
 
 #[cfg(test)]
