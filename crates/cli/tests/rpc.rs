@@ -190,6 +190,63 @@ fn what_each_server_offers_sets_its_share_of_the_layers_and_too_little_is_refuse
     assert!(String::from_utf8_lossy(&o.stderr).contains("--mem is 0, but must be a number of GiB above 0"));
 }
 
+/// llama.cpp's RPC handshake: HELLO (14) with no transport capabilities (24 zero bytes).
+fn hello() -> Vec<u8> {
+    [&[14u8][..], &24u64.to_le_bytes(), &[0u8; 24]].concat()
+}
+
+/// A stand-in server on loopback that reads one handshake and answers with `answer` (nothing: it
+/// hangs up). Returns its port.
+fn fake_server(answer: Option<Vec<u8>>) -> u16 {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    thread::spawn(move || {
+        for client in listener.incoming() {
+            let Ok(mut c) = client else { continue };
+            let mut got = vec![0u8; 33];
+            if c.read_exact(&mut got).is_ok() {
+                if let Some(a) = &answer {
+                    let _ = c.write_all(a);
+                }
+            }
+        }
+    });
+    port
+}
+
+#[test]
+fn a_busy_server_or_one_of_another_protocol_is_a_clear_error_not_a_hang() {
+    let m = model(SMOLLM2);
+    let m = m.to_str().unwrap();
+    let server = Server::start();
+    let at = format!("127.0.0.1:{}", server.port);
+    // Another client holds the server (llama.cpp's serves one at a time).
+    let mut other = TcpStream::connect(("127.0.0.1", server.port)).unwrap();
+    other.write_all(&hello()).unwrap();
+    let mut answer = [0u8; 36];
+    other.read_exact(&mut answer).unwrap();
+    assert_eq!(answer[8], 7, "protocol major version");
+    let t = Instant::now();
+    let o = draftlab(&["run", "-t", m, "-p", "Hi.", "-n", "4", "--rpc", &at]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains(&format!("the remote machine at {at} cannot be used")), "{err}");
+    assert!(err.contains("serves one client at a time"), "{err}");
+    assert!(t.elapsed() < Duration::from_secs(60), "it waited {:?}", t.elapsed());
+    // Once the other client leaves, the server serves this one.
+    drop(other);
+    let o = draftlab(&["run", "-t", m, "-p", "Hi.", "-n", "4", "--threads", "1", "--rpc", &at]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    // A server of another protocol version, and one that hangs up at the handshake.
+    let v3 = [&28u64.to_le_bytes()[..], &[3, 6, 1, 0], &[0u8; 24]].concat();
+    for (port, says) in [(fake_server(Some(v3)), "protocol v3.6.1"), (fake_server(None), "closed the connection")] {
+        let o = draftlab(&["run", "-t", m, "-p", "Hi.", "-n", "4", "--rpc", &format!("127.0.0.1:{port}")]);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{err}");
+        assert!(err.contains(says) && err.contains("this Draftlab speaks v7.0"), "{err}");
+    }
+}
+
 #[test]
 fn an_rpc_server_that_does_not_answer_is_a_clear_error_before_loading() {
     let port = free_port();

@@ -213,7 +213,7 @@ impl Error {
                 ErrorCode::Busy => "Wait for the other download of this file to finish (or stop it), then run this one again.",
                 _ => "Run the download again: it resumes where it stopped.",
             },
-            Error::Remote { .. } => "Start `draftlab rpc-server --host ADDRESS --port PORT` (or llama.cpp's rpc-server) on that machine, check the address and that no firewall blocks the port; or run without --rpc.",
+            Error::Remote { .. } => "Start `draftlab rpc-server --host ADDRESS --port PORT` (or llama.cpp's rpc-server) on that machine, free for this client; check the address and that no firewall blocks the port; or run without --rpc.",
         }
     }
 }

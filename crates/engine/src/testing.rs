@@ -292,3 +292,21 @@ pub mod mock_hub {
         }
     }
 }
+
+/// A file of the llama.cpp that llama-cpp-sys-2 0.1.161 vendors (`path` inside its tree, e.g.
+/// `common/arg.cpp`), as the Cargo registry holds it: for tests that check what we write or speak
+/// against llama.cpp's own source.
+pub fn vendored_llama_cpp(path: &str) -> String {
+    let cargo_home = std::env::var_os("CARGO_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cargo")))
+        .expect("CARGO_HOME or HOME");
+    let registry = cargo_home.join("registry/src");
+    for index in std::fs::read_dir(&registry).expect("the Cargo registry") {
+        let p = index.expect("entry").path().join("llama-cpp-sys-2-0.1.161/llama.cpp").join(path);
+        if let Ok(text) = std::fs::read_to_string(&p) {
+            return text;
+        }
+    }
+    panic!("llama-cpp-sys-2 0.1.161's {path} is not in {}", registry.display());
+}

@@ -75,29 +75,31 @@ fn connect_pair(client: TcpStream, upstream: TcpStream, cap: u64) -> io::Result<
 /// Copies requests from `from` to `to`, counting memory requests in `asked` before they leave.
 /// Returns Ok at a clean end (the client closed between messages).
 fn pass_requests(mut from: impl Read, to: &mut impl Write, asked: &AtomicUsize) -> io::Result<()> {
-    let mut buf = Vec::new();
+    let (mut head, mut buf) = ([0u8; 9], Vec::new());
     loop {
-        buf.resize(9, 0);
-        if !read_or_end(&mut from, &mut buf[..9])? {
+        if !read_or_end(&mut from, &mut head)? {
             return Ok(());
         }
-        if buf[0] == GET_DEVICE_MEMORY {
+        if head[0] == GET_DEVICE_MEMORY {
             asked.fetch_add(1, Ordering::SeqCst);
         }
-        let size = u64::from_le_bytes(buf[1..9].try_into().expect("8 bytes"));
+        let size = u64::from_le_bytes(head[1..9].try_into().expect("8 bytes"));
+        buf.clear();
+        buf.extend_from_slice(&head);
         forward(&mut from, to, &mut buf, size)?;
     }
 }
 
 /// Copies answers from `from` to `to`; the answer to a memory request gets its numbers capped.
 fn pass_answers(mut from: impl Read, to: &mut impl Write, asked: &AtomicUsize, cap: u64) -> io::Result<()> {
-    let mut buf = Vec::new();
+    let (mut head, mut buf) = ([0u8; 8], Vec::new());
     loop {
-        buf.resize(8, 0);
-        if !read_or_end(&mut from, &mut buf[..8])? {
+        if !read_or_end(&mut from, &mut head)? {
             return Ok(());
         }
-        let size = u64::from_le_bytes(buf[..8].try_into().expect("8 bytes"));
+        let size = u64::from_le_bytes(head);
+        buf.clear();
+        buf.extend_from_slice(&head);
         let memory = asked.load(Ordering::SeqCst) > 0;
         if memory {
             asked.fetch_sub(1, Ordering::SeqCst);
@@ -220,5 +222,15 @@ mod tests {
         assert_eq!(e.kind(), io::ErrorKind::UnexpectedEof);
         let e = pass_answers(&[1u8, 0, 0][..], &mut Vec::new(), &AtomicUsize::new(0), 1).unwrap_err();
         assert_eq!(e.kind(), io::ErrorKind::UnexpectedEof);
+    }
+
+    #[test]
+    fn the_memory_command_is_the_vendored_protocols() {
+        let rpc = crate::testing::vendored_llama_cpp("ggml/src/ggml-rpc/ggml-rpc.cpp");
+        let commands = rpc.split("enum rpc_cmd {").nth(1).unwrap().split('}').next().unwrap();
+        let names: Vec<&str> =
+            commands.split(',').map(|c| c.split('=').next().unwrap().trim()).filter(|c| !c.is_empty()).collect();
+        assert_eq!(names.iter().position(|c| *c == "RPC_CMD_GET_DEVICE_MEMORY"), Some(usize::from(GET_DEVICE_MEMORY)));
+        assert!(rpc.contains("uint64_t free_mem;\n    uint64_t total_mem;"), "the memory answer changed");
     }
 }

@@ -22,6 +22,8 @@ use crate::error::{Error, Result};
 
 /// How long a remote machine may take to accept a connection before it counts as unreachable.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(3);
+/// How long a server that accepted the connection may take to answer the handshake.
+const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// The devices each endpoint's server added (global ggml device indices), once per process: ggml
 /// keeps a server's devices registered for the process's life.
@@ -83,8 +85,11 @@ pub fn parse_endpoint(endpoint: &str) -> Result<(String, u16)> {
     Ok((host.to_string(), port))
 }
 
-/// Whether `endpoint` accepts a TCP connection now. ggml-rpc aborts the whole process on a failed
-/// connection, so every server is tried here first.
+/// Whether `endpoint` is an RPC server this process can use now: it accepts a connection and
+/// answers the protocol's handshake with a version this build speaks. ggml-rpc aborts the whole
+/// process on a failed connection or a version it does not speak, and waits forever for a server
+/// that is busy (llama.cpp's rpc-server serves one client at a time), so every server is tried here
+/// first.
 fn reachable(endpoint: &str) -> Result<()> {
     let (host, port) = parse_endpoint(endpoint)?;
     let unreachable = |reason: String| Error::Remote { endpoint: endpoint.to_string(), reason };
@@ -95,7 +100,7 @@ fn reachable(endpoint: &str) -> Result<()> {
     let mut last = None;
     for a in &addrs {
         match TcpStream::connect_timeout(a, CONNECT_TIMEOUT) {
-            Ok(_) => return Ok(()),
+            Ok(s) => return handshake(s).map_err(unreachable),
             Err(e) => last = Some(e),
         }
     }
@@ -103,6 +108,55 @@ fn reachable(endpoint: &str) -> Result<()> {
         Some(e) => format!("nothing answers there ({e})"),
         None => "its name has no address".into(),
     }))
+}
+
+/// ggml-rpc's HELLO: command 14, this build's transport capabilities (24 bytes, none: plain TCP);
+/// the answer is the server's protocol version (major, minor, patch, padding) and its capabilities.
+const HELLO: u8 = 14;
+const CAPS: usize = 24;
+/// The protocol this build speaks (ggml-rpc.h's RPC_PROTO_MAJOR_VERSION and MINOR).
+const PROTOCOL: (u8, u8) = (7, 0);
+
+/// Says hello on `s` and checks the answer; the error is the reason, in words.
+fn handshake(mut s: TcpStream) -> std::result::Result<(), String> {
+    use std::io::{ErrorKind, Read, Write};
+    let _ = s.set_nodelay(true);
+    s.set_read_timeout(Some(HANDSHAKE_TIMEOUT)).map_err(|e| e.to_string())?;
+    let mut hello = vec![HELLO];
+    hello.extend_from_slice(&(CAPS as u64).to_le_bytes());
+    hello.extend_from_slice(&[0; CAPS]);
+    let busy = || {
+        format!(
+            "it accepts connections but did not answer within {} s. llama.cpp's rpc-server serves one client at a \
+             time, so another program (or another Draftlab, or the app) is probably using it: stop that one, or start \
+             another rpc-server on another port",
+            HANDSHAKE_TIMEOUT.as_secs()
+        )
+    };
+    let other_version = |v: String| {
+        format!(
+            "it speaks llama.cpp's RPC protocol {v}, and this Draftlab speaks v{}.{}: run `draftlab rpc-server` from this \
+             Draftlab on it (or a llama.cpp rpc-server of the same protocol version)",
+            PROTOCOL.0, PROTOCOL.1
+        )
+    };
+    s.write_all(&hello).map_err(|e| format!("the connection failed ({e})"))?;
+    let mut answer = [0u8; 8 + 4 + CAPS];
+    if let Err(e) = s.read_exact(&mut answer) {
+        return Err(match e.kind() {
+            ErrorKind::WouldBlock | ErrorKind::TimedOut => busy(),
+            ErrorKind::UnexpectedEof | ErrorKind::ConnectionReset => {
+                other_version("of another version (it closed the connection at the handshake)".into())
+            }
+            _ => format!("the handshake failed ({e})"),
+        });
+    }
+    let size = u64::from_le_bytes(answer[..8].try_into().expect("8 bytes"));
+    let (major, minor, patch) = (answer[8], answer[9], answer[10]);
+    if size != (4 + CAPS) as u64 || major != PROTOCOL.0 || minor > PROTOCOL.1 {
+        return Err(other_version(format!("v{major}.{minor}.{patch}")));
+    }
+    Ok(())
 }
 
 /// ggml's RPC registry and one of its functions, by name.
@@ -268,5 +322,19 @@ mod tests {
         drop(l);
         let e = reachable(&format!("127.0.0.1:{port}")).unwrap_err();
         assert!(matches!(&e, Error::Remote { endpoint, .. } if endpoint == &format!("127.0.0.1:{port}")), "{e}");
+    }
+
+    #[test]
+    fn the_handshake_speaks_the_vendored_protocol() {
+        let header = crate::testing::vendored_llama_cpp("ggml/include/ggml-rpc.h");
+        let define = |name: &str| -> u8 {
+            let line = header.lines().find(|l| l.contains(&format!("#define {name} "))).expect(name);
+            line.split_whitespace().nth(2).unwrap().parse().unwrap()
+        };
+        assert_eq!(PROTOCOL, (define("RPC_PROTO_MAJOR_VERSION"), define("RPC_PROTO_MINOR_VERSION")));
+        let transport = crate::testing::vendored_llama_cpp("ggml/src/ggml-rpc/transport.h");
+        assert!(transport.contains(&format!("RPC_CONN_CAPS_SIZE = {CAPS};")), "caps size changed");
+        let rpc = crate::testing::vendored_llama_cpp("ggml/src/ggml-rpc/ggml-rpc.cpp");
+        assert!(rpc.contains(&format!("RPC_CMD_HELLO == {HELLO}")));
     }
 }

@@ -125,25 +125,11 @@ pub fn server_command(target: &Path, draft: Option<&Path>, s: &Settings) -> Opti
 #[cfg(test)]
 mod tests {
     use std::collections::HashMap;
-    use std::path::PathBuf;
 
     use super::*;
 
-    /// A file of llama.cpp's `common/` as the Cargo registry holds it (the crate's build
-    /// downloaded it).
     fn vendored(file: &str) -> String {
-        let cargo_home = std::env::var_os("CARGO_HOME")
-            .map(PathBuf::from)
-            .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cargo")))
-            .expect("CARGO_HOME or HOME");
-        let registry = cargo_home.join("registry/src");
-        for index in std::fs::read_dir(&registry).expect("the Cargo registry") {
-            let p = index.expect("entry").path().join("llama-cpp-sys-2-0.1.161/llama.cpp/common").join(file);
-            if let Ok(text) = std::fs::read_to_string(&p) {
-                return text;
-            }
-        }
-        panic!("llama-cpp-sys-2 0.1.161's common/{file} is not in {}", registry.display());
+        crate::testing::vendored_llama_cpp(&format!("common/{file}"))
     }
 
     /// Every option arg.cpp declares: each name → (removed?, accepted by llama-server?).
