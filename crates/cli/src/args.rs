@@ -53,6 +53,9 @@ pub(crate) enum Command {
         /// run): their memory counts, and each device's share of the layers is shown and checked.
         #[arg(long, value_delimiter = ',')]
         rpc: Vec<String>,
+        /// The split over this machine's GPU and the --rpc machines' devices (weights, as for run).
+        #[arg(long, value_delimiter = ',', value_name = "WEIGHTS")]
+        tensor_split: Vec<f32>,
         #[arg(long)]
         json: bool,
     },
@@ -261,6 +264,11 @@ pub(crate) struct GenArgs {
     /// llama.cpp's --rpc.
     #[arg(long, value_delimiter = ',')]
     rpc: Vec<String>,
+    /// How the target's layers split: one weight per device, this machine's GPU (if any) first,
+    /// then each --rpc machine's devices, e.g. 3,1 (llama.cpp's --tensor-split); default: in
+    /// proportion to the memory each offers.
+    #[arg(long, value_delimiter = ',', value_name = "WEIGHTS")]
+    tensor_split: Vec<f32>,
     /// KV cache type of the target: f16, q8_0 or q4_0 (quantised: less memory; needs flash attention).
     #[arg(long, default_value = "f16")]
     cache_type: String,
@@ -438,6 +446,7 @@ impl GenArgs {
             ngram_map: self.ngram_map.clone(),
             keep_ngram_cache: self.keep_ngram_cache,
             rpc: self.rpc.clone(),
+            tensor_split: self.tensor_split.clone(),
             ..Settings::default()
         })
     }
@@ -498,6 +507,7 @@ pub(crate) fn flag_of(setting: &str) -> Option<&'static str> {
         "min_p" => "--min-p",
         "ngram_map" => "--ngram-map",
         "rpc" => "--rpc",
+        "tensor_split" => "--tensor-split",
         "draft" => "--draft",
         "drafts" => "--drafts",
         "targets" => "--targets",

@@ -60,6 +60,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             gpu_layers,
             gpu_layers_draft,
             rpc,
+            tensor_split,
             json,
         } => doctor_cmd(
             target,
@@ -67,7 +68,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             ctx,
             (&cache_type, &cache_type_draft),
             (&gpu_layers, gpu_layers_draft.as_deref()),
-            &rpc,
+            (&rpc, &tensor_split),
             json,
         ),
         Command::Run(args) => run_cmd(args),

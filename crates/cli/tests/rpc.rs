@@ -129,16 +129,10 @@ fn a_target_spread_over_two_rpc_servers_writes_what_it_writes_here() {
     assert!(v["reports"][1]["accepted"].as_u64().unwrap() > 0, "the draft drafted nothing");
 }
 
-#[test]
-fn what_each_server_offers_sets_its_share_of_the_layers_and_too_little_is_refused() {
-    let m = model(SMOLLM2);
-    let m = m.to_str().unwrap();
-    // 0.1 GiB here and 0.3 GiB there: a quarter of SmolLM2's 30 layers and its output layer on the
-    // first, the rest on the second.
-    let (a, b) = (Server::offering(Some("0.1")), Server::offering(Some("0.3")));
-    let rpc = format!("127.0.0.1:{},127.0.0.1:{}", a.port, b.port);
-    let o = draftlab(&["doctor", m, "--rpc", &rpc, "--json"]);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+/// Each server's share of the layers by the doctor (`doctor --rpc … --json`), by port.
+fn doctor_shares(m: &str, rpc: &str, extra: &[&str]) -> Vec<usize> {
+    let o = draftlab(&[&["doctor", m, "--rpc", rpc, "--json"][..], extra].concat());
+    assert!(o.status.success(), "{}{}", String::from_utf8_lossy(&o.stderr), String::from_utf8_lossy(&o.stdout));
     let dx: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     let spread = dx["findings"]
         .as_array()
@@ -147,34 +141,87 @@ fn what_each_server_offers_sets_its_share_of_the_layers_and_too_little_is_refuse
         .find_map(|f| f["message"].as_str().filter(|m| m.contains("in proportion to what each device offers")))
         .unwrap_or_else(|| panic!("no spread in {dx}"))
         .to_string();
-    let share = |port: u16| -> usize {
-        let at = spread.find(&format!("127.0.0.1:{port}: ")).unwrap_or_else(|| panic!("{port} in {spread}"));
-        let rest = &spread[at..];
-        let n = rest.split(": ").nth(1).unwrap().split(' ').next().unwrap();
-        n.parse().unwrap()
-    };
-    let (first, second) = (share(a.port), share(b.port));
-    assert_eq!(first + second, 31, "{spread}");
-    assert!((7..=9).contains(&first), "{spread}");
-    // llama.cpp places the layers where the doctor said, and the output stands.
-    let run = |extra: &[&str]| {
-        let base = ["run", "-t", m, "-p", "Name three colours.", "-n", "12", "--threads", "1", "--json"];
-        Command::new(env!("CARGO_BIN_EXE_draftlab"))
-            .args([&base[..], extra].concat())
-            .env("NO_COLOR", "1")
-            .env("DRAFTLAB_LLAMA_LOG", "1")
-            .output()
-            .unwrap()
-    };
-    let o = run(&["--mode", "baseline", "--rpc", &rpc]);
+    rpc.split(',')
+        .map(|endpoint| {
+            let at = spread.find(&format!("{endpoint}: ")).unwrap_or_else(|| panic!("{endpoint} in {spread}"));
+            spread[at..].split(": ").nth(1).unwrap().split(' ').next().unwrap().parse().unwrap()
+        })
+        .collect()
+}
+
+/// A baseline run over `rpc` (with `extra` flags) and where llama.cpp put the layers: the count on
+/// each remote device (RPC0, RPC1…), and the tokens.
+fn run_over(m: &str, rpc: &str, extra: &[&str]) -> (Vec<usize>, Vec<serde_json::Value>) {
+    let base = ["run", "-t", m, "-p", "Name three colours.", "-n", "12", "--threads", "1", "--json"];
+    let o = Command::new(env!("CARGO_BIN_EXE_draftlab"))
+        .args([&base[..], &["--mode", "baseline", "--rpc", rpc], extra].concat())
+        .env("NO_COLOR", "1")
+        .env("DRAFTLAB_LLAMA_LOG", "1")
+        .output()
+        .unwrap();
     let log = String::from_utf8_lossy(&o.stderr);
-    let on = |dev: &str| {
+    let on = |dev: usize| {
         log.lines()
-            .filter(|l| l.contains("assigned to device") && l.ends_with(&format!("device {dev}, is_swa = 0")))
+            .filter(|l| l.contains("assigned to device") && l.ends_with(&format!("device RPC{dev}, is_swa = 0")))
             .count()
     };
-    assert_eq!((on("RPC0"), on("RPC1")), (first, second), "{spread}\n{log}");
-    assert_eq!(tokens(&o, 0), tokens(&run(&["--mode", "baseline"]), 0));
+    ((0..rpc.split(',').count()).map(on).collect(), tokens(&o, 0))
+}
+
+#[test]
+fn what_each_server_offers_sets_its_share_of_the_layers_and_too_little_is_refused() {
+    let m = model(SMOLLM2);
+    let m = m.to_str().unwrap();
+    let here = tokens(
+        &draftlab(&[
+            "run",
+            "-t",
+            m,
+            "-p",
+            "Name three colours.",
+            "-n",
+            "12",
+            "--threads",
+            "1",
+            "--json",
+            "--mode",
+            "baseline",
+        ]),
+        0,
+    );
+    // 0.1 GiB here and 0.3 GiB there: a quarter of SmolLM2's 30 layers and its output layer on the
+    // first, the rest on the second.
+    let (a, b) = (Server::offering(Some("0.1")), Server::offering(Some("0.3")));
+    let rpc = format!("127.0.0.1:{},127.0.0.1:{}", a.port, b.port);
+    let shares = doctor_shares(m, &rpc, &[]);
+    assert_eq!(shares.iter().sum::<usize>(), 31, "{shares:?}");
+    assert!((7..=9).contains(&shares[0]), "{shares:?}");
+    // llama.cpp places the layers where the doctor said, and the output stands.
+    let (placed, out) = run_over(m, &rpc, &[]);
+    assert_eq!(placed, shares);
+    assert_eq!(out, here);
+    // A split given here overrides what the servers offer (all of this machine's memory each):
+    // 3 to 1, then 1 to 5.
+    drop((a, b));
+    let (a, b) = (Server::start(), Server::start());
+    let rpc = format!("127.0.0.1:{},127.0.0.1:{}", a.port, b.port);
+    for (split, first) in [("3,1", 23..=24), ("1,5", 5..=6)] {
+        let shares = doctor_shares(m, &rpc, &["--tensor-split", split]);
+        assert!(first.contains(&shares[0]) && shares.iter().sum::<usize>() == 31, "{split}: {shares:?}");
+        let (placed, out) = run_over(m, &rpc, &["--tensor-split", split]);
+        assert_eq!(placed, shares, "{split}");
+        assert_eq!(out, here, "{split}");
+    }
+    // A split that does not match the devices, or with nothing to split over, says so.
+    let o = draftlab(&["run", "-t", m, "-p", "Hi.", "-n", "4", "--rpc", &rpc, "--tensor-split", "1"]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("--tensor-split has 1 weights, but the target spreads over 2 devices"), "{err}");
+    assert!(err.contains(&format!("the devices, in order: 127.0.0.1:{}, 127.0.0.1:{}", a.port, b.port)), "{err}");
+    let o = draftlab(&["run", "-t", m, "-p", "Hi.", "-n", "4", "--tensor-split", "1,1"]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("--tensor-split is set, but splits only over other machines"), "{err}");
     drop((a, b));
     // Servers that offer too little: refused before loading, naming them.
     let (a, b) = (Server::offering(Some("0.001")), Server::offering(Some("0.5")));

@@ -108,7 +108,13 @@ draft_gpu_layers: GpuLayers | null,
  * Other machines (`host:port` of `draftlab rpc-server` or llama.cpp's rpc-server) that hold
  * a share of the target's layers, through llama.cpp's RPC backend; the draft stays here.
  */
-rpc: Array<string>, };
+rpc: Array<string>, 
+/**
+ * How the target's layers split over this machine's GPU and the `rpc` machines' devices, one
+ * weight per device in that order (llama.cpp's `--tensor-split`); empty: in proportion to the
+ * memory each offers.
+ */
+tensor_split?: Array<number>, };
 
 export type Limits = { max_draft: number, min_ctx: number, 
 /**

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { LIMITS } from "./bindings";
-import { defaultSettings, formatGpuLayers, parseGpuLayers, problemText } from "./settings";
+import { defaultSettings, formatGpuLayers, parseGpuLayers, problemText, splitWeights } from "./settings";
 import type { ApiError } from "./types";
 
 describe("GPU layers", () => {
@@ -23,6 +23,14 @@ describe("settings problems", () => {
     expect(problemText(e)).toBe("Top-p is 0, but must be in (0, 1]");
     const map: ApiError = { code: "invalid_settings", message: "invalid setting: ngram_map is needed by the ngram-map strategy (build a map with `draftlab ngram build`)", hint: "", setting: "ngram_map" };
     expect(problemText(map)).toBe("N-gram map is needed by the ngram-map strategy (build a map with `draftlab ngram build`)");
+  });
+
+  it("reads the split's weights, and leaves a word for the engine to refuse by name", () => {
+    expect(splitWeights("3, 1")).toEqual([3, 1]);
+    expect(splitWeights(" ")).toEqual([]);
+    expect(splitWeights("2,x")).toEqual([2, 0]);
+    const e: ApiError = { code: "invalid_settings", message: "invalid setting: tensor_split has a weight that is not a number above 0 (e.g. 3,1)", hint: "", setting: "tensor_split" };
+    expect(problemText(e)).toBe("Split has a weight that is not a number above 0 (e.g. 3,1)");
   });
 
   it("keeps rules about several settings as the engine says them", () => {

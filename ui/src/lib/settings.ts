@@ -59,7 +59,14 @@ export const SETTING_LABELS: Record<string, string> = {
   draft_cache_type: "Draft KV cache",
   draft_gpu_layers: "Draft GPU layers",
   rpc: "Remote machines",
+  tensor_split: "Split",
 };
+
+/// The Split field's weights ("3, 1" → [3, 1]); a word that is not a number becomes 0, which the
+/// engine refuses with the field's name.
+export function splitWeights(text: string): number[] {
+  return text.split(",").map((w) => w.trim()).filter((w) => w !== "").map((w) => (Number.isFinite(Number(w)) ? Number(w) : 0));
+}
 
 /// An engine problem as the page says it: the setting by its label ("top-p is 0, but must be in
 /// (0, 1]"), or the message itself for rules about several settings.

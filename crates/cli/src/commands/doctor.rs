@@ -15,7 +15,7 @@ pub(crate) fn doctor_cmd(
     ctx: u32,
     (cache_type, cache_type_draft): (&str, &str),
     (gpu_layers, gpu_layers_draft): (&str, Option<&str>),
-    rpc: &[String],
+    (rpc, tensor_split): (&[String], &[f32]),
     json: bool,
 ) -> anyhow::Result<ExitCode> {
     let kv = kv_scale(cache_type.parse()?, KvType::parse("draft_cache_type", cache_type_draft)?);
@@ -27,7 +27,8 @@ pub(crate) fn doctor_cmd(
     let placement = doctor::Placement { target: target_layers.count(), draft: draft_layers.count() };
     let t = GgufFile::open(&target)?;
     let d = draft.as_ref().map(GgufFile::open).transpose()?;
-    let dx = draftlab_engine::decoding::session::diagnose(&t, d.as_ref(), u64::from(ctx), kv, placement, rpc)?;
+    let dx =
+        draftlab_engine::decoding::session::diagnose(&t, d.as_ref(), u64::from(ctx), kv, placement, rpc, tensor_split)?;
     if json {
         println!("{}", serde_json::to_string_pretty(&dx)?);
     } else {

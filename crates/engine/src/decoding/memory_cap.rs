@@ -1,63 +1,89 @@
-//! `draftlab rpc-server --mem GiB`: what a served machine offers. llama.cpp spreads a target's
-//! layers over its devices in proportion to the memory each reports free, so a cap on what a
-//! server reports both keeps memory for other work on that machine and sets its share of the
-//! layers (the split between machines).
+//! What a machine's devices offer, as llama.cpp sees it. llama.cpp spreads a target's layers over
+//! its devices in proportion to the memory each reports free, so a cap on what a device reports
+//! both keeps memory for other work on that machine and sets its share of the layers (the split).
+//! Two users: `draftlab rpc-server --mem GiB` (every device it serves offers at most that), and a
+//! client's `tensor_split` (each remote device offers its weight's share).
 //!
-//! ggml's RPC server has no such setting, so a relay stands in front of it: clients connect to the
-//! relay, which passes every byte through to ggml's server on loopback and lowers the free and
-//! total memory in its answers to `GET_DEVICE_MEMORY`. It reads the protocol's framing only:
-//! requests are `| command (1 byte) | size (8 bytes, little-endian) | size bytes |`, answers
-//! `| size (8 bytes) | size bytes |`. A client waits for each answer before it sends its next
-//! request (ggml-rpc's dispatcher sends one message at a time), so the answer that follows a memory
-//! request is that request's.
+//! ggml-rpc has no such setting, so a relay stands between ggml's client and server: it passes
+//! every byte through and lowers the free and total memory in the answers to `GET_DEVICE_MEMORY`.
+//! It reads the protocol's framing only: requests are `| command (1 byte) | size (8 bytes,
+//! little-endian) | size bytes |`, answers `| size (8 bytes) | size bytes |`. A client waits for
+//! each answer before it sends its next request (ggml-rpc's dispatcher sends one message at a
+//! time), so the answer that follows a memory request is that request's.
 
+use std::collections::{HashMap, VecDeque};
 use std::io::{self, Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, RwLock};
 use std::thread;
 
 /// ggml-rpc's `RPC_CMD_GET_DEVICE_MEMORY` (protocol 3 to 7).
 const GET_DEVICE_MEMORY: u8 = 11;
+/// Its request: the device's index on the server (u32).
+const MEMORY_REQUEST: u64 = 4;
 /// Its answer: free and total bytes, two u64.
 const MEMORY_ANSWER: u64 = 16;
 /// Bytes moved per read while passing a message through (tensors can be gigabytes).
 const CHUNK: usize = 1 << 20;
 
-/// Serves `listener`'s clients through to ggml's RPC server at `server`, each device's memory
-/// reported as at most `cap` bytes. Blocks; each client gets its own pair of threads.
-pub fn relay(listener: TcpListener, server: SocketAddr, cap: u64) -> io::Result<()> {
+/// The most memory devices may report: `all` of them, and each by its index on its server.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Caps {
+    pub all: Option<u64>,
+    pub devices: HashMap<u32, u64>,
+}
+
+impl Caps {
+    /// The cap on device `device`, if any.
+    fn of(&self, device: u32) -> Option<u64> {
+        match (self.all, self.devices.get(&device)) {
+            (Some(a), Some(&d)) => Some(a.min(d)),
+            (a, d) => a.or(d.copied()),
+        }
+    }
+}
+
+/// Caps a relay reads at each memory answer: whoever holds them may change them between loads.
+pub type SharedCaps = Arc<RwLock<Caps>>;
+
+/// Serves `listener`'s clients through to ggml's RPC server at `server`, with memory answers
+/// capped by `caps`. Blocks; each client gets its own pair of threads.
+pub fn relay(listener: TcpListener, server: SocketAddr, caps: SharedCaps) -> io::Result<()> {
     for client in listener.incoming() {
         let client = match client {
             Ok(c) => c,
             Err(e) => {
-                eprintln!("rpc-server: a connection failed: {e}");
+                eprintln!("RPC relay: a connection failed: {e}");
                 continue;
             }
         };
         let upstream = match TcpStream::connect(server) {
             Ok(s) => s,
             Err(e) => {
-                eprintln!("rpc-server: llama.cpp's server behind the relay did not answer: {e}");
+                eprintln!("RPC relay: the server at {server} did not answer: {e}");
                 let _ = client.shutdown(Shutdown::Both);
                 continue;
             }
         };
+        let caps = caps.clone();
         thread::spawn(move || {
-            if let Err(e) = connect_pair(client, upstream, cap) {
-                eprintln!("rpc-server: a client's connection ended: {e}");
+            if let Err(e) = connect_pair(client, upstream, &caps) {
+                eprintln!("RPC relay: a connection to {server} ended: {e}");
             }
         });
     }
     Ok(())
 }
 
+/// Memory requests sent and not yet answered: the device each asked about.
+type Asked = Mutex<VecDeque<u32>>;
+
 /// Passes one client's requests up and the server's answers down until either side closes.
-fn connect_pair(client: TcpStream, upstream: TcpStream, cap: u64) -> io::Result<()> {
+fn connect_pair(client: TcpStream, upstream: TcpStream, caps: &RwLock<Caps>) -> io::Result<()> {
     // Messages are small and each waits for the last: no Nagle delay on either leg.
     client.set_nodelay(true)?;
     upstream.set_nodelay(true)?;
-    let asked = Arc::new(AtomicUsize::new(0));
+    let asked: Arc<Asked> = Arc::default();
     let (c_read, mut c_write) = (client.try_clone()?, client);
     let (u_read, mut u_write) = (upstream.try_clone()?, upstream);
     let asked_up = asked.clone();
@@ -66,48 +92,33 @@ fn connect_pair(client: TcpStream, upstream: TcpStream, cap: u64) -> io::Result<
         let _ = u_write.shutdown(Shutdown::Both);
         r
     });
-    let down = pass_answers(u_read, &mut c_write, &asked, cap);
+    let down = pass_answers(u_read, &mut c_write, &asked, caps);
     let _ = c_write.shutdown(Shutdown::Both);
     let up = up.join().unwrap_or_else(|_| Err(io::Error::other("the request thread panicked")));
     down.and(up)
 }
 
-/// Copies requests from `from` to `to`, counting memory requests in `asked` before they leave.
-/// Returns Ok at a clean end (the client closed between messages).
-fn pass_requests(mut from: impl Read, to: &mut impl Write, asked: &AtomicUsize) -> io::Result<()> {
+fn lock(asked: &Asked) -> std::sync::MutexGuard<'_, VecDeque<u32>> {
+    asked.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Copies requests from `from` to `to`, noting each memory request's device in `asked` before it
+/// leaves. Returns Ok at a clean end (the client closed between messages).
+fn pass_requests(mut from: impl Read, to: &mut impl Write, asked: &Asked) -> io::Result<()> {
     let (mut head, mut buf) = ([0u8; 9], Vec::new());
     loop {
         if !read_or_end(&mut from, &mut head)? {
             return Ok(());
         }
-        if head[0] == GET_DEVICE_MEMORY {
-            asked.fetch_add(1, Ordering::SeqCst);
-        }
         let size = u64::from_le_bytes(head[1..9].try_into().expect("8 bytes"));
         buf.clear();
         buf.extend_from_slice(&head);
-        forward(&mut from, to, &mut buf, size)?;
-    }
-}
-
-/// Copies answers from `from` to `to`; the answer to a memory request gets its numbers capped.
-fn pass_answers(mut from: impl Read, to: &mut impl Write, asked: &AtomicUsize, cap: u64) -> io::Result<()> {
-    let (mut head, mut buf) = ([0u8; 8], Vec::new());
-    loop {
-        if !read_or_end(&mut from, &mut head)? {
-            return Ok(());
-        }
-        let size = u64::from_le_bytes(head);
-        buf.clear();
-        buf.extend_from_slice(&head);
-        let memory = asked.load(Ordering::SeqCst) > 0;
-        if memory {
-            asked.fetch_sub(1, Ordering::SeqCst);
-        }
-        if memory && size == MEMORY_ANSWER {
-            let mut body = [0u8; 16];
-            from.read_exact(&mut body)?;
-            buf.extend_from_slice(&cap_memory(body, cap));
+        if head[0] == GET_DEVICE_MEMORY && size == MEMORY_REQUEST {
+            // The request is the device's index on its server (u32).
+            let mut device = [0u8; 4];
+            from.read_exact(&mut device)?;
+            lock(asked).push_back(u32::from_le_bytes(device));
+            buf.extend_from_slice(&device);
             to.write_all(&buf)?;
             to.flush()?;
         } else {
@@ -116,8 +127,35 @@ fn pass_answers(mut from: impl Read, to: &mut impl Write, asked: &AtomicUsize, c
     }
 }
 
-/// A memory answer (free, total) with both at most `cap`.
+/// Copies answers from `from` to `to`; the answer to a memory request gets its numbers capped.
+fn pass_answers(mut from: impl Read, to: &mut impl Write, asked: &Asked, caps: &RwLock<Caps>) -> io::Result<()> {
+    let (mut head, mut buf) = ([0u8; 8], Vec::new());
+    loop {
+        if !read_or_end(&mut from, &mut head)? {
+            return Ok(());
+        }
+        let size = u64::from_le_bytes(head);
+        buf.clear();
+        buf.extend_from_slice(&head);
+        let device = lock(asked).pop_front();
+        match device {
+            Some(device) if size == MEMORY_ANSWER => {
+                let mut body = [0u8; 16];
+                from.read_exact(&mut body)?;
+                let cap = caps.read().unwrap_or_else(|e| e.into_inner()).of(device);
+                buf.extend_from_slice(&cap.map_or(body, |c| cap_memory(body, c)));
+                to.write_all(&buf)?;
+                to.flush()?;
+            }
+            _ => forward(&mut from, to, &mut buf, size)?,
+        }
+    }
+}
+
+/// A memory answer (free, total) with both at most `cap` (at least 1 byte: ggml reads 0 and 0 as
+/// "no figure" and uses this machine's memory instead).
 fn cap_memory(body: [u8; 16], cap: u64) -> [u8; 16] {
+    let cap = cap.max(1);
     let free = u64::from_le_bytes(body[..8].try_into().expect("8 bytes")).min(cap);
     let total = u64::from_le_bytes(body[8..].try_into().expect("8 bytes")).min(cap);
     let mut out = [0u8; 16];
@@ -183,44 +221,69 @@ mod tests {
     }
 
     #[test]
-    fn requests_pass_unchanged_and_memory_requests_are_counted() {
+    fn requests_pass_unchanged_and_memory_requests_are_noted_with_their_device() {
         let big = vec![7u8; 3 * CHUNK + 5];
-        let stream =
-            [request(14, &[1, 2]), request(6, &big), request(GET_DEVICE_MEMORY, &[0; 4]), request(10, &[])].concat();
-        let asked = AtomicUsize::new(0);
+        let stream = [
+            request(14, &[1, 2]),
+            request(6, &big),
+            request(GET_DEVICE_MEMORY, &2u32.to_le_bytes()),
+            request(10, &[]),
+            request(GET_DEVICE_MEMORY, &0u32.to_le_bytes()),
+        ]
+        .concat();
+        let asked = Asked::default();
         let mut out = Vec::new();
         pass_requests(stream.as_slice(), &mut out, &asked).unwrap();
         assert_eq!(out, stream);
-        assert_eq!(asked.load(Ordering::SeqCst), 1);
+        assert_eq!(lock(&asked).iter().copied().collect::<Vec<_>>(), vec![2, 0]);
     }
 
     #[test]
-    fn only_the_answer_to_a_memory_request_is_capped() {
-        // A 16-byte answer that is not about memory (another command's) passes as it is.
+    fn only_the_answer_to_a_memory_request_is_capped_by_its_devices_cap() {
         let gib = 1u64 << 30;
+        let caps = RwLock::new(Caps { all: Some(8 * gib), devices: HashMap::from([(1, 2 * gib), (2, 0)]) });
+        // A 16-byte answer with no memory request pending (another command's) passes as it is.
         let other = answer(&memory(40 * gib, 64 * gib));
-        let stream = [other.clone(), answer(&memory(40 * gib, 64 * gib)), answer(&memory(1, 2))].concat();
-        let asked = AtomicUsize::new(0);
         let mut out = Vec::new();
-        // First answer read with no memory request pending; then two memory requests.
-        let mut src = stream.as_slice();
-        let mut first = vec![0u8; other.len()];
-        src.read_exact(&mut first).unwrap();
-        pass_answers(first.as_slice(), &mut out, &asked, 8 * gib).unwrap();
-        asked.store(2, Ordering::SeqCst);
-        pass_answers(src, &mut out, &asked, 8 * gib).unwrap();
-        let expected = [other, answer(&memory(8 * gib, 8 * gib)), answer(&memory(1, 2))].concat();
+        pass_answers(other.as_slice(), &mut out, &Asked::default(), &caps).unwrap();
+        assert_eq!(out, other);
+        // Devices 0, 1, 2 and 3 asked, in that order: all capped at 8, device 1 at 2, device 2 at
+        // the least that is not "no figure"; a small answer stays.
+        let asked = Asked::new(VecDeque::from([0, 1, 2, 3]));
+        let stream = [
+            answer(&memory(40 * gib, 64 * gib)),
+            answer(&memory(40 * gib, 64 * gib)),
+            answer(&memory(40 * gib, 64 * gib)),
+            answer(&memory(1, 2)),
+        ]
+        .concat();
+        let mut out = Vec::new();
+        pass_answers(stream.as_slice(), &mut out, &asked, &caps).unwrap();
+        let expected = [
+            answer(&memory(8 * gib, 8 * gib)),
+            answer(&memory(2 * gib, 2 * gib)),
+            answer(&memory(1, 1)),
+            answer(&memory(1, 2)),
+        ]
+        .concat();
         assert_eq!(out, expected);
-        assert_eq!(asked.load(Ordering::SeqCst), 0);
+        assert!(lock(&asked).is_empty());
+        // No caps: the numbers pass as they are.
+        let none = RwLock::new(Caps::default());
+        let mut out = Vec::new();
+        let one = answer(&memory(40 * gib, 64 * gib));
+        pass_answers(one.as_slice(), &mut out, &Asked::new(VecDeque::from([0])), &none).unwrap();
+        assert_eq!(out, one);
     }
 
     #[test]
     fn a_message_cut_short_is_an_error_not_a_clean_end() {
         let mut cut = request(6, &[1, 2, 3, 4]);
         cut.truncate(11);
-        let e = pass_requests(cut.as_slice(), &mut Vec::new(), &AtomicUsize::new(0)).unwrap_err();
+        let e = pass_requests(cut.as_slice(), &mut Vec::new(), &Asked::default()).unwrap_err();
         assert_eq!(e.kind(), io::ErrorKind::UnexpectedEof);
-        let e = pass_answers(&[1u8, 0, 0][..], &mut Vec::new(), &AtomicUsize::new(0), 1).unwrap_err();
+        let caps = RwLock::new(Caps::default());
+        let e = pass_answers(&[1u8, 0, 0][..], &mut Vec::new(), &Asked::default(), &caps).unwrap_err();
         assert_eq!(e.kind(), io::ErrorKind::UnexpectedEof);
     }
 
@@ -231,6 +294,10 @@ mod tests {
         let names: Vec<&str> =
             commands.split(',').map(|c| c.split('=').next().unwrap().trim()).filter(|c| !c.is_empty()).collect();
         assert_eq!(names.iter().position(|c| *c == "RPC_CMD_GET_DEVICE_MEMORY"), Some(usize::from(GET_DEVICE_MEMORY)));
-        assert!(rpc.contains("uint64_t free_mem;\n    uint64_t total_mem;"), "the memory answer changed");
+        assert!(
+            rpc.contains("struct rpc_msg_get_device_memory_req {\n    uint32_t device;\n};"),
+            "the request changed"
+        );
+        assert!(rpc.contains("uint64_t free_mem;\n    uint64_t total_mem;"), "the answer changed");
     }
 }

@@ -18,6 +18,7 @@ use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
 
 use crate::decoding::llama::{backend, local_gpu_devices};
+use crate::decoding::memory_cap::{Caps, SharedCaps};
 use crate::error::{Error, Result};
 
 /// How long a remote machine may take to accept a connection before it counts as unreachable.
@@ -25,18 +26,39 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(3);
 /// How long a server that accepted the connection may take to answer the handshake.
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// The devices each endpoint's server added (global ggml device indices), once per process: ggml
-/// keeps a server's devices registered for the process's life.
-static REGISTERED: OnceLock<Mutex<HashMap<String, Vec<usize>>>> = OnceLock::new();
+/// A server this process uses: the devices it added (global ggml device indices), and the relay
+/// ggml reaches it through (its loopback endpoint, and the memory caps it applies: the split).
+struct Server {
+    devices: Vec<usize>,
+    via: String,
+    caps: SharedCaps,
+}
 
-fn registered() -> &'static Mutex<HashMap<String, Vec<usize>>> {
+/// The servers registered in this process, by endpoint: ggml keeps a server's devices registered
+/// for the process's life.
+static REGISTERED: OnceLock<Mutex<HashMap<String, Server>>> = OnceLock::new();
+
+fn registered() -> &'static Mutex<HashMap<String, Server>> {
     REGISTERED.get_or_init(|| Mutex::new(HashMap::new()))
+}
+
+fn servers() -> Result<std::sync::MutexGuard<'static, HashMap<String, Server>>> {
+    registered().lock().map_err(|_| Error::Llama("RPC registry poisoned".into()))
 }
 
 /// Whether any remote device was added in this process (then a model that must stay on this
 /// machine names its devices instead of taking ggml's default, which would include them).
 pub fn any_registered() -> bool {
     registered().lock().map(|m| !m.is_empty()).unwrap_or(false)
+}
+
+/// The endpoint a remote device's description names (ggml names it by the relay's loopback
+/// address): the one the user gave.
+pub fn endpoint_of(description: &str) -> String {
+    let servers = registered().lock();
+    let known =
+        servers.as_ref().ok().and_then(|m| m.iter().find(|(_, s)| s.via == description).map(|(e, _)| e.clone()));
+    known.unwrap_or_else(|| description.to_string())
 }
 
 /// How an aborted process's last words begin when a remote machine stopped answering (the app's
@@ -90,7 +112,7 @@ pub fn parse_endpoint(endpoint: &str) -> Result<(String, u16)> {
 /// process on a failed connection or a version it does not speak, and waits forever for a server
 /// that is busy (llama.cpp's rpc-server serves one client at a time), so every server is tried here
 /// first.
-fn reachable(endpoint: &str) -> Result<()> {
+fn reachable(endpoint: &str) -> Result<std::net::SocketAddr> {
     let (host, port) = parse_endpoint(endpoint)?;
     let unreachable = |reason: String| Error::Remote { endpoint: endpoint.to_string(), reason };
     let addrs: Vec<_> = (host.as_str(), port)
@@ -100,7 +122,7 @@ fn reachable(endpoint: &str) -> Result<()> {
     let mut last = None;
     for a in &addrs {
         match TcpStream::connect_timeout(a, CONNECT_TIMEOUT) {
-            Ok(s) => return handshake(s).map_err(unreachable),
+            Ok(s) => return handshake(s).map(|()| *a).map_err(unreachable),
             Err(e) => last = Some(e),
         }
     }
@@ -181,27 +203,34 @@ fn rpc_function(name: &CStr) -> Result<*mut c_void> {
 
 /// The devices the servers at `endpoints` offer, as ggml device indices (for
 /// `LlamaModelParams::with_devices`), in the order given. Each server is checked first: one that
-/// does not answer is an error naming it, before anything loads.
+/// does not answer is an error naming it, before anything loads. ggml reaches each through a relay
+/// in this process ([`memory_cap`](crate::decoding::memory_cap)), which applies [`set_split`].
 pub fn devices(endpoints: &[String]) -> Result<Vec<usize>> {
     let mut out = Vec::new();
     for endpoint in endpoints {
-        if let Some(known) =
-            registered().lock().map_err(|_| Error::Llama("RPC registry poisoned".into()))?.get(endpoint)
-        {
-            out.extend(known);
+        if let Some(known) = servers()?.get(endpoint) {
+            out.extend(&known.devices);
             continue;
         }
-        reachable(endpoint)?;
+        let addr = reachable(endpoint)?;
+        let failed = |what: &str, e: std::io::Error| Error::Remote {
+            endpoint: endpoint.clone(),
+            reason: format!("{what} ({e})"),
+        };
+        let listener =
+            std::net::TcpListener::bind("127.0.0.1:0").map_err(|e| failed("no loopback port for its relay", e))?;
+        let via = listener.local_addr().map_err(|e| failed("no loopback port for its relay", e))?.to_string();
+        let caps = SharedCaps::default();
+        let relay_caps = caps.clone();
+        std::thread::spawn(move || crate::decoding::memory_cap::relay(listener, addr, relay_caps));
         type AddServer = unsafe extern "C" fn(*const c_char) -> llama_cpp_sys_2::ggml_backend_reg_t;
         let add = rpc_function(c"ggml_backend_rpc_add_server")?;
         // SAFETY: ggml documents this symbol with exactly this signature (ggml-rpc.h).
         let add: AddServer = unsafe { std::mem::transmute::<*mut c_void, AddServer>(add) };
-        let c_endpoint = CString::new(endpoint.as_str()).map_err(|_| Error::InvalidSetting {
-            setting: "rpc",
-            reason: format!("has {endpoint:?}, which holds a NUL byte"),
-        })?;
+        let c_via =
+            CString::new(via.as_str()).map_err(|_| Error::Llama("a loopback address with a NUL byte".into()))?;
         // SAFETY: a NUL-terminated endpoint; ggml copies it.
-        let reg = unsafe { add(c_endpoint.as_ptr()) };
+        let reg = unsafe { add(c_via.as_ptr()) };
         if reg.is_null() {
             return Err(Error::Remote { endpoint: endpoint.clone(), reason: "the server offers no device".into() });
         }
@@ -216,13 +245,56 @@ pub fn devices(endpoints: &[String]) -> Result<Vec<usize>> {
                 .filter(|&i| mine.contains(&llama_cpp_sys_2::ggml_backend_dev_get(i)))
                 .collect()
         };
-        registered()
-            .lock()
-            .map_err(|_| Error::Llama("RPC registry poisoned".into()))?
-            .insert(endpoint.clone(), new.clone());
+        servers()?.insert(endpoint.clone(), Server { devices: new.clone(), via, caps });
         out.extend(new);
     }
     Ok(out)
+}
+
+/// Makes the target's layers split over this machine's GPU and the devices of the servers at
+/// `endpoints` by `weights` (one per device, this machine's GPU first; empty: by the memory each
+/// offers). llama.cpp splits by the memory devices report, and only remote devices' reports can
+/// be lowered, so each remote device reports its weight's share of what the weights allow.
+pub fn set_split(endpoints: &[String], weights: &[f32]) -> Result<()> {
+    let remote = devices(endpoints)?;
+    let clear = || -> Result<()> {
+        for e in endpoints {
+            if let Some(s) = servers()?.get(e) {
+                s.caps.write().map_err(|_| Error::Llama("RPC caps poisoned".into()))?.devices.clear();
+            }
+        }
+        Ok(())
+    };
+    clear()?;
+    if weights.is_empty() {
+        return Ok(());
+    }
+    // What each device offers without a split.
+    let holders = crate::decoding::llama::holders(&remote);
+    let n_local = holders.len() - remote.len();
+    let (local, far) = holders.split_at(n_local);
+    let free = |h: &[crate::files::memory::Holder]| h.iter().map(|h| h.free).collect::<Vec<_>>();
+    let caps = crate::files::memory::split_caps(&free(local), &free(far), weights).map_err(|reason| {
+        Error::InvalidSetting { setting: "tensor_split", reason: format!("{} ({})", reason, names(&holders)) }
+    })?;
+    // Device k of the remote list is device `i` of its server.
+    let mut k = 0;
+    for e in endpoints {
+        let servers = servers()?;
+        let Some(s) = servers.get(e) else { continue };
+        let mut c = s.caps.write().map_err(|_| Error::Llama("RPC caps poisoned".into()))?;
+        for i in 0..s.devices.len() {
+            c.devices.insert(i as u32, caps[k]);
+            k += 1;
+        }
+    }
+    Ok(())
+}
+
+/// The devices in the order weights are given: "this machine's Metal (Apple M2 Max), 10.0.0.2:50052…".
+fn names(holders: &[crate::files::memory::Holder]) -> String {
+    let list: Vec<&str> = holders.iter().map(|h| h.name.as_str()).collect();
+    format!("the devices, in order: {}", list.join(", "))
 }
 
 /// The memory the servers at `endpoints` offer, free and total bytes, summed over their devices
@@ -272,7 +344,9 @@ pub fn serve(host: &str, port: u16, threads: u32, mem: Option<u64>) -> Result<()
         "Serving {endpoint}: each device offers at most {:.2} GiB (through a relay to llama.cpp's server above, on {inner})",
         cap as f64 / (1u64 << 30) as f64
     );
-    crate::decoding::memory_cap::relay(listener, inner, cap).map_err(|e| cannot("the relay stopped", e))
+    let caps = Caps { all: Some(cap), ..Caps::default() };
+    crate::decoding::memory_cap::relay(listener, inner, SharedCaps::new(caps.into()))
+        .map_err(|e| cannot("the relay stopped", e))
 }
 
 /// ggml's RPC server at `endpoint` on this machine's devices. Blocks.

@@ -84,8 +84,9 @@ fn rendered_tokens(model: &Model, text: &str) -> Vec<Token> {
 }
 
 /// The doctor's diagnosis on this machine's memory now, with the target spread over the machines
-/// at `rpc` too (their memory counts, and each device's share of the layers is checked; a server
-/// that does not answer is an error naming it). Nothing loads.
+/// at `rpc` too, split by `tensor_split` (their memory counts, and each device's share of the
+/// layers is checked; a server that does not answer is an error naming it). Nothing loads; the
+/// split is set for the next load.
 pub fn diagnose(
     target: &GgufFile,
     draft: Option<&GgufFile>,
@@ -93,11 +94,14 @@ pub fn diagnose(
     kv: KvScale,
     placement: Placement,
     rpc: &[String],
+    tensor_split: &[f32],
 ) -> Result<Diagnosis> {
     let mut mem = crate::decoding::llama::memory_info();
     let holders = match rpc.is_empty() {
         true => Vec::new(),
         false => {
+            // The split first: what remote devices report (their memory here) follows it.
+            crate::decoding::remote::set_split(rpc, tensor_split)?;
             let (free, total) = crate::decoding::remote::memory(rpc)?;
             mem.available += free;
             mem.total += total;
@@ -138,6 +142,7 @@ impl Session {
             (false, false) => MtpLayers::Skip,
         };
         // The target's layers spread over other machines too (`rpc`); the draft stays here.
+        // (The check above set the split, so the layers go where it said.)
         let remote = match settings.rpc.is_empty() {
             true => Vec::new(),
             false => crate::decoding::remote::devices(&settings.rpc)?,
@@ -170,6 +175,7 @@ impl Session {
             settings.kv_scale(),
             settings.placement(),
             &settings.rpc,
+            &settings.tensor_split,
         )?;
         let blocking = |topic: Topic| -> Option<String> {
             let msgs: Vec<&str> = dx
@@ -227,6 +233,7 @@ impl Session {
         let needs_draft = settings.allows(Mode::Speculative) && settings.strategy.uses_draft_model();
         settings.gpu_layers == self.settings.gpu_layers
             && settings.rpc == self.settings.rpc
+            && settings.tensor_split == self.settings.tensor_split
             && (!needs_draft || (self.draft.is_some() && settings.draft_layers() == self.settings.draft_layers()))
             && (!settings.drafts_with_mtp(Mode::Speculative) || self.target.mtp)
     }

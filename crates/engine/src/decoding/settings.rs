@@ -91,6 +91,11 @@ pub struct Settings {
     /// a share of the target's layers, through llama.cpp's RPC backend; the draft stays here.
     #[serde(default)]
     pub rpc: Vec<String>,
+    /// How the target's layers split over this machine's GPU and the `rpc` machines' devices, one
+    /// weight per device in that order (llama.cpp's `--tensor-split`); empty: in proportion to the
+    /// memory each offers.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tensor_split: Vec<f32>,
 }
 
 fn default_lookup_min() -> usize {
@@ -131,6 +136,7 @@ impl Default for Settings {
             draft_cache_type: KvType::F16,
             draft_gpu_layers: None,
             rpc: Vec::new(),
+            tensor_split: Vec::new(),
         }
     }
 }
@@ -253,6 +259,15 @@ impl Settings {
                 "rpc",
                 format!("has {} machines, but llama.cpp's RPC backend takes at most 16", self.rpc.len()),
             ));
+        }
+        if !self.tensor_split.is_empty() && self.rpc.is_empty() {
+            out.push(bad(
+                "tensor_split",
+                "is set, but splits only over other machines (rpc): give them, or leave the split out".into(),
+            ));
+        }
+        if self.tensor_split.iter().any(|w| !(w.is_finite() && *w > 0.0)) {
+            out.push(bad("tensor_split", "has a weight that is not a number above 0 (e.g. 3,1)".into()));
         }
         // llama.cpp needs flash attention for a quantised V cache.
         for (setting, t) in [("cache_type", self.cache_type), ("draft_cache_type", self.draft_cache_type)] {

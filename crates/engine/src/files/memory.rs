@@ -184,6 +184,50 @@ pub fn spread(target: &Footprint, ctx: u64, kv_scale: f64, gpu_layers: Option<u3
     shares
 }
 
+/// What each remote device must report so that llama.cpp's split by reported memory follows
+/// `weights` (one per device: this machine's GPUs first, then the remote devices). Only remote
+/// reports can be lowered (through the relay), so the scale is this machine's GPU's memory per
+/// weight, or with no GPU here the scale every remote device can meet. The error says why the
+/// weights cannot be met.
+pub fn split_caps(local: &[u64], remote: &[u64], weights: &[f32]) -> Result<Vec<u64>, String> {
+    let n = local.len() + remote.len();
+    if weights.len() != n {
+        return Err(format!("has {} weights, but the target spreads over {n} devices", weights.len()));
+    }
+    if weights.iter().any(|w| !(w.is_finite() && *w > 0.0)) {
+        return Err("has a weight that is not a number above 0".into());
+    }
+    if local.len() > 1 {
+        return Err("would split between this machine's GPUs too, which needs llama.cpp's own tensor split \
+                    (llama-cpp-2 0.1.160 does not pass it): leave the split out"
+            .into());
+    }
+    let w = |i: usize| f64::from(weights[i]);
+    let scale = match local.first() {
+        Some(&f) => f as f64 / w(0),
+        None => remote.iter().enumerate().map(|(j, &f)| f as f64 / w(j)).fold(f64::INFINITY, f64::min),
+    };
+    let gib = |b: f64| b / (1u64 << 30) as f64;
+    remote
+        .iter()
+        .enumerate()
+        .map(|(j, &free)| {
+            let want = scale * w(local.len() + j);
+            if want > free as f64 * 1.001 {
+                return Err(format!(
+                    "asks device {} for {:.2} GiB next to this machine's GPU's {:.2} GiB, but it offers {:.2} GiB: \
+                     lower its weight",
+                    local.len() + j + 1,
+                    gib(want),
+                    gib(local.first().copied().unwrap_or(0) as f64),
+                    gib(free as f64)
+                ));
+            }
+            Ok((want as u64).clamp(1, free.max(1)))
+        })
+        .collect()
+}
+
 /// What the estimate concludes.
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
@@ -439,5 +483,31 @@ mod tests {
         let part = spread(&t, 0, 1.0, Some(8), &[h("a:1", gib), h("b:2", gib)]);
         assert_eq!((part[0].layers, part[1].layers), (4, 4), "{part:?}");
         assert!(spread(&t, 0, 1.0, None, &[]).is_empty());
+    }
+
+    #[test]
+    fn a_split_becomes_what_each_remote_device_reports() {
+        let gib = 1u64 << 30;
+        // No GPU here: the scale every remote device meets (3 : 1 of 10 and 10 GiB → 10 and 3.33).
+        let caps = split_caps(&[], &[10 * gib, 10 * gib], &[3.0, 1.0]).unwrap();
+        assert_eq!(caps[0], 10 * gib);
+        assert!((caps[1] as f64 / caps[0] as f64 - 1.0 / 3.0).abs() < 1e-6, "{caps:?}");
+        // A GPU here with 12 GiB at weight 2: a remote device at weight 1 reports 6 GiB.
+        assert_eq!(split_caps(&[12 * gib], &[20 * gib], &[2.0, 1.0]).unwrap(), vec![6 * gib]);
+        // …at weight 4 it would have to report 24 GiB, more than it has.
+        let e = split_caps(&[12 * gib], &[20 * gib], &[1.0, 2.0]).unwrap_err();
+        assert!(e.contains("asks device 2 for 24.00 GiB") && e.contains("offers 20.00 GiB"), "{e}");
+        // Wrong counts, bad weights, several GPUs here.
+        assert!(split_caps(&[], &[gib, gib], &[1.0])
+            .unwrap_err()
+            .contains("has 1 weights, but the target spreads over 2"));
+        assert!(split_caps(&[], &[gib], &[0.0]).unwrap_err().contains("above 0"));
+        assert!(split_caps(&[gib, gib], &[gib], &[1.0, 1.0, 1.0]).unwrap_err().contains("this machine's GPUs"));
+        // The spread over the capped reports follows the weights.
+        let t = Footprint::new(9 * gib, 8 * gib, 32, 0, None);
+        let h = |free: u64| Holder { name: "x".into(), free };
+        let caps = split_caps(&[], &[10 * gib, 10 * gib], &[3.0, 1.0]).unwrap();
+        let s = spread(&t, 0, 1.0, None, &[h(caps[0]), h(caps[1])]);
+        assert_eq!((s[0].layers, s[1].layers), (25, 8), "{s:?}");
     }
 }

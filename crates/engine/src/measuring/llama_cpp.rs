@@ -105,6 +105,10 @@ pub fn server_command(target: &Path, draft: Option<&Path>, s: &Settings) -> Opti
     // The same machines serve llama.cpp (the same protocol): its layers spread as ours did.
     if !s.rpc.is_empty() {
         push(&["--rpc", &shell(&s.rpc.join(","))]);
+        if !s.tensor_split.is_empty() {
+            let weights: Vec<String> = s.tensor_split.iter().map(f32::to_string).collect();
+            push(&["--tensor-split", &weights.join(",")]);
+        }
     }
     // llama-server's defaults are f16 caches and flash attention `auto`: only a change is printed.
     if s.cache_type != KvType::F16 {
@@ -181,6 +185,7 @@ mod tests {
                             s.draft_cache_type = KvType::Q4_0;
                             s.draft_gpu_layers = Some(GpuLayers::Count(0));
                             s.rpc = vec!["192.168.1.20:50052".into(), "mac-studio.local:50052".into()];
+                            s.tensor_split = vec![2.0, 1.5, 1.0];
                         }
                         out.push(s);
                     }
@@ -273,5 +278,9 @@ mod tests {
             &Settings { strategy: Strategy::DraftModel, ..far },
         );
         assert!(c.unwrap().command.ends_with("-c 4096 --rpc '10.0.0.2:50052,[::1]:50053'"));
+        let split =
+            Settings { rpc: vec!["10.0.0.2:50052".into()], tensor_split: vec![3.0, 1.0], ..Settings::default() };
+        let c = server_command(Path::new("/m/t.gguf"), None, &Settings { strategy: Strategy::PromptLookup, ..split });
+        assert!(c.unwrap().command.ends_with("--rpc 10.0.0.2:50052 --tensor-split 3,1"));
     }
 }
