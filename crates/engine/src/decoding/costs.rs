@@ -140,13 +140,16 @@ pub fn measure_costs(
 }
 
 /// The identity of a cost measurement on disk: the models (path, size, modification time; the
-/// draft only when its cost is measured), the settings the costs depend on, and the machine and build.
+/// draft only when its cost is measured), the settings the costs depend on, the machine and build,
+/// and the other machines holding part of the target (`rpc`, `tensor_split`): every target pass
+/// pays their round trips, so a curve measured here alone, or over another network, says nothing
+/// about a pass through them.
 pub fn costs_key(target: &ModelId, draft: Option<&ModelId>, settings: &Settings, max_batch: usize) -> String {
     let id = |m: &ModelId| format!("{}:{}:{}", m.path.display(), m.file_size, m.mtime);
     let draft = draft.map_or_else(|| "-".to_string(), id);
     let machine = crate::machine::MachineInfo::now();
     format!(
-        "v1|{}|{draft}|ctx{}|batch{}|t{}|gpu{:?}|max{max_batch}|{}|{}|{:?}{:?}{:?}{:?}",
+        "v1|{}|{draft}|ctx{}|batch{}|t{}|gpu{:?}|max{max_batch}|{}|{}|{:?}{:?}{:?}{:?}|rpc{:?}{:?}",
         id(target),
         settings.n_ctx,
         settings.n_batch,
@@ -158,6 +161,8 @@ pub fn costs_key(target: &ModelId, draft: Option<&ModelId>, settings: &Settings,
         settings.cache_type,
         settings.draft_cache_type,
         settings.draft_gpu_layers,
+        settings.rpc,
+        settings.tensor_split,
     )
 }
 
@@ -176,6 +181,18 @@ struct CachedCosts {
 }
 
 const COSTS_MAX_AGE_S: u64 = 7 * 24 * 3600;
+/// Costs of a target spread over other machines are kept an hour: a network's latency changes
+/// with its route and load far sooner than a machine's speed does.
+const REMOTE_COSTS_MAX_AGE_S: u64 = 3600;
+
+/// How long costs measured with these settings stay good.
+pub fn costs_max_age_s(settings: &Settings) -> u64 {
+    if settings.rpc.is_empty() {
+        COSTS_MAX_AGE_S
+    } else {
+        REMOTE_COSTS_MAX_AGE_S
+    }
+}
 
 impl CostsCache {
     fn path() -> std::path::PathBuf {
@@ -186,9 +203,10 @@ impl CostsCache {
         std::fs::read(Self::path()).ok().and_then(|b| serde_json::from_slice(&b).ok()).unwrap_or_default()
     }
 
-    pub fn get(&self, key: &str) -> Option<Costs> {
+    /// The costs kept under `key`, if measured less than `max_age_s` ago.
+    pub fn get(&self, key: &str, max_age_s: u64) -> Option<Costs> {
         let e = self.entries.get(key)?;
-        let fresh = crate::paths::now_secs().saturating_sub(e.measured_at) < COSTS_MAX_AGE_S;
+        let fresh = crate::paths::now_secs().saturating_sub(e.measured_at) < max_age_s;
         (fresh && !e.costs.verify_ms.is_empty() && e.costs.verify_ms.iter().all(|v| v.is_finite() && *v > 0.0))
             .then(|| e.costs.clone())
     }
@@ -202,5 +220,45 @@ impl CostsCache {
         if let Ok(bytes) = serde_json::to_vec_pretty(&cache) {
             let _ = crate::paths::write_atomically(&Self::path(), &bytes);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn model(path: &str) -> ModelId {
+        ModelId {
+            path: path.into(),
+            name: "m".into(),
+            architecture: "llama".into(),
+            quantization: "Q4_K_M".into(),
+            n_params: 1,
+            file_size: 10,
+            mtime: 20,
+        }
+    }
+
+    #[test]
+    fn costs_measured_through_other_machines_are_kept_apart_and_briefly() {
+        let target = model("/m/target.gguf");
+        let here = Settings::default();
+        let remote = Settings { rpc: vec!["10.0.0.2:50052".into()], ..Settings::default() };
+        let other = Settings { rpc: vec!["10.0.0.3:50052".into()], ..Settings::default() };
+        let split = Settings { tensor_split: vec![3.0, 1.0], ..remote.clone() };
+        let keys: std::collections::HashSet<String> =
+            [&here, &remote, &other, &split].iter().map(|s| costs_key(&target, None, s, 9)).collect();
+        assert_eq!(keys.len(), 4, "each network and split has costs of its own: {keys:?}");
+        assert_eq!(costs_key(&target, None, &remote, 9), costs_key(&target, None, &remote.clone(), 9));
+        assert!(costs_max_age_s(&remote) < costs_max_age_s(&here));
+
+        let costs = Costs { verify_ms: vec![100.0, 150.0], draft_token_ms: 0.0, c: 0.0 };
+        let mut cache = CostsCache::default();
+        let age = costs_max_age_s(&remote) + 1;
+        cache
+            .entries
+            .insert("k".into(), CachedCosts { costs: costs.clone(), measured_at: crate::paths::now_secs() - age });
+        assert!(cache.get("k", costs_max_age_s(&remote)).is_none(), "an hour-old network measurement is stale");
+        assert_eq!(cache.get("k", costs_max_age_s(&here)).map(|c| c.verify_ms), Some(costs.verify_ms));
     }
 }

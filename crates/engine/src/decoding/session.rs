@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use crate::decoding::chat::ChatInput;
 use crate::decoding::compare::{compare, Comparison};
-use crate::decoding::costs::{costs_key, measure_costs, Costs, CostsCache};
+use crate::decoding::costs::{costs_key, costs_max_age_s, measure_costs, Costs, CostsCache};
 use crate::decoding::draft::cross::{PromptPairs, Translator};
 use crate::decoding::draft::model::ModelDrafter;
 use crate::decoding::draft::mtp::MtpDrafter;
@@ -501,7 +501,8 @@ impl Session {
     }
 
     /// The step costs for these settings: measured once per session and settings (and kept on
-    /// disk for a week, see [`CostsCache`]), then reused.
+    /// disk for a week, an hour for a target spread over other machines, see [`CostsCache`]),
+    /// then reused.
     pub fn costs(&self, prompt: &[Token], settings: &ValidSettings) -> Result<Costs> {
         let with_draft = self.drafts_with_model(settings);
         let max_batch = settings.n_draft + 1;
@@ -511,7 +512,7 @@ impl Session {
         }
         let draft = self.draft.as_ref().filter(|_| with_draft);
         let disk_key = costs_key(&self.target.id, draft.map(|d| &d.id), settings, max_batch);
-        let c = match CostsCache::load().get(&disk_key) {
+        let c = match CostsCache::load().get(&disk_key, costs_max_age_s(settings)) {
             Some(c) => c,
             None => {
                 let c = measure_costs(&self.target, draft, prompt, settings, max_batch, 3)?;
