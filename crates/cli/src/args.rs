@@ -264,9 +264,9 @@ pub(crate) struct GenArgs {
     /// llama.cpp's --rpc.
     #[arg(long, value_delimiter = ',')]
     rpc: Vec<String>,
-    /// How the target's layers split: one weight per device, this machine's GPU (if any) first,
-    /// then each --rpc machine's devices, e.g. 3,1 (llama.cpp's --tensor-split); default: in
-    /// proportion to the memory each offers.
+    /// How the target's layers split: one weight per device, in llama.cpp's order: each --rpc
+    /// machine's devices, then this machine's GPU (if any), e.g. 3,1 (llama.cpp's
+    /// --tensor-split); default: in proportion to the memory each offers.
     #[arg(long, value_delimiter = ',', value_name = "WEIGHTS")]
     tensor_split: Vec<f32>,
     /// KV cache type of the target: f16, q8_0 or q4_0 (quantised: less memory; needs flash attention).

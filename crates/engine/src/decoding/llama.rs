@@ -305,8 +305,8 @@ pub fn local_gpu_devices() -> Vec<usize> {
 }
 
 /// The devices a target's layers go to when it is spread over `remote` devices (ggml indices,
-/// [`remote::devices`](crate::decoding::remote::devices)): this machine's GPUs, then the remote
-/// ones, in the order [`Model::load_for`] names them, each with the memory it offers now (a remote
+/// [`remote::devices`](crate::decoding::remote::devices)): the remote ones, then this machine's
+/// GPUs, in the order [`Model::load_for`] names them, each with the memory it offers now (a remote
 /// one asks its server).
 pub fn holders(remote: &[usize]) -> Vec<crate::files::memory::Holder> {
     let all = llama_cpp_2::list_llama_ggml_backend_devices();
@@ -318,7 +318,7 @@ pub fn holders(remote: &[usize]) -> Vec<crate::files::memory::Holder> {
         name: crate::decoding::remote::endpoint_of(&d.description),
         free: d.memory_free as u64,
     });
-    local.chain(far).collect()
+    far.chain(local).collect()
 }
 
 /// A GPU of this machine: other machines' devices (ggml's RPC backend) are GPUs to ggml too.
@@ -440,18 +440,20 @@ impl Model {
     /// memory). A model without them is an error when they are required, before anything loads.
     ///
     /// `remote`: other machines' devices (ggml indices, [`remote::devices`]) to spread the layers
-    /// over, after this machine's own GPU. Without them the model stays on this machine, even when
+    /// over, before this machine's own GPU. Without them the model stays on this machine, even when
     /// other models of the process use remote devices.
     ///
     /// [`remote::devices`]: crate::decoding::remote::devices
     pub fn load_for(path: impl AsRef<Path>, gpu_layers: GpuLayers, mtp: MtpLayers, remote: &[usize]) -> Result<Self> {
         let gpu_layers = gpu_layers_override().unwrap_or(gpu_layers);
         let params = LlamaModelParams::default().with_n_gpu_layers(gpu_layers.n());
-        // Named devices: this machine's GPUs and the remote ones; named whenever a remote device
-        // is registered in the process, or ggml's default would include it.
+        // Named devices: the remote ones, then this machine's GPUs — llama.cpp's own order with
+        // `--rpc`, which puts the last layers and the output here, so the logits of every pass
+        // need not cross the network; named whenever a remote device is registered in the
+        // process, or ggml's default would include it.
         let devices = (!remote.is_empty() || crate::decoding::remote::any_registered()).then(|| {
-            let mut list = local_gpu_devices();
-            list.extend_from_slice(remote);
+            let mut list = remote.to_vec();
+            list.extend(local_gpu_devices());
             list
         });
         Self::load_with(path.as_ref(), gpu_layers, params, mtp, devices)

@@ -23,6 +23,8 @@ const GET_DEVICE_MEMORY: u8 = 11;
 const MEMORY_REQUEST: u64 = 4;
 /// Its answer: free and total bytes, two u64.
 const MEMORY_ANSWER: u64 = 16;
+/// How long the relay waits for the server it stands in front of to accept a connection.
+const UPSTREAM_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
 /// Bytes moved per read while passing a message through (tensors can be gigabytes).
 const CHUNK: usize = 1 << 20;
 
@@ -57,16 +59,18 @@ pub fn relay(listener: TcpListener, server: SocketAddr, caps: SharedCaps) -> io:
                 continue;
             }
         };
-        let upstream = match TcpStream::connect(server) {
-            Ok(s) => s,
-            Err(e) => {
-                eprintln!("RPC relay: the server at {server} did not answer: {e}");
-                let _ = client.shutdown(Shutdown::Both);
-                continue;
-            }
-        };
         let caps = caps.clone();
+        // Connected in the client's own thread: a server slow to accept (ggml's listens with a
+        // backlog of one) holds up that client only, never the next one's accept.
         thread::spawn(move || {
+            let upstream = match TcpStream::connect_timeout(&server, UPSTREAM_TIMEOUT) {
+                Ok(s) => s,
+                Err(e) => {
+                    eprintln!("RPC relay: the server at {server} did not answer: {e}");
+                    let _ = client.shutdown(Shutdown::Both);
+                    return;
+                }
+            };
             if let Err(e) = connect_pair(client, upstream, &caps) {
                 eprintln!("RPC relay: a connection to {server} ended: {e}");
             }

@@ -175,7 +175,12 @@ fn handshake(mut s: TcpStream) -> std::result::Result<(), String> {
     }
     let size = u64::from_le_bytes(answer[..8].try_into().expect("8 bytes"));
     let (major, minor, patch) = (answer[8], answer[9], answer[10]);
-    if size != (4 + CAPS) as u64 || major != PROTOCOL.0 || minor > PROTOCOL.1 {
+    if size != (4 + CAPS) as u64 {
+        return Err("it does not answer as a llama.cpp RPC server would (another service listens on that port?): \
+                    check the address, and that `draftlab rpc-server` runs there"
+            .into());
+    }
+    if major != PROTOCOL.0 || minor > PROTOCOL.1 {
         return Err(other_version(format!("v{major}.{minor}.{patch}")));
     }
     Ok(())
@@ -251,10 +256,11 @@ pub fn devices(endpoints: &[String]) -> Result<Vec<usize>> {
     Ok(out)
 }
 
-/// Makes the target's layers split over this machine's GPU and the devices of the servers at
-/// `endpoints` by `weights` (one per device, this machine's GPU first; empty: by the memory each
-/// offers). llama.cpp splits by the memory devices report, and only remote devices' reports can
-/// be lowered, so each remote device reports its weight's share of what the weights allow.
+/// Makes the target's layers split over the devices of the servers at `endpoints` and this
+/// machine's GPU by `weights` (one per device, in llama.cpp's order: the remote devices first;
+/// empty: by the memory each offers). llama.cpp splits by the memory devices report, and only
+/// remote devices' reports can be lowered, so each remote device reports its weight's share of
+/// what the weights allow.
 pub fn set_split(endpoints: &[String], weights: &[f32]) -> Result<()> {
     let remote = devices(endpoints)?;
     let clear = || -> Result<()> {
@@ -271,8 +277,7 @@ pub fn set_split(endpoints: &[String], weights: &[f32]) -> Result<()> {
     }
     // What each device offers without a split.
     let holders = crate::decoding::llama::holders(&remote);
-    let n_local = holders.len() - remote.len();
-    let (local, far) = holders.split_at(n_local);
+    let (far, local) = holders.split_at(remote.len());
     let free = |h: &[crate::files::memory::Holder]| h.iter().map(|h| h.free).collect::<Vec<_>>();
     let caps = crate::files::memory::split_caps(&free(local), &free(far), weights).map_err(|reason| {
         Error::InvalidSetting { setting: "tensor_split", reason: format!("{} ({})", reason, names(&holders)) }
@@ -396,6 +401,23 @@ mod tests {
         drop(l);
         let e = reachable(&format!("127.0.0.1:{port}")).unwrap_err();
         assert!(matches!(&e, Error::Remote { endpoint, .. } if endpoint == &format!("127.0.0.1:{port}")), "{e}");
+    }
+
+    #[test]
+    fn another_service_on_the_port_is_named_as_such() {
+        use std::io::{Read, Write};
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = l.local_addr().unwrap().port();
+        let web = std::thread::spawn(move || {
+            let (mut c, _) = l.accept().unwrap();
+            let mut hello = [0u8; 1 + 8 + CAPS];
+            c.read_exact(&mut hello).unwrap();
+            c.write_all(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n").unwrap();
+        });
+        let e = reachable(&format!("127.0.0.1:{port}")).unwrap_err();
+        web.join().unwrap();
+        assert!(e.to_string().contains("does not answer as a llama.cpp RPC server"), "{e}");
+        assert!(!e.to_string().contains("protocol v"), "not a version mismatch: {e}");
     }
 
     #[test]

@@ -141,7 +141,9 @@ impl Arch {
         let layer_weights = tensors.iter().filter(|t| t.name.starts_with("blk.")).map(PlannedTensor::n_bytes).sum();
         let kv_per_layer = self.kv_heads * self.head_dim * 2 * 2;
         let swa = self.swa.as_ref().map(|s| (s.window, s.full_every));
-        Ok(Footprint::new(file_size, layer_weights, self.layers, kv_per_layer, swa))
+        let input_weights =
+            crate::files::memory::input_only_weights(tensors.iter().map(|t| (t.name.as_str(), t.n_bytes())));
+        Ok(Footprint { input_weights, ..Footprint::new(file_size, layer_weights, self.layers, kv_per_layer, swa) })
     }
 }
 

@@ -26,6 +26,10 @@ pub struct Footprint {
     pub weights: u64,
     /// Weights in the repeating blocks (`blk.N.*`), placed on the GPU layer by layer.
     pub layer_weights: u64,
+    /// Weights llama.cpp keeps on this machine's CPU wherever the layers go: the token embeddings
+    /// (the input layer), when the output has weights of its own (tied ones are copied to the
+    /// output's device, so they count there). See [`input_only_weights`].
+    pub input_weights: u64,
     pub n_layer: u64,
     /// f16 K and V bytes per context token over the full-attention layers.
     pub kv_per_token: u64,
@@ -43,6 +47,7 @@ impl Footprint {
         Footprint {
             weights,
             layer_weights,
+            input_weights: 0,
             n_layer,
             kv_per_token: (n_layer - sliding).saturating_mul(kv_per_layer),
             swa_kv_per_token: sliding.saturating_mul(kv_per_layer),
@@ -60,13 +65,16 @@ impl Footprint {
             .fold(0, u64::saturating_add);
         let window = f.arch_u64("attention.sliding_window").unwrap_or(0);
         let swa = full_attention_every(f.architecture().unwrap_or("")).map(|every| (window, every));
-        Footprint::new(
-            f.file_size,
-            layers,
-            f.arch_u64("block_count").unwrap_or(0),
-            f.kv_bytes_per_layer_token().unwrap_or(0),
-            swa,
-        )
+        Footprint {
+            input_weights: input_only_weights(f.tensors.iter().map(|t| (t.name.as_str(), t.n_bytes().unwrap_or(0)))),
+            ..Footprint::new(
+                f.file_size,
+                layers,
+                f.arch_u64("block_count").unwrap_or(0),
+                f.kv_bytes_per_layer_token().unwrap_or(0),
+                swa,
+            )
+        }
     }
 
     /// f16 KV bytes at a context size (saturating: absurd header values give an absurd size, never a
@@ -152,6 +160,25 @@ impl Share {
     }
 }
 
+/// Of a model's tensors (name, bytes), what stays on the CPU wherever its layers go: the token
+/// embeddings, unless the output reuses them (no `output.weight`: llama.cpp then copies them to
+/// the output layer's device).
+pub fn input_only_weights<'a>(tensors: impl Iterator<Item = (&'a str, u64)>) -> u64 {
+    let (mut embeddings, mut own_output) = (0, false);
+    for (name, bytes) in tensors {
+        match name {
+            "token_embd.weight" => embeddings = bytes,
+            "output.weight" => own_output = true,
+            _ => {}
+        }
+    }
+    if own_output {
+        embeddings
+    } else {
+        0
+    }
+}
+
 /// How llama.cpp spreads a target's offloaded layers over `holders` when no tensor split is given:
 /// in proportion to the memory each offers, in order, the output layer last. `gpu_layers` None
 /// offloads every layer; the rest stay on this machine's CPU. `kv_scale` is the cache type's size
@@ -174,7 +201,8 @@ pub fn spread(target: &Footprint, ctx: u64, kv_scale: f64, gpu_layers: Option<u3
     }
     let per_layer = target.layer_weights.checked_div(n).unwrap_or(0);
     let kv_per_layer = if n > 0 { ((target.kv_bytes(ctx) as f64 * kv_scale) / n as f64).ceil() as u64 } else { 0 };
-    let other = target.weights.saturating_sub(target.layer_weights);
+    // The output layer's device holds what is neither a block nor the input layer.
+    let other = target.weights.saturating_sub(target.layer_weights).saturating_sub(target.input_weights);
     for layer in first..=n {
         let at = (layer - first) as f64 / offloaded as f64;
         let i = points.iter().position(|&p| p > at).unwrap_or(holders.len() - 1);
@@ -185,10 +213,12 @@ pub fn spread(target: &Footprint, ctx: u64, kv_scale: f64, gpu_layers: Option<u3
 }
 
 /// What each remote device must report so that llama.cpp's split by reported memory follows
-/// `weights` (one per device: this machine's GPUs first, then the remote devices). Only remote
+/// `weights`: one per device, in llama.cpp's order when it is given `--rpc` — the remote devices
+/// first, then this machine's GPU (so the output layer and the logits stay here). Only remote
 /// reports can be lowered (through the relay), so the scale is this machine's GPU's memory per
-/// weight, or with no GPU here the scale every remote device can meet. The error says why the
-/// weights cannot be met.
+/// weight, or with no GPU here the scale every remote device can meet, less a little headroom
+/// (what a device has free moves a little between now and the load; a cap below it is what it
+/// reports then). The error says why the weights cannot be met.
 pub fn split_caps(local: &[u64], remote: &[u64], weights: &[f32]) -> Result<Vec<u64>, String> {
     let n = local.len() + remote.len();
     if weights.len() != n {
@@ -204,20 +234,20 @@ pub fn split_caps(local: &[u64], remote: &[u64], weights: &[f32]) -> Result<Vec<
     }
     let w = |i: usize| f64::from(weights[i]);
     let scale = match local.first() {
-        Some(&f) => f as f64 / w(0),
-        None => remote.iter().enumerate().map(|(j, &f)| f as f64 / w(j)).fold(f64::INFINITY, f64::min),
+        Some(&f) => f as f64 / w(remote.len()),
+        None => SPLIT_HEADROOM * remote.iter().enumerate().map(|(j, &f)| f as f64 / w(j)).fold(f64::INFINITY, f64::min),
     };
     let gib = |b: f64| b / (1u64 << 30) as f64;
     remote
         .iter()
         .enumerate()
         .map(|(j, &free)| {
-            let want = scale * w(local.len() + j);
+            let want = scale * w(j);
             if want > free as f64 * 1.001 {
                 return Err(format!(
                     "asks device {} for {:.2} GiB next to this machine's GPU's {:.2} GiB, but it offers {:.2} GiB: \
                      lower its weight",
-                    local.len() + j + 1,
+                    j + 1,
                     gib(want),
                     gib(local.first().copied().unwrap_or(0) as f64),
                     gib(free as f64)
@@ -227,6 +257,9 @@ pub fn split_caps(local: &[u64], remote: &[u64], weights: &[f32]) -> Result<Vec<
         })
         .collect()
 }
+
+/// The share of its free memory the device that sets a split's scale reports (see [`split_caps`]).
+const SPLIT_HEADROOM: f64 = 0.98;
 
 /// What the estimate concludes.
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
@@ -404,6 +437,7 @@ mod tests {
         Footprint {
             weights,
             layer_weights: weights * 9 / 10,
+            input_weights: 0,
             n_layer: 40,
             kv_per_token: 100_000,
             swa_kv_per_token: 0,
@@ -483,20 +517,33 @@ mod tests {
         let part = spread(&t, 0, 1.0, Some(8), &[h("a:1", gib), h("b:2", gib)]);
         assert_eq!((part[0].layers, part[1].layers), (4, 4), "{part:?}");
         assert!(spread(&t, 0, 1.0, None, &[]).is_empty());
+        // Token embeddings of 0.5 GiB with an output of its own stay on this CPU: the device that
+        // holds the output layer holds the rest of the 1 GiB only.
+        let untied = Footprint { input_weights: gib / 2, ..t.clone() };
+        let s = spread(&untied, 0, 1.0, None, &[h("here", 3 * gib), h("a:1", 9 * gib)]);
+        assert_eq!(s[1].bytes, 23 * gib / 4 + gib / 2);
+        let tensors = |names: &[&'static str]| names.iter().map(|&n| (n, 100)).collect::<Vec<_>>();
+        let untied = tensors(&["token_embd.weight", "blk.0.attn_q.weight", "output.weight", "output_norm.weight"]);
+        assert_eq!(input_only_weights(untied.into_iter()), 100);
+        let tied = tensors(&["token_embd.weight", "blk.0.attn_q.weight", "output_norm.weight"]);
+        assert_eq!(input_only_weights(tied.into_iter()), 0, "tied embeddings are copied to the output's device");
     }
 
     #[test]
     fn a_split_becomes_what_each_remote_device_reports() {
         let gib = 1u64 << 30;
-        // No GPU here: the scale every remote device meets (3 : 1 of 10 and 10 GiB → 10 and 3.33).
+        // No GPU here: the scale every remote device meets (3 : 1 of 10 and 10 GiB → 10 and 3.33),
+        // less the headroom that keeps every report at its cap.
         let caps = split_caps(&[], &[10 * gib, 10 * gib], &[3.0, 1.0]).unwrap();
-        assert_eq!(caps[0], 10 * gib);
+        assert_eq!(caps[0], (SPLIT_HEADROOM * (10 * gib) as f64) as u64);
+        assert!(caps[0] < 10 * gib);
         assert!((caps[1] as f64 / caps[0] as f64 - 1.0 / 3.0).abs() < 1e-6, "{caps:?}");
-        // A GPU here with 12 GiB at weight 2: a remote device at weight 1 reports 6 GiB.
-        assert_eq!(split_caps(&[12 * gib], &[20 * gib], &[2.0, 1.0]).unwrap(), vec![6 * gib]);
+        // Weights in llama.cpp's order, the remote devices first: a GPU here with 12 GiB at weight
+        // 2 (last), a remote device at weight 1 reports 6 GiB.
+        assert_eq!(split_caps(&[12 * gib], &[20 * gib], &[1.0, 2.0]).unwrap(), vec![6 * gib]);
         // …at weight 4 it would have to report 24 GiB, more than it has.
-        let e = split_caps(&[12 * gib], &[20 * gib], &[1.0, 2.0]).unwrap_err();
-        assert!(e.contains("asks device 2 for 24.00 GiB") && e.contains("offers 20.00 GiB"), "{e}");
+        let e = split_caps(&[12 * gib], &[20 * gib], &[2.0, 1.0]).unwrap_err();
+        assert!(e.contains("asks device 1 for 24.00 GiB") && e.contains("offers 20.00 GiB"), "{e}");
         // Wrong counts, bad weights, several GPUs here.
         assert!(split_caps(&[], &[gib, gib], &[1.0])
             .unwrap_err()
