@@ -313,10 +313,12 @@ pub fn holders(remote: &[usize]) -> Vec<crate::files::memory::Holder> {
     let local = all.iter().filter(|d| is_local_gpu(d)).map(|d| crate::files::memory::Holder {
         name: format!("this machine's {} ({})", backend_name(&d.backend), d.description),
         free: d.memory_free as u64,
+        total: d.memory_total as u64,
     });
     let far = remote.iter().filter_map(|i| all.iter().find(|d| d.index == *i)).map(|d| crate::files::memory::Holder {
         name: crate::decoding::remote::endpoint_of(&d.description),
         free: d.memory_free as u64,
+        total: d.memory_total as u64,
     });
     far.chain(local).collect()
 }

@@ -34,6 +34,13 @@ struct Server {
     caps: SharedCaps,
 }
 
+impl Server {
+    /// The memory caps its relay applies, to change.
+    fn caps(&self) -> Result<std::sync::RwLockWriteGuard<'_, Caps>> {
+        self.caps.write().map_err(|_| Error::Llama("RPC caps poisoned".into()))
+    }
+}
+
 /// The servers registered in this process, by endpoint: ggml keeps a server's devices registered
 /// for the process's life.
 static REGISTERED: OnceLock<Mutex<HashMap<String, Server>>> = OnceLock::new();
@@ -263,15 +270,12 @@ pub fn devices(endpoints: &[String]) -> Result<Vec<usize>> {
 /// what the weights allow.
 pub fn set_split(endpoints: &[String], weights: &[f32]) -> Result<()> {
     let remote = devices(endpoints)?;
-    let clear = || -> Result<()> {
-        for e in endpoints {
-            if let Some(s) = servers()?.get(e) {
-                s.caps.write().map_err(|_| Error::Llama("RPC caps poisoned".into()))?.devices.clear();
-            }
+    // Cleared first: what each device offers without a split sets the split's scale.
+    for e in endpoints {
+        if let Some(s) = servers()?.get(e) {
+            s.caps()?.devices.clear();
         }
-        Ok(())
-    };
-    clear()?;
+    }
     if weights.is_empty() {
         return Ok(());
     }
@@ -287,7 +291,7 @@ pub fn set_split(endpoints: &[String], weights: &[f32]) -> Result<()> {
     for e in endpoints {
         let servers = servers()?;
         let Some(s) = servers.get(e) else { continue };
-        let mut c = s.caps.write().map_err(|_| Error::Llama("RPC caps poisoned".into()))?;
+        let mut c = s.caps()?;
         for i in 0..s.devices.len() {
             c.devices.insert(i as u32, caps[k]);
             k += 1;
@@ -300,20 +304,6 @@ pub fn set_split(endpoints: &[String], weights: &[f32]) -> Result<()> {
 fn names(holders: &[crate::files::memory::Holder]) -> String {
     let list: Vec<&str> = holders.iter().map(|h| h.name.as_str()).collect();
     format!("the devices, in order: {}", list.join(", "))
-}
-
-/// The memory the servers at `endpoints` offer, free and total bytes, summed over their devices
-/// (each server says what its own machine has).
-pub fn memory(endpoints: &[String]) -> Result<(u64, u64)> {
-    let (mut free, mut total) = (0u64, 0u64);
-    for i in devices(endpoints)? {
-        let (mut f, mut t) = (0usize, 0usize);
-        // SAFETY: `i` indexes ggml's device list (just checked); the sizes are written once.
-        unsafe { llama_cpp_sys_2::ggml_backend_dev_memory(llama_cpp_sys_2::ggml_backend_dev_get(i), &mut f, &mut t) };
-        free += f as u64;
-        total += t as u64;
-    }
-    Ok((free, total))
 }
 
 /// Serves this machine's devices (its GPU when it has one, else its CPU with `threads` threads) to

@@ -102,13 +102,17 @@ pub fn diagnose(
         false => {
             // The split first: what remote devices report (their memory here) follows it.
             crate::decoding::remote::set_split(rpc, tensor_split)?;
-            let (free, total) = crate::decoding::remote::memory(rpc)?;
+            let remote = crate::decoding::remote::devices(rpc)?;
+            let holders = crate::decoding::llama::holders(&remote);
+            // The remote devices come first; each server says what its own machine has.
+            let far = &holders[..remote.len().min(holders.len())];
+            let free: u64 = far.iter().map(|h| h.free).sum();
             mem.available += free;
-            mem.total += total;
+            mem.total += far.iter().map(|h| h.total).sum::<u64>();
             if let Some(g) = mem.gpu.as_mut() {
                 g.bytes += free;
             }
-            crate::decoding::llama::holders(&crate::decoding::remote::devices(rpc)?)
+            holders
         }
     };
     let mut dx = doctor::diagnose_with(target, draft, ctx, kv, placement, &mem);

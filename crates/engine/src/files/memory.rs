@@ -143,6 +143,7 @@ pub struct Placement {
 pub struct Holder {
     pub name: String,
     pub free: u64,
+    pub total: u64,
 }
 
 /// A holder's share of the target: how many of its layers (the output layer counts as one), and
@@ -502,7 +503,7 @@ mod tests {
         let gib = 1u64 << 30;
         // 32 layers of 0.25 GiB, 1 GiB besides them (embeddings, output), no KV cache.
         let t = Footprint::new(9 * gib, 8 * gib, 32, 0, None);
-        let h = |name: &str, free: u64| Holder { name: name.into(), free };
+        let h = |name: &str, free: u64| Holder { name: name.into(), free, total: free };
         let s = spread(&t, 0, 1.0, None, &[h("here", 3 * gib), h("a:1", 9 * gib)]);
         assert_eq!(s.iter().map(|s| s.layers).sum::<u64>(), 33, "{s:?}");
         // A quarter of 33 layers here, the rest (the output layer last) over there.
@@ -552,7 +553,7 @@ mod tests {
         assert!(split_caps(&[gib, gib], &[gib], &[1.0, 1.0, 1.0]).unwrap_err().contains("this machine's GPUs"));
         // The spread over the capped reports follows the weights.
         let t = Footprint::new(9 * gib, 8 * gib, 32, 0, None);
-        let h = |free: u64| Holder { name: "x".into(), free };
+        let h = |free: u64| Holder { name: "x".into(), free, total: free };
         let caps = split_caps(&[], &[10 * gib, 10 * gib], &[3.0, 1.0]).unwrap();
         let s = spread(&t, 0, 1.0, None, &[h(caps[0]), h(caps[1])]);
         assert_eq!((s[0].layers, s[1].layers), (25, 8), "{s:?}");
