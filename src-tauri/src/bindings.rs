@@ -64,6 +64,7 @@ pub fn typescript() -> String {
         doctor::Finding,
         memory::MemoryVerdict,
         doctor::MemoryFit,
+        gguf::DrafterKind,
         gguf::VocabSummary,
         gguf::ModelSummary,
         doctor::Diagnosis,

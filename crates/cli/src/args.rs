@@ -220,8 +220,9 @@ pub(crate) struct ModelArgs {
     /// How to draft: `auto` (the default: n-gram strategies first, the draft model (--draft) as
     /// fallback, chosen each round by expected gain), `draft` (a draft model, --draft), `lookup`
     /// (copy from the prompt and output), `ngram-cache` (continuations learned from the text so
-    /// far), `ngram-map` (continuations from a corpus, --ngram-map) or `mtp` (the target's own
-    /// multi-token-prediction layers, for models that ship them).
+    /// far), `ngram-map` (continuations from a corpus, --ngram-map), `ngram-mod` (llama.cpp's own
+    /// ngram-mod drafter) or `mtp` (the target's own multi-token-prediction layers, for models
+    /// that ship them).
     #[arg(long, default_value = "auto")]
     strategy: String,
     #[command(flatten)]
@@ -317,7 +318,7 @@ pub(crate) struct SweepArgs {
     /// alone) instead of the cost-aware adaptive length.
     #[arg(long)]
     pub(crate) fixed_length: bool,
-    /// Strategies, comma-separated: auto, draft, lookup, ngram-cache, ngram-map, mtp (default: auto
+    /// Strategies, comma-separated: auto, draft, lookup, ngram-cache, ngram-map, ngram-mod, mtp (default: auto
     /// with --drafts, else lookup and ngram-cache).
     #[arg(long, value_delimiter = ',')]
     pub(crate) strategies: Vec<String>,

@@ -23,7 +23,9 @@ impl Printer {
             let mut out = std::io::stdout().lock();
             let colour = match strategy {
                 _ if !self.color || *source != TokenSource::Draft => None,
-                Some(Strategy::DraftModel | Strategy::Mtp) => Some(32),
+                Some(Strategy::DraftModel | Strategy::Mtp | Strategy::Eagle3 | Strategy::Dflash | Strategy::Dspark) => {
+                    Some(32)
+                }
                 _ => Some(36),
             };
             let _ = match colour {

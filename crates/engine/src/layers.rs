@@ -85,13 +85,47 @@ fn violations(src: &Path) -> Vec<String> {
                 _ => {}
             }
         }
-        // llama.cpp is reached through one module only.
-        let is_llama = rel == Path::new("decoding/llama.rs");
-        if !is_llama && text.lines().any(|l| l.split("//").next().unwrap_or("").contains("llama_cpp_2")) {
-            bad.push(format!("{} uses llama_cpp_2 (only decoding/llama.rs may)", rel.display()));
+        // llama.cpp is reached through the native files only.
+        let code = || text.lines().map(|l| l.split("//").next().unwrap_or(""));
+        if !NATIVE.iter().any(|n| rel == Path::new(n)) {
+            for krate in ["llama_cpp_2", "llama_cpp_sys_2"] {
+                if code().any(|l| l.contains(krate)) {
+                    bad.push(format!("{} uses {krate} (only {} may)", rel.display(), NATIVE.join(", ")));
+                }
+            }
+        } else if rel != Path::new(NATIVE[0]) && code().any(|l| l.contains("llama_cpp_2")) {
+            bad.push(format!("{} uses llama_cpp_2 (only {} may)", rel.display(), NATIVE[0]));
+        }
+    }
+    // The one C++ file is the binding's.
+    let mut native = Vec::new();
+    other_sources(src, &mut native);
+    for f in native {
+        let rel = f.strip_prefix(src).expect("under src");
+        if rel != Path::new("decoding/speculative.cpp") {
+            bad.push(format!("{} is native code (only decoding/speculative.cpp may be)", rel.display()));
         }
     }
     bad
+}
+
+/// The files that talk to llama.cpp: `llama` (llama-cpp-2 and its sys crate), the binding to
+/// llama.cpp's drafters (`speculative`, over `speculative.cpp`), and ggml's RPC registry (`remote`).
+const NATIVE: [&str; 3] = ["decoding/llama.rs", "decoding/speculative.rs", "decoding/remote.rs"];
+
+/// C and C++ sources and headers under `dir`.
+fn other_sources(dir: &Path, out: &mut Vec<PathBuf>) {
+    for e in std::fs::read_dir(dir).expect("read src") {
+        let p = e.expect("entry").path();
+        if p.is_dir() {
+            other_sources(&p, out);
+        } else if p
+            .extension()
+            .is_some_and(|x| ["c", "cc", "cpp", "h", "hpp", "m", "mm"].contains(&x.to_str().unwrap_or("")))
+        {
+            out.push(p);
+        }
+    }
 }
 
 #[test]
@@ -128,8 +162,18 @@ fn the_checker_sees_an_upward_import() {
     )
     .expect("write");
     std::fs::write(src.join("files/memory.rs"), "use crate::testing::model;\n").expect("write");
+    // llama.cpp outside the native files, its sys crate included; a second C++ file.
+    std::fs::create_dir_all(src.join("decoding")).expect("mkdir");
+    std::fs::write(src.join("decoding/chat.rs"), "fn f() { unsafe { llama_cpp_sys_2::llama_backend_free() } }\n")
+        .expect("write");
+    std::fs::write(src.join("decoding/speculative.rs"), "use llama_cpp_2::model::LlamaModel;\n").expect("write");
+    std::fs::write(src.join("decoding/speculative.cpp"), "// the binding\n").expect("write");
+    std::fs::write(src.join("decoding/extra.cpp"), "int x;\n").expect("write");
     let bad = violations(src);
-    assert_eq!(bad.len(), 3, "{bad:?}");
+    assert_eq!(bad.len(), 6, "{bad:?}");
+    assert!(bad.iter().any(|b| b.contains("chat.rs uses llama_cpp_sys_2")), "{bad:?}");
+    assert!(bad.iter().any(|b| b.contains("speculative.rs uses llama_cpp_2")), "{bad:?}");
+    assert!(bad.iter().any(|b| b.contains("extra.cpp is native code")), "{bad:?}");
     assert!(bad.iter().any(|b| b.contains("memory.rs") && b.contains("crate::testing")), "{bad:?}");
     assert!(!bad.iter().any(|b| b.contains("doctor.rs")), "{bad:?}");
     assert!(bad.iter().any(|b| b.contains("gguf.rs") && b.contains("crate::decoding")), "{bad:?}");

@@ -466,7 +466,7 @@ fn request_settings(base: &Settings, c: &Common, endpoint: Endpoint) -> Result<(
                     ApiError::invalid(
                         Some("draftlab.strategy"),
                         format!(
-                            "Unknown strategy `{name}`: use auto, draft, lookup, ngram-cache, ngram-map, mtp or none."
+                            "Unknown strategy `{name}`: use auto, draft, lookup, ngram-cache, ngram-map, ngram-mod, mtp or none."
                         ),
                     )
                 })?

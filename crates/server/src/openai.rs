@@ -51,7 +51,7 @@ pub struct Message {
 #[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct Extension {
-    /// `auto`, `draft`, `lookup`, `ngram-cache`, `ngram-map`, `mtp`, or `none` (the target alone).
+    /// `auto`, `draft`, `lookup`, `ngram-cache`, `ngram-map`, `ngram-mod`, `mtp`, or `none` (the target alone).
     #[serde(default)]
     pub strategy: Option<String>,
     /// A fixed draft length, or `"adaptive"` (chosen each round, up to the server's maximum).

@@ -7,7 +7,7 @@ export type TokenSource = "target" | "draft";
 
 export type StopReason = "max_tokens" | "end_of_generation" | "context_full" | "cancelled";
 
-export type Strategy = "draft" | "lookup" | "ngram-cache" | "ngram-map" | "mtp" | "auto";
+export type Strategy = "draft" | "lookup" | "ngram-cache" | "ngram-map" | "ngram-mod" | "mtp" | "eagle3" | "dflash" | "dspark" | "auto";
 
 export type GpuLayers = "all" | { "count": number };
 
@@ -322,7 +322,7 @@ sampled_at: number | null, };
 
 export type Verdict = "ok" | "warning" | "incompatible";
 
-export type Topic = "vocabulary" | "size" | "context" | "memory" | "mtp";
+export type Topic = "vocabulary" | "size" | "context" | "memory" | "mtp" | "drafter";
 
 export type Pairing = "same-vocabulary" | "cross-vocabulary";
 
@@ -348,6 +348,8 @@ gpu_budget: number | null,
  */
 limit: number, limit_reason: string, verdict: MemoryVerdict, };
 
+export type DrafterKind = "mtp-head" | "eagle3" | "dflash" | "dspark";
+
 export type VocabSummary = { 
 /**
  * `tokenizer.ggml.model` as written in the file (`gpt2`, `llama`, …).
@@ -371,7 +373,12 @@ kv_bytes_per_token: number | null, n_tensors: number, has_chat_template: boolean
  * Multi-token-prediction layers (`<arch>.nextn_predict_layers`): the model carries its own
  * drafter. None when it has none.
  */
-mtp_layers: number | null, vocab: VocabSummary, };
+mtp_layers: number | null, 
+/**
+ * The kind of drafter file this is (an MTP head, an EAGLE-3 head, a DFlash or DSpark
+ * drafter), or none for a model that generates on its own.
+ */
+drafter: DrafterKind | null, vocab: VocabSummary, };
 
 export type Diagnosis = { verdict: Verdict, findings: Array<Finding>, memory: MemoryFit, target: ModelSummary, draft: ModelSummary | null, 
 /**

@@ -171,5 +171,5 @@ export function statsView(p: Pane): StatsView | null {
 /// own MTP layers' —, an n-gram hit, the target).
 export function tokenClass(t: TokenView): string {
   if (t.source !== "draft") return "tok-target";
-  return t.strategy === "draft" || t.strategy === "mtp" || t.strategy === undefined ? "tok-draft" : "tok-ngram";
+  return t.strategy === "draft" || t.strategy === "mtp" || t.strategy === "eagle3" || t.strategy === "dflash" || t.strategy === "dspark" || t.strategy === undefined ? "tok-draft" : "tok-ngram";
 }

@@ -36,5 +36,14 @@ pub(crate) fn inspect(file: PathBuf, json: bool) -> anyhow::Result<ExitCode> {
     if let Some(n) = s.mtp_layers {
         println!("MTP layers    {n} (multi-token prediction: the model can draft for itself)");
     }
+    if let Some(k) = s.drafter {
+        println!(
+            "drafter       {} for a target model: --strategy {} --draft {} (llama.cpp: --spec-type {})",
+            k.a_label(),
+            k.strategy_name(),
+            s.path.display(),
+            k.spec_type()
+        );
+    }
     Ok(ExitCode::SUCCESS)
 }

@@ -18,6 +18,7 @@ use crate::decoding::llama::{Context, ContextOptions, Logits, Model, Token};
 use crate::decoding::report::Report;
 use crate::decoding::session::Session;
 use crate::decoding::settings::{Mode, ValidSettings};
+use crate::decoding::speculative::NativeKind;
 use crate::decoding::target::Target;
 use crate::decoding::template::ChatMessage;
 use crate::error::{Error, Result};
@@ -41,18 +42,19 @@ struct ContextKey {
     n_batch: u32,
     threads: u32,
     options: ContextOptions,
-    /// The target's MTP layers draft in it: their maximum and confidence floor (its bits).
-    mtp: Option<(usize, u32)>,
+    /// A drafter of llama.cpp's drafts in it (the target's MTP layers, or a head): its kind, its
+    /// maximum and confidence floor (its bits), and the drafter's context options.
+    drafter: Option<(NativeKind, usize, u32, ContextOptions)>,
 }
 
 impl ContextKey {
-    fn target(mode: Mode, s: &ValidSettings) -> Self {
-        let mtp = s.drafts_with_mtp(mode).then(|| (s.n_draft, s.p_min.to_bits()));
-        ContextKey { n_ctx: s.n_ctx, n_batch: s.n_batch, threads: s.threads, options: s.target_context(), mtp }
+    fn target(session: &Session, mode: Mode, s: &ValidSettings) -> Self {
+        let drafter = session.drafter_in_target(mode, s).map(|k| (k, s.n_draft, s.p_min.to_bits(), s.draft_context()));
+        ContextKey { n_ctx: s.n_ctx, n_batch: s.n_batch, threads: s.threads, options: s.target_context(), drafter }
     }
 
     fn draft(s: &ValidSettings) -> Self {
-        ContextKey { n_ctx: s.n_ctx, n_batch: s.n_batch, threads: s.threads, options: s.draft_context(), mtp: None }
+        ContextKey { n_ctx: s.n_ctx, n_batch: s.n_batch, threads: s.threads, options: s.draft_context(), drafter: None }
     }
 }
 
@@ -114,7 +116,7 @@ impl<'s> ChatSlot<'s> {
             }
             settings
         };
-        let key = ContextKey::target(mode, settings);
+        let key = ContextKey::target(self.session, mode, settings);
         if self.target.as_ref().is_none_or(|c| c.key != key) {
             self.target = None; // free the old context first
             let ctx = self.session.target_context(mode, settings)?;

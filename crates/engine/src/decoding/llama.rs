@@ -2,7 +2,9 @@
 //! batches, KV-cache trimming, logits, tokenisation and chat templates. (Other machines' devices,
 //! llama.cpp's RPC backend, are in [`remote`](crate::decoding::remote).)
 //!
-//! A [`Context`] borrows its [`Model`] and is not `Send`: one thread owns both.
+//! A [`Context`] borrows its [`Model`] and is not `Send`: one thread owns both. A context whose
+//! decodes feed one of llama.cpp's model drafters (MTP layers or heads, EAGLE-3, DFlash, DSpark)
+//! is made through the project's binding, [`speculative`](crate::decoding::speculative).
 
 use std::num::NonZeroU32;
 use std::path::{Path, PathBuf};
@@ -14,11 +16,11 @@ use llama_cpp_2::llama_backend::LlamaBackend;
 use llama_cpp_2::llama_batch::LlamaBatch;
 use llama_cpp_2::model::params::LlamaModelParams;
 use llama_cpp_2::model::{LlamaChatMessage, LlamaModel};
-use llama_cpp_2::speculative::{MtpSpeculative, MtpSpeculativeParams};
 use llama_cpp_2::token::LlamaToken;
 use llama_cpp_2::LlamaBackendDeviceType;
 use serde::{Deserialize, Serialize};
 
+use crate::decoding::speculative::{NativeKind, NativeParams, Pair, PairContext};
 use crate::decoding::template::{self, ChatMessage, TemplateVars};
 use crate::error::{Error, Result};
 use crate::files::doctor::KvScale;
@@ -479,7 +481,8 @@ impl Model {
         if let Some(list) = &devices {
             params = params.with_devices(list).map_err(|e| Error::Llama(format!("devices: {e}")))?;
         }
-        if summary.vocab.size == 0 {
+        // A drafter file (an MTP, EAGLE-3, DFlash or DSpark head) may borrow its target's tokenizer.
+        if summary.vocab.size == 0 && summary.drafter.is_none() {
             return Err(Error::InvalidGguf {
                 path: path.to_path_buf(),
                 reason: "it has no vocabulary (tokenizer.ggml.tokens): a model file without its tokenizer cannot \
@@ -630,13 +633,54 @@ impl Model {
                 },
             });
         }
-        let target = self.llama_context(n_ctx, n_batch, threads, options, LlamaContextType::Default)?;
-        let heads = ContextOptions { rollback: 0, ..options };
-        let mtp = self.llama_context(n_ctx, n_batch, threads, heads, LlamaContextType::Mtp)?;
-        let params = MtpSpeculativeParams { n_max: n_max.clamp(1, 64) as i32, n_min: 0, p_min };
-        let spec = MtpSpeculative::new(target, mtp, params)
-            .map_err(|e| Error::Llama(format!("multi-token prediction could not start: {e}")))?;
-        Ok(self.wrap(Inner::Mtp(Box::new(MtpState { spec, pending: None })), n_batch))
+        self.drafting_context(None, NativeKind::DraftMtp, n_ctx, n_batch, threads, options, options, n_max, p_min)
+    }
+
+    /// A context whose decodes also feed a drafter of llama.cpp's of `kind` (its model `drafter`:
+    /// an MTP head, EAGLE-3, DFlash or DSpark file; none: this model's own MTP layers), which then
+    /// drafts up to `n_max` tokens ([`Context::self_draft`]), stopping below `p_min`. `options` make
+    /// this model's context, `drafter_options` the drafter's.
+    #[allow(clippy::too_many_arguments)]
+    pub fn drafting_context<'a>(
+        &'a self,
+        drafter: Option<&'a Model>,
+        kind: NativeKind,
+        n_ctx: u32,
+        n_batch: u32,
+        threads: u32,
+        options: ContextOptions,
+        drafter_options: ContextOptions,
+        n_max: usize,
+        p_min: f32,
+    ) -> Result<Context<'a>> {
+        NonZeroU32::new(n_ctx)
+            .ok_or_else(|| Error::InvalidSetting { setting: "n_ctx", reason: "is 0, but must be positive".into() })?;
+        backend()?;
+        let ctx = |o: ContextOptions, rollback: u32| PairContext {
+            n_ctx,
+            n_batch,
+            threads,
+            rollback,
+            type_k: o.cache_type.ggml().into(),
+            type_v: o.cache_type.ggml().into(),
+            flash_attn: o.flash_attn.policy(),
+        };
+        let params = NativeParams { n_max: n_max.clamp(1, 64), n_min: 0, p_min, ..NativeParams::default() };
+        let target = raw_model(&self.inner);
+        let head = drafter.map_or(std::ptr::null_mut(), |d| raw_model(&d.inner));
+        #[allow(unsafe_code)]
+        // SAFETY: both models are loaded and outlive the context (it borrows them for 'a).
+        let pair =
+            unsafe { Pair::new(target, head, kind, params, ctx(options, options.rollback), ctx(drafter_options, 0)) }
+                .map_err(|e| match e {
+                Error::Llama(why) => Error::Load {
+                    path: drafter.map_or_else(|| self.id.path.clone(), |d| d.id.path.clone()),
+                    reason: format!("{why} (a drafter for another model, or one this llama.cpp cannot run)"),
+                },
+                e => e,
+            })?;
+        let inner = Inner::Native(Box::new(NativeState { pair, pending: None }), std::marker::PhantomData);
+        Ok(self.wrap(inner, n_batch))
     }
 
     fn llama_context(
@@ -675,26 +719,42 @@ impl Model {
             batch: LlamaBatch::new(n_batch as usize, 1),
             n_batch: n_batch as usize,
             n_vocab: self.n_vocab(),
+            last_len: 0,
         }
     }
 }
 
-/// What a context holds: a plain llama.cpp context, or one whose decodes also feed the model's
-/// multi-token-prediction (MTP) layers (llama.cpp's `draft-mtp`, through llama-cpp-2).
-enum Inner<'m> {
-    Plain(LlamaContext<'m>),
-    Mtp(Box<MtpState<'m>>),
+/// The llama.cpp model behind a loaded model, for the binding to llama.cpp's drafters (llama-cpp-2
+/// does not hand it out).
+#[allow(unsafe_code)]
+fn raw_model(model: &LlamaModel) -> *mut llama_cpp_sys_2::llama_model {
+    const _: () = assert!(
+        std::mem::size_of::<LlamaModel>() == std::mem::size_of::<*mut llama_cpp_sys_2::llama_model>(),
+        "llama-cpp-2's LlamaModel is no longer one pointer: read the model another way"
+    );
+    // SAFETY: llama-cpp-2 0.1.160 (pinned with `=` in the workspace) declares `LlamaModel { model:
+    // Ptr<llama_model> }` and `Ptr<T>(NonNull<T>)`: one pointer-sized field, which the size check
+    // above leaves no room to be anywhere but at offset 0. The pointer is only read; the model
+    // outlives every context made from it (they borrow the `Model`).
+    unsafe { *(model as *const LlamaModel).cast::<*mut llama_cpp_sys_2::llama_model>() }
 }
 
-/// The MTP layers' side of a context. llama.cpp's MTP drafter pairs each decoded token with the
-/// target's hidden state at the position before; after a verified draft it must hear how many of
-/// the drafted tokens were accepted, which the next decode's position tells. A decode that starts
-/// where no hidden state was kept (a fresh prompt's first token, a conversation that keeps less of
-/// its cache than it held) pairs its first token with the last state llama.cpp has, as llama.cpp's
-/// own server does: one weaker MTP cache entry, weaker drafts for a while, the same output (every
-/// draft is verified).
-struct MtpState<'m> {
-    spec: MtpSpeculative<'m>,
+/// What a context holds: a plain llama.cpp context, or one whose decodes also feed one of
+/// llama.cpp's model drafters (through the project's binding).
+enum Inner<'m> {
+    Plain(LlamaContext<'m>),
+    Native(Box<NativeState>, std::marker::PhantomData<&'m Model>),
+}
+
+/// The drafter's side of a context. llama.cpp's model drafters read the target's hidden states of
+/// each decoded batch; after a verified draft they must hear how many of the drafted tokens were
+/// accepted, which the next decode's position tells. A decode that starts where no hidden state
+/// was kept (a fresh prompt's first token, a conversation that keeps less of its cache than it
+/// held) pairs its first token with the last state llama.cpp has, as llama.cpp's own server does:
+/// one weaker drafter cache entry, weaker drafts for a while, the same output (every draft is
+/// verified).
+struct NativeState {
+    pair: Pair,
     /// The last draft, while llama.cpp waits to hear how much of it stood.
     pending: Option<Pending>,
 }
@@ -709,38 +769,35 @@ struct Pending {
     verified_at: Option<u32>,
 }
 
-impl MtpState<'_> {
+impl NativeState {
     /// Tells llama.cpp how much of the last draft stood, once the context's length after its
     /// verification is known (`next`: the position of the next token to decode).
     fn settle(&mut self, next: u32) -> Result<()> {
         let Some(at) = self.pending.as_ref().and_then(|p| p.verified_at) else { return Ok(()) };
         let drafted = self.pending.take().map_or(0, |p| p.tokens.len());
         let accepted = (next.saturating_sub(at + 1) as usize).min(drafted);
-        self.accept(accepted)
-    }
-
-    fn accept(&mut self, accepted: usize) -> Result<()> {
-        self.spec.accept(accepted as u16).map_err(|e| Error::Llama(format!("multi-token prediction (accept): {e}")))
+        self.pair.drafter().accept(accepted)
     }
 
     /// A new generation from position 0: no draft is waiting to be settled.
     fn restart(&mut self) -> Result<()> {
         self.pending = None;
-        self.spec.begin(&[]).map_err(|e| Error::Llama(format!("multi-token prediction (begin): {e}")))
+        self.pair.drafter().begin(&[])
     }
 
     /// Before a decode at `start`: a new generation restarts, the last draft is settled, and the
-    /// MTP layers' cache loses its drafts and rejected positions past `start`.
+    /// drafter's cache loses its drafts and rejected positions past `start`.
     fn before_decode(&mut self, start: u32) -> Result<()> {
         if start == 0 {
             self.restart()?;
         }
         self.settle(start)?;
-        self.forget_from(start)
+        self.pair.trim_drafter(start)
     }
 
-    /// Drafts after the token `last` at position `n_past` (see [`Context::self_draft`]).
-    fn draft(&mut self, n_past: u32, last: Token) -> Result<Vec<Token>> {
+    /// Drafts after `context` (its last token at position `context.len() - 1`, not decoded yet).
+    fn draft(&mut self, context: &[Token]) -> Result<Vec<Token>> {
+        let n_past = context.len().saturating_sub(1) as u32;
         self.settle(n_past)?;
         if let Some(p) = self.pending.take() {
             // A draft that was never verified: the same one, at the same place; elsewhere
@@ -751,28 +808,14 @@ impl MtpState<'_> {
                 self.pending = Some(p);
                 return Ok(tokens);
             }
-            self.accept(0)?;
+            self.pair.drafter().accept(0)?;
         }
-        let tokens: Vec<Token> = self
-            .spec
-            .draft(n_past as i32, LlamaToken(last), &[])
-            .map_err(|e| Error::Llama(format!("multi-token prediction (draft): {e}")))?
-            .into_iter()
-            .map(|t| t.0)
-            .collect();
+        let max = usize::MAX;
+        let tokens = self.pair.drafter().draft(context, max)?;
         if !tokens.is_empty() {
             self.pending = Some(Pending { after: n_past, tokens: tokens.clone(), verified_at: None });
         }
         Ok(tokens)
-    }
-
-    /// Forgets the MTP layers' cached positions from `pos` on.
-    fn forget_from(&mut self, pos: u32) -> Result<()> {
-        self.spec
-            .draft_context_mut()
-            .clear_kv_cache_seq(Some(0), Some(pos), None)
-            .map_err(|e| Error::Llama(format!("MTP cache trim: {e}")))
-            .and_then(|ok| if ok { Ok(()) } else { Err(Error::Llama("MTP cache trim refused".into())) })
     }
 }
 
@@ -782,6 +825,8 @@ pub struct Context<'m> {
     batch: LlamaBatch<'static>,
     n_batch: usize,
     n_vocab: usize,
+    /// How many tokens the last decode call's last chunk held.
+    last_len: usize,
 }
 
 /// Which positions of a decoded batch need logits.
@@ -794,7 +839,10 @@ pub enum Logits {
 
 impl<'m> Context<'m> {
     pub fn n_ctx(&self) -> u32 {
-        self.llama().n_ctx()
+        match &self.inner {
+            Inner::Plain(ctx) => ctx.n_ctx(),
+            Inner::Native(n, _) => n.pair.n_ctx(),
+        }
     }
 
     pub fn n_batch(&self) -> usize {
@@ -810,97 +858,92 @@ impl<'m> Context<'m> {
         if logits == Logits::All && tokens.len() > self.n_batch {
             return Err(Error::Llama(format!("{} tokens exceed the batch of {}", tokens.len(), self.n_batch)));
         }
-        if let Inner::Mtp(m) = &mut self.inner {
-            m.before_decode(start)?;
+        if let Inner::Native(n, _) = &mut self.inner {
+            n.before_decode(start)?;
         }
         let n = tokens.len();
         for (c, chunk) in tokens.chunks(self.n_batch).enumerate() {
-            self.batch.clear();
             let base = c * self.n_batch;
-            for (i, &t) in chunk.iter().enumerate() {
-                let want = match logits {
-                    Logits::None => false,
-                    Logits::Last => base + i == n - 1,
-                    Logits::All => true,
-                };
-                self.batch
-                    .add(LlamaToken(t), (start as usize + base + i) as i32, &[0], want)
-                    .map_err(|e| Error::Llama(format!("batch: {e}")))?;
-            }
+            let want = |i: usize| match logits {
+                Logits::None => false,
+                Logits::Last => base + i == n - 1,
+                Logits::All => true,
+            };
+            let pos = start + base as u32;
             match &mut self.inner {
-                Inner::Plain(ctx) => ctx.decode(&mut self.batch),
-                Inner::Mtp(m) => m.spec.target_context_mut().decode(&mut self.batch),
+                Inner::Plain(ctx) => {
+                    self.batch.clear();
+                    for (i, &t) in chunk.iter().enumerate() {
+                        self.batch
+                            .add(LlamaToken(t), (pos as usize + i) as i32, &[0], want(i))
+                            .map_err(|e| Error::Llama(format!("batch: {e}")))?;
+                    }
+                    ctx.decode(&mut self.batch).map_err(|e| Error::Llama(format!("decode failed: {e}")))?;
+                }
+                Inner::Native(native, _) => {
+                    let output: Vec<bool> = (0..chunk.len()).map(want).collect();
+                    native.pair.decode(chunk, pos, &output)?;
+                }
             }
-            .map_err(|e| Error::Llama(format!("decode failed: {e}")))?;
-            if let Inner::Mtp(m) = &mut self.inner {
-                m.spec
-                    .process(&self.batch)
-                    .map_err(|e| Error::Llama(format!("multi-token prediction (process): {e}")))?;
-            }
+            self.last_len = chunk.len();
         }
-        if let Inner::Mtp(m) = &mut self.inner {
+        if let Inner::Native(native, _) = &mut self.inner {
             // This batch verifies the last draft (the first decode after it).
-            if let Some(p) = m.pending.as_mut() {
+            if let Some(p) = native.pending.as_mut() {
                 p.verified_at.get_or_insert(start);
             }
         }
         Ok(())
     }
 
-    fn llama(&self) -> &LlamaContext<'m> {
-        match &self.inner {
-            Inner::Plain(ctx) => ctx,
-            Inner::Mtp(m) => m.spec.target_context(),
-        }
-    }
-
-    fn llama_mut(&mut self) -> &mut LlamaContext<'m> {
-        match &mut self.inner {
-            Inner::Plain(ctx) => ctx,
-            Inner::Mtp(m) => m.spec.target_context_mut(),
-        }
-    }
-
-    /// Drafts with the model's own MTP layers after `context` (every token but the last is
-    /// decoded here; the last is the one the target chose and has not decoded yet): up to the
-    /// context's `n_max`, fewer when the layers' confidence falls below `p_min`. Empty in a context
-    /// without MTP layers.
+    /// Drafts with the drafter this context feeds (the model's own MTP layers, or a head) after
+    /// `context` (every token but the last is decoded here; the last is the one the target chose
+    /// and has not decoded yet): up to the context's `n_max`, fewer when the drafter's confidence
+    /// falls below `p_min`. Empty in a context without a drafter.
     pub fn self_draft(&mut self, context: &[Token]) -> Result<Vec<Token>> {
-        let Inner::Mtp(m) = &mut self.inner else { return Ok(Vec::new()) };
-        let Some((&last, before)) = context.split_last() else { return Ok(Vec::new()) };
-        m.draft(before.len() as u32, last)
+        let Inner::Native(n, _) = &mut self.inner else { return Ok(Vec::new()) };
+        if context.is_empty() {
+            return Ok(Vec::new());
+        }
+        n.draft(context)
     }
 
     /// The logits of position `i` of the last decoded batch (0-based within that batch).
     pub fn logits(&self, i: usize) -> &[f32] {
-        let row = self.llama().get_logits_ith(i as i32);
-        &row[..self.n_vocab.min(row.len())]
+        match &self.inner {
+            Inner::Plain(ctx) => {
+                let row = ctx.get_logits_ith(i as i32);
+                &row[..self.n_vocab.min(row.len())]
+            }
+            Inner::Native(n, _) => n.pair.logits(i, self.n_vocab),
+        }
     }
 
     /// Index within the last batch of its last token (for `Logits::Last` after a chunked decode).
     pub fn last_index(&self) -> usize {
-        (self.batch.n_tokens() as usize).saturating_sub(1)
+        self.last_len.saturating_sub(1)
     }
 
     /// Forgets every cached position from `pos` on (rollback after a rejected draft).
     pub fn truncate(&mut self, pos: u32) -> Result<()> {
-        self.llama_mut()
-            .clear_kv_cache_seq(Some(0), Some(pos), None)
-            .map_err(|e| Error::Llama(format!("KV cache trim: {e}")))
-            .and_then(|ok| if ok { Ok(()) } else { Err(Error::Llama("KV cache trim refused".into())) })?;
         match &mut self.inner {
-            Inner::Mtp(m) => m.forget_from(pos),
-            Inner::Plain(_) => Ok(()),
+            Inner::Plain(ctx) => ctx
+                .clear_kv_cache_seq(Some(0), Some(pos), None)
+                .map_err(|e| Error::Llama(format!("KV cache trim: {e}")))
+                .and_then(|ok| if ok { Ok(()) } else { Err(Error::Llama("KV cache trim refused".into())) }),
+            Inner::Native(n, _) => n.pair.trim(pos),
         }
     }
 
     /// Empties the KV cache.
     pub fn clear(&mut self) {
-        self.llama_mut().clear_kv_cache();
-        if let Inner::Mtp(m) = &mut self.inner {
-            m.spec.draft_context_mut().clear_kv_cache();
-            // Nothing to report of a draft whose context is gone.
-            let _ = m.restart();
+        match &mut self.inner {
+            Inner::Plain(ctx) => ctx.clear_kv_cache(),
+            Inner::Native(n, _) => {
+                n.pair.clear();
+                // Nothing to report of a draft whose context is gone.
+                let _ = n.restart();
+            }
         }
     }
 }

@@ -1,6 +1,7 @@
 //! Speculative decoding on llama.cpp.
 //!
-//! - `llama`: the only module that talks to llama.cpp (models, contexts, batches, KV trims).
+//! - `llama`: the module that talks to llama.cpp (models, contexts, batches, KV trims); beside it
+//!   `speculative`, the binding to llama.cpp's drafters (`common_speculative`, through our C++ shim).
 //! - `settings`: what a run is asked to do, validated once into [`settings::ValidSettings`].
 //! - `target`: the model being verified against, as a small trait (the loop's unit tests use a
 //!   scripted one).
@@ -25,6 +26,7 @@ pub mod sampling;
 pub mod schedule;
 pub mod session;
 pub mod settings;
+pub mod speculative;
 pub mod target;
 pub mod template;
 pub mod verify;

@@ -18,6 +18,7 @@ use crate::decoding::draft::mtp::MtpDrafter;
 use crate::decoding::draft::ngram::{NgramHeader, NgramTable};
 use crate::decoding::draft::ngram_cache::NgramCache;
 use crate::decoding::draft::ngram_map::NgramMap;
+use crate::decoding::draft::ngram_mod::NgramMod;
 use crate::decoding::draft::prompt_lookup::PromptLookup;
 use crate::decoding::draft::{Drafter, Strategy};
 use crate::decoding::generate::{generate, Event, RunInfo};
@@ -25,10 +26,11 @@ use crate::decoding::llama::{self, Context, Model, MtpLayers, Runtime, Token};
 use crate::decoding::report::Report;
 use crate::decoding::schedule::Scheduler;
 use crate::decoding::settings::{Mode, Settings, ValidSettings};
+use crate::decoding::speculative::NativeKind;
 use crate::decoding::target::{LlamaTarget, Target};
 use crate::error::{Error, Result};
 use crate::files::doctor::{self, Diagnosis, KvScale, Pairing, Placement, Topic, Verdict};
-use crate::files::gguf::GgufFile;
+use crate::files::gguf::{DrafterKind, GgufFile};
 
 /// What measured costs depend on: whether the draft model's cost is measured, context, batch,
 /// threads, largest verify batch.
@@ -45,6 +47,9 @@ pub struct Session {
     cross: bool,
     /// Prompts rendered for both models (a draft across vocabularies reads its own rendering).
     prompts: PromptPairs,
+    /// The draft file is a drafter of llama.cpp's (an MTP, EAGLE-3, DFlash or DSpark head), not a
+    /// draft model: it drafts inside the target's context.
+    head: Option<DrafterKind>,
 }
 
 /// Both modes on one prompt, and what they show together.
@@ -61,6 +66,51 @@ pub struct Both {
 pub fn speedup(baseline: &Report, speculative: &Report) -> Option<f64> {
     (baseline.tokens_per_s > 0.0 && speculative.tokens_per_s.is_finite())
         .then(|| speculative.tokens_per_s / baseline.tokens_per_s)
+}
+
+/// A strategy that runs a drafter file (`eagle3`, `dflash`, `dspark`) without one.
+fn no_head(strategy: Strategy, kind: DrafterKind) -> Error {
+    Error::InvalidSetting {
+        setting: "draft",
+        reason: format!(
+            "is needed by the {strategy} strategy: give {} made for the target (--draft FILE)",
+            kind.a_label()
+        ),
+    }
+}
+
+/// Whether a drafter file of `kind` suits `strategy`, and what to do when it does not.
+fn head_fits(strategy: Strategy, kind: DrafterKind, path: &Path) -> Result<()> {
+    let name = path.file_name().map_or_else(|| path.display().to_string(), |n| n.to_string_lossy().into_owned());
+    let needs = Strategy::for_head(kind);
+    match strategy {
+        Strategy::Auto => Ok(()),
+        s if s == needs => Ok(()),
+        Strategy::DraftModel => Err(Error::Incompatible {
+            reason: format!(
+                "{name} is {}, not a draft model: it drafts from the target's hidden states. Use `--strategy {needs}` \
+                 (llama.cpp's `--spec-type {}`), or give a draft model of the target's family",
+                kind.a_label(),
+                kind.spec_type()
+            ),
+        }),
+        s => Err(Error::Incompatible {
+            reason: format!(
+                "{name} is {}, which the {s} strategy does not run: use `--strategy {needs}`",
+                kind.a_label()
+            ),
+        }),
+    }
+}
+
+/// llama.cpp's drafter type for a drafter file.
+fn native_kind(kind: DrafterKind) -> NativeKind {
+    match kind {
+        DrafterKind::MtpHead => NativeKind::DraftMtp,
+        DrafterKind::Eagle3 => NativeKind::DraftEagle3,
+        DrafterKind::Dflash => NativeKind::DraftDflash,
+        DrafterKind::Dspark => NativeKind::DraftDspark,
+    }
 }
 
 /// The draft strategy without a draft model.
@@ -136,11 +186,40 @@ impl Session {
                     .into(),
             });
         }
-        let draft = draft.filter(|_| speculative && settings.strategy.uses_draft_model());
-        let cross = Self::check(target, draft, &settings)?.pairing == Some(Pairing::CrossVocabulary);
+        if let (true, None, Some(kind)) = (speculative, draft, settings.strategy.head_kind()) {
+            if kind != DrafterKind::MtpHead {
+                return Err(no_head(settings.strategy, kind));
+            }
+        }
+        // What the draft file is decides what it is for: `mtp` takes an MTP head and leaves a
+        // draft model unused (its own layers draft), as it always did.
+        let head_file = match draft.filter(|_| speculative && settings.strategy == Strategy::Mtp) {
+            Some(p) => GgufFile::open(p)?.summary().drafter.is_some(),
+            None => false,
+        };
+        let draft = draft
+            .filter(|_| speculative && settings.strategy.loads_draft())
+            .filter(|_| settings.strategy != Strategy::Mtp || head_file);
+        let dx = Self::check(target, draft, &settings)?;
+        let cross = dx.pairing == Some(Pairing::CrossVocabulary);
+        let head = dx.draft.as_ref().and_then(|d| d.drafter);
+        if let (Some(kind), Some(path)) = (head, draft) {
+            head_fits(settings.strategy, kind, path)?;
+        } else if let (Some(kind), Some(path)) = (settings.strategy.head_kind(), draft) {
+            // A draft model where a drafter file belongs.
+            return Err(Error::Incompatible {
+                reason: format!(
+                    "{} is a model, not {}: use `--strategy draft` for a draft model, or give the {} made for the target",
+                    path.display(),
+                    kind.a_label(),
+                    kind.label()
+                ),
+            });
+        }
         // A target with MTP layers keeps them loaded for speculative sessions (about one layer's
         // memory, counted in the file's size): any run may then choose the `mtp` strategy.
-        let mtp = match (settings.drafts_with_mtp(Mode::Speculative), settings.allows(Mode::Speculative)) {
+        let own_mtp = settings.drafts_with_mtp(Mode::Speculative) && head.is_none();
+        let mtp = match (own_mtp, settings.allows(Mode::Speculative)) {
             (true, _) => MtpLayers::Required,
             (false, true) => MtpLayers::IfPresent,
             (false, false) => MtpLayers::Skip,
@@ -161,6 +240,7 @@ impl Session {
             maps: RefCell::new(HashMap::new()),
             cross,
             prompts: PromptPairs::default(),
+            head,
         };
         session.prepare(&session.settings)?;
         Ok(session)
@@ -192,6 +272,10 @@ impl Session {
         };
         // Vocabularies that differ only make the draft draft across them; a file without a
         // token list cannot draft at all.
+        // A drafter file (a head) where a model belongs: say what it is and what runs it.
+        if let Some(reason) = blocking(Topic::Drafter) {
+            return Err(Error::Incompatible { reason });
+        }
         if let Some(reason) = blocking(Topic::Vocabulary) {
             return Err(Error::Incompatible { reason });
         }
@@ -234,22 +318,67 @@ impl Session {
     /// they draft with a model, a loaded draft; with the `mtp` strategy, a target loaded with its
     /// MTP layers): then [`Session::set_settings`] keeps them warm.
     pub fn serves(&self, settings: &ValidSettings) -> bool {
-        let needs_draft = settings.allows(Mode::Speculative) && settings.strategy.uses_draft_model();
+        let speculative = settings.allows(Mode::Speculative);
+        let needs_draft = speculative && settings.strategy.uses_draft_model() && self.head.is_none();
+        // A strategy that runs a drafter file runs this one, or (mtp) the target's own layers.
+        let head_ok = match (speculative, settings.strategy.head_kind()) {
+            (true, Some(DrafterKind::MtpHead)) => self.head == Some(DrafterKind::MtpHead) || self.target.mtp,
+            (true, Some(kind)) => self.head == Some(kind),
+            _ => true,
+        };
         settings.gpu_layers == self.settings.gpu_layers
             && settings.rpc == self.settings.rpc
             && settings.tensor_split == self.settings.tensor_split
             && (!needs_draft || (self.draft.is_some() && settings.draft_layers() == self.settings.draft_layers()))
-            && (!settings.drafts_with_mtp(Mode::Speculative) || self.target.mtp)
+            && head_ok
+    }
+
+    /// The drafter file this session loaded (an MTP, EAGLE-3, DFlash or DSpark head), if any.
+    pub fn head(&self) -> Option<DrafterKind> {
+        self.head
+    }
+
+    /// The kind of llama.cpp drafter a `mode` run with `s` feeds from the target's context, if any.
+    pub fn drafter_in_target(&self, mode: Mode, s: &ValidSettings) -> Option<NativeKind> {
+        self.drafting_in_target(mode, s).map(|(k, _)| k)
+    }
+
+    /// The kind of llama.cpp drafter a `mode` run with `s` feeds from the target's context, and
+    /// its file (none: the target's own MTP layers), when it feeds one.
+    fn drafting_in_target(&self, mode: Mode, s: &ValidSettings) -> Option<(NativeKind, Option<&Model>)> {
+        if mode != Mode::Speculative || !s.allows(mode) {
+            return None;
+        }
+        let file = self.draft.as_ref().filter(|_| self.head.is_some());
+        match (s.strategy, self.head) {
+            (Strategy::Mtp, Some(DrafterKind::MtpHead)) => Some((NativeKind::DraftMtp, file)),
+            (Strategy::Mtp, _) => Some((NativeKind::DraftMtp, None)),
+            (Strategy::Auto, Some(kind)) => Some((native_kind(kind), file)),
+            (strategy, Some(kind)) if strategy.head_kind() == Some(kind) => Some((native_kind(kind), file)),
+            _ => None,
+        }
     }
 
     /// A context of the target for a `mode` run with `s`: one whose decodes also feed the target's
     /// MTP layers when the run drafts with them.
     pub fn target_context(&self, mode: Mode, s: &ValidSettings) -> Result<Context<'_>> {
         let options = s.target_context();
-        if s.drafts_with_mtp(mode) {
-            self.target.mtp_context(s.n_ctx, s.n_batch, s.threads, options, s.n_draft, s.p_min)
-        } else {
-            self.target.context_with(s.n_ctx, s.n_batch, s.threads, options)
+        match self.drafting_in_target(mode, s) {
+            Some((NativeKind::DraftMtp, None)) => {
+                self.target.mtp_context(s.n_ctx, s.n_batch, s.threads, options, s.n_draft, s.p_min)
+            }
+            Some((kind, file)) => self.target.drafting_context(
+                file,
+                kind,
+                s.n_ctx,
+                s.n_batch,
+                s.threads,
+                options,
+                s.draft_context(),
+                s.n_draft,
+                s.p_min,
+            ),
+            None => self.target.context_with(s.n_ctx, s.n_batch, s.threads, options),
         }
     }
 
@@ -390,7 +519,7 @@ impl Session {
 
     /// Whether speculative runs with these settings draft with the draft model (so its cost counts).
     pub fn drafts_with_model(&self, settings: &ValidSettings) -> bool {
-        settings.strategy.uses_draft_model() && self.draft.is_some()
+        settings.strategy.uses_draft_model() && self.draft.is_some() && self.head.is_none()
     }
 
     /// Loads what speculative runs with these settings need besides the models (the n-gram map).
@@ -413,14 +542,11 @@ impl Session {
         let mut out: Vec<Box<dyn Drafter + 'a>> = Vec::new();
         match s.strategy {
             Strategy::DraftModel => out.push(model.ok_or_else(no_draft)?),
-            Strategy::Mtp => {
-                // Until a call is timed: the MTP layers are one block of the target's (plus its
-                // output layer), run once per drafted token, up to the maximum.
-                let layers = self.target.summary.n_layer.unwrap_or(1).max(1) as f64;
-                let step = costs.map_or(0.0, |c| c.verify(1));
-                out.push(Box::new(MtpDrafter::new(step * 2.0 / layers * s.n_draft as f64)));
+            Strategy::Mtp | Strategy::Eagle3 | Strategy::Dflash | Strategy::Dspark => {
+                out.push(self.self_drafter(s.strategy, s, costs));
             }
             Strategy::PromptLookup => out.push(Box::new(PromptLookup::new(s.lookup_min, s.lookup_max)?)),
+            Strategy::NgramMod => out.push(Self::ngram_mod(s)?),
             Strategy::NgramCache => out.push(self.ngram_cache(s, notes)?),
             Strategy::NgramMap => out.push(self.ngram_map(s)?.ok_or_else(|| Error::InvalidSetting {
                 setting: "ngram_map",
@@ -432,10 +558,30 @@ impl Session {
                 if let Some(m) = self.ngram_map(s)? {
                     out.push(m);
                 }
+                out.push(Self::ngram_mod(s)?);
+                // A drafter file given to auto drafts too (inside the target's context).
+                if let Some(kind) = self.head {
+                    out.push(self.self_drafter(Strategy::for_head(kind), s, costs));
+                }
                 out.extend(model);
             }
         }
         Ok(out)
+    }
+
+    /// A drafter that asks the target's context for llama.cpp's drafts (its MTP layers, or a head).
+    fn self_drafter<'a>(&self, strategy: Strategy, s: &ValidSettings, costs: Option<&Costs>) -> Box<dyn Drafter + 'a> {
+        // Until a call is timed: an MTP block or a head is about one block of the target's (plus
+        // its output layer), run once per drafted token, up to the maximum.
+        let layers = self.target.summary.n_layer.unwrap_or(1).max(1) as f64;
+        let step = costs.map_or(0.0, |c| c.verify(1));
+        Box::new(MtpDrafter::for_strategy(strategy, step * 2.0 / layers * s.n_draft as f64))
+    }
+
+    /// llama.cpp's `ngram-mod` drafter, at the sizes these settings give it.
+    fn ngram_mod<'a>(s: &ValidSettings) -> Result<Box<dyn Drafter + 'a>> {
+        let (n_match, n_min, n_max) = crate::decoding::settings::ngram_mod_sizes(s);
+        Ok(Box::new(NgramMod::new(n_match, n_min, n_max)?))
     }
 
     /// A drafter on the draft model (a fresh context), when these settings draft with one.

@@ -144,6 +144,17 @@ impl Default for Settings {
 /// Longest draft a round may propose (the verify batch is one longer).
 pub const MAX_DRAFT: usize = 128;
 
+/// How many tokens of context `ngram-mod` matches (llama.cpp's default `--spec-ngram-mod-n-match`).
+pub const NGRAM_MOD_MATCH: usize = 24;
+
+/// `ngram-mod`'s sizes for these settings: (match, least, most tokens drafted). It drafts up to the
+/// draft length, and only a chain of at least three quarters of it, as llama.cpp's defaults do
+/// (48 of 64).
+pub fn ngram_mod_sizes(s: &Settings) -> (usize, usize, usize) {
+    let n = s.n_draft.max(1);
+    (NGRAM_MOD_MATCH, (n * 3 / 4).max(1), n)
+}
+
 /// The bounds the rules check, for a UI that wants to say them before asking.
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]

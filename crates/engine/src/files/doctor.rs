@@ -10,7 +10,7 @@
 
 use serde::Serialize;
 
-use crate::files::gguf::{GgufFile, ModelSummary, VocabSummary};
+use crate::files::gguf::{DrafterKind, GgufFile, ModelSummary, VocabSummary};
 use crate::files::memory::{self, Footprint, MemoryVerdict};
 pub use crate::files::memory::{Holder, KvScale, MemoryFit, Placement, Share};
 use crate::machine::MemoryInfo;
@@ -50,6 +50,8 @@ pub enum Topic {
     Memory,
     /// The model's own drafter (multi-token-prediction layers).
     Mtp,
+    /// A drafter file (an MTP, EAGLE-3, DFlash or DSpark head) where a model was expected.
+    Drafter,
 }
 
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
@@ -174,6 +176,74 @@ pub fn diagnose(target: &GgufFile, draft: Option<&GgufFile>, ctx: u64, mem: &Mem
 }
 
 /// [`diagnose`] with the KV caches' types (their sizes relative to f16) and the GPU layers.
+/// The name of a file, for messages.
+fn file_name(path: &std::path::Path) -> String {
+    path.file_name().map_or_else(|| path.display().to_string(), |n| n.to_string_lossy().into_owned())
+}
+
+/// A drafter file given as the draft: what it is and what runs it, and whether it belongs to this
+/// target as far as its header says (what it reads of the target: hidden size, layers).
+fn drafter_findings(kind: DrafterKind, target: &GgufFile, head: &GgufFile) -> Vec<Finding> {
+    let name = file_name(&head.path);
+    let mut out = vec![Finding {
+        level: Verdict::Ok,
+        topic: Topic::Drafter,
+        message: format!(
+            "{name} is {}: it drafts from the target's hidden states (`--strategy {}`; llama.cpp's `--spec-type {}`)",
+            kind.a_label(),
+            kind.strategy_name(),
+            kind.spec_type()
+        ),
+    }];
+    let mut wrong = |why: String| {
+        out.push(Finding {
+            level: Verdict::Incompatible,
+            topic: Topic::Drafter,
+            message: format!(
+                "{name} is not a drafter for this target: {why}. Download the {} made for this model",
+                kind.label()
+            ),
+        })
+    };
+    let t_arch = target.architecture().unwrap_or("unknown");
+    let h_arch = head.architecture().unwrap_or("unknown");
+    let t_embd = target.arch_u64("embedding_length");
+    let t_blocks = target.arch_u64("block_count");
+    match kind {
+        DrafterKind::MtpHead if h_arch == "gemma4-assistant" => {
+            if t_arch != "gemma4" {
+                wrong(format!("a gemma4-assistant head drafts for Gemma 4 models, and the target is `{t_arch}`"));
+            }
+        }
+        DrafterKind::MtpHead => {
+            if h_arch != t_arch {
+                wrong(format!("its layers are `{h_arch}`, the target's `{t_arch}`"));
+            } else if let (Some(h), Some(t)) = (head.arch_u64("embedding_length"), t_embd) {
+                if h != t {
+                    wrong(format!("it reads hidden states of {h} values, the target has {t}"));
+                }
+            }
+        }
+        DrafterKind::Eagle3 | DrafterKind::Dflash | DrafterKind::Dspark => {
+            if let (Some(h), Some(t)) = (head.arch_u64("target_hidden_size"), t_embd) {
+                if h != t {
+                    wrong(format!("it reads hidden states of {h} values, the target has {t}"));
+                }
+            }
+            let layers = head.arch_u64s("target_layers");
+            if let (Some(bad), Some(n)) = (layers.iter().find(|&&l| Some(l) >= t_blocks), t_blocks) {
+                wrong(format!("it reads the target's layer {bad}, and the target has {n}"));
+            }
+        }
+    }
+    // A head that carries a vocabulary drafts in it: the target's must be the same size.
+    let (h_vocab, t_vocab) = (head.summary().vocab.size, target.summary().vocab.size);
+    if h_vocab > 0 && t_vocab > 0 && h_vocab != t_vocab {
+        wrong(format!("its vocabulary has {h_vocab} tokens, the target's {t_vocab}"));
+    }
+    out
+}
+
 pub fn diagnose_with(
     target: &GgufFile,
     draft: Option<&GgufFile>,
@@ -186,7 +256,21 @@ pub fn diagnose_with(
     let ds = draft.map(GgufFile::summary);
     let mut findings = Vec::new();
     let mut pairing = None;
-    if let Some(d) = draft {
+    if let Some(kind) = ts.drafter {
+        findings.push(Finding {
+            level: Verdict::Incompatible,
+            topic: Topic::Drafter,
+            message: format!(
+                "the target {} is {}: it drafts for a model and cannot generate on its own; give it as the \
+                 draft and its model as the target",
+                file_name(&ts.path),
+                kind.a_label()
+            ),
+        });
+    }
+    if let (Some(kind), Some(d)) = (ds.as_ref().and_then(|d| d.drafter), draft) {
+        findings.extend(drafter_findings(kind, target, d));
+    } else if let Some(d) = draft {
         let ds = ds.as_ref().expect("draft summary");
         let (differences, fatal): (Vec<Finding>, Vec<Finding>) =
             vocab_findings_of(target, &ts.vocab, d, &ds.vocab).into_iter().partition(|f| f.level == Verdict::Warning);
@@ -323,6 +407,47 @@ mod tests {
         let d = open(llama_like(&TOKS), dir.path(), "d.gguf");
         let dx = diagnose(&t, Some(&d), 2048, &plenty());
         assert_eq!(dx.verdict, Verdict::Ok, "{:?}", dx.findings);
+    }
+
+    #[test]
+    fn a_drafter_file_is_named_and_checked_against_its_target() {
+        let dir = tempfile::tempdir().unwrap();
+        let t = open(llama_like(&TOKS), dir.path(), "t.gguf");
+        let head = |hidden: u32| {
+            crate::files::gguf::tests::Builder::new()
+                .str("general.architecture", "eagle3")
+                .u32("eagle3.block_count", 1)
+                .u32("eagle3.target_hidden_size", hidden)
+                .tensor("blk.0.attn_q.weight", &[4, 4], 0)
+        };
+        // llama_like has 64 values per hidden state.
+        let h = open(head(64), dir.path(), "eagle3-head.gguf");
+        let dx = diagnose(&t, Some(&h), 2048, &plenty());
+        let f: Vec<_> = dx.findings.iter().filter(|f| f.topic == Topic::Drafter).collect();
+        assert_eq!(f.len(), 1, "{:?}", dx.findings);
+        assert_eq!(f[0].level, Verdict::Ok);
+        assert!(f[0].message.starts_with("eagle3-head.gguf is an EAGLE-3 head"), "{}", f[0].message);
+        assert!(
+            f[0].message.contains("`--strategy eagle3`; llama.cpp's `--spec-type draft-eagle3`"),
+            "{}",
+            f[0].message
+        );
+        // A head made for another model is refused, with the reason and what to get instead.
+        let other = open(head(896), dir.path(), "other-head.gguf");
+        let dx = diagnose(&t, Some(&other), 2048, &plenty());
+        assert_eq!(dx.verdict, Verdict::Incompatible, "{:?}", dx.findings);
+        let bad = dx.findings.iter().find(|f| f.level == Verdict::Incompatible).unwrap();
+        assert!(bad.message.contains("reads hidden states of 896 values, the target has 64"), "{}", bad.message);
+        assert!(bad.message.contains("Download the EAGLE-3 head made for this model"), "{}", bad.message);
+        // No vocabulary verdict on a head (it may carry no token list at all).
+        assert!(dx.findings.iter().all(|f| f.topic != Topic::Vocabulary), "{:?}", dx.findings);
+        assert_eq!(dx.pairing, None);
+        // The other way round: a head given as the target.
+        let swapped = diagnose(&h, Some(&t), 2048, &plenty());
+        assert!(swapped
+            .findings
+            .iter()
+            .any(|f| f.topic == Topic::Drafter && f.message.contains("the target eagle3-head.gguf")));
     }
 
     #[test]

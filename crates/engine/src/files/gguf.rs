@@ -534,6 +534,15 @@ impl GgufFile {
         self.get_u64(&format!("{arch}.{key}"))
     }
 
+    /// `<arch>.<key>` as a list of unsigned integers (empty when absent or of another type).
+    pub fn arch_u64s(&self, key: &str) -> Vec<u64> {
+        let Some(arch) = self.architecture() else { return Vec::new() };
+        self.get(&format!("{arch}.{key}"))
+            .and_then(Value::as_array)
+            .map(|a| a.iter().filter_map(Value::as_u64).collect())
+            .unwrap_or_default()
+    }
+
     /// The token texts, in id order.
     pub fn tokens(&self) -> Option<Vec<&str>> {
         let a = self.get("tokenizer.ggml.tokens")?.as_array()?;
@@ -590,8 +599,38 @@ impl GgufFile {
             n_tensors: self.tensors.len() as u64,
             has_chat_template: self.get("tokenizer.chat_template").is_some(),
             mtp_layers: self.arch_u64("nextn_predict_layers").filter(|&n| n > 0),
+            drafter: self.drafter_kind(),
             vocab,
         }
+    }
+
+    /// What kind of drafter file this is, when it is one rather than a model that generates on
+    /// its own: read as llama.cpp's `common_speculative_types_from_gguf` reads it (arch `dflash`,
+    /// with the Markov head for DSpark; NextN tensors in the last block for MTP), plus the
+    /// architectures that exist only to draft (`eagle3`, `gemma4-assistant`). A model whose NextN
+    /// layers come with a whole trunk is a target that drafts for itself ([`ModelSummary::mtp_layers`]),
+    /// not a head.
+    pub fn drafter_kind(&self) -> Option<DrafterKind> {
+        let has = |name: &str| self.tensors.iter().any(|t| t.name == name);
+        match self.architecture()? {
+            "eagle3" => return Some(DrafterKind::Eagle3),
+            "dflash" if has("markov_w1.weight") => return Some(DrafterKind::Dspark),
+            "dflash" => return Some(DrafterKind::Dflash),
+            "gemma4-assistant" => return Some(DrafterKind::MtpHead),
+            _ => {}
+        }
+        let blocks = self.arch_u64("block_count")?;
+        let last = blocks.checked_sub(1)?;
+        if !has(&format!("blk.{last}.nextn.eh_proj.weight")) {
+            return None;
+        }
+        // A head file carries the NextN block(s) and what they read, not the layers before them.
+        let nextn = self.arch_u64("nextn_predict_layers").unwrap_or(1).clamp(1, blocks);
+        let trunk = (0..blocks - nextn).any(|b| {
+            let prefix = format!("blk.{b}.");
+            self.tensors.iter().any(|t| t.name.starts_with(&prefix))
+        });
+        (!trunk).then_some(DrafterKind::MtpHead)
     }
 
     fn vocab_summary(&self) -> VocabSummary {
@@ -632,6 +671,60 @@ pub(crate) fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
+/// A file that drafts for a target rather than generating on its own (llama.cpp's drafter types).
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum DrafterKind {
+    /// A multi-token-prediction head in a file of its own (Gemma 4's `gemma4-assistant`, a
+    /// Qwen's `mtp-*.gguf`): llama.cpp's `draft-mtp` with `-md`.
+    MtpHead,
+    /// An EAGLE-3 head (`draft-eagle3`).
+    Eagle3,
+    /// A DFlash block drafter (`draft-dflash`).
+    Dflash,
+    /// A DSpark drafter: DFlash with a Markov head (`draft-dspark`).
+    Dspark,
+}
+
+impl DrafterKind {
+    /// What people call it.
+    pub fn label(self) -> &'static str {
+        match self {
+            DrafterKind::MtpHead => "multi-token-prediction (MTP) head",
+            DrafterKind::Eagle3 => "EAGLE-3 head",
+            DrafterKind::Dflash => "DFlash drafter",
+            DrafterKind::Dspark => "DSpark drafter",
+        }
+    }
+
+    /// The label with its article ("an EAGLE-3 head").
+    pub fn a_label(self) -> String {
+        let article = if self == DrafterKind::Eagle3 { "an" } else { "a" };
+        format!("{article} {}", self.label())
+    }
+
+    /// Draftlab's strategy for it (`--strategy`).
+    pub fn strategy_name(self) -> &'static str {
+        match self {
+            DrafterKind::MtpHead => "mtp",
+            DrafterKind::Eagle3 => "eagle3",
+            DrafterKind::Dflash => "dflash",
+            DrafterKind::Dspark => "dspark",
+        }
+    }
+
+    /// llama.cpp's `--spec-type` for it.
+    pub fn spec_type(self) -> &'static str {
+        match self {
+            DrafterKind::MtpHead => "draft-mtp",
+            DrafterKind::Eagle3 => "draft-eagle3",
+            DrafterKind::Dflash => "draft-dflash",
+            DrafterKind::Dspark => "draft-dspark",
+        }
+    }
+}
+
 /// What the header says about a model, for people and for the doctor.
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, Serialize)]
@@ -656,6 +749,10 @@ pub struct ModelSummary {
     /// drafter. None when it has none.
     #[serde(default)]
     pub mtp_layers: Option<u64>,
+    /// The kind of drafter file this is (an MTP head, an EAGLE-3 head, a DFlash or DSpark
+    /// drafter), or none for a model that generates on its own.
+    #[serde(default)]
+    pub drafter: Option<DrafterKind>,
     pub vocab: VocabSummary,
 }
 
@@ -798,6 +895,41 @@ pub(crate) mod tests {
             .bool("tokenizer.ggml.add_bos_token", false)
             .tensor("token_embd.weight", &[64, tokens.len() as u64], 0)
             .tensor("blk.0.attn_q.weight", &[256, 64], 12)
+    }
+
+    #[test]
+    fn drafter_files_are_told_from_models_by_their_header() {
+        let dir = tempfile::tempdir().unwrap();
+        let kind = |b: Builder, name: &str| GgufFile::open(b.write(dir.path(), name)).unwrap().summary().drafter;
+        let f32 = 0;
+        let arch = |a: &str| Builder::new().str("general.architecture", a).u32(&format!("{a}.block_count"), 2);
+        assert_eq!(
+            kind(arch("eagle3").tensor("blk.0.attn_q.weight", &[4, 4], f32), "e.gguf"),
+            Some(DrafterKind::Eagle3)
+        );
+        assert_eq!(
+            kind(arch("dflash").tensor("blk.0.attn_q.weight", &[4, 4], f32), "d.gguf"),
+            Some(DrafterKind::Dflash)
+        );
+        assert_eq!(kind(arch("dflash").tensor("markov_w1.weight", &[4, 4], f32), "s.gguf"), Some(DrafterKind::Dspark));
+        assert_eq!(kind(arch("gemma4-assistant"), "g.gguf"), Some(DrafterKind::MtpHead));
+        // NextN tensors in the last block, no trunk: an MTP head of its own (a `mtp-*.gguf`).
+        let head =
+            arch("qwen35").u32("qwen35.nextn_predict_layers", 1).tensor("blk.1.nextn.eh_proj.weight", &[8, 4], f32);
+        assert_eq!(kind(head, "h.gguf"), Some(DrafterKind::MtpHead));
+        // With the trunk before them: a target that drafts for itself, not a head.
+        let whole = arch("qwen35")
+            .u32("qwen35.nextn_predict_layers", 1)
+            .tensor("blk.0.attn_q.weight", &[4, 4], f32)
+            .tensor("blk.1.nextn.eh_proj.weight", &[8, 4], f32);
+        assert_eq!(kind(whole, "w.gguf"), None);
+        assert_eq!(kind(llama_like(&["a", "b"]), "l.gguf"), None);
+        // A header whose block count is 0 is no head (no underflow).
+        assert_eq!(
+            kind(Builder::new().str("general.architecture", "qwen35").u32("qwen35.block_count", 0), "z.gguf"),
+            None
+        );
+        assert_eq!(DrafterKind::Dspark.spec_type(), "draft-dspark");
     }
 
     #[test]

@@ -15,7 +15,10 @@ use std::path::Path;
 
 use crate::decoding::draft::Strategy;
 use crate::decoding::llama::{FlashAttn, GpuLayers, KvType};
-use crate::decoding::settings::Settings;
+use crate::decoding::settings::{ngram_mod_sizes, Settings};
+
+/// What llama.cpp's `ngram-cache` drafts at most, fixed (common/speculative.cpp).
+const NGRAM_CACHE_DRAFT: usize = 8;
 
 /// Where the flag names were taken from (and where the test checks them).
 pub const FLAGS_FROM: &str =
@@ -55,14 +58,75 @@ fn ngl(g: GpuLayers) -> String {
     }
 }
 
+/// How the user starts llama.cpp's server: the `llama-server` tool, or the one `llama` executable
+/// llama.cpp's installers now ship (`llama serve` is `llama-server`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Launcher {
+    /// `llama-server` is on the PATH.
+    Server,
+    /// Only `llama` is on the PATH: `llama serve`.
+    Unified,
+    /// Neither was found: `llama-server`, and a note naming both.
+    Unknown,
+}
+
+impl Launcher {
+    /// Which one this machine has (looked up on the PATH once per process).
+    pub fn detect() -> Launcher {
+        static FOUND: std::sync::OnceLock<Launcher> = std::sync::OnceLock::new();
+        *FOUND.get_or_init(|| Launcher::from_path(std::env::var_os("PATH").as_deref()))
+    }
+
+    /// Which one the directories of `path` (a PATH value) hold.
+    pub fn from_path(path: Option<&std::ffi::OsStr>) -> Launcher {
+        let dirs: Vec<std::path::PathBuf> = path.map(|p| std::env::split_paths(p).collect()).unwrap_or_default();
+        let has = |name: &str| {
+            dirs.iter().any(|d| {
+                let f = d.join(name);
+                f.is_file() || f.with_extension("exe").is_file()
+            })
+        };
+        if has("llama-server") {
+            Launcher::Server
+        } else if has("llama") {
+            Launcher::Unified
+        } else {
+            Launcher::Unknown
+        }
+    }
+
+    fn words(self) -> &'static [&'static str] {
+        match self {
+            Launcher::Server | Launcher::Unknown => &["llama-server"],
+            Launcher::Unified => &["llama", "serve"],
+        }
+    }
+}
+
 /// The `llama-server` command for `settings` with this target (and draft), or none when llama.cpp
 /// cannot express the strategy (`auto`) or it needs a draft that is missing. A caller whose draft
-/// has another vocabulary passes none: llama.cpp drafts only within one vocabulary.
+/// has another vocabulary passes none: llama.cpp drafts only within one vocabulary. Spelled for
+/// the llama.cpp this machine has ([`Launcher::detect`]).
 pub fn server_command(target: &Path, draft: Option<&Path>, s: &Settings) -> Option<LlamaCpp> {
-    let mut args: Vec<String> = vec!["llama-server".into(), "-m".into(), shell(&target.display().to_string())];
+    server_command_for(Launcher::detect(), target, draft, s)
+}
+
+/// The same, for a given way of starting llama.cpp's server.
+pub fn server_command_for(launcher: Launcher, target: &Path, draft: Option<&Path>, s: &Settings) -> Option<LlamaCpp> {
+    let mut args: Vec<String> = launcher.words().iter().map(|w| w.to_string()).collect();
+    args.extend(["-m".into(), shell(&target.display().to_string())]);
     let n = s.n_draft.to_string();
     let mut push = |a: &[&str]| args.extend(a.iter().map(|x| x.to_string()));
     let mut notes: Vec<String> = Vec::new();
+    // llama.cpp's ngram-cache drafts at most 8 tokens, whatever --spec-draft-n-max says.
+    let cache_max = |notes: &mut Vec<String>| {
+        if s.n_draft != NGRAM_CACHE_DRAFT {
+            notes.push(format!(
+                "llama.cpp's ngram-cache drafts up to {NGRAM_CACHE_DRAFT} tokens whatever the draft length; Draftlab drafts up to {}",
+                s.n_draft
+            ));
+        }
+    };
     match s.strategy {
         Strategy::Auto => return None,
         Strategy::DraftModel => {
@@ -74,7 +138,17 @@ pub fn server_command(target: &Path, draft: Option<&Path>, s: &Settings) -> Opti
             push(&["--spec-draft-n-max", &n, "--spec-draft-n-min", "0", "--spec-draft-p-min", &s.p_min.to_string()]);
         }
         Strategy::Mtp => {
+            // With a head in a file of its own, llama.cpp loads it as the draft model.
+            if let Some(head) = draft {
+                push(&["-md", &shell(&head.display().to_string()), "-ngld", &ngl(s.draft_layers())]);
+            }
             push(&["--spec-type", "draft-mtp", "--spec-draft-n-max", &n, "--spec-draft-p-min", &s.p_min.to_string()]);
+        }
+        Strategy::Eagle3 | Strategy::Dflash | Strategy::Dspark => {
+            let head = shell(&draft?.display().to_string());
+            let kind = s.strategy.head_kind().map_or("", |k| k.spec_type());
+            push(&["-md", &head, "-ngld", &ngl(s.draft_layers()), "--spec-type", kind]);
+            push(&["--spec-draft-n-max", &n, "--spec-draft-p-min", &s.p_min.to_string()]);
         }
         Strategy::PromptLookup => {
             let size_n = s.lookup_max.to_string();
@@ -86,19 +160,28 @@ pub fn server_command(target: &Path, draft: Option<&Path>, s: &Settings) -> Opti
             ));
         }
         Strategy::NgramCache => {
-            push(&["--spec-type", "ngram-cache", "--spec-draft-n-max", &n]);
+            // `-lcd FILE` only reads a dynamic cache (llama-server aborts when the file is missing,
+            // and never writes it): the cache Draftlab keeps between runs has no llama.cpp flag.
+            push(&["--spec-type", "ngram-cache"]);
+            cache_max(&mut notes);
             if s.keep_ngram_cache {
-                push(&["-lcd", "ngram-cache.bin"]);
+                notes.push("llama-server does not keep its n-gram cache between runs as Draftlab does".into());
             }
         }
         Strategy::NgramMap => {
             // A static lookup cache built from the corpus: `llama-lookup-create -m TARGET -f
             // CORPUS.txt -lcs ngram-static.bin` makes it.
-            push(&["--spec-type", "ngram-cache", "--spec-draft-n-max", &n, "-lcs", "ngram-static.bin"]);
+            push(&["--spec-type", "ngram-cache", "-lcs", "ngram-static.bin"]);
+            cache_max(&mut notes);
             notes.push(format!(
                 "first build ngram-static.bin from the corpus: llama-lookup-create -m {} -f CORPUS.txt -lcs ngram-static.bin",
                 shell(&target.display().to_string())
             ));
+        }
+        Strategy::NgramMod => {
+            let (n_match, n_min, n_max) = ngram_mod_sizes(s);
+            push(&["--spec-type", "ngram-mod", "--spec-ngram-mod-n-match", &n_match.to_string()]);
+            push(&["--spec-ngram-mod-n-min", &n_min.to_string(), "--spec-ngram-mod-n-max", &n_max.to_string()]);
         }
     }
     push(&["-ngl", &ngl(s.gpu_layers), "-c", &s.n_ctx.to_string()]);
@@ -122,6 +205,9 @@ pub fn server_command(target: &Path, draft: Option<&Path>, s: &Settings) -> Opti
             "llama.cpp has no cost-aware adaptive draft length: this drafts up to {} tokens a round",
             s.n_draft
         ));
+    }
+    if launcher == Launcher::Unknown {
+        notes.push("no llama.cpp found on the PATH: `llama-server`, or `llama serve` with llama.cpp's single `llama` executable".into());
     }
     Some(LlamaCpp { command: args.join(" "), note: (!notes.is_empty()).then(|| notes.join("; ")) })
 }
@@ -205,8 +291,12 @@ mod tests {
         let speculative = vendored("speculative.cpp");
         let mut printed = 0;
         for s in every_setting() {
-            let Some(c) = server_command(Path::new("/m/target model.gguf"), Some(Path::new("/m/draft.gguf")), &s)
-            else {
+            let Some(c) = server_command_for(
+                Launcher::Server,
+                Path::new("/m/target model.gguf"),
+                Some(Path::new("/m/draft.gguf")),
+                &s,
+            ) else {
                 assert_eq!(s.strategy, Strategy::Auto, "only auto has no command");
                 continue;
             };
@@ -228,37 +318,69 @@ mod tests {
                     assert!(speculative.contains(&format!("{{\"{v}\",")), "{v} is not a llama.cpp --spec-type");
                 }
             }
+            let cache_differs = s.strategy == Strategy::NgramCache && s.keep_ngram_cache;
             assert_eq!(
                 c.note.is_some(),
-                s.adaptive || matches!(s.strategy, Strategy::PromptLookup | Strategy::NgramMap)
+                s.adaptive || cache_differs || matches!(s.strategy, Strategy::PromptLookup | Strategy::NgramMap),
+                "{}",
+                c.line()
             );
         }
         // Every strategy but `auto`, adaptive or not, with or without a kept cache, tuned or not.
-        assert_eq!(printed, 40);
+        assert_eq!(printed, 8 * (Strategy::ALL.len() - 1));
     }
 
     #[test]
     fn commands_quote_paths_and_say_what_they_cannot_reproduce() {
         let s =
             Settings { strategy: Strategy::DraftModel, adaptive: false, n_draft: 6, p_min: 0.5, ..Settings::default() };
-        let c = server_command(Path::new("/m/it's here.gguf"), Some(Path::new("/m/d.gguf")), &s).unwrap();
+        let c = server_command_for(Launcher::Server, Path::new("/m/it's here.gguf"), Some(Path::new("/m/d.gguf")), &s)
+            .unwrap();
         assert_eq!(
             c.command,
             "llama-server -m '/m/it'\\''s here.gguf' -md /m/d.gguf -ngld 99 --spec-type draft-simple \
              --spec-draft-n-max 6 --spec-draft-n-min 0 --spec-draft-p-min 0.5 -ngl 99 -c 4096"
         );
         assert_eq!(c.note, None);
-        assert!(server_command(Path::new("/m/t.gguf"), None, &s).is_none(), "the draft strategy needs a draft");
+        assert!(
+            server_command_for(Launcher::Server, Path::new("/m/t.gguf"), None, &s).is_none(),
+            "the draft strategy needs a draft"
+        );
         let auto = Settings::default();
-        assert!(server_command(Path::new("/m/t.gguf"), Some(Path::new("/m/d.gguf")), &auto).is_none());
-        // MTP needs no draft: llama.cpp drafts with the target's own layers.
+        assert!(
+            server_command_for(Launcher::Server, Path::new("/m/t.gguf"), Some(Path::new("/m/d.gguf")), &auto).is_none()
+        );
+        // MTP needs no draft: llama.cpp drafts with the target's own layers; a head file is `-md`.
         let mtp = Settings { strategy: Strategy::Mtp, ..s.clone() };
         assert_eq!(
-            server_command(Path::new("/m/q.gguf"), None, &mtp).unwrap().command,
+            server_command_for(Launcher::Server, Path::new("/m/q.gguf"), None, &mtp).unwrap().command,
             "llama-server -m /m/q.gguf --spec-type draft-mtp --spec-draft-n-max 6 --spec-draft-p-min 0.5 -ngl 99 -c 4096"
         );
+        let head = server_command_for(Launcher::Server, Path::new("/m/g.gguf"), Some(Path::new("/m/a.gguf")), &mtp);
+        assert_eq!(
+            head.unwrap().command,
+            "llama-server -m /m/g.gguf -md /m/a.gguf -ngld 99 --spec-type draft-mtp --spec-draft-n-max 6 \
+             --spec-draft-p-min 0.5 -ngl 99 -c 4096"
+        );
+        // A head of its own kind, with its file; none without it.
+        for (strategy, kind) in
+            [(Strategy::Eagle3, "draft-eagle3"), (Strategy::Dflash, "draft-dflash"), (Strategy::Dspark, "draft-dspark")]
+        {
+            let h = Settings { strategy, ..s.clone() };
+            let c =
+                server_command_for(Launcher::Server, Path::new("/m/t.gguf"), Some(Path::new("/m/h.gguf")), &h).unwrap();
+            assert!(
+                c.command.contains(&format!("-md /m/h.gguf -ngld 99 --spec-type {kind} --spec-draft-n-max 6")),
+                "{}",
+                c.command
+            );
+            assert!(server_command_for(Launcher::Server, Path::new("/m/t.gguf"), None, &h).is_none());
+        }
         let adaptive = Settings { adaptive: true, ..s.clone() };
-        let note = server_command(Path::new("/m/t.gguf"), Some(Path::new("/m/d.gguf")), &adaptive).unwrap().note;
+        let note =
+            server_command_for(Launcher::Server, Path::new("/m/t.gguf"), Some(Path::new("/m/d.gguf")), &adaptive)
+                .unwrap()
+                .note;
         assert!(note.unwrap().contains("no cost-aware adaptive draft length"));
         // Placement and cache options travel with the command.
         let tuned = Settings {
@@ -268,11 +390,14 @@ mod tests {
             draft_gpu_layers: Some(GpuLayers::Count(0)),
             ..s
         };
-        let c = server_command(Path::new("/m/t.gguf"), Some(Path::new("/m/d.gguf")), &tuned).unwrap().command;
+        let c = server_command_for(Launcher::Server, Path::new("/m/t.gguf"), Some(Path::new("/m/d.gguf")), &tuned)
+            .unwrap()
+            .command;
         assert!(c.contains("-ngld 0 --spec-type") && c.contains("-ctkd q4_0 -ctvd q4_0"), "{c}");
         assert!(c.ends_with("-ngl 99 -c 4096 -ctk q8_0 -ctv q8_0 -fa on"), "{c}");
         let far = Settings { rpc: vec!["10.0.0.2:50052".into(), "[::1]:50053".into()], ..Settings::default() };
-        let c = server_command(
+        let c = server_command_for(
+            Launcher::Server,
             Path::new("/m/t.gguf"),
             Some(Path::new("/m/d.gguf")),
             &Settings { strategy: Strategy::DraftModel, ..far },
@@ -280,7 +405,53 @@ mod tests {
         assert!(c.unwrap().command.ends_with("-c 4096 --rpc '10.0.0.2:50052,[::1]:50053'"));
         let split =
             Settings { rpc: vec!["10.0.0.2:50052".into()], tensor_split: vec![3.0, 1.0], ..Settings::default() };
-        let c = server_command(Path::new("/m/t.gguf"), None, &Settings { strategy: Strategy::PromptLookup, ..split });
+        let c = server_command_for(
+            Launcher::Server,
+            Path::new("/m/t.gguf"),
+            None,
+            &Settings { strategy: Strategy::PromptLookup, ..split },
+        );
         assert!(c.unwrap().command.ends_with("--rpc 10.0.0.2:50052 --tensor-split 3,1"));
+    }
+
+    #[test]
+    fn ngram_commands_reproduce_what_llama_cpp_does_and_say_what_it_cannot() {
+        let t = Path::new("/m/t.gguf");
+        // ngram-cache: no -lcd (llama-server aborts on a missing file and never writes it), no
+        // --spec-draft-n-max (its length is fixed at 8): said after `#` instead.
+        let cache = Settings { strategy: Strategy::NgramCache, adaptive: false, n_draft: 8, ..Settings::default() };
+        let c = server_command_for(Launcher::Server, t, None, &cache).unwrap();
+        assert_eq!(c.command, "llama-server -m /m/t.gguf --spec-type ngram-cache -ngl 99 -c 4096");
+        assert_eq!(c.note, None);
+        let kept = Settings { keep_ngram_cache: true, n_draft: 12, ..cache.clone() };
+        let line = server_command_for(Launcher::Server, t, None, &kept).unwrap().line();
+        assert!(!line.contains("-lcd") && !line.contains("--spec-draft-n-max"), "{line}");
+        assert!(line.contains("# llama.cpp's ngram-cache drafts up to 8 tokens"), "{line}");
+        assert!(line.contains("does not keep its n-gram cache"), "{line}");
+        // ngram-mod: the sizes Draftlab used.
+        let m = Settings { strategy: Strategy::NgramMod, adaptive: false, n_draft: 16, ..Settings::default() };
+        assert_eq!(
+            server_command_for(Launcher::Server, t, None, &m).unwrap().command,
+            "llama-server -m /m/t.gguf --spec-type ngram-mod --spec-ngram-mod-n-match 24 --spec-ngram-mod-n-min 12 \
+             --spec-ngram-mod-n-max 16 -ngl 99 -c 4096"
+        );
+        // The one `llama` executable, or neither found.
+        let u = server_command_for(Launcher::Unified, t, None, &cache).unwrap();
+        assert!(u.command.starts_with("llama serve -m /m/t.gguf --spec-type ngram-cache"), "{}", u.command);
+        let none = server_command_for(Launcher::Unknown, t, None, &cache).unwrap();
+        assert!(none.command.starts_with("llama-server "));
+        assert!(none.line().contains("`llama serve`"), "{}", none.line());
+    }
+
+    #[test]
+    fn the_launcher_is_the_one_on_the_path() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = std::env::join_paths([dir.path()]).unwrap();
+        assert_eq!(Launcher::from_path(Some(&path)), Launcher::Unknown);
+        std::fs::write(dir.path().join("llama"), "").unwrap();
+        assert_eq!(Launcher::from_path(Some(&path)), Launcher::Unified);
+        std::fs::write(dir.path().join("llama-server"), "").unwrap();
+        assert_eq!(Launcher::from_path(Some(&path)), Launcher::Server);
+        assert_eq!(Launcher::from_path(None), Launcher::Unknown);
     }
 }

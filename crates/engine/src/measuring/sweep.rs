@@ -251,6 +251,14 @@ impl SweepSpec {
         if self.drafts.is_empty() && self.strategies.contains(&Strategy::DraftModel) {
             return bad("drafts", "is empty, but the draft strategy needs at least one draft");
         }
+        if let Some(s) =
+            self.strategies.iter().find(|s| matches!(s, Strategy::Eagle3 | Strategy::Dflash | Strategy::Dspark))
+        {
+            return bad(
+                "strategies",
+                &format!("has {s}, which a sweep cannot pair with its drafter file yet: run it with `draftlab bench --strategy {s} --draft FILE`"),
+            );
+        }
         if self.strategies.contains(&Strategy::NgramMap) && self.settings.ngram_map.is_none() {
             return bad("ngram_map", "is needed by the ngram-map strategy");
         }

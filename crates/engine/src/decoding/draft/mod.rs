@@ -6,6 +6,7 @@ pub mod mtp;
 pub mod ngram;
 pub mod ngram_cache;
 pub mod ngram_map;
+pub mod ngram_mod;
 pub mod prompt_lookup;
 
 use serde::{Deserialize, Serialize};
@@ -13,13 +14,14 @@ use serde::{Deserialize, Serialize};
 use crate::decoding::llama::Token;
 use crate::decoding::target::Target;
 use crate::error::{Error, Result};
+use crate::files::gguf::DrafterKind;
 
 /// The drafting strategy of a speculative run.
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 ///
 /// One spelling everywhere: the CLI's `--strategy`, JSON (reports, events, results files, the
 /// worker protocol) and the UI all use [`Strategy::name`] (`draft`, `lookup`, `ngram-cache`,
-/// `ngram-map`, `mtp`, `auto`). Files written by older versions (`draft-model`, `prompt-lookup`) still read.
+/// `ngram-map`, `ngram-mod`, `mtp`, `eagle3`, `dflash`, `dspark`, `auto`). Files written by older versions (`draft-model`, `prompt-lookup`) still read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
 #[serde(rename_all = "kebab-case")]
 pub enum Strategy {
@@ -33,11 +35,21 @@ pub enum Strategy {
     NgramCache,
     /// Draft the most frequent continuations in a map built from a corpus (`--ngram-map FILE`).
     NgramMap,
+    /// llama.cpp's own `ngram-mod` (through the project's binding): a hash of every n-gram seen
+    /// so far to what followed it, drafting a chain of predictions after a long match.
+    NgramMod,
     /// The target drafts for itself with its own multi-token-prediction (MTP) layers
-    /// (`*.nextn_predict_layers` in the GGUF: Qwen3.5, GLM-4.5, DeepSeek V3…), llama.cpp's
-    /// `draft-mtp`.
+    /// (`*.nextn_predict_layers` in the GGUF: Qwen3.5, GLM-4.5, DeepSeek V3…), or with an MTP head
+    /// in a file of its own (`--draft`: Gemma 4's `gemma4-assistant`, a Qwen's `mtp-*.gguf`),
+    /// llama.cpp's `draft-mtp`.
     Mtp,
-    /// N-gram strategies first (lookup, cache, map when given), the draft model as fallback: each
+    /// An EAGLE-3 head (`--draft`), reading the target's hidden states: llama.cpp's `draft-eagle3`.
+    Eagle3,
+    /// A DFlash block drafter (`--draft`): llama.cpp's `draft-dflash`.
+    Dflash,
+    /// A DSpark drafter (DFlash with a Markov head, `--draft`): llama.cpp's `draft-dspark`.
+    Dspark,
+    /// N-gram strategies first (lookup, cache, map when given, llama.cpp's ngram-mod), the draft model as fallback: each
     /// round uses the one with the best expected tokens per second. The default: with the adaptive
     /// draft length it drafts only when drafting is expected to pay.
     #[default]
@@ -45,12 +57,16 @@ pub enum Strategy {
 }
 
 impl Strategy {
-    pub const ALL: [Strategy; 6] = [
+    pub const ALL: [Strategy; 10] = [
         Strategy::DraftModel,
         Strategy::PromptLookup,
         Strategy::NgramCache,
         Strategy::NgramMap,
+        Strategy::NgramMod,
         Strategy::Mtp,
+        Strategy::Eagle3,
+        Strategy::Dflash,
+        Strategy::Dspark,
         Strategy::Auto,
     ];
 
@@ -61,14 +77,51 @@ impl Strategy {
             Strategy::PromptLookup => "lookup",
             Strategy::NgramCache => "ngram-cache",
             Strategy::NgramMap => "ngram-map",
+            Strategy::NgramMod => "ngram-mod",
             Strategy::Mtp => "mtp",
+            Strategy::Eagle3 => "eagle3",
+            Strategy::Dflash => "dflash",
+            Strategy::Dspark => "dspark",
             Strategy::Auto => "auto",
         }
+    }
+
+    /// The kind of drafter file the strategy runs (`--draft`), when it runs one: required for
+    /// `eagle3`, `dflash` and `dspark`, optional for `mtp` (without one, the target's own layers).
+    pub fn head_kind(self) -> Option<DrafterKind> {
+        match self {
+            Strategy::Mtp => Some(DrafterKind::MtpHead),
+            Strategy::Eagle3 => Some(DrafterKind::Eagle3),
+            Strategy::Dflash => Some(DrafterKind::Dflash),
+            Strategy::Dspark => Some(DrafterKind::Dspark),
+            _ => None,
+        }
+    }
+
+    /// The strategy that runs a drafter file of `kind`.
+    pub fn for_head(kind: DrafterKind) -> Strategy {
+        match kind {
+            DrafterKind::MtpHead => Strategy::Mtp,
+            DrafterKind::Eagle3 => Strategy::Eagle3,
+            DrafterKind::Dflash => Strategy::Dflash,
+            DrafterKind::Dspark => Strategy::Dspark,
+        }
+    }
+
+    /// Whether the target's context feeds a drafter of llama.cpp's (its MTP layers, or a head).
+    pub fn drafts_in_target(self) -> bool {
+        self.head_kind().is_some()
     }
 
     /// Whether the strategy drafts with a model (and so costs time per drafted token).
     pub fn uses_draft_model(self) -> bool {
         matches!(self, Strategy::DraftModel | Strategy::Auto)
+    }
+
+    /// Whether a session for the strategy loads the draft file it is given (a draft model, or a
+    /// drafter file: an MTP, EAGLE-3, DFlash or DSpark head).
+    pub fn loads_draft(self) -> bool {
+        self.uses_draft_model() || self.head_kind().is_some()
     }
 }
 
@@ -86,11 +139,15 @@ impl std::str::FromStr for Strategy {
             "lookup" | "prompt-lookup" => Ok(Strategy::PromptLookup),
             "ngram-cache" => Ok(Strategy::NgramCache),
             "ngram-map" => Ok(Strategy::NgramMap),
+            "ngram-mod" => Ok(Strategy::NgramMod),
             "mtp" => Ok(Strategy::Mtp),
+            "eagle3" => Ok(Strategy::Eagle3),
+            "dflash" => Ok(Strategy::Dflash),
+            "dspark" => Ok(Strategy::Dspark),
             "auto" => Ok(Strategy::Auto),
             _ => Err(Error::InvalidSetting {
                 setting: "strategy",
-                reason: format!("is {s:?}, but must be `draft`, `lookup`, `ngram-cache`, `ngram-map`, `mtp` or `auto`"),
+                reason: format!("is {s:?}, but must be `draft`, `lookup`, `ngram-cache`, `ngram-map`, `ngram-mod`, `mtp`, `eagle3`, `dflash`, `dspark` or `auto`"),
             }),
         }
     }

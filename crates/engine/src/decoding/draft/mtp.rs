@@ -12,8 +12,11 @@ use crate::decoding::target::Target;
 use crate::error::Result;
 
 /// Asks the target's MTP layers for a draft each round.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct MtpDrafter {
+    /// The strategy it drafts for: `mtp`, or a head's (`eagle3`, `dflash`, `dspark`), all drafted
+    /// the same way (inside the target's context).
+    strategy: Strategy,
     /// Drafting calls so far, those that drafted something, and their total time.
     calls: u64,
     useful: u64,
@@ -25,7 +28,13 @@ pub struct MtpDrafter {
 impl MtpDrafter {
     /// `estimate_ms`: what a drafting call is expected to cost until one is measured.
     pub fn new(estimate_ms: f64) -> Self {
-        MtpDrafter { calls: 0, useful: 0, call_ms: 0.0, estimate_ms: estimate_ms.max(0.0) }
+        Self::for_strategy(Strategy::Mtp, estimate_ms)
+    }
+
+    /// The same for a head of llama.cpp's that drafts inside the target's context (`eagle3`,
+    /// `dflash`, `dspark`, or `mtp` with a head file).
+    pub fn for_strategy(strategy: Strategy, estimate_ms: f64) -> Self {
+        MtpDrafter { strategy, calls: 0, useful: 0, call_ms: 0.0, estimate_ms: estimate_ms.max(0.0) }
     }
 
     /// What a call that drafts something costs: the calls whose first token was already below
@@ -41,12 +50,12 @@ impl MtpDrafter {
 
 impl Drafter for MtpDrafter {
     fn strategy(&self) -> Strategy {
-        Strategy::Mtp
+        self.strategy
     }
 
     /// Without the target there is nothing to draft with.
     fn propose(&mut self, _context: &[Token], _max: usize) -> Result<Proposal> {
-        Ok(Proposal::deterministic(Vec::new(), 0, Strategy::Mtp))
+        Ok(Proposal::deterministic(Vec::new(), 0, self.strategy))
     }
 
     fn propose_on(&mut self, target: &mut dyn Target, context: &[Token], max: usize) -> Result<Proposal> {
@@ -56,7 +65,7 @@ impl Drafter for MtpDrafter {
         self.useful += u64::from(!tokens.is_empty());
         self.call_ms += t.elapsed().as_secs_f64() * 1e3;
         tokens.truncate(max);
-        Ok(Proposal::deterministic(tokens, 0, Strategy::Mtp))
+        Ok(Proposal::deterministic(tokens, 0, self.strategy))
     }
 
     /// llama.cpp's MTP drafter drafts up to its maximum (or until its confidence falls) whatever

@@ -1,0 +1,389 @@
+// The project's one way into llama.cpp's drafters: a C ABI over `common_speculative` (the vendored
+// llama.cpp's common/speculative.h) for one drafter type per instance, compiled by the engine's
+// build script against the headers llama-cpp-sys-2 builds from. Rust wraps it in
+// `decoding/speculative.rs`; nothing else calls it.
+//
+// Every entry point checks its arguments and catches C++ exceptions: llama.cpp's asserts abort
+// the process, so the preconditions they test (a draft before an accept, an empty result before a
+// draft) are kept here rather than left to them.
+
+#include "common.h"
+#include "speculative.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <exception>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace {
+
+constexpr llama_seq_id SEQ = 0;
+
+void set_error(char * err, size_t err_len, const std::string & msg) {
+    if (err == nullptr || err_len == 0) {
+        return;
+    }
+    const size_t n = std::min(err_len - 1, msg.size());
+    std::memcpy(err, msg.data(), n);
+    err[n] = '\0';
+}
+
+} // namespace
+
+extern "C" {
+
+// Status codes (mirrored in speculative.rs).
+enum dl_status : int32_t {
+    DL_OK = 0,
+    DL_INVALID = 1,
+    DL_FAILED = 2,
+};
+
+// What a drafter is asked to be. `type` is a `common_speculative_type`.
+struct dl_spec_params {
+    int32_t type;
+    // Model drafters (draft-simple, -eagle3, -mtp, -dflash, -dspark).
+    int32_t n_max;
+    int32_t n_min;
+    float p_min;
+    // ngram-mod.
+    int32_t mod_n_match;
+    int32_t mod_n_min;
+    int32_t mod_n_max;
+};
+
+struct dl_spec {
+    common_params_speculative params;
+    common_speculative * spec = nullptr;
+    common_batch batch;
+    llama_tokens prompt;
+    llama_tokens draft;
+    // Whether the last draft proposed tokens that llama.cpp has not heard the fate of, and how many.
+    bool pending = false;
+    size_t drafted = 0;
+    bool has_batch = false;
+};
+
+// A drafter of `p->type` over the target context `tgt` and, for model drafters, the drafter's
+// context `dft` (both may be null for the n-gram types). Null on failure, with the reason in `err`.
+dl_spec * dl_spec_init(const dl_spec_params * p, llama_context * tgt, llama_context * dft, char * err, size_t err_len) {
+    if (p == nullptr || p->type <= COMMON_SPECULATIVE_TYPE_NONE || p->type >= COMMON_SPECULATIVE_TYPE_COUNT) {
+        set_error(err, err_len, "unknown drafter type");
+        return nullptr;
+    }
+    const auto type = static_cast<common_speculative_type>(p->type);
+    const bool model_drafter = type == COMMON_SPECULATIVE_TYPE_DRAFT_SIMPLE || type == COMMON_SPECULATIVE_TYPE_DRAFT_EAGLE3 ||
+                               type == COMMON_SPECULATIVE_TYPE_DRAFT_MTP || type == COMMON_SPECULATIVE_TYPE_DRAFT_DFLASH ||
+                               type == COMMON_SPECULATIVE_TYPE_DRAFT_DSPARK;
+    if (model_drafter && (tgt == nullptr || dft == nullptr)) {
+        set_error(err, err_len, "a model drafter needs the target's and the drafter's contexts");
+        return nullptr;
+    }
+    if (p->n_max <= 0 || p->n_min < 0 || p->n_min > p->n_max || p->mod_n_match <= 0 || p->mod_n_max <= 0 ||
+        p->mod_n_min < 0 || p->mod_n_min > p->mod_n_max) {
+        set_error(err, err_len, "invalid drafter lengths");
+        return nullptr;
+    }
+    try {
+        auto s = std::make_unique<dl_spec>();
+        s->params.types = { type };
+        s->params.draft.ctx_tgt = tgt;
+        s->params.draft.ctx_dft = dft;
+        s->params.draft.n_max = p->n_max;
+        s->params.draft.n_min = p->n_min;
+        s->params.draft.p_min = p->p_min;
+        s->params.ngram_mod.n_match = p->mod_n_match;
+        s->params.ngram_mod.n_min = p->mod_n_min;
+        s->params.ngram_mod.n_max = p->mod_n_max;
+        if (tgt != nullptr) {
+            s->batch = common_batch(tgt);
+            s->has_batch = true;
+        }
+        s->spec = common_speculative_init(s->params, 1);
+        if (s->spec == nullptr) {
+            set_error(err, err_len, "llama.cpp could not start the drafter");
+            return nullptr;
+        }
+        return s.release();
+    } catch (const std::exception & e) {
+        set_error(err, err_len, e.what());
+        return nullptr;
+    } catch (...) {
+        set_error(err, err_len, "llama.cpp could not start the drafter");
+        return nullptr;
+    }
+}
+
+void dl_spec_free(dl_spec * s) {
+    if (s == nullptr) {
+        return;
+    }
+    if (s->spec != nullptr) {
+        common_speculative_free(s->spec);
+    }
+    delete s;
+}
+
+// A new generation whose prompt is `tokens` (a pending draft is forgotten).
+int32_t dl_spec_begin(dl_spec * s, const llama_token * tokens, size_t n) {
+    if (s == nullptr || (tokens == nullptr && n > 0)) {
+        return DL_INVALID;
+    }
+    try {
+        s->prompt.assign(tokens, tokens + n);
+        s->pending = false;
+        common_speculative_begin(s->spec, SEQ, s->prompt);
+        return DL_OK;
+    } catch (...) {
+        return DL_FAILED;
+    }
+}
+
+// The target decoded `n` tokens at `pos` (one sequence; `output[i]` non-zero where logits were
+// asked for): model drafters read the target's hidden states of that batch.
+int32_t dl_spec_process(dl_spec * s, const llama_token * tokens, const llama_pos * pos, const int8_t * output, int32_t n) {
+    if (s == nullptr || tokens == nullptr || pos == nullptr || output == nullptr || n <= 0) {
+        return DL_INVALID;
+    }
+    if (!s->has_batch) {
+        return DL_OK;
+    }
+    try {
+        s->batch.clear();
+        for (int32_t i = 0; i < n; ++i) {
+            s->batch.add(tokens[i], pos[i], SEQ, output[i] != 0);
+        }
+        return common_speculative_process(s->spec, s->batch) ? DL_OK : DL_FAILED;
+    } catch (...) {
+        return DL_FAILED;
+    }
+}
+
+// Drafts up to `n_max` tokens after `id_last` at position `pos` (the context before it is
+// `context`, `n_context` tokens). Writes at most `cap` tokens to `out` and their count to `n_out`.
+int32_t dl_spec_draft(dl_spec * s, llama_pos pos, llama_token id_last, const llama_token * context, size_t n_context,
+                      int32_t n_max, llama_token * out, size_t cap, size_t * n_out) {
+    if (s == nullptr || (context == nullptr && n_context > 0) || out == nullptr || n_out == nullptr || pos < 0 ||
+        n_max <= 0) {
+        return DL_INVALID;
+    }
+    *n_out = 0;
+    try {
+        if (s->pending) {
+            // llama.cpp drafts once per verification: what stood of the last draft comes first.
+            common_speculative_accept(s->spec, SEQ, 0);
+            s->pending = false;
+        }
+        s->prompt.assign(context, context + n_context);
+        s->draft.clear();
+        auto & dp = common_speculative_get_draft_params(s->spec, SEQ);
+        dp.drafting = true;
+        dp.n_max = n_max;
+        dp.pos0 = pos;
+        dp.id_last = id_last;
+        dp.prompt = &s->prompt;
+        dp.result = &s->draft;
+        dp.result_q = nullptr;
+        common_speculative_draft(s->spec);
+        const size_t n = std::min(cap, s->draft.size());
+        std::copy(s->draft.begin(), s->draft.begin() + n, out);
+        *n_out = n;
+        s->pending = n > 0;
+        s->drafted = n;
+        return DL_OK;
+    } catch (...) {
+        return DL_FAILED;
+    }
+}
+
+// `n` tokens of the last draft stood. Without a pending draft there is nothing to tell.
+int32_t dl_spec_accept(dl_spec * s, uint16_t n) {
+    if (s == nullptr) {
+        return DL_INVALID;
+    }
+    if (!s->pending) {
+        return DL_OK;
+    }
+    try {
+        common_speculative_accept(s->spec, SEQ, static_cast<uint16_t>(std::min<size_t>(n, s->drafted)));
+        s->pending = false;
+        return DL_OK;
+    } catch (...) {
+        return DL_FAILED;
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// A target context whose decodes feed a model drafter: the target's context and the drafter's
+// (on the drafter's model, or on the target's own with an MTP context), made here because the
+// drafter's must name the target's (`ctx_other`: heads that borrow the target's embeddings and
+// output, or its KV cache), and a drafter over both.
+
+struct dl_ctx_params {
+    uint32_t n_ctx;
+    uint32_t n_batch;
+    int32_t n_threads;
+    uint32_t n_rs_seq;
+    int32_t type_k;
+    int32_t type_v;
+    int32_t flash_attn;
+};
+
+struct dl_pair {
+    llama_context * tgt = nullptr;
+    llama_context * dft = nullptr;
+    dl_spec * spec = nullptr;
+    llama_batch batch{};
+    int32_t n_batch = 0;
+    bool has_batch = false;
+
+    ~dl_pair() {
+        // The drafter reads both contexts, the drafter's names the target's: freed in that order.
+        dl_spec_free(spec);
+        if (dft != nullptr) {
+            llama_free(dft);
+        }
+        if (tgt != nullptr) {
+            llama_free(tgt);
+        }
+        if (has_batch) {
+            llama_batch_free(batch);
+        }
+    }
+};
+
+static llama_context_params context_params(const dl_ctx_params & p) {
+    llama_context_params c = llama_context_default_params();
+    c.n_ctx = p.n_ctx;
+    c.n_batch = p.n_batch;
+    c.n_ubatch = p.n_batch;
+    c.n_threads = p.n_threads;
+    c.n_threads_batch = p.n_threads;
+    c.n_rs_seq = p.n_rs_seq;
+    c.type_k = static_cast<ggml_type>(p.type_k);
+    c.type_v = static_cast<ggml_type>(p.type_v);
+    c.flash_attn_type = static_cast<llama_flash_attn_type>(p.flash_attn);
+    return c;
+}
+
+// A pair over `target` and `drafter` (null: the target's own MTP layers, in an MTP context).
+dl_pair * dl_pair_init(llama_model * target, llama_model * drafter, const dl_ctx_params * tp, const dl_ctx_params * dp,
+                       const dl_spec_params * sp, char * err, size_t err_len) {
+    if (target == nullptr || tp == nullptr || dp == nullptr || sp == nullptr || tp->n_batch == 0 || tp->n_ctx == 0) {
+        set_error(err, err_len, "invalid arguments");
+        return nullptr;
+    }
+    try {
+        auto pair = std::make_unique<dl_pair>();
+        pair->tgt = llama_init_from_model(target, context_params(*tp));
+        if (pair->tgt == nullptr) {
+            set_error(err, err_len, "llama.cpp could not create the target's context (out of memory?)");
+            return nullptr;
+        }
+        llama_context_params dc = context_params(*dp);
+        dc.n_ctx = llama_n_ctx(pair->tgt);
+        dc.n_rs_seq = 0;
+        dc.ctx_other = pair->tgt;
+        if (drafter == nullptr) {
+            dc.ctx_type = LLAMA_CONTEXT_TYPE_MTP;
+        }
+        // A draft samples one position per decode, except DFlash and DSpark: they decode the whole
+        // block (anchor and n_max masks) at once and sample every position on the backend, as
+        // llama.cpp's own drafter contexts are made (common_base_params_to_speculative).
+        const uint32_t per_seq = static_cast<uint32_t>(std::max(1, sp->n_max + 1));
+        const bool block = sp->type == COMMON_SPECULATIVE_TYPE_DRAFT_DFLASH || sp->type == COMMON_SPECULATIVE_TYPE_DRAFT_DSPARK;
+        dc.n_outputs_max = block ? per_seq : 1;
+        dc.n_outputs_max_per_seq = block ? per_seq : 1;
+        pair->dft = llama_init_from_model(drafter != nullptr ? drafter : target, dc);
+        if (pair->dft == nullptr) {
+            set_error(err, err_len, "llama.cpp could not create the drafter's context (a head for another model, or out of memory)");
+            return nullptr;
+        }
+        pair->spec = dl_spec_init(sp, pair->tgt, pair->dft, err, err_len);
+        if (pair->spec == nullptr) {
+            return nullptr;
+        }
+        pair->n_batch = static_cast<int32_t>(tp->n_batch);
+        pair->batch = llama_batch_init(pair->n_batch, 0, 1);
+        pair->has_batch = true;
+        return pair.release();
+    } catch (const std::exception & e) {
+        set_error(err, err_len, e.what());
+        return nullptr;
+    } catch (...) {
+        set_error(err, err_len, "llama.cpp could not start the drafter");
+        return nullptr;
+    }
+}
+
+void dl_pair_free(dl_pair * pair) {
+    delete pair;
+}
+
+dl_spec * dl_pair_spec(dl_pair * pair) {
+    return pair == nullptr ? nullptr : pair->spec;
+}
+
+uint32_t dl_pair_n_ctx(const dl_pair * pair) {
+    return pair == nullptr ? 0 : llama_n_ctx(pair->tgt);
+}
+
+// Decodes `n` tokens (at most the batch) at positions `pos0..` on the target, logits where
+// `output[i]` is non-zero, then lets the drafter read the batch. Returns llama_decode's status
+// (0: decoded), or -100 for invalid arguments and -101 when the drafter failed.
+int32_t dl_pair_decode(dl_pair * pair, const llama_token * tokens, int32_t n, llama_pos pos0, const int8_t * output) {
+    if (pair == nullptr || tokens == nullptr || output == nullptr || n <= 0 || n > pair->n_batch || pos0 < 0) {
+        return -100;
+    }
+    try {
+        llama_batch & b = pair->batch;
+        b.n_tokens = n;
+        std::vector<llama_pos> pos(n);
+        for (int32_t i = 0; i < n; ++i) {
+            b.token[i] = tokens[i];
+            b.pos[i] = pos0 + i;
+            b.n_seq_id[i] = 1;
+            b.seq_id[i][0] = SEQ;
+            b.logits[i] = output[i] != 0;
+            pos[i] = pos0 + i;
+        }
+        const int32_t rc = llama_decode(pair->tgt, b);
+        if (rc != 0) {
+            return rc;
+        }
+        return dl_spec_process(pair->spec, tokens, pos.data(), output, n) == DL_OK ? 0 : -101;
+    } catch (...) {
+        return -101;
+    }
+}
+
+// The logits of row `i` of the last decoded batch (null when it asked for none there).
+const float * dl_pair_logits(dl_pair * pair, int32_t i) {
+    if (pair == nullptr || i < 0) {
+        return nullptr;
+    }
+    return llama_get_logits_ith(pair->tgt, i);
+}
+
+// Forgets positions `from..` in the drafter's context and, when `target` is set, the target's.
+bool dl_pair_trim(dl_pair * pair, llama_pos from, bool target) {
+    if (pair == nullptr || from < 0) {
+        return false;
+    }
+    const bool t = !target || llama_memory_seq_rm(llama_get_memory(pair->tgt), SEQ, from, -1);
+    const bool d = llama_memory_seq_rm(llama_get_memory(pair->dft), SEQ, from, -1);
+    return t && d;
+}
+
+void dl_pair_clear(dl_pair * pair) {
+    if (pair == nullptr) {
+        return;
+    }
+    llama_memory_clear(llama_get_memory(pair->tgt), true);
+    llama_memory_clear(llama_get_memory(pair->dft), true);
+}
+
+} // extern "C"
