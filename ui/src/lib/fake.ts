@@ -16,7 +16,7 @@ function summary(path: string, n_params: number, quantization: string): ModelSum
   return {
     path, file_size: n_params / 2, gguf_version: 3, name: path, architecture: "qwen2", n_params, quantization,
     context_length: 32768, n_layer: 28, n_embd: 1536, n_head: 12, n_head_kv: 2, kv_bytes_per_token: 28672,
-    n_tensors: 338, has_chat_template: true, mtp_layers: null,
+    n_tensors: 338, has_chat_template: true, mtp_layers: null, drafter: null,
     vocab: { tokenizer_model: "gpt2", vocab_type: "BPE", size: 151936, bos_id: 151643, eos_id: 151645, add_bos: false, add_eos: false, fingerprint: /smol/i.test(path) ? "smol" : "qwen" },
   };
 }

@@ -171,7 +171,8 @@ mod ffi {
         pub n_rs_seq: u32,
         pub type_k: i32,
         pub type_v: i32,
-        pub flash_attn: i32,
+        /// `int32_t` in the shim, as llama.cpp's enum is.
+        pub flash_attn: llama_cpp_sys_2::llama_flash_attn_type,
     }
 
     /// `dl_pair`: opaque.
@@ -347,7 +348,7 @@ impl PairContext {
             n_rs_seq: self.rollback,
             type_k: self.type_k as i32,
             type_v: self.type_v as i32,
-            flash_attn: self.flash_attn as i32,
+            flash_attn: self.flash_attn,
         })
     }
 }
