@@ -75,7 +75,7 @@ pub fn status(state: &AppState) -> ServerStatus {
 pub async fn start(state: Arc<AppState>, request: ServerRequest) -> Result<ServerStatus, ApiError> {
     // The pair and settings are checked before anything listens (the doctor, the settings' rules).
     let valid = request.settings.clone().validate(Mode::Speculative)?;
-    let draft = request.draft.clone().filter(|_| valid.strategy.uses_draft_model());
+    let draft = request.draft.clone().filter(|_| valid.strategy.loads_draft());
     draftlab_engine::decoding::session::Session::check(&request.target, draft.as_deref(), &valid)?;
     if request.api_key.as_deref().is_some_and(|k| k.trim().is_empty()) {
         return Err(ApiError::new(

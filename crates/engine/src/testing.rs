@@ -423,3 +423,46 @@ pub fn second_token_distribution(
     );
     assert!(tv_spec < 0.2, "{what}: speculative sampling changed the distribution: total variation {tv_spec:.3}");
 }
+
+/// A divergence between a baseline and a speculative run is acceptable only at a near-tie (the
+/// batched verify pass's logits differ a little from one-token passes); anything else is a bug.
+#[allow(clippy::expect_used)]
+pub fn assert_same_or_near_tie(
+    base: &crate::decoding::report::Report,
+    spec: &crate::decoding::report::Report,
+    what: &str,
+) {
+    let c = crate::decoding::compare::compare(base, spec);
+    if let Some(d) = &c.divergence {
+        assert!(d.near_tie, "{what}: {}\nbaseline: {:?}\nspeculative: {:?}", c.verdict(), base.text, spec.text);
+        eprintln!("{what}: {}", c.verdict());
+    } else {
+        assert_eq!(base.tokens.len(), spec.tokens.len(), "{what}: lengths differ without a divergence");
+    }
+}
+
+/// A conversation of two turns, speculative in a warm chat slot and baseline in a fresh one: each
+/// turn's output is the target's, the drafter drafted, and the second turn reused the first's cache.
+#[allow(clippy::expect_used)]
+pub fn two_turns_keep_the_targets_output(p: &Session, s: &crate::decoding::settings::ValidSettings, what: &str) {
+    use crate::decoding::chat::{ChatInput, ChatSlot};
+    use crate::decoding::settings::Mode;
+    use crate::decoding::template::ChatMessage;
+    use std::sync::atomic::AtomicBool;
+    let mut slot = ChatSlot::new(p);
+    let mut fresh = ChatSlot::new(p);
+    let mut messages = vec![ChatMessage::new("user", "Name three colours.")];
+    let cancel = AtomicBool::new(false);
+    for turn in 0..2 {
+        let input = ChatInput::Messages { messages: messages.clone() };
+        let spec = slot.run(Mode::Speculative, &input, s, false, &cancel, &mut |_| {}).expect("speculative turn");
+        let base = fresh.run(Mode::Baseline, &input, s, false, &cancel, &mut |_| {}).expect("baseline turn");
+        assert_same_or_near_tie(&base, &spec, &format!("{what} chat, turn {turn}"));
+        assert!(spec.drafted > 0, "{what}, turn {turn}: nothing drafted");
+        if turn == 1 {
+            assert!(spec.prompt_reused > 0, "{what}: the second turn reuses the first one's cache");
+        }
+        messages.push(ChatMessage::new("assistant", &spec.text));
+        messages.push(ChatMessage::new("user", "And three more."));
+    }
+}

@@ -7,18 +7,15 @@
 
 use std::sync::atomic::AtomicBool;
 
-use draftlab_engine::decoding::chat::{ChatInput, ChatSlot};
-use draftlab_engine::decoding::compare::compare;
 use draftlab_engine::decoding::draft::Strategy;
 use draftlab_engine::decoding::generate::Event;
 use draftlab_engine::decoding::report::{Report, TokenSource};
 use draftlab_engine::decoding::session::Session;
 use draftlab_engine::decoding::settings::{Mode, Settings};
-use draftlab_engine::decoding::template::ChatMessage;
 use draftlab_engine::files::gguf::DrafterKind;
 use draftlab_engine::testing::{
-    model, second_token_distribution, DFLASH_SYNTHETIC, DSPARK_SYNTHETIC, EAGLE3_SYNTHETIC, GEMMA4_ASSISTANT_SYNTHETIC,
-    GEMMA4_SYNTHETIC, MTP_SYNTHETIC, QWEN_TARGET,
+    assert_same_or_near_tie, model, second_token_distribution, two_turns_keep_the_targets_output, DFLASH_SYNTHETIC,
+    DSPARK_SYNTHETIC, EAGLE3_SYNTHETIC, GEMMA4_ASSISTANT_SYNTHETIC, GEMMA4_SYNTHETIC, MTP_SYNTHETIC, QWEN_TARGET,
 };
 use draftlab_engine::{Error, ErrorCode};
 
@@ -59,15 +56,6 @@ fn run(p: &Session, mode: Mode, prompt: &str, s: &Settings) -> (Report, Vec<Even
     let mut events = Vec::new();
     let r = p.run_with(mode, &tokens, &valid, &AtomicBool::new(false), &mut |e| events.push(e)).unwrap();
     (r, events)
-}
-
-fn assert_same_or_near_tie(base: &Report, spec: &Report, what: &str) {
-    let c = compare(base, spec);
-    if let Some(d) = &c.divergence {
-        assert!(d.near_tie, "{what}: {}\nbaseline: {:?}\nspeculative: {:?}", c.verdict(), base.text, spec.text);
-    } else {
-        assert_eq!(base.tokens, spec.tokens, "{what}");
-    }
 }
 
 #[test]
@@ -112,22 +100,7 @@ fn every_head_drafts_and_keeps_the_targets_output_fixed_and_adaptive() {
 fn a_conversation_drafts_with_a_head_turn_after_turn() {
     let p = session(Strategy::Eagle3, MTP_SYNTHETIC, EAGLE3_SYNTHETIC);
     let s = settings(Strategy::Eagle3, 24, 4).validate(Mode::Speculative).unwrap();
-    let mut slot = ChatSlot::new(&p);
-    let mut fresh = ChatSlot::new(&p);
-    let mut messages = vec![ChatMessage::new("user", "Name three colours.")];
-    let cancel = AtomicBool::new(false);
-    for turn in 0..2 {
-        let input = ChatInput::Messages { messages: messages.clone() };
-        let spec = slot.run(Mode::Speculative, &input, &s, false, &cancel, &mut |_| {}).unwrap();
-        let base = fresh.run(Mode::Baseline, &input, &s, false, &cancel, &mut |_| {}).unwrap();
-        assert_same_or_near_tie(&base, &spec, &format!("EAGLE-3 chat, turn {turn}"));
-        assert!(spec.drafted > 0, "turn {turn}: the head drafted nothing");
-        if turn == 1 {
-            assert!(spec.prompt_reused > 0, "the second turn reuses the first one's cache");
-        }
-        messages.push(ChatMessage::new("assistant", &spec.text));
-        messages.push(ChatMessage::new("user", "And three more."));
-    }
+    two_turns_keep_the_targets_output(&p, &s, "EAGLE-3");
 }
 
 #[test]

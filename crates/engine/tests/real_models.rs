@@ -4,7 +4,7 @@
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use draftlab_engine::decoding::compare::{compare, NEAR_TIE_MARGIN};
+use draftlab_engine::decoding::compare::NEAR_TIE_MARGIN;
 use draftlab_engine::decoding::draft::Strategy;
 use draftlab_engine::decoding::generate::Event;
 use draftlab_engine::decoding::llama::{FlashAttn, GpuLayers, KvType, Logits, Model, Token};
@@ -12,7 +12,8 @@ use draftlab_engine::decoding::report::{Report, StopReason, TokenSource};
 use draftlab_engine::decoding::session::Session;
 use draftlab_engine::decoding::settings::{Mode, Settings};
 use draftlab_engine::testing::{
-    model, second_token_distribution, GEMMA3, MTP_SYNTHETIC, QWEN_DRAFT, QWEN_TARGET, SMOLLM2,
+    assert_same_or_near_tie, model, second_token_distribution, two_turns_keep_the_targets_output, GEMMA3,
+    MTP_SYNTHETIC, QWEN_DRAFT, QWEN_TARGET, SMOLLM2,
 };
 use draftlab_engine::Error;
 use draftlab_engine::ErrorCode;
@@ -64,17 +65,6 @@ fn run(pair: &Session, mode: Mode, prompt: &str, s: &Settings) -> (Report, Vec<E
     let mut events = Vec::new();
     let r = run_tokens(pair, mode, &tokens, s, &AtomicBool::new(false), &mut |e| events.push(e)).unwrap();
     (r, events)
-}
-
-/// A divergence is acceptable only at a near-tie; anything else is a bug in the loop.
-fn assert_same_or_near_tie(base: &Report, spec: &Report, what: &str) {
-    let c = compare(base, spec);
-    if let Some(d) = &c.divergence {
-        assert!(d.near_tie, "{what}: {}\nbaseline: {:?}\nspeculative: {:?}", c.verdict(), base.text, spec.text);
-        eprintln!("{what}: {}", c.verdict());
-    } else {
-        assert_eq!(base.tokens.len(), spec.tokens.len(), "{what}: lengths differ without a divergence");
-    }
 }
 
 #[test]
@@ -534,26 +524,9 @@ fn the_targets_own_mtp_layers_draft_and_keep_its_output() {
 
 #[test]
 fn a_conversation_drafts_with_mtp_layers_turn_after_turn() {
-    use draftlab_engine::decoding::chat::{ChatInput, ChatSlot};
-    use draftlab_engine::decoding::template::ChatMessage;
     let p = mtp_session();
     let s = Settings { strategy: Strategy::Mtp, p_min: 0.0, ..settings(24, 4) }.validate(Mode::Speculative).unwrap();
-    let mut slot = ChatSlot::new(&p);
-    let mut fresh = ChatSlot::new(&p);
-    let mut messages = vec![ChatMessage::new("user", "Name three colours.")];
-    let cancel = AtomicBool::new(false);
-    for turn in 0..2 {
-        let input = ChatInput::Messages { messages: messages.clone() };
-        let spec = slot.run(Mode::Speculative, &input, &s, false, &cancel, &mut |_| {}).unwrap();
-        let base = fresh.run(Mode::Baseline, &input, &s, false, &cancel, &mut |_| {}).unwrap();
-        assert_same_or_near_tie(&base, &spec, &format!("MTP chat, turn {turn}"));
-        assert!(spec.drafted > 0, "turn {turn}: the MTP layers drafted nothing");
-        if turn == 1 {
-            assert!(spec.prompt_reused > 0, "the second turn reuses the first one's cache");
-        }
-        messages.push(ChatMessage::new("assistant", &spec.text));
-        messages.push(ChatMessage::new("user", "And three more."));
-    }
+    two_turns_keep_the_targets_output(&p, &s, "MTP");
 }
 
 #[test]

@@ -23,7 +23,7 @@ pub(crate) fn serve_cmd(args: ServeArgs) -> anyhow::Result<ExitCode> {
     let settings = args.settings()?;
     let valid = settings.clone().validate(Mode::Speculative)?;
     // The doctor's verdict before anything starts: an incompatible pair or one that cannot fit.
-    let draft = args.draft.clone().filter(|_| valid.strategy.uses_draft_model());
+    let draft = args.draft.clone().filter(|_| valid.strategy.loads_draft());
     Session::check(&args.target, draft.as_deref(), &valid)?;
     let host: IpAddr = args.host.parse().map_err(|_| {
         Error::InvalidSettings(format!("--host must be an IP address (e.g. 127.0.0.1), not {:?}", args.host))

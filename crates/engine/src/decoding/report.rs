@@ -120,10 +120,11 @@ pub struct Report {
 }
 
 impl Report {
-    /// Milliseconds the target's own MTP layers spent drafting (0 for other strategies, whose
-    /// drafting costs are counted from measured step costs instead).
+    /// Milliseconds the drafter inside the target's context (its own MTP layers, or an MTP,
+    /// EAGLE-3, DFlash or DSpark head) spent drafting (0 for other strategies, whose drafting costs
+    /// are counted from measured step costs instead).
     pub fn mtp_draft_ms(&self) -> f64 {
-        if self.strategy == Some(crate::decoding::draft::Strategy::Mtp) {
+        if self.strategy.is_some_and(crate::decoding::draft::Strategy::drafts_in_target) {
             self.draft_ms
         } else {
             0.0

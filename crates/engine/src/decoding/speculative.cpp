@@ -31,6 +31,18 @@ void set_error(char * err, size_t err_len, const std::string & msg) {
     err[n] = '\0';
 }
 
+// Runs `start` (which makes a drafter or a pair), turning a C++ exception into null and a reason.
+template <typename F> auto started(char * err, size_t err_len, F start) -> decltype(start()) {
+    try {
+        return start();
+    } catch (const std::exception & e) {
+        set_error(err, err_len, e.what());
+    } catch (...) {
+        set_error(err, err_len, "llama.cpp could not start the drafter");
+    }
+    return nullptr;
+}
+
 } // namespace
 
 extern "C" {
@@ -87,7 +99,7 @@ dl_spec * dl_spec_init(const dl_spec_params * p, llama_context * tgt, llama_cont
         set_error(err, err_len, "invalid drafter lengths");
         return nullptr;
     }
-    try {
+    return started(err, err_len, [&]() -> dl_spec * {
         auto s = std::make_unique<dl_spec>();
         s->params.types = { type };
         s->params.draft.ctx_tgt = tgt;
@@ -108,13 +120,7 @@ dl_spec * dl_spec_init(const dl_spec_params * p, llama_context * tgt, llama_cont
             return nullptr;
         }
         return s.release();
-    } catch (const std::exception & e) {
-        set_error(err, err_len, e.what());
-        return nullptr;
-    } catch (...) {
-        set_error(err, err_len, "llama.cpp could not start the drafter");
-        return nullptr;
-    }
+    });
 }
 
 void dl_spec_free(dl_spec * s) {
@@ -276,7 +282,7 @@ dl_pair * dl_pair_init(llama_model * target, llama_model * drafter, const dl_ctx
         set_error(err, err_len, "invalid arguments");
         return nullptr;
     }
-    try {
+    return started(err, err_len, [&]() -> dl_pair * {
         auto pair = std::make_unique<dl_pair>();
         pair->tgt = llama_init_from_model(target, context_params(*tp));
         if (pair->tgt == nullptr) {
@@ -310,13 +316,7 @@ dl_pair * dl_pair_init(llama_model * target, llama_model * drafter, const dl_ctx
         pair->batch = llama_batch_init(pair->n_batch, 0, 1);
         pair->has_batch = true;
         return pair.release();
-    } catch (const std::exception & e) {
-        set_error(err, err_len, e.what());
-        return nullptr;
-    } catch (...) {
-        set_error(err, err_len, "llama.cpp could not start the drafter");
-        return nullptr;
-    }
+    });
 }
 
 void dl_pair_free(dl_pair * pair) {

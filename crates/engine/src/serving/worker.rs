@@ -314,8 +314,8 @@ fn run_job<W: Write>(
     cancel: &AtomicBool,
 ) -> Result<(), Error> {
     let settings = settings.validate(mode)?;
-    // Only strategies that draft with a model need the draft loaded.
-    let draft = draft.filter(|_| mode == Mode::Speculative && settings.strategy.uses_draft_model());
+    // Only strategies that draft with a model or a drafter file (a head) need the draft loaded.
+    let draft = draft.filter(|_| mode == Mode::Speculative && settings.strategy.loads_draft());
     let key = LoadKey { target, draft, n_ctx: settings.n_ctx };
     load(out, id, warm, &key, &settings)?;
     let (_, session) = warm.as_ref().expect("loaded above");
@@ -379,7 +379,7 @@ impl ChatJob {
         open_ended: bool,
     ) -> Self {
         let settings = sent.clone().validate(mode);
-        let uses_draft = settings.as_ref().is_ok_and(|s| mode == Mode::Speculative && s.strategy.uses_draft_model());
+        let uses_draft = settings.as_ref().is_ok_and(|s| mode == Mode::Speculative && s.strategy.loads_draft());
         let key = LoadKey { target, draft: draft.filter(|_| uses_draft), n_ctx: sent.n_ctx };
         ChatJob { id, key, mode, input, sent, settings, open_ended }
     }
