@@ -810,8 +810,8 @@ impl NativeState {
             }
             self.pair.drafter().accept(0)?;
         }
-        let max = usize::MAX;
-        let tokens = self.pair.drafter().draft(context, max)?;
+        // As many as llama.cpp drafts (up to the pair's n_max): the loop trims to the round.
+        let tokens = self.pair.drafter().draft(context, usize::MAX)?;
         if !tokens.is_empty() {
             self.pending = Some(Pending { after: n_past, tokens: tokens.clone(), verified_at: None });
         }

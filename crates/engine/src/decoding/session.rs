@@ -194,7 +194,7 @@ impl Session {
         // What the draft file is decides what it is for: `mtp` takes an MTP head and leaves a
         // draft model unused (its own layers draft), as it always did.
         let head_file = match draft.filter(|_| speculative && settings.strategy == Strategy::Mtp) {
-            Some(p) => GgufFile::open(p)?.summary().drafter.is_some(),
+            Some(p) => GgufFile::open(p)?.drafter_kind().is_some(),
             None => false,
         };
         let draft = draft

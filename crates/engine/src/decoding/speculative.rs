@@ -3,9 +3,10 @@
 //! engine's build script against the vendored llama.cpp. Besides `llama` (and `remote`, ggml's
 //! RPC registry), the only module that talks to llama.cpp; each unsafe block says why it holds.
 //!
-//! One [`Native`] is one drafter of one [`NativeKind`]: begun on a prompt, told each target batch
-//! (model drafters read the target's hidden states), asked for a draft after a position, told how
-//! much of it stood. The generation loop verifies, counts and schedules its drafts like any other.
+//! One [`Native`] is one drafter of one [`NativeKind`]: begun on a prompt, asked for a draft after a
+//! position, told how much of it stood. A model drafter lives in a [`Pair`], whose decodes let it
+//! read the target's hidden states of each batch. The generation loop verifies, counts and
+//! schedules its drafts like any other.
 #![allow(unsafe_code)]
 
 use std::ffi::c_char;
@@ -130,7 +131,6 @@ mod ffi {
         ) -> *mut Spec;
         pub fn dl_spec_free(s: *mut Spec);
         pub fn dl_spec_begin(s: *mut Spec, tokens: *const i32, n: usize) -> i32;
-        pub fn dl_spec_process(s: *mut Spec, tokens: *const i32, pos: *const i32, output: *const i8, n: i32) -> i32;
         pub fn dl_spec_draft(
             s: *mut Spec,
             pos: i32,
@@ -263,19 +263,6 @@ impl Native {
         // SAFETY: `raw` is live (owned by self); the pointer and length describe `prompt`.
         let status = unsafe { ffi::dl_spec_begin(self.raw.as_ptr(), prompt.as_ptr(), prompt.len()) };
         self.check(status, "begin")
-    }
-
-    /// The target decoded `tokens` at positions `start..` (`output[i]`: logits asked for there).
-    pub fn process(&mut self, tokens: &[Token], start: u32, output: &[bool]) -> Result<()> {
-        if tokens.is_empty() {
-            return Ok(());
-        }
-        let pos: Vec<i32> = (0..tokens.len()).map(|i| start as i32 + i as i32).collect();
-        let out: Vec<i8> = (0..tokens.len()).map(|i| i8::from(output.get(i).copied().unwrap_or(false))).collect();
-        let n = to_i32(tokens.len(), "batch size")?;
-        // SAFETY: `raw` is live; the three arrays hold `n` elements each for the call.
-        let status = unsafe { ffi::dl_spec_process(self.raw.as_ptr(), tokens.as_ptr(), pos.as_ptr(), out.as_ptr(), n) };
-        self.check(status, "read the target's batch")
     }
 
     /// Up to `max` tokens to follow `context` (its last token is the one the target chose last,

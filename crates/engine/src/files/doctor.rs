@@ -183,7 +183,13 @@ fn file_name(path: &std::path::Path) -> String {
 
 /// A drafter file given as the draft: what it is and what runs it, and whether it belongs to this
 /// target as far as its header says (what it reads of the target: hidden size, layers).
-fn drafter_findings(kind: DrafterKind, target: &GgufFile, head: &GgufFile) -> Vec<Finding> {
+fn drafter_findings(
+    kind: DrafterKind,
+    target: &GgufFile,
+    ts: &ModelSummary,
+    head: &GgufFile,
+    hs: &ModelSummary,
+) -> Vec<Finding> {
     let name = file_name(&head.path);
     let mut out = vec![Finding {
         level: Verdict::Ok,
@@ -237,7 +243,7 @@ fn drafter_findings(kind: DrafterKind, target: &GgufFile, head: &GgufFile) -> Ve
         }
     }
     // A head that carries a vocabulary drafts in it: the target's must be the same size.
-    let (h_vocab, t_vocab) = (head.summary().vocab.size, target.summary().vocab.size);
+    let (h_vocab, t_vocab) = (hs.vocab.size, ts.vocab.size);
     if h_vocab > 0 && t_vocab > 0 && h_vocab != t_vocab {
         wrong(format!("its vocabulary has {h_vocab} tokens, the target's {t_vocab}"));
     }
@@ -268,8 +274,8 @@ pub fn diagnose_with(
             ),
         });
     }
-    if let (Some(kind), Some(d)) = (ds.as_ref().and_then(|d| d.drafter), draft) {
-        findings.extend(drafter_findings(kind, target, d));
+    if let (Some((kind, hs)), Some(d)) = (ds.as_ref().and_then(|d| Some((d.drafter?, d))), draft) {
+        findings.extend(drafter_findings(kind, target, &ts, d, hs));
     } else if let Some(d) = draft {
         let ds = ds.as_ref().expect("draft summary");
         let (differences, fatal): (Vec<Finding>, Vec<Finding>) =
