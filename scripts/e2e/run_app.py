@@ -333,6 +333,33 @@ def chat_and_serve(s, smol, out):
     s.click("nav-run" if s.exists("nav-run") else "nav-history")
 
 
+def head_drafter(s, models, out):
+    """A drafter file in the Run view: the synthetic Qwen3.5 target with its EAGLE-3 head. The doctor
+    names the head before anything loads; the eagle3 strategy (a fixed length: the colours and the
+    output are under test here, not the schedule) runs both, with the target alone's output and
+    drafted tokens coloured as the head's."""
+    s.set_value("target", str(models / "draftlab-synthetic-qwen35-mtp.gguf"))
+    s.set_value("draft", str(models / "draftlab-synthetic-eagle3.gguf"))
+    wait("the doctor names the head", lambda: "EAGLE-3" in s.text("doctor"))
+    s.script(
+        "const el = document.querySelector('[data-testid=strategy]');"
+        "el.value = 'eagle3'; el.dispatchEvent(new Event('change', {bubbles: true}));"
+    )
+    if s.prop("adaptive", "checked"):
+        s.click("adaptive")
+    s.set_value("n-draft", "3")
+    s.set_value("p-min", "0")
+    s.set_value("prompt", "Write a Python function that returns the n-th Fibonacci number.")
+    s.click("run-both")
+    wait("the verdict", lambda: s.exists("verdict") and "×" in s.text("verdict"), timeout=240)
+    verdict = s.text("verdict")
+    assert "identical" in verdict or "near-tie" in verdict, verdict
+    drafted = s.script("return document.querySelectorAll('[data-testid=text-speculative] .tok-draft').length")
+    assert drafted > 0, "no token drafted by the head"
+    s.screenshot(out / "eagle3-head.png")
+    print(f"e2e: an EAGLE-3 head file named by the doctor and run: {drafted} drafted tokens; verdict: {verdict}")
+
+
 def device_line(s):
     """The header names what llama.cpp really computed on, read from its device list at load time."""
     wait("the engine's device line", lambda: s.exists("engine-device") and " · " in s.text("engine-device"), timeout=20)
@@ -388,6 +415,9 @@ def main():
             return
         if os.environ.get("E2E_ONLY") == "installed":  # the app as a package installed it
             installed_app(s, smol, out)
+            return
+        if os.environ.get("E2E_ONLY") == "head":
+            head_drafter(s, models, out)
             return
         if os.environ.get("E2E_ONLY") == "sweep":  # to work on one part
             sweep_view(s, models, out)
@@ -467,6 +497,7 @@ def main():
         s.screenshot(out / "dropped-text-file.png")
         print("e2e: a dropped non-GGUF file gets a clear message")
 
+        head_drafter(s, models, out)
         bad_files(s, smol, out)
         chat_and_serve(s, smol, out)
         sweep_view(s, models, out)

@@ -246,4 +246,14 @@ impl Target for ReusingTarget<'_, '_> {
     fn self_draft(&mut self, context: &[Token]) -> Result<Vec<Token>> {
         self.cached.ctx.self_draft(context)
     }
+
+    /// A drafter that stopped being fed in an earlier turn stays dark for the conversation (its
+    /// cache has a hole) unless the context starts over.
+    fn feeding(&self) -> bool {
+        self.cached.ctx.feeding()
+    }
+
+    fn set_feeding(&mut self, on: bool) {
+        self.cached.ctx.set_feeding(on)
+    }
 }

@@ -7,7 +7,7 @@ use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
 
-use crate::decoding::llama::{Logits, Model, ModelId, Token};
+use crate::decoding::llama::{Context, Logits, Model, ModelId, Token};
 use crate::decoding::report::median;
 use crate::decoding::settings::Settings;
 use crate::decoding::verify::argmax_with_margin;
@@ -85,29 +85,11 @@ pub fn measure_costs(
     reps: usize,
 ) -> Result<Costs> {
     let reps = reps.max(1);
-    let mid = (prompt.len() + settings.n_predict / 2).min((settings.n_ctx as usize).saturating_sub(max_batch + 1));
-    let context: Vec<Token> = prompt.iter().copied().cycle().take(mid.max(1)).collect();
+    let (context, filler) = probe_tokens(prompt, settings, max_batch);
     let n = context.len() as u32;
-    let filler: Vec<Token> = prompt.iter().copied().cycle().take(max_batch).collect();
     let mut tctx =
         target.context_with(settings.n_ctx, settings.n_batch, settings.threads, settings.target_context())?;
-    tctx.decode(&context, 0, Logits::None)?;
-    let mut times = vec![Vec::with_capacity(reps); max_batch];
-    for rep in 0..=reps {
-        for b in 1..=max_batch {
-            let t = Instant::now();
-            tctx.decode(&filler[..b], n, Logits::All)?;
-            for i in 0..b {
-                std::hint::black_box(argmax_with_margin(tctx.logits(i)));
-            }
-            let elapsed = t.elapsed().as_secs_f64() * 1e3;
-            tctx.truncate(n)?;
-            if rep > 0 {
-                times[b - 1].push(elapsed);
-            }
-        }
-    }
-    let verify_ms: Vec<f64> = times.iter().map(|t| median(t)).collect();
+    let verify_ms = verify_curve(&mut tctx, &context, &filler[..max_batch], reps)?;
     drop(tctx);
     // Only a draft model costs time per drafted token; n-gram drafts are free.
     let draft_token_ms = match draft {
@@ -137,6 +119,76 @@ pub fn measure_costs(
     };
     let c = if verify_ms[0] > 0.0 { draft_token_ms / verify_ms[0] } else { 0.0 };
     Ok(Costs { verify_ms, draft_token_ms, c })
+}
+
+/// What a cost measurement decodes: a context in the middle of the span generation will cover
+/// (attention grows with the position), and a filler of `max_batch` tokens to verify after it.
+fn probe_tokens(prompt: &[Token], settings: &Settings, max_batch: usize) -> (Vec<Token>, Vec<Token>) {
+    let mid = (prompt.len() + settings.n_predict / 2).min((settings.n_ctx as usize).saturating_sub(max_batch + 2));
+    let context: Vec<Token> = prompt.iter().copied().cycle().take(mid.max(1)).collect();
+    let filler: Vec<Token> = prompt.iter().copied().cycle().take(max_batch.max(2)).collect();
+    (context, filler)
+}
+
+/// The verify curve of `ctx` after `context`: batches 1..=filler's length, interleaved within each
+/// repetition after a warm-up pass, each a median.
+fn verify_curve(ctx: &mut Context<'_>, context: &[Token], filler: &[Token], reps: usize) -> Result<Vec<f64>> {
+    let n = context.len() as u32;
+    ctx.decode(context, 0, Logits::None)?;
+    let mut times = vec![Vec::with_capacity(reps); filler.len()];
+    for rep in 0..=reps {
+        for b in 1..=filler.len() {
+            let t = Instant::now();
+            ctx.decode(&filler[..b], n, Logits::All)?;
+            for i in 0..b {
+                std::hint::black_box(argmax_with_margin(ctx.logits(i)));
+            }
+            let elapsed = t.elapsed().as_secs_f64() * 1e3;
+            ctx.truncate(n)?;
+            if rep > 0 {
+                times[b - 1].push(elapsed);
+            }
+        }
+    }
+    Ok(times.iter().map(|t| median(t)).collect())
+}
+
+/// The target's step costs on `ctx`, a context whose decodes feed a drafter of llama.cpp's (see
+/// [`Model::drafting_context`]): its verify curve, feed included, and as `draft_token_ms` what
+/// one drafting call costs there (the drafter drafts as far as it goes). Measured like
+/// [`measure_costs`], on a fresh context.
+pub fn measure_fed(
+    ctx: &mut Context<'_>,
+    prompt: &[Token],
+    settings: &Settings,
+    max_batch: usize,
+    reps: usize,
+) -> Result<Costs> {
+    let reps = reps.max(1);
+    let (context, filler) = probe_tokens(prompt, settings, max_batch);
+    let n = context.len() as u32;
+    ctx.set_feeding(true);
+    let verify_ms = verify_curve(ctx, &context, &filler[..max_batch], reps)?;
+    let mut calls = Vec::with_capacity(reps);
+    let mut seq = context.clone();
+    for rep in 0..=reps {
+        // One token decoded, then a draft after the next: the call a round makes.
+        ctx.decode(&filler[..1], n, Logits::Last)?;
+        seq.extend_from_slice(&filler[..2]);
+        let t = Instant::now();
+        std::hint::black_box(ctx.self_draft(&seq)?);
+        let elapsed = t.elapsed().as_secs_f64() * 1e3;
+        // The draft's verification (so the next call drafts afresh), then back to the context.
+        ctx.decode(&filler[1..2], n + 1, Logits::Last)?;
+        ctx.truncate(n)?;
+        seq.truncate(context.len());
+        if rep > 0 {
+            calls.push(elapsed);
+        }
+    }
+    let call_ms = median(&calls);
+    let c = if verify_ms[0] > 0.0 { call_ms / verify_ms[0] } else { 0.0 };
+    Ok(Costs { verify_ms, draft_token_ms: call_ms, c })
 }
 
 /// The identity of a cost measurement on disk: the models (path, size, modification time; the

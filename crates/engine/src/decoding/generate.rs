@@ -239,6 +239,19 @@ impl<'r, 'd> Loop<'r, 'd> {
                 .collect(),
             ..Tally::default()
         };
+        // A drafter the target's context feeds reads the prompt only if it can pay for what
+        // feeding it costs (judged on the prior; see `Scheduler::feeding_pays`).
+        let feed = match scheduler.as_ref() {
+            None => true,
+            Some(s) => {
+                let fed: Vec<Candidate> = (0..drafters.len())
+                    .filter(|&i| drafters[i].strategy().drafts_in_target())
+                    .map(|i| model_candidate(s, &*drafters[i], i, prompt, n, true))
+                    .collect();
+                !fed.is_empty() && s.feeding_pays(&fed)
+            }
+        };
+        target.set_feeding(feed);
         let t0 = Instant::now();
         target.decode(prompt, 0, Logits::Last)?;
         let mut rng = Rng::new(settings.sampling.seed);
@@ -345,7 +358,7 @@ impl<'r, 'd> Loop<'r, 'd> {
         let (choices, margins): (Vec<Token>, Vec<f32>) =
             (0..batch.len()).map(|i| argmax_with_margin(self.target.logits(i))).unzip();
         let sampling = &self.settings.sampling;
-        let (accepted, tokens) = if sampling.is_greedy() {
+        let (mut accepted, mut tokens) = if sampling.is_greedy() {
             greedy_round(&round.tokens, &choices)
         } else {
             let p: Vec<Dist> = (0..batch.len()).map(|i| distribution(self.target.logits(i), sampling)).collect();
@@ -356,6 +369,12 @@ impl<'r, 'd> Loop<'r, 'd> {
             };
             stochastic_round(&round.tokens, &q, &p, &mut self.rng)
         };
+        // The answer ends at an end-of-generation token: drafted tokens after it are not output,
+        // so they do not count as accepted.
+        if let Some(end) = tokens.iter().position(|&t| self.target.is_eog(t)) {
+            tokens.truncate(end + 1);
+            accepted = accepted.min(end);
+        }
         Ok(Verdict { accepted, tokens, margins, verify_ms: ms(t.elapsed()) })
     }
 
@@ -557,19 +576,29 @@ fn propose(
                     sh.push((bucket, p.tokens.clone()));
                 }
             }
-            candidates.push(Candidate { bucket, max: p.tokens.len(), token_ms: 0.0, setup_ms: 0.0, observed });
+            candidates.push(Candidate {
+                bucket,
+                max: p.tokens.len(),
+                token_ms: 0.0,
+                setup_ms: 0.0,
+                observed,
+                fed: false,
+            });
             offers.push(Some(p));
         } else {
-            // A model costs time per drafted token, and first the tokens it missed while other
-            // drafters ran (its first drafted token comes with them): decide before drafting.
-            let costs = s.costs();
-            let extra = d.round_cost();
-            let token_ms = costs.draft_token_ms * extra.steps_per_token;
-            let setup_ms = (costs.catch_up_ms(d.catch_up_tokens(context)) - costs.draft_token_ms).max(0.0)
-                + extra.extra_steps * costs.draft_token_ms
-                + extra.overhead_ms;
-            candidates.push(Candidate { bucket: (i, 0), max, token_ms, setup_ms, observed: false });
+            // A drafter in the target's context drafts only while the context feeds it.
+            let in_target = d.strategy().drafts_in_target();
+            let max = if in_target && !target.feeding() { 0 } else { max };
+            candidates.push(model_candidate(s, &**d, i, context, max, in_target && max > 0));
             offers.push(None);
+        }
+    }
+    if candidates.iter().any(|c| c.fed) && !s.feeding_pays(&candidates) {
+        // It costs more than it saves: the context stops feeding it, for the rest of the run.
+        target.set_feeding(false);
+        for c in candidates.iter_mut().filter(|c| c.fed) {
+            c.max = 0;
+            c.fed = false;
         }
     }
     let Some((i, k)) = s.decide(&candidates) else {
@@ -586,6 +615,18 @@ fn propose(
         None => drafters[i].propose_on(target, context, k)?,
     };
     Ok((p, candidates[i].bucket, decision))
+}
+
+/// A model drafter as a candidate of the schedule: it costs time per drafted token, and first
+/// the tokens it missed while other drafters ran (its first drafted token comes with them).
+fn model_candidate(s: &Scheduler, d: &dyn Drafter, i: usize, context: &[Token], max: usize, fed: bool) -> Candidate {
+    let costs = s.costs();
+    let extra = d.round_cost();
+    let token_ms = costs.draft_token_ms * extra.steps_per_token;
+    let setup_ms = (costs.catch_up_ms(d.catch_up_tokens(context)) - costs.draft_token_ms).max(0.0)
+        + extra.extra_steps * costs.draft_token_ms
+        + extra.overhead_ms;
+    Candidate { bucket: (i, 0), max, token_ms, setup_ms, observed: false, fed }
 }
 
 #[cfg(test)]

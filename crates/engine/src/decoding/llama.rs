@@ -48,9 +48,11 @@ pub fn backend() -> Result<&'static LlamaBackend> {
             let mut b = LlamaBackend::init().map_err(|e| Error::Llama(e.to_string()))?;
             crate::decoding::remote::explain_aborts();
             let env = std::env::var_os("DRAFTLAB_LLAMA_LOG").is_some_and(|v| v != "0");
-            if !env && !LLAMA_LOG.load(std::sync::atomic::Ordering::Relaxed) {
+            let on = env || LLAMA_LOG.load(std::sync::atomic::Ordering::Relaxed);
+            if !on {
                 b.void_logs();
             }
+            crate::decoding::speculative::log_to_stderr(on);
             Ok(b)
         })
         .as_ref()
@@ -679,7 +681,10 @@ impl Model {
                 },
                 e => e,
             })?;
-        let inner = Inner::Native(Box::new(NativeState { pair, pending: None }), std::marker::PhantomData);
+        let inner = Inner::Native(
+            Box::new(NativeState { pair, pending: None, feeding: true, gap: false }),
+            std::marker::PhantomData,
+        );
         Ok(self.wrap(inner, n_batch))
     }
 
@@ -757,6 +762,11 @@ struct NativeState {
     pair: Pair,
     /// The last draft, while llama.cpp waits to hear how much of it stood.
     pending: Option<Pending>,
+    /// Whether the drafter should read the target's batches (see [`Context::set_feeding`]).
+    feeding: bool,
+    /// A batch went by unread since the context last started at position 0: the drafter's cache
+    /// has a hole it cannot draft across (llama.cpp wants its positions consecutive).
+    gap: bool,
 }
 
 /// A draft llama.cpp has not heard the fate of.
@@ -786,17 +796,34 @@ impl NativeState {
     }
 
     /// Before a decode at `start`: a new generation restarts, the last draft is settled, and the
-    /// drafter's cache loses its drafts and rejected positions past `start`.
-    fn before_decode(&mut self, start: u32) -> Result<()> {
+    /// drafter's cache loses its drafts and rejected positions past `start`. Says whether the
+    /// drafter reads the batch.
+    fn before_decode(&mut self, start: u32) -> Result<bool> {
         if start == 0 {
             self.restart()?;
+            self.gap = false;
+        }
+        if !self.feeding || self.gap {
+            // Nothing more to tell a drafter that reads no more (until the context starts over).
+            self.gap = true;
+            self.pending = None;
+            return Ok(false);
         }
         self.settle(start)?;
-        self.pair.trim_drafter(start)
+        self.pair.trim_drafter(start)?;
+        Ok(true)
+    }
+
+    /// Whether the drafter can draft now: it is fed and has read every batch since position 0.
+    fn drafting(&self) -> bool {
+        self.feeding && !self.gap
     }
 
     /// Drafts after `context` (its last token at position `context.len() - 1`, not decoded yet).
     fn draft(&mut self, context: &[Token]) -> Result<Vec<Token>> {
+        if !self.drafting() {
+            return Ok(Vec::new());
+        }
         let n_past = context.len().saturating_sub(1) as u32;
         self.settle(n_past)?;
         if let Some(p) = self.pending.take() {
@@ -858,9 +885,10 @@ impl<'m> Context<'m> {
         if logits == Logits::All && tokens.len() > self.n_batch {
             return Err(Error::Llama(format!("{} tokens exceed the batch of {}", tokens.len(), self.n_batch)));
         }
-        if let Inner::Native(n, _) = &mut self.inner {
-            n.before_decode(start)?;
-        }
+        let feed = match &mut self.inner {
+            Inner::Native(n, _) => n.before_decode(start)?,
+            Inner::Plain(_) => false,
+        };
         let n = tokens.len();
         for (c, chunk) in tokens.chunks(self.n_batch).enumerate() {
             let base = c * self.n_batch;
@@ -882,7 +910,7 @@ impl<'m> Context<'m> {
                 }
                 Inner::Native(native, _) => {
                     let output: Vec<bool> = (0..chunk.len()).map(want).collect();
-                    native.pair.decode(chunk, pos, &output)?;
+                    native.pair.decode(chunk, pos, &output, feed)?;
                 }
             }
             self.last_len = chunk.len();
@@ -906,6 +934,22 @@ impl<'m> Context<'m> {
             return Ok(Vec::new());
         }
         n.draft(context)
+    }
+
+    /// Whether this context's decodes feed a drafter that can draft now (false for a plain one).
+    pub fn feeding(&self) -> bool {
+        matches!(&self.inner, Inner::Native(n, _) if n.drafting())
+    }
+
+    /// Lets the drafter read the target's batches, or not: a drafter that costs more than it
+    /// saves stops reading them (each costs about a decode of the drafter). Once a batch goes by
+    /// unread, the drafter drafts nothing until the context starts over at position 0 (its cache
+    /// would have a hole; llama.cpp keeps positions consecutive); turning feeding on waits for
+    /// that. No effect on a plain context.
+    pub fn set_feeding(&mut self, on: bool) {
+        if let Inner::Native(n, _) = &mut self.inner {
+            n.feeding = on;
+        }
     }
 
     /// The logits of position `i` of the last decoded batch (0-based within that batch).

@@ -121,10 +121,13 @@ pub struct Report {
 
 impl Report {
     /// Milliseconds the drafter inside the target's context (its own MTP layers, or an MTP,
-    /// EAGLE-3, DFlash or DSpark head) spent drafting (0 for other strategies, whose drafting costs
-    /// are counted from measured step costs instead).
+    /// EAGLE-3, DFlash or DSpark head; alone or in `auto`) spent drafting: the run's drafting time
+    /// when such a drafter drafted at all (the n-gram drafters beside it in `auto` cost next to
+    /// nothing), else 0 — other strategies' drafting costs are counted from measured step costs,
+    /// and a drafter that was never fed (it could not pay for it) cost nothing.
     pub fn mtp_draft_ms(&self) -> f64 {
-        if self.strategy.is_some_and(crate::decoding::draft::Strategy::drafts_in_target) {
+        let drafted_in_target = self.by_strategy.iter().any(|s| s.strategy.drafts_in_target() && s.rounds > 0);
+        if drafted_in_target {
             self.draft_ms
         } else {
             0.0

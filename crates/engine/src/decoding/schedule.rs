@@ -66,11 +66,16 @@ pub struct Candidate {
     /// Its proposals are scored whether or not they are drafted ([`Scheduler::observe`], for free
     /// drafters at greedy): the schedule knows how it would have fared, so it never probes it.
     pub observed: bool,
+    /// It drafts from the target's own context (MTP layers, a head), which must then feed it every
+    /// batch: while it is a candidate, every round pays the feed (see [`Scheduler::feeding_pays`]).
+    pub fed: bool,
 }
 
 #[derive(Debug, Clone)]
 pub struct Scheduler {
     costs: Costs,
+    /// The target's step costs on a context that feeds a drafter (see [`Scheduler::with_feed`]).
+    fed: Option<Costs>,
     stats: HashMap<Bucket, PositionStats>,
     idle_rounds: usize,
     explore_every: usize,
@@ -85,6 +90,7 @@ impl Scheduler {
     pub fn new(costs: Costs) -> Self {
         Scheduler {
             costs,
+            fed: None,
             stats: HashMap::new(),
             idle_rounds: 0,
             explore_every: EXPLORE_EVERY,
@@ -96,6 +102,38 @@ impl Scheduler {
 
     pub fn costs(&self) -> &Costs {
         &self.costs
+    }
+
+    /// The same schedule for a target whose context can feed a drafter of llama.cpp's: `fed` are
+    /// its step costs while it feeds one (the verify curve measured there, and what a drafting
+    /// call costs as `draft_token_ms`).
+    pub fn with_feed(mut self, fed: Costs) -> Self {
+        self.fed = Some(fed);
+        self
+    }
+
+    /// What feeding the drafter adds to a target pass of `b` tokens.
+    pub fn feed(&self, b: usize) -> f64 {
+        self.fed.as_ref().map_or(0.0, |f| (f.verify(b) - self.costs.verify(b)).max(0.0))
+    }
+
+    /// Whether a context should keep feeding its drafter: drafting with a fed candidate (every
+    /// target pass paying the feed) promises more tokens per millisecond, by the margin drafting
+    /// must promise, than the best of the rest on a context that feeds nothing (not drafting
+    /// included, at the target alone's cost). At the start of a run this is judged on the prior;
+    /// once it says no, the context stops feeding (what a drafter did not read, it cannot draft
+    /// after), so a drafter that costs more than it saves costs at most the rounds that showed it.
+    pub fn feeding_pays(&self, candidates: &[Candidate]) -> bool {
+        let best = |fed: bool| {
+            candidates
+                .iter()
+                .filter(|c| c.fed == fed)
+                .flat_map(|c| (1..=self.longest(c.max)).map(move |k| (c, k)))
+                .map(|(c, k)| self.rate_with(c.bucket, k, c.token_ms, c.setup_ms, fed))
+                .fold(0.0, f64::max)
+        };
+        let alone = MARGIN * self.rate((0, 0), 0, 0.0, 0.0);
+        best(true) > alone.max(MARGIN * best(false))
     }
 
     /// Whether the last decision was an exploration.
@@ -144,18 +182,28 @@ impl Scheduler {
     /// Expected tokens per millisecond of a round that drafts k tokens at `token_ms` each, after
     /// `setup_ms` of catching up.
     pub fn rate(&self, bucket: Bucket, k: usize, token_ms: f64, setup_ms: f64) -> f64 {
+        self.rate_with(bucket, k, token_ms, setup_ms, false)
+    }
+
+    /// The same, on a context that feeds a drafter (`fed`: the target's passes pay the feed).
+    fn rate_with(&self, bucket: Bucket, k: usize, token_ms: f64, setup_ms: f64, fed: bool) -> f64 {
         let mut p = 1.0;
         let mut expected = 1.0;
         for i in 0..k {
             p *= self.acceptance(bucket, i);
             expected += p;
         }
-        expected / self.round_cost(k, token_ms, setup_ms)
+        expected / self.round_cost_with(k, token_ms, setup_ms, fed)
     }
 
     fn round_cost(&self, k: usize, token_ms: f64, setup_ms: f64) -> f64 {
+        self.round_cost_with(k, token_ms, setup_ms, false)
+    }
+
+    fn round_cost_with(&self, k: usize, token_ms: f64, setup_ms: f64, fed: bool) -> f64 {
         let setup = if k > 0 { setup_ms } else { 0.0 };
-        setup + k as f64 * token_ms + self.costs.verify(k + 1)
+        let feed = if fed { self.feed(k + 1) } else { 0.0 };
+        setup + k as f64 * token_ms + self.costs.verify(k + 1) + feed
     }
 
     /// The longest draft the measured verify curve covers.
@@ -187,11 +235,13 @@ impl Scheduler {
         for c in candidates.iter().filter(|c| c.observed) {
             self.observed.insert(c.bucket.0);
         }
+        // While a fed drafter is on offer the context feeds it, whoever drafts.
+        let fed = candidates.iter().any(|c| c.fed);
         let mut best: Option<(usize, usize)> = None;
-        let mut best_rate = MARGIN * self.rate((0, 0), 0, 0.0, 0.0);
+        let mut best_rate = MARGIN * self.rate_with((0, 0), 0, 0.0, 0.0, fed);
         for (i, c) in candidates.iter().enumerate() {
             for k in 1..=self.longest(c.max) {
-                let r = self.rate(c.bucket, k, c.token_ms, c.setup_ms);
+                let r = self.rate_with(c.bucket, k, c.token_ms, c.setup_ms, fed);
                 if r > best_rate {
                     best = Some((i, k));
                     best_rate = r;
@@ -270,7 +320,8 @@ mod tests {
 
     /// The draft length the schedule picks for a single drafter.
     fn choose(s: &mut Scheduler, bucket: Bucket, max: usize, token_ms: f64) -> usize {
-        s.decide(&[Candidate { bucket, max, token_ms, setup_ms: 0.0, observed: false }]).map_or(0, |(_, k)| k)
+        s.decide(&[Candidate { bucket, max, token_ms, setup_ms: 0.0, observed: false, fed: false }])
+            .map_or(0, |(_, k)| k)
     }
 
     fn costs(verify_ms: Vec<f64>, draft_token_ms: f64) -> Costs {
@@ -342,8 +393,8 @@ mod tests {
             s.record((0, 3), 4, 3);
             s.record((1, 0), 4, 4);
         }
-        let ngram = Candidate { bucket: (0, 3), max: 4, token_ms: 0.0, setup_ms: 0.0, observed: false };
-        let model = Candidate { bucket: (1, 0), max: 4, token_ms: 8.0, setup_ms: 0.0, observed: false };
+        let ngram = Candidate { bucket: (0, 3), max: 4, token_ms: 0.0, setup_ms: 0.0, observed: false, fed: false };
+        let model = Candidate { bucket: (1, 0), max: 4, token_ms: 8.0, setup_ms: 0.0, observed: false, fed: false };
         assert_eq!(s.decide(&[ngram, model]).map(|(i, _)| i), Some(0), "free and good beats costly and perfect");
         // No n-gram match this round: the model is the fallback.
         let none = Candidate { max: 0, ..ngram };
@@ -367,7 +418,7 @@ mod tests {
         // Caught up (one new token, as after every round it drafted), it costs what it did.
         assert!((c.catch_up_ms(1) - c.draft_token_ms).abs() < 1e-9);
         let mut s = Scheduler::new(c);
-        let model = Candidate { bucket: (1, 0), max: 8, token_ms: 25.1, setup_ms: behind, observed: false };
+        let model = Candidate { bucket: (1, 0), max: 8, token_ms: 25.1, setup_ms: behind, observed: false, fed: false };
         assert!((0..64).all(|_| s.decide(&[model]).is_none()), "never explored");
     }
 
@@ -376,11 +427,12 @@ mod tests {
         // This machine's curve; lookup drafts of 3 failed at match length 1.
         let c = costs(vec![59.0, 86.0, 117.7, 127.4, 164.0, 189.8, 216.1, 321.0, 346.5], 0.0);
         let mut s = Scheduler::new(c);
-        let fresh = Candidate { bucket: (1, 2), max: 3, token_ms: 0.0, setup_ms: 0.0, observed: false };
+        let fresh = Candidate { bucket: (1, 2), max: 3, token_ms: 0.0, setup_ms: 0.0, observed: false, fed: false };
         assert!(s.decide(&[fresh]).is_some(), "an untried drafter is tried");
         s.record((0, 1), 3, 0);
         s.record((0, 1), 3, 0);
-        let same_drafter = Candidate { bucket: (0, 2), max: 3, token_ms: 0.0, setup_ms: 0.0, observed: false };
+        let same_drafter =
+            Candidate { bucket: (0, 2), max: 3, token_ms: 0.0, setup_ms: 0.0, observed: false, fed: false };
         assert!(s.decide(&[same_drafter]).is_none(), "its match length 2 starts from what length 1 showed");
         assert!(s.decide(&[fresh]).is_some(), "another drafter keeps its own prior");
     }
@@ -397,7 +449,7 @@ mod tests {
             t.record((0, 0), 1, 0);
             t.record((0, 0), 1, 1);
         }
-        let c = Candidate { bucket: (0, 0), max: 1, token_ms: 0.0, setup_ms: 0.0, observed: false };
+        let c = Candidate { bucket: (0, 0), max: 1, token_ms: 0.0, setup_ms: 0.0, observed: false, fed: false };
         assert_eq!(s.decide(&[c]), Some((0, 1)));
         assert_eq!(t.decide(&[c]), None);
     }

@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use crate::decoding::chat::ChatInput;
 use crate::decoding::compare::{compare, Comparison};
-use crate::decoding::costs::{costs_key, costs_max_age_s, measure_costs, Costs, CostsCache};
+use crate::decoding::costs::{costs_key, costs_max_age_s, measure_costs, measure_fed, Costs, CostsCache};
 use crate::decoding::draft::cross::{PromptPairs, Translator};
 use crate::decoding::draft::model::ModelDrafter;
 use crate::decoding::draft::mtp::MtpDrafter;
@@ -33,8 +33,8 @@ use crate::files::doctor::{self, Diagnosis, KvScale, Pairing, Placement, Topic, 
 use crate::files::gguf::{DrafterKind, GgufFile};
 
 /// What measured costs depend on: whether the draft model's cost is measured, context, batch,
-/// threads, largest verify batch.
-type CostsKey = (bool, u32, u32, u32, usize);
+/// threads, largest verify batch, and the drafter the target's context feeds (none: a plain one).
+type CostsKey = (bool, u32, u32, u32, usize, Option<NativeKind>);
 
 /// A loaded target (and draft, when the settings draft with one), ready to run.
 pub struct Session {
@@ -470,16 +470,24 @@ impl Session {
     ) -> Result<Report> {
         settings.require(mode)?;
         let mut notes = Vec::new();
-        let costs = match mode == Mode::Speculative && settings.adaptive {
+        let adaptive = mode == Mode::Speculative && settings.adaptive;
+        let costs = match adaptive {
             true => Some(self.costs(prompt, settings)?),
+            false => None,
+        };
+        let fed = match adaptive {
+            true => self.fed_costs(prompt, settings)?,
             false => None,
         };
         let mut drafters = match mode {
             Mode::Baseline => Vec::new(),
-            Mode::Speculative => self.drafters(settings, &mut notes, model_drafter, costs.as_ref())?,
+            Mode::Speculative => self.drafters(settings, &mut notes, model_drafter, costs.as_ref(), fed.as_ref())?,
         };
         let scheduler = match drafters.is_empty() {
-            false => costs.map(Scheduler::new),
+            false => costs.map(|c| match fed {
+                Some(f) => Scheduler::new(c).with_feed(f),
+                None => Scheduler::new(c),
+            }),
             true => None,
         };
         let draft = match mode {
@@ -538,12 +546,13 @@ impl Session {
         notes: &mut Vec<String>,
         model: Option<Box<dyn Drafter + 'a>>,
         costs: Option<&Costs>,
+        fed: Option<&Costs>,
     ) -> Result<Vec<Box<dyn Drafter + 'a>>> {
         let mut out: Vec<Box<dyn Drafter + 'a>> = Vec::new();
         match s.strategy {
             Strategy::DraftModel => out.push(model.ok_or_else(no_draft)?),
             Strategy::Mtp | Strategy::Eagle3 | Strategy::Dflash | Strategy::Dspark => {
-                out.push(self.self_drafter(s.strategy, s, costs));
+                out.push(self.self_drafter(s.strategy, s, costs, fed));
             }
             Strategy::PromptLookup => out.push(Box::new(PromptLookup::new(s.lookup_min, s.lookup_max)?)),
             Strategy::NgramMod => out.push(Self::ngram_mod(s)?),
@@ -561,7 +570,7 @@ impl Session {
                 out.push(Self::ngram_mod(s)?);
                 // A drafter file given to auto drafts too (inside the target's context).
                 if let Some(kind) = self.head {
-                    out.push(self.self_drafter(Strategy::for_head(kind), s, costs));
+                    out.push(self.self_drafter(Strategy::for_head(kind), s, costs, fed));
                 }
                 out.extend(model);
             }
@@ -570,12 +579,20 @@ impl Session {
     }
 
     /// A drafter that asks the target's context for llama.cpp's drafts (its MTP layers, or a head).
-    fn self_drafter<'a>(&self, strategy: Strategy, s: &ValidSettings, costs: Option<&Costs>) -> Box<dyn Drafter + 'a> {
-        // Until a call is timed: an MTP block or a head is about one block of the target's (plus
-        // its output layer), run once per drafted token, up to the maximum.
+    fn self_drafter<'a>(
+        &self,
+        strategy: Strategy,
+        s: &ValidSettings,
+        costs: Option<&Costs>,
+        fed: Option<&Costs>,
+    ) -> Box<dyn Drafter + 'a> {
+        // Until a call of this run is timed: a call as measured with the feed (see
+        // `Session::fed_costs`), else an MTP block or a head taken as about one block of the
+        // target's (plus its output layer), run once per drafted token, up to the maximum.
         let layers = self.target.summary.n_layer.unwrap_or(1).max(1) as f64;
         let step = costs.map_or(0.0, |c| c.verify(1));
-        Box::new(MtpDrafter::for_strategy(strategy, step * 2.0 / layers * s.n_draft as f64))
+        let estimate = fed.map(|f| f.draft_token_ms).filter(|&ms| ms > 0.0);
+        Box::new(MtpDrafter::for_strategy(strategy, estimate.unwrap_or(step * 2.0 / layers * s.n_draft as f64)))
     }
 
     /// llama.cpp's `ngram-mod` drafter, at the sizes these settings give it.
@@ -656,7 +673,7 @@ impl Session {
     pub fn costs(&self, prompt: &[Token], settings: &ValidSettings) -> Result<Costs> {
         let with_draft = self.drafts_with_model(settings);
         let max_batch = settings.n_draft + 1;
-        let key = (with_draft, settings.n_ctx, settings.n_batch, settings.threads, max_batch);
+        let key = (with_draft, settings.n_ctx, settings.n_batch, settings.threads, max_batch, None);
         if let Some(c) = self.costs.borrow().get(&key) {
             return Ok(c.clone());
         }
@@ -672,6 +689,38 @@ impl Session {
         };
         self.costs.borrow_mut().insert(key, c.clone());
         Ok(c)
+    }
+
+    /// The target's step costs on a context that feeds the drafter a speculative run with these
+    /// settings drafts with inside it (MTP layers, a head), when it has one: the verify curve with
+    /// the feed, and a drafting call's time (see [`measure_fed`]). Kept like [`Session::costs`].
+    pub fn fed_costs(&self, prompt: &[Token], settings: &ValidSettings) -> Result<Option<Costs>> {
+        let Some((kind, file)) = self.drafting_in_target(Mode::Speculative, settings) else { return Ok(None) };
+        let max_batch = settings.n_draft + 1;
+        let key = (false, settings.n_ctx, settings.n_batch, settings.threads, max_batch, Some(kind));
+        if let Some(c) = self.costs.borrow().get(&key) {
+            return Ok(Some(c.clone()));
+        }
+        let disk_key = format!(
+            "{}|fed:{}:{}",
+            costs_key(&self.target.id, None, settings, max_batch),
+            kind.spec_type(),
+            file.map_or_else(
+                || "-".to_string(),
+                |f| format!("{}:{}:{}", f.id.path.display(), f.id.file_size, f.id.mtime)
+            ),
+        );
+        let c = match CostsCache::load().get(&disk_key, costs_max_age_s(settings)) {
+            Some(c) => c,
+            None => {
+                let mut ctx = self.target_context(Mode::Speculative, settings)?;
+                let c = measure_fed(&mut ctx, prompt, settings, max_batch, 3)?;
+                CostsCache::store(&disk_key, &c);
+                c
+            }
+        };
+        self.costs.borrow_mut().insert(key, c.clone());
+        Ok(Some(c))
     }
 
     /// Measures the step costs afresh (`reps` interleaved repetitions, batches up to `max_batch`),

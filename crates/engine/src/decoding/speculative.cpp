@@ -8,6 +8,7 @@
 // draft) are kept here rather than left to them.
 
 #include "common.h"
+#include "log.h"
 #include "speculative.h"
 
 #include <algorithm>
@@ -46,6 +47,13 @@ template <typename F> auto started(char * err, size_t err_len, F start) -> declt
 } // namespace
 
 extern "C" {
+
+// How much of llama.cpp's common log (its drafters' messages, printed by a thread of its own)
+// comes out: warnings and errors, on stderr, when `stderr` is set; nothing otherwise. Never its
+// informational lines: those go to stdout, which the engine's worker speaks its protocol on.
+void dl_log_to_stderr(bool stderr_on) {
+    common_log_set_verbosity_thold(stderr_on ? LOG_LEVEL_WARN : -1);
+}
 
 // Status codes (mirrored in speculative.rs).
 enum dl_status : int32_t {
@@ -332,9 +340,11 @@ uint32_t dl_pair_n_ctx(const dl_pair * pair) {
 }
 
 // Decodes `n` tokens (at most the batch) at positions `pos0..` on the target, logits where
-// `output[i]` is non-zero, then lets the drafter read the batch. Returns llama_decode's status
-// (0: decoded), or -100 for invalid arguments and -101 when the drafter failed.
-int32_t dl_pair_decode(dl_pair * pair, const llama_token * tokens, int32_t n, llama_pos pos0, const int8_t * output) {
+// `output[i]` is non-zero, then, when `feed` is set, lets the drafter read the batch (a drafter
+// not fed a batch has a gap it cannot draft across: the caller stops asking it). Returns
+// llama_decode's status (0: decoded), or -100 for invalid arguments and -101 when the drafter failed.
+int32_t dl_pair_decode(dl_pair * pair, const llama_token * tokens, int32_t n, llama_pos pos0, const int8_t * output,
+                       bool feed) {
     if (pair == nullptr || tokens == nullptr || output == nullptr || n <= 0 || n > pair->n_batch || pos0 < 0) {
         return -100;
     }
@@ -351,7 +361,7 @@ int32_t dl_pair_decode(dl_pair * pair, const llama_token * tokens, int32_t n, ll
             pos[i] = pos0 + i;
         }
         const int32_t rc = llama_decode(pair->tgt, b);
-        if (rc != 0) {
+        if (rc != 0 || !feed) {
             return rc;
         }
         return dl_spec_process(pair->spec, tokens, pos.data(), output, n) == DL_OK ? 0 : -101;

@@ -122,6 +122,7 @@ mod ffi {
     pub const OK: i32 = 0;
 
     unsafe extern "C" {
+        pub fn dl_log_to_stderr(on: bool);
         pub fn dl_spec_init(
             p: *const Params,
             tgt: *mut llama_cpp_sys_2::llama_context,
@@ -156,7 +157,14 @@ mod ffi {
         pub fn dl_pair_free(p: *mut Pair);
         pub fn dl_pair_spec(p: *mut Pair) -> *mut Spec;
         pub fn dl_pair_n_ctx(p: *const Pair) -> u32;
-        pub fn dl_pair_decode(p: *mut Pair, tokens: *const i32, n: i32, pos0: i32, output: *const i8) -> i32;
+        pub fn dl_pair_decode(
+            p: *mut Pair,
+            tokens: *const i32,
+            n: i32,
+            pos0: i32,
+            output: *const i8,
+            feed: bool,
+        ) -> i32;
         pub fn dl_pair_logits(p: *mut Pair, i: i32) -> *const f32;
         pub fn dl_pair_trim(p: *mut Pair, from: i32, target: bool) -> bool;
         pub fn dl_pair_clear(p: *mut Pair);
@@ -180,6 +188,14 @@ mod ffi {
     pub struct Pair {
         _private: [u8; 0],
     }
+}
+
+/// Lets llama.cpp's drafters print their warnings and errors on stderr, or not (its common log;
+/// their informational lines never: they would go to stdout).
+pub fn log_to_stderr(on: bool) {
+    // SAFETY: sets a global threshold that llama.cpp's log reads; called while no drafter runs
+    // (when the backend starts).
+    unsafe { ffi::dl_log_to_stderr(on) }
 }
 
 fn to_i32(n: usize, what: &str) -> Result<i32> {
@@ -402,13 +418,14 @@ impl Pair {
     }
 
     /// Decodes `tokens` (at most the batch) at positions `start..` with logits where `output`
-    /// says, and lets the drafter read the batch.
-    pub fn decode(&mut self, tokens: &[Token], start: u32, output: &[bool]) -> Result<()> {
+    /// says, and, when `feed`, lets the drafter read the batch (a batch it does not read is a gap
+    /// in its cache: it cannot draft again until the context starts over).
+    pub fn decode(&mut self, tokens: &[Token], start: u32, output: &[bool], feed: bool) -> Result<()> {
         let n = to_i32(tokens.len(), "batch size")?;
         let out: Vec<i8> = (0..tokens.len()).map(|i| i8::from(output.get(i).copied().unwrap_or(false))).collect();
         let pos0 = to_i32(start as usize, "position")?;
         // SAFETY: `raw` is live; `tokens` and `out` hold `n` elements for the call.
-        let rc = unsafe { ffi::dl_pair_decode(self.raw.as_ptr(), tokens.as_ptr(), n, pos0, out.as_ptr()) };
+        let rc = unsafe { ffi::dl_pair_decode(self.raw.as_ptr(), tokens.as_ptr(), n, pos0, out.as_ptr(), feed) };
         match rc {
             0 => Ok(()),
             -101 => Err(Error::Llama(format!("llama.cpp's {} drafter failed to read the batch", self.kind()))),

@@ -31,6 +31,14 @@ pub trait Target {
     fn self_draft(&mut self, _context: &[Token]) -> Result<Vec<Token>> {
         Ok(Vec::new())
     }
+    /// Whether the target's decodes feed a drafter of llama.cpp's that can draft now (see
+    /// [`Context::set_feeding`](crate::decoding::llama::Context::set_feeding)).
+    fn feeding(&self) -> bool {
+        false
+    }
+    /// Starts or stops feeding that drafter (stopped, it drafts nothing until the context starts
+    /// over at position 0).
+    fn set_feeding(&mut self, _on: bool) {}
 }
 
 /// A target model and a context of it.
@@ -70,5 +78,13 @@ impl Target for LlamaTarget<'_> {
 
     fn self_draft(&mut self, context: &[Token]) -> Result<Vec<Token>> {
         self.ctx.self_draft(context)
+    }
+
+    fn feeding(&self) -> bool {
+        self.ctx.feeding()
+    }
+
+    fn set_feeding(&mut self, on: bool) {
+        self.ctx.set_feeding(on)
     }
 }

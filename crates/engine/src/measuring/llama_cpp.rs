@@ -16,6 +16,7 @@ use std::path::Path;
 use crate::decoding::draft::Strategy;
 use crate::decoding::llama::{FlashAttn, GpuLayers, KvType};
 use crate::decoding::settings::{ngram_mod_sizes, Settings};
+use crate::files::gguf::DrafterKind;
 
 /// What llama.cpp's `ngram-cache` drafts at most, fixed (common/speculative.cpp).
 const NGRAM_CACHE_DRAFT: usize = 8;
@@ -103,12 +104,18 @@ impl Launcher {
     }
 }
 
-/// The `llama-server` command for `settings` with this target (and draft), or none when llama.cpp
-/// cannot express the strategy (`auto`) or it needs a draft that is missing. A caller whose draft
+/// The `llama-server` command for `settings` with this target (and draft), or none when the
+/// strategy needs a draft that is missing (`auto` is llama.cpp's chain of the drafters it has). A caller whose draft
 /// has another vocabulary passes none: llama.cpp drafts only within one vocabulary. Spelled for
 /// the llama.cpp this machine has ([`Launcher::detect`]).
 pub fn server_command(target: &Path, draft: Option<&Path>, s: &Settings) -> Option<LlamaCpp> {
     server_command_for(Launcher::detect(), target, draft, s)
+}
+
+/// The kind of drafter file at `path` (an MTP head, EAGLE-3, DFlash, DSpark), if it is one (a path
+/// that cannot be read is taken for a draft model).
+fn head_kind(path: &Path) -> Option<DrafterKind> {
+    crate::files::gguf::GgufFile::open(path).ok().and_then(|g| g.drafter_kind())
 }
 
 /// The same, for a given way of starting llama.cpp's server.
@@ -128,7 +135,32 @@ pub fn server_command_for(launcher: Launcher, target: &Path, draft: Option<&Path
         }
     };
     match s.strategy {
-        Strategy::Auto => return None,
+        Strategy::Auto => {
+            // llama.cpp's chain: every type listed, tried in its own fixed order (n-gram drafters
+            // before model drafters), the first that drafts drafts.
+            let mut types = vec!["ngram-simple", "ngram-mod", "ngram-cache"];
+            let model = draft.map(|d| (shell(&d.display().to_string()), head_kind(d)));
+            if let Some((_, kind)) = &model {
+                types.push(kind.map_or("draft-simple", |k| k.spec_type()));
+            }
+            push(&["--spec-type", &types.join(",")]);
+            push(&["--spec-ngram-simple-size-n", &s.lookup_max.to_string(), "--spec-ngram-simple-size-m", &n]);
+            let (n_match, n_min, n_max) = ngram_mod_sizes(s);
+            push(&["--spec-ngram-mod-n-match", &n_match.to_string()]);
+            push(&["--spec-ngram-mod-n-min", &n_min.to_string(), "--spec-ngram-mod-n-max", &n_max.to_string()]);
+            if s.ngram_map.is_some() {
+                push(&["-lcs", "ngram-static.bin"]);
+            }
+            if let Some((d, _)) = &model {
+                push(&["-md", d, "-ngld", &ngl(s.draft_layers())]);
+                push(&["--spec-draft-n-max", &n, "--spec-draft-p-min", &s.p_min.to_string()]);
+            }
+            notes.push(
+                "llama.cpp drafts with the first of these that offers tokens, n-gram drafters first; Draftlab's auto \
+                 picks among them each round by expected tokens per millisecond"
+                    .into(),
+            );
+        }
         Strategy::DraftModel => {
             let d = shell(&draft?.display().to_string());
             push(&["-md", &d, "-ngld", &ngl(s.draft_layers()), "--spec-type", "draft-simple"]);
@@ -297,8 +329,7 @@ mod tests {
                 Some(Path::new("/m/draft.gguf")),
                 &s,
             ) else {
-                assert_eq!(s.strategy, Strategy::Auto, "only auto has no command");
-                continue;
+                panic!("{} has a command", s.strategy);
             };
             printed += 1;
             let words: Vec<&str> = c.command.split_whitespace().collect();
@@ -314,20 +345,23 @@ mod tests {
             // Each --spec-type value is one llama.cpp knows.
             for (i, w) in words.iter().enumerate() {
                 if *w == "--spec-type" {
-                    let v = words[i + 1];
-                    assert!(speculative.contains(&format!("{{\"{v}\",")), "{v} is not a llama.cpp --spec-type");
+                    for v in words[i + 1].split(',') {
+                        assert!(speculative.contains(&format!("{{\"{v}\",")), "{v} is not a llama.cpp --spec-type");
+                    }
                 }
             }
             let cache_differs = s.strategy == Strategy::NgramCache && s.keep_ngram_cache;
             assert_eq!(
                 c.note.is_some(),
-                s.adaptive || cache_differs || matches!(s.strategy, Strategy::PromptLookup | Strategy::NgramMap),
+                s.adaptive
+                    || cache_differs
+                    || matches!(s.strategy, Strategy::PromptLookup | Strategy::NgramMap | Strategy::Auto),
                 "{}",
                 c.line()
             );
         }
-        // Every strategy but `auto`, adaptive or not, with or without a kept cache, tuned or not.
-        assert_eq!(printed, 8 * (Strategy::ALL.len() - 1));
+        // Every strategy, adaptive or not, with or without a kept cache, tuned or not.
+        assert_eq!(printed, 8 * Strategy::ALL.len());
     }
 
     #[test]
@@ -346,10 +380,7 @@ mod tests {
             server_command_for(Launcher::Server, Path::new("/m/t.gguf"), None, &s).is_none(),
             "the draft strategy needs a draft"
         );
-        let auto = Settings::default();
-        assert!(
-            server_command_for(Launcher::Server, Path::new("/m/t.gguf"), Some(Path::new("/m/d.gguf")), &auto).is_none()
-        );
+        // (`auto`: see auto_is_llama_cpps_chain_of_the_drafters_it_has.)
         // MTP needs no draft: llama.cpp drafts with the target's own layers; a head file is `-md`.
         let mtp = Settings { strategy: Strategy::Mtp, ..s.clone() };
         assert_eq!(
@@ -412,6 +443,26 @@ mod tests {
             &Settings { strategy: Strategy::PromptLookup, ..split },
         );
         assert!(c.unwrap().command.ends_with("--rpc 10.0.0.2:50052 --tensor-split 3,1"));
+    }
+
+    #[test]
+    fn auto_is_llama_cpps_chain_of_the_drafters_it_has() {
+        let t = Path::new("/m/t.gguf");
+        let auto = Settings { strategy: Strategy::Auto, adaptive: false, n_draft: 6, ..Settings::default() };
+        let c = server_command_for(Launcher::Server, t, None, &auto).unwrap();
+        assert!(
+            c.command.starts_with(
+                "llama-server -m /m/t.gguf --spec-type ngram-simple,ngram-mod,ngram-cache --spec-ngram-simple-size-n"
+            ),
+            "{}",
+            c.command
+        );
+        assert!(!c.command.contains("-md"), "{}", c.command);
+        assert!(c.note.as_deref().is_some_and(|n| n.contains("first of these that offers tokens")), "{:?}", c.note);
+        // With a draft model (a file that is no drafter head), the model drafter comes last.
+        let c = server_command_for(Launcher::Server, t, Some(Path::new("/m/d.gguf")), &auto).unwrap();
+        assert!(c.command.contains("--spec-type ngram-simple,ngram-mod,ngram-cache,draft-simple "), "{}", c.command);
+        assert!(c.command.contains("-md /m/d.gguf -ngld 99 --spec-draft-n-max 6"), "{}", c.command);
     }
 
     #[test]

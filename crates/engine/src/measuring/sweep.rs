@@ -20,6 +20,7 @@ use crate::decoding::report::Report;
 use crate::decoding::session::Session;
 use crate::decoding::settings::{Mode, Settings, ValidSettings};
 use crate::error::{Error, ErrorInfo, Result};
+use crate::files::gguf::{DrafterKind, GgufFile};
 use crate::machine::MachineInfo;
 use crate::measuring::bench::{self, expected_accepted, fit_alpha, BenchOptions, Spread};
 use crate::measuring::llama_cpp;
@@ -36,7 +37,8 @@ const PROBE_TOKENS: usize = 48;
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct SweepSpec {
     pub targets: Vec<PathBuf>,
-    /// Draft models (used by the `draft-model` and `auto` strategies).
+    /// Draft models (used by the `draft-model` and `auto` strategies) and drafter files (an MTP,
+    /// EAGLE-3, DFlash or DSpark head: each runs with its own strategy, and `auto`).
     pub drafts: Vec<PathBuf>,
     /// Fixed draft lengths to try.
     pub n_drafts: Vec<usize>,
@@ -251,13 +253,13 @@ impl SweepSpec {
         if self.drafts.is_empty() && self.strategies.contains(&Strategy::DraftModel) {
             return bad("drafts", "is empty, but the draft strategy needs at least one draft");
         }
-        if let Some(s) =
-            self.strategies.iter().find(|s| matches!(s, Strategy::Eagle3 | Strategy::Dflash | Strategy::Dspark))
-        {
-            return bad(
-                "strategies",
-                &format!("has {s}, which a sweep cannot pair with its drafter file yet: run it with `draftlab bench --strategy {s} --draft FILE`"),
-            );
+        let kinds = self.draft_kinds();
+        if let Some(s) = self.strategies.iter().find(|s| {
+            matches!(s, Strategy::Eagle3 | Strategy::Dflash | Strategy::Dspark)
+                && !kinds.iter().any(|k| k.is_some_and(|k| Strategy::for_head(k) == **s))
+        }) {
+            let kind = s.head_kind().map_or_else(|| "its drafter".to_string(), |k| k.a_label());
+            return bad("strategies", &format!("has {s}, which needs {kind} among the drafts"));
         }
         if self.strategies.contains(&Strategy::NgramMap) && self.settings.ngram_map.is_none() {
             return bad("ngram_map", "is needed by the ngram-map strategy");
@@ -292,13 +294,32 @@ impl SweepSpec {
         out
     }
 
+    /// What each of `drafts` is: a drafter file's kind, or none for a draft model (or a file that
+    /// cannot be read: the doctor says why when its cells run).
+    pub fn draft_kinds(&self) -> Vec<Option<DrafterKind>> {
+        self.drafts.iter().map(|d| GgufFile::open(d).ok().and_then(|g| g.drafter_kind())).collect()
+    }
+
     fn cells_of(&self, variant: usize) -> Vec<CellKey> {
+        let kinds = self.draft_kinds();
         let mut out = Vec::new();
         for t in 0..self.targets.len() {
             for draft in std::iter::once(None).chain((0..self.drafts.len()).map(Some)) {
-                for &strategy in &self.strategies {
-                    // `auto` without a draft would be the n-gram strategies again.
-                    if strategy.uses_draft_model() != draft.is_some() {
+                let head = draft.and_then(|d| kinds[d]);
+                // A drafter file is a row of its own strategy, whether or not the spec names it.
+                let own = head.map(Strategy::for_head).filter(|s| !self.strategies.contains(s));
+                for strategy in self.strategies.iter().copied().chain(own) {
+                    let fits = match (draft, head) {
+                        // `auto` without a draft would be the n-gram strategies again; a head
+                        // strategy needs its file.
+                        (None, _) => {
+                            !strategy.uses_draft_model()
+                                && !matches!(strategy, Strategy::Eagle3 | Strategy::Dflash | Strategy::Dspark)
+                        }
+                        (Some(_), None) => strategy.uses_draft_model(),
+                        (Some(_), Some(kind)) => strategy == Strategy::Auto || strategy == Strategy::for_head(kind),
+                    };
+                    if !fits {
                         continue;
                     }
                     for &n_draft in &self.n_drafts {
@@ -548,7 +569,9 @@ pub fn run(
     let mut runnable = Vec::new();
     for (ids, keys) in groups {
         let draft = ids.1.map(|d| spec.drafts[d].as_path());
-        match Session::check(&spec.targets[ids.0], draft, &spec.variant_settings(ids.2)) {
+        // Checked for the pair's first cell's strategy (a drafter file runs under its own).
+        let settings = Settings { strategy: keys[0].strategy, ..spec.variant_settings(ids.2) };
+        match Session::check(&spec.targets[ids.0], draft, &settings) {
             Ok(_) => {
                 timing.pending.push(ids);
                 timing.weights.insert(ids, weight(ids));

@@ -32,11 +32,39 @@ struct ScriptedTarget {
     eog_after: Option<usize>,
     decodes: usize,
     trims: usize,
+    /// A drafter its context feeds, as llama.cpp's heads are fed (none: a plain context).
+    fed: Option<Fed>,
+}
+
+/// A drafter fed by the scripted target's decodes: right (4 tokens) while the context is shorter
+/// than `right_until`, wrong after. A decode it does not read leaves a gap: it drafts nothing
+/// until the context starts over at 0.
+struct Fed {
+    on: bool,
+    gap: bool,
+    right_until: usize,
+    /// Decodes it read, and those it did not.
+    read: usize,
+    skipped: usize,
 }
 
 impl ScriptedTarget {
     fn new(n_ctx: usize, prompt_len: usize) -> Self {
-        ScriptedTarget { cache: Vec::new(), rows: Vec::new(), n_ctx, prompt_len, eog_after: None, decodes: 0, trims: 0 }
+        ScriptedTarget {
+            cache: Vec::new(),
+            rows: Vec::new(),
+            n_ctx,
+            prompt_len,
+            eog_after: None,
+            decodes: 0,
+            trims: 0,
+            fed: None,
+        }
+    }
+
+    fn feeding_a_drafter(mut self, right_until: usize) -> Self {
+        self.fed = Some(Fed { on: true, gap: false, right_until, read: 0, skipped: 0 });
+        self
     }
 }
 
@@ -49,6 +77,17 @@ impl Target for ScriptedTarget {
             return Err(Error::Llama("decode past the context".into()));
         }
         self.decodes += 1;
+        if let Some(f) = self.fed.as_mut() {
+            if start == 0 {
+                f.gap = false;
+            }
+            if f.on && !f.gap {
+                f.read += 1;
+            } else {
+                f.gap = true;
+                f.skipped += 1;
+            }
+        }
         self.rows.clear();
         for (i, &t) in tokens.iter().enumerate() {
             self.cache.push(t);
@@ -93,6 +132,24 @@ impl Target for ScriptedTarget {
 
     fn piece(&self, token: Token) -> Vec<u8> {
         format!("<{token}>").into_bytes()
+    }
+
+    fn feeding(&self) -> bool {
+        self.fed.as_ref().is_some_and(|f| f.on && !f.gap)
+    }
+
+    fn set_feeding(&mut self, on: bool) {
+        if let Some(f) = self.fed.as_mut() {
+            f.on = on;
+        }
+    }
+
+    fn self_draft(&mut self, context: &[Token]) -> Result<Vec<Token>> {
+        let Some(f) = self.fed.as_ref().filter(|_| self.feeding()) else { return Ok(Vec::new()) };
+        let right = if context.len() < f.right_until { usize::MAX } else { 0 };
+        let d = ScriptedDrafter { right, prompt_len: self.prompt_len, eog_after: self.eog_after };
+        let mut d = d;
+        Ok(d.propose(context, 4)?.tokens)
     }
 }
 
@@ -374,4 +431,72 @@ fn a_free_drafter_is_learned_from_without_drafting() {
         assert_eq!(t, next(&ctx, None, PROMPT.len()), "the target's own output, token for token");
         ctx.push(t);
     }
+}
+
+/// A run with a drafter the target's context feeds (llama.cpp's heads), scheduled on `plain`
+/// step costs and `fed` ones (what a pass costs while the context feeds it; its drafting call as
+/// `draft_token_ms`).
+fn run_fed(target: ScriptedTarget, plain: Costs, fed: Costs, n_predict: usize) -> Outcome {
+    let s = Settings { n_predict, n_draft: 4, adaptive: true, n_ctx: 200, ..Settings::default() }
+        .validate(Mode::Speculative)
+        .unwrap();
+    let call = fed.draft_token_ms;
+    let mut drafters: Vec<Box<dyn Drafter>> =
+        vec![Box::new(crate::decoding::draft::mtp::MtpDrafter::for_strategy(Strategy::Eagle3, call))];
+    let scheduler = Scheduler::new(plain).with_feed(fed);
+    let (mut target, cancel, mut events) = (target, AtomicBool::new(false), Vec::new());
+    let report = generate(
+        &mut target,
+        &mut drafters,
+        Some(scheduler),
+        &PROMPT,
+        &s,
+        info(Mode::Speculative),
+        &cancel,
+        &mut |e| events.push(e),
+    )
+    .unwrap();
+    Outcome { report, events, target }
+}
+
+fn same_as_the_target_alone(r: &Report) {
+    let mut ctx = PROMPT.to_vec();
+    for &t in &r.tokens {
+        assert_eq!(t, next(&ctx, None, PROMPT.len()), "the target's own output, token for token");
+        ctx.push(t);
+    }
+}
+
+#[test]
+fn a_drafter_whose_feed_cannot_pay_is_never_fed() {
+    // Feeding it adds 20 ms to every 10 ms pass: even drafts right at the prior's rate cannot win
+    // that back, so the context does not feed it, the prompt included, and it never drafts.
+    let plain = Costs { verify_ms: vec![10.0, 11.0, 12.0, 13.0, 14.0], draft_token_ms: 0.0, c: 0.0 };
+    let fed = Costs { verify_ms: vec![30.0, 31.0, 32.0, 33.0, 34.0], draft_token_ms: 1.0, c: 0.1 };
+    let o = run_fed(ScriptedTarget::new(200, PROMPT.len()).feeding_a_drafter(usize::MAX), plain, fed, 40);
+    let f = o.target.fed.as_ref().unwrap();
+    assert_eq!(f.read, 0, "not even the prompt was fed");
+    assert_eq!(o.report.drafted, 0);
+    same_as_the_target_alone(&o.report);
+}
+
+#[test]
+fn a_fed_drafter_drafts_while_it_pays_and_is_no_longer_fed_once_it_does_not() {
+    // A flat verify curve and a cheap feed: a right drafter pays, and drafts 4 every round. From
+    // token 12 on it is always wrong: once the schedule no longer expects it to pay for its feed,
+    // the context stops feeding it, and it drafts nothing more.
+    let plain = Costs { verify_ms: vec![10.0, 10.5, 11.0, 11.5, 12.0], draft_token_ms: 0.0, c: 0.0 };
+    let fed = Costs { verify_ms: vec![11.0, 11.5, 12.0, 12.5, 13.0], draft_token_ms: 1.0, c: 0.1 };
+    let right_until = PROMPT.len() + 12;
+    let o = run_fed(ScriptedTarget::new(200, PROMPT.len()).feeding_a_drafter(right_until), plain, fed, 120);
+    let r = &o.report;
+    same_as_the_target_alone(r);
+    let f = o.target.fed.as_ref().unwrap();
+    assert!(!f.on && f.skipped > 0, "feeding stopped: {} read, {} not", f.read, f.skipped);
+    let pattern: Vec<_> = r.rounds.iter().map(|x| (x.drafted, x.accepted)).collect();
+    assert!(r.rounds[0].drafted == 4 && r.rounds[0].accepted == 4, "{pattern:?}");
+    // Every round after the feed stopped drafted nothing, and they were most of the run.
+    let last_draft = r.rounds.iter().rposition(|x| x.drafted > 0).unwrap();
+    assert!(r.rounds.len() - last_draft > f.skipped.saturating_sub(1), "{pattern:?}");
+    assert!(f.skipped > r.rounds.len() / 2, "{} of {} rounds unfed: {pattern:?}", f.skipped, r.rounds.len());
 }
