@@ -338,10 +338,12 @@ pub fn second_token_distribution(
     temperature: f32,
     drafting: u64,
 ) {
+    use crate::decoding::draft::Drafter;
     use crate::decoding::llama::{Logits, Token};
     use crate::decoding::report::StopReason;
     use crate::decoding::sampling::{distribution, SamplingParams};
     use crate::decoding::settings::{Mode, Settings};
+    use crate::decoding::target::LlamaTarget;
     use std::collections::HashMap;
     use std::sync::atomic::AtomicBool;
     let prompt = p.prompt_tokens(text, true).expect("ok");
@@ -354,6 +356,7 @@ pub fn second_token_distribution(
     // Seeds whose first token ended the run (end of generation: both modes draw the same first
     // token) say nothing of the second: they are left out, of the samples and the exact mix alike.
     let mut used = 0u64;
+    let mut targets: [Option<LlamaTarget>; 2] = [None, None];
     'seeds: for seed in 0..seeds {
         let sampling = SamplingParams { temperature, top_k: 10, top_p: 1.0, min_p: 0.0, seed };
         let s = Settings {
@@ -369,7 +372,21 @@ pub fn second_token_distribution(
         };
         for (i, mode) in [Mode::Baseline, Mode::Speculative].into_iter().enumerate() {
             let valid = s.clone().validate(mode).expect("valid settings");
-            let r = p.run_with(mode, &prompt, &valid, &AtomicBool::new(false), &mut |_| {}).expect("run");
+            // Each mode's context is made once and emptied before each run (as a fresh one is):
+            // making contexts, not generating three tokens, is what hundreds of runs would cost.
+            let target = targets[i].get_or_insert_with(|| LlamaTarget {
+                model: p.target(),
+                ctx: p.target_context(mode, &valid).expect("context"),
+            });
+            target.ctx.clear();
+            let drafter = match mode {
+                Mode::Speculative => {
+                    p.model_drafter_of(&valid).expect("draft").map(|d| Box::new(d) as Box<dyn Drafter>)
+                }
+                Mode::Baseline => None,
+            };
+            let r =
+                p.run_on(target, mode, &prompt, &valid, drafter, &AtomicBool::new(false), &mut |_| {}).expect("run");
             if r.tokens.len() < 2 {
                 assert!(
                     i == 0 && r.stop_reason == StopReason::EndOfGeneration,

@@ -555,7 +555,8 @@ draft_gpu_layers: GpuLayers | null, flash_attn: FlashAttn, };
 
 export type SweepSpec = { targets: Array<string>, 
 /**
- * Draft models (used by the `draft-model` and `auto` strategies).
+ * Draft models (used by the `draft-model` and `auto` strategies) and drafter files (an MTP,
+ * EAGLE-3, DFlash or DSpark head: each runs with its own strategy, and `auto`).
  */
 drafts: Array<string>, 
 /**
