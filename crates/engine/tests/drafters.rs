@@ -190,3 +190,31 @@ fn a_sweep_makes_each_drafter_file_a_row_of_its_own_strategy() {
         }
     }
 }
+
+#[test]
+fn adaptive_feeds_a_head_while_it_pays_and_not_when_it_cannot() {
+    use draftlab_engine::decoding::costs::Costs;
+    // The schedule on pinned step costs (this CPU's would never let a synthetic head pay): a flat
+    // verify curve and a cheap feed let the EAGLE-3 head draft, on real llama.cpp, with the
+    // target's output; a feed three times a step keeps it unfed, drafting nothing.
+    let p = session(Strategy::Eagle3, MTP_SYNTHETIC, EAGLE3_SYNTHETIC);
+    let s = Settings { adaptive: true, ..settings(Strategy::Eagle3, 48, 4) };
+    let valid = s.clone().validate(Mode::Speculative).unwrap();
+    let costs = |verify: f64, call: f64| Costs { verify_ms: vec![verify; 5], draft_token_ms: call, c: 0.0 };
+    let (base, _) = run(&p, Mode::Baseline, PROMPTS[0], &s);
+    // (A target step of 50 ms: the head's real drafting call, timed as the run goes, stays cheap.)
+    p.pin_costs(&valid, costs(50.0, 0.0), Some(costs(51.0, 0.5)));
+    let (spec, events) = run(&p, Mode::Speculative, PROMPTS[0], &s);
+    assert_same_or_near_tie(&base, &spec, "eagle3, adaptive, fed");
+    eprintln!("eagle3, adaptive on pinned costs: {} drafted, {} accepted", spec.drafted, spec.accepted);
+    assert!(spec.drafted > 0 && spec.accepted > 0, "drafted {} accepted {}", spec.drafted, spec.accepted);
+    let named = events
+        .iter()
+        .filter(|e| matches!(e, Event::Token { source: TokenSource::Draft, strategy: Some(Strategy::Eagle3), .. }))
+        .count();
+    assert_eq!(named, spec.accepted);
+    p.pin_costs(&valid, costs(50.0, 0.0), Some(costs(200.0, 0.5)));
+    let (spec, _) = run(&p, Mode::Speculative, PROMPTS[0], &s);
+    assert_same_or_near_tie(&base, &spec, "eagle3, adaptive, unfed");
+    assert_eq!(spec.drafted, 0, "a head whose feed cannot pay drafts nothing");
+}

@@ -723,6 +723,21 @@ impl Session {
         Ok(Some(c))
     }
 
+    /// Tests: runs with these settings are scheduled on `plain` step costs and, when they draft
+    /// inside the target, `fed` ones, instead of what this machine measures (so a test can make a
+    /// drafter pay, or not, whatever the machine).
+    #[cfg(feature = "testing")]
+    pub fn pin_costs(&self, settings: &ValidSettings, plain: Costs, fed: Option<Costs>) {
+        let with_draft = self.drafts_with_model(settings);
+        let max_batch = settings.n_draft + 1;
+        let key = |kind| (with_draft, settings.n_ctx, settings.n_batch, settings.threads, max_batch, kind);
+        let mut costs = self.costs.borrow_mut();
+        costs.insert(key(None), plain);
+        if let (Some(fed), Some(kind)) = (fed, self.drafter_in_target(Mode::Speculative, settings)) {
+            costs.insert((false, settings.n_ctx, settings.n_batch, settings.threads, max_batch, Some(kind)), fed);
+        }
+    }
+
     /// Measures the step costs afresh (`reps` interleaved repetitions, batches up to `max_batch`),
     /// as a bench does after its runs.
     pub fn measure_costs(
