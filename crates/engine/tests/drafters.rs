@@ -99,9 +99,11 @@ fn every_head_drafts_and_keeps_the_targets_output_fixed_and_adaptive() {
 
 #[test]
 fn a_conversation_drafts_with_a_head_turn_after_turn() {
-    let p = session(Strategy::Eagle3, MTP_SYNTHETIC, EAGLE3_SYNTHETIC);
-    let s = settings(Strategy::Eagle3, 24, 4).validate(Mode::Speculative).unwrap();
-    two_turns_keep_the_targets_output(&p, &s, "EAGLE-3");
+    for (strategy, target, head) in HEADS {
+        let p = session(strategy, target, head);
+        let s = settings(strategy, 24, 4).validate(Mode::Speculative).unwrap();
+        two_turns_keep_the_targets_output(&p, &s, &format!("{strategy} ({head})"));
+    }
 }
 
 #[test]
