@@ -460,15 +460,20 @@ pub fn assert_same_or_near_tie(
 
 /// A conversation of two turns, speculative in a warm chat slot and baseline in a fresh one: each
 /// turn's output is the target's, the drafter drafted, and the second turn reused the first's cache.
-#[allow(clippy::expect_used)]
 pub fn two_turns_keep_the_targets_output(p: &Session, s: &crate::decoding::settings::ValidSettings, what: &str) {
+    two_turns_with(p, s, what, "Name three colours.", "And three more.");
+}
+
+/// The same conversation check, asking `first`, then `then`.
+#[allow(clippy::expect_used)]
+pub fn two_turns_with(p: &Session, s: &crate::decoding::settings::ValidSettings, what: &str, first: &str, then: &str) {
     use crate::decoding::chat::{ChatInput, ChatSlot};
     use crate::decoding::settings::Mode;
     use crate::decoding::template::ChatMessage;
     use std::sync::atomic::AtomicBool;
     let mut slot = ChatSlot::new(p);
     let mut fresh = ChatSlot::new(p);
-    let mut messages = vec![ChatMessage::new("user", "Name three colours.")];
+    let mut messages = vec![ChatMessage::new("user", first)];
     let cancel = AtomicBool::new(false);
     for turn in 0..2 {
         let input = ChatInput::Messages { messages: messages.clone() };
@@ -480,6 +485,6 @@ pub fn two_turns_keep_the_targets_output(p: &Session, s: &crate::decoding::setti
             assert!(spec.prompt_reused > 0, "{what}: the second turn reuses the first one's cache");
         }
         messages.push(ChatMessage::new("assistant", &spec.text));
-        messages.push(ChatMessage::new("user", "And three more."));
+        messages.push(ChatMessage::new("user", then));
     }
 }

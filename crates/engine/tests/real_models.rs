@@ -12,8 +12,8 @@ use draftlab_engine::decoding::report::{Report, StopReason, TokenSource};
 use draftlab_engine::decoding::session::Session;
 use draftlab_engine::decoding::settings::{Mode, Settings};
 use draftlab_engine::testing::{
-    assert_same_or_near_tie, model, second_token_distribution, two_turns_keep_the_targets_output, GEMMA3,
-    MTP_SYNTHETIC, QWEN_DRAFT, QWEN_TARGET, SMOLLM2,
+    assert_same_or_near_tie, model, second_token_distribution, two_turns_keep_the_targets_output, two_turns_with,
+    GEMMA3, MTP_SYNTHETIC, QWEN_DRAFT, QWEN_TARGET, SMOLLM2,
 };
 use draftlab_engine::Error;
 use draftlab_engine::ErrorCode;
@@ -446,6 +446,15 @@ fn llama_cpps_ngram_mod_drafts_through_the_binding_and_keeps_the_output() {
     // Adaptive: the schedule decides, the output stays the target's.
     let (adaptive, _) = run(&p, Mode::Speculative, COPY_PROMPT, &Settings { adaptive: true, ..s.clone() });
     assert_same_or_near_tie(&base, &adaptive, "ngram-mod adaptive");
+}
+
+#[test]
+fn ngram_mod_drafts_in_a_conversation_turn_after_turn() {
+    // Each turn copies the paragraph (from the prompt, then from the first answer too): ngram-mod
+    // drafts in both, and both keep the target's output.
+    let p = pair(QWEN_TARGET, None);
+    let s = Settings { strategy: Strategy::NgramMod, ..settings(72, 8) }.validate(Mode::Speculative).unwrap();
+    two_turns_with(&p, &s, "ngram-mod", COPY_PROMPT, "Repeat the same paragraph once more, exactly.");
 }
 
 #[test]
