@@ -36,6 +36,11 @@ use crate::files::gguf::{DrafterKind, GgufFile};
 /// threads, largest verify batch, and the drafter the target's context feeds (none: a plain one).
 type CostsKey = (bool, u32, u32, u32, usize, Option<NativeKind>);
 
+/// The key of the costs of runs with `s` (see [`CostsKey`]).
+fn memo_key(s: &ValidSettings, with_draft: bool, fed: Option<NativeKind>) -> CostsKey {
+    (with_draft, s.n_ctx, s.n_batch, s.threads, s.n_draft + 1, fed)
+}
+
 /// A loaded target (and draft, when the settings draft with one), ready to run.
 pub struct Session {
     target: Model,
@@ -673,7 +678,7 @@ impl Session {
     pub fn costs(&self, prompt: &[Token], settings: &ValidSettings) -> Result<Costs> {
         let with_draft = self.drafts_with_model(settings);
         let max_batch = settings.n_draft + 1;
-        let key = (with_draft, settings.n_ctx, settings.n_batch, settings.threads, max_batch, None);
+        let key = memo_key(settings, with_draft, None);
         if let Some(c) = self.costs.borrow().get(&key) {
             return Ok(c.clone());
         }
@@ -697,19 +702,13 @@ impl Session {
     pub fn fed_costs(&self, prompt: &[Token], settings: &ValidSettings) -> Result<Option<Costs>> {
         let Some((kind, file)) = self.drafting_in_target(Mode::Speculative, settings) else { return Ok(None) };
         let max_batch = settings.n_draft + 1;
-        let key = (false, settings.n_ctx, settings.n_batch, settings.threads, max_batch, Some(kind));
+        let key = memo_key(settings, false, Some(kind));
         if let Some(c) = self.costs.borrow().get(&key) {
             return Ok(Some(c.clone()));
         }
-        let disk_key = format!(
-            "{}|fed:{}:{}",
-            costs_key(&self.target.id, None, settings, max_batch),
-            kind.spec_type(),
-            file.map_or_else(
-                || "-".to_string(),
-                |f| format!("{}:{}:{}", f.id.path.display(), f.id.file_size, f.id.mtime)
-            ),
-        );
+        // The drafter file stands where a draft model's would.
+        let draft = file.map(|f| &f.id);
+        let disk_key = format!("{}|fed:{}", costs_key(&self.target.id, draft, settings, max_batch), kind.spec_type());
         let c = match CostsCache::load().get(&disk_key, costs_max_age_s(settings)) {
             Some(c) => c,
             None => {
@@ -728,13 +727,10 @@ impl Session {
     /// drafter pay, or not, whatever the machine).
     #[cfg(feature = "testing")]
     pub fn pin_costs(&self, settings: &ValidSettings, plain: Costs, fed: Option<Costs>) {
-        let with_draft = self.drafts_with_model(settings);
-        let max_batch = settings.n_draft + 1;
-        let key = |kind| (with_draft, settings.n_ctx, settings.n_batch, settings.threads, max_batch, kind);
         let mut costs = self.costs.borrow_mut();
-        costs.insert(key(None), plain);
+        costs.insert(memo_key(settings, self.drafts_with_model(settings), None), plain);
         if let (Some(fed), Some(kind)) = (fed, self.drafter_in_target(Mode::Speculative, settings)) {
-            costs.insert((false, settings.n_ctx, settings.n_batch, settings.threads, max_batch, Some(kind)), fed);
+            costs.insert(memo_key(settings, false, Some(kind)), fed);
         }
     }
 

@@ -147,8 +147,7 @@ impl Target for ScriptedTarget {
     fn self_draft(&mut self, context: &[Token]) -> Result<Vec<Token>> {
         let Some(f) = self.fed.as_ref().filter(|_| self.feeding()) else { return Ok(Vec::new()) };
         let right = if context.len() < f.right_until { usize::MAX } else { 0 };
-        let d = ScriptedDrafter { right, prompt_len: self.prompt_len, eog_after: self.eog_after };
-        let mut d = d;
+        let mut d = ScriptedDrafter { right, prompt_len: self.prompt_len, eog_after: self.eog_after };
         Ok(d.propose(context, 4)?.tokens)
     }
 }
