@@ -9,9 +9,9 @@ use std::sync::atomic::AtomicBool;
 use draftlab_app::requests::RunRequest;
 use draftlab_app::run::{self, RunEvent};
 use draftlab_app::{AppState, WORKER_FLAG};
-use draftlab_engine::decoding::report::median;
+use draftlab_core::decoding::report::median;
+use draftlab_core::decoding::settings::{Mode, Settings};
 use draftlab_engine::decoding::session::Session;
-use draftlab_engine::decoding::settings::{Mode, Settings};
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();

@@ -2,14 +2,14 @@
 //! into `ui/src/lib/bindings.ts`. `scripts/gen-types` rewrites that file; the test
 //! `typescript_bindings_are_fresh` fails when it no longer matches the Rust side.
 
-use draftlab_engine::decoding::{compare, draft, llama, report, sampling, settings, template};
-use draftlab_engine::files::{catalog, discover, doctor, estimate, gguf, hub, memory};
-use draftlab_engine::measuring::sweep as engine_sweep;
-use draftlab_engine::measuring::{bench, charts};
-use draftlab_engine::{error, machine};
+use draftlab_core::decoding::{compare, options, report, sampling, settings, strategy, template};
+use draftlab_core::files::{catalog, discover, doctor, estimate, gguf, hub, memory};
+use draftlab_core::measuring::sweep as engine_sweep;
+use draftlab_core::measuring::{bench, charts};
+use draftlab_core::{error, machine};
 use ts_rs::{Config, TS};
 
-use draftlab_engine::serving::client;
+use draftlab_core::serving::client;
 
 use crate::{chat, chats, history, models, rendered, requests, run, serve, sweep, AppInfo, ExportFormat, ExportSource};
 
@@ -39,18 +39,18 @@ pub fn typescript() -> String {
         settings::Mode,
         report::TokenSource,
         report::StopReason,
-        draft::Strategy,
-        llama::GpuLayers,
-        llama::FlashAttn,
-        llama::KvType,
+        strategy::Strategy,
+        options::GpuLayers,
+        options::FlashAttn,
+        options::KvType,
         sampling::SamplingParams,
         settings::Settings,
         settings::Limits,
         error::ErrorCode,
         error::ErrorInfo,
-        llama::ModelId,
-        llama::Offload,
-        llama::Runtime,
+        options::ModelId,
+        options::Offload,
+        options::Runtime,
         machine::MachineInfo,
         report::StrategyStats,
         report::Decision,

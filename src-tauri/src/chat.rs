@@ -6,13 +6,13 @@ use std::path::PathBuf;
 use std::sync::mpsc::RecvTimeoutError;
 use std::time::Instant;
 
-use draftlab_engine::decoding::chat::ChatInput;
-use draftlab_engine::decoding::generate::Event;
-use draftlab_engine::decoding::llama::ModelId;
-use draftlab_engine::decoding::report::Report;
-use draftlab_engine::decoding::settings::{Mode, Settings};
-use draftlab_engine::decoding::template::ChatMessage;
-use draftlab_engine::serving::worker::{Command, Reply};
+use draftlab_core::decoding::chat::ChatInput;
+use draftlab_core::decoding::event::Event;
+use draftlab_core::decoding::options::ModelId;
+use draftlab_core::decoding::report::Report;
+use draftlab_core::decoding::settings::{Mode, Settings};
+use draftlab_core::decoding::template::ChatMessage;
+use draftlab_core::serving::protocol::{Command, Reply};
 use serde::{Deserialize, Serialize};
 
 use crate::chats::TurnStats;
@@ -105,7 +105,7 @@ fn follow(rx: &std::sync::mpsc::Receiver<Reply>, send: &mut dyn FnMut(ChatEvent)
         };
         let Some(reply) = reply else {
             return Err(ApiError::new(
-                draftlab_engine::ErrorCode::WorkerDied,
+                draftlab_core::ErrorCode::WorkerDied,
                 "the engine ended the answer without a result",
                 "Send the message again: a fresh engine starts.",
             ));
@@ -134,7 +134,13 @@ fn follow(rx: &std::sync::mpsc::Receiver<Reply>, send: &mut dyn FnMut(ChatEvent)
                 flush(&mut frame, send);
                 return Err(error);
             }
-            Reply::Pong | Reply::Bye | Reply::Unloaded { .. } | Reply::Sweep { .. } | Reply::SweepDone { .. } => {}
+            Reply::Pong
+            | Reply::Bye
+            | Reply::Unloaded { .. }
+            | Reply::Sweep { .. }
+            | Reply::SweepDone { .. }
+            | Reply::Diagnosis { .. }
+            | Reply::Memory { .. } => {}
         }
     }
 }

@@ -5,9 +5,9 @@
 
 use std::path::{Path, PathBuf};
 
-use draftlab_engine::decoding::draft::Strategy;
-use draftlab_engine::decoding::report::{Report, StopReason};
-use draftlab_engine::decoding::settings::{Mode, Settings};
+use draftlab_core::decoding::report::{Report, StopReason};
+use draftlab_core::decoding::settings::{Mode, Settings};
+use draftlab_core::decoding::strategy::Strategy;
 use serde::{Deserialize, Serialize};
 
 use crate::error::ApiError;
@@ -15,7 +15,7 @@ use crate::rendered::TokenView;
 use crate::store::{self, check_id, io_error, new_id, Kind};
 
 pub fn default_dir() -> PathBuf {
-    draftlab_engine::paths::data_dir().join("chats")
+    draftlab_core::paths::data_dir().join("chats")
 }
 
 /// A conversation: its models and settings, a system prompt, and its turns.
@@ -112,7 +112,7 @@ pub fn save(dir: &Path, mut c: Conversation) -> Result<Conversation, ApiError> {
     }
     let path = dir.join(format!("{}.json", c.id));
     let bytes = serde_json::to_vec_pretty(&c).map_err(|e| io_error(&path, e))?;
-    draftlab_engine::paths::write_atomically(&path, &bytes)?;
+    draftlab_core::paths::write_atomically(&path, &bytes)?;
     Ok(c)
 }
 

@@ -5,9 +5,9 @@
 
 use std::path::{Path, PathBuf};
 
-use draftlab_engine::decoding::compare::Comparison;
-use draftlab_engine::decoding::report::Report;
-use draftlab_engine::decoding::settings::Mode;
+use draftlab_core::decoding::compare::Comparison;
+use draftlab_core::decoding::report::Report;
+use draftlab_core::decoding::settings::Mode;
 use serde::{Deserialize, Serialize};
 
 use crate::error::ApiError;
@@ -16,7 +16,7 @@ use crate::requests::RunRequest;
 use crate::store::{self, io_error, new_id, Kind};
 
 pub fn default_dir() -> PathBuf {
-    draftlab_engine::paths::data_dir().join("runs")
+    draftlab_core::paths::data_dir().join("runs")
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, ts_rs::TS)]
@@ -96,7 +96,7 @@ impl HistoryRun {
 pub fn save(dir: &Path, run: &HistoryRun) -> Result<String, ApiError> {
     let path = dir.join(format!("{}.json", run.id));
     let bytes = serde_json::to_vec_pretty(run).map_err(|e| io_error(&path, e))?;
-    draftlab_engine::paths::write_atomically(&path, &bytes)?;
+    draftlab_core::paths::write_atomically(&path, &bytes)?;
     Ok(run.id.clone())
 }
 

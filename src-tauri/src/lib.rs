@@ -1,5 +1,5 @@
 //! The Draftlab desktop app: a thin shell. Commands validate, hand the work to the engine worker
-//! (a separate process, see `draftlab_engine::serving::client`), and stream what it reports to the UI over a typed
+//! (a separate process, see `draftlab_core::serving::client`), and stream what it reports to the UI over a typed
 //! `Channel`, batched to screen rate. Results are saved in the app data folder.
 
 pub mod bindings;
@@ -19,17 +19,15 @@ pub mod sweep;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use draftlab_engine::decoding::llama::{kv_scale, GpuLayers, KvType};
-use draftlab_engine::files::doctor::{self, Diagnosis};
-use draftlab_engine::files::gguf::GgufFile;
-use draftlab_engine::machine::MachineInfo;
-use draftlab_engine::measuring::charts::{self, Chart};
-use draftlab_engine::measuring::results::Results;
+use draftlab_core::files::doctor::Diagnosis;
+use draftlab_core::machine::MachineInfo;
+use draftlab_core::measuring::charts::{self, Chart};
+use draftlab_core::measuring::results::Results;
 use serde::{Deserialize, Serialize};
 use tauri::ipc::Channel;
 use tauri::{Runtime, State};
 
-use draftlab_engine::ErrorCode;
+use draftlab_core::ErrorCode;
 
 use crate::chat::{ChatAnswer, ChatEvent, ChatRequest};
 use crate::chats::{ChatEntry, Conversation};
@@ -42,10 +40,10 @@ use crate::run::{RunEvent, RunOutcome};
 use crate::serve::ServerStatus;
 pub use crate::state::{AppState, SaveAsk, SaveDialog};
 use crate::sweep::{SweepEntry, SweepOutcome, SweepRequest, SweepUiEvent, SweepView};
-use draftlab_engine::decoding::settings::{Mode, Settings};
-use draftlab_engine::files::discover::VocabGroup;
-use draftlab_engine::files::hub::DownloadEvent;
-use draftlab_engine::serving::client::{EngineStatus, UnloadOutcome, UnloadReason};
+use draftlab_core::decoding::settings::{Mode, Settings};
+use draftlab_core::files::discover::VocabGroup;
+use draftlab_core::files::hub::DownloadEvent;
+use draftlab_core::serving::client::{EngineStatus, UnloadOutcome, UnloadReason};
 use std::sync::atomic::Ordering;
 
 pub use crate::state::WORKER_FLAG;
@@ -53,39 +51,28 @@ pub use crate::state::WORKER_FLAG;
 include!("command_names.rs");
 
 /// Runs blocking work (engine replies, file scans, downloads) off the async runtime.
-async fn blocking<T: Send + 'static>(what: &str, f: impl FnOnce() -> T + Send + 'static) -> Result<T, ApiError> {
+pub(crate) async fn blocking<T: Send + 'static>(
+    what: &str,
+    f: impl FnOnce() -> T + Send + 'static,
+) -> Result<T, ApiError> {
     tauri::async_runtime::spawn_blocking(f).await.map_err(|e| {
         ApiError::new(ErrorCode::Internal, format!("the {what} task failed: {e}"), "Report this as a bug.")
     })
 }
 
 /// Checks a target (and draft) from their GGUF headers, before anything loads: vocabulary rules and
-/// memory fit at the context size and KV cache types (f16 unless given).
+/// memory fit for the settings' context, KV cache types, GPU layers, remote machines and split. The
+/// engine worker answers it (it reads the devices and asks the remote machines, which only
+/// llama.cpp may do), beside a job that is running.
 #[tauri::command]
-fn doctor(
+async fn doctor(
+    state: State<'_, Arc<AppState>>,
     target: PathBuf,
     draft: Option<PathBuf>,
-    ctx: Option<u32>,
-    cache_type: Option<KvType>,
-    draft_cache_type: Option<KvType>,
-    gpu_layers: Option<GpuLayers>,
-    draft_gpu_layers: Option<GpuLayers>,
+    settings: Settings,
 ) -> Result<Diagnosis, ApiError> {
-    let t = GgufFile::open(&target)?;
-    let d = draft.as_ref().map(GgufFile::open).transpose()?;
-    let kv = kv_scale(cache_type.unwrap_or_default(), draft_cache_type.unwrap_or_default());
-    let placement = doctor::Placement {
-        target: gpu_layers.and_then(GpuLayers::count),
-        draft: draft_gpu_layers.or(gpu_layers).and_then(GpuLayers::count),
-    };
-    Ok(doctor::diagnose_with(
-        &t,
-        d.as_ref(),
-        u64::from(ctx.unwrap_or(4096)),
-        kv,
-        placement,
-        &draftlab_engine::decoding::llama::memory_info(),
-    ))
+    let state = Arc::clone(&state);
+    blocking("doctor", move || state.workers.doctor(target, draft, settings)).await?
 }
 
 /// The settings' problems for runs in `modes`, by the engine's own rules (empty when they are
@@ -287,7 +274,7 @@ async fn export_results(
             ))
         }
     };
-    draftlab_engine::paths::write_atomically(&path, &bytes)?;
+    draftlab_core::paths::write_atomically(&path, &bytes)?;
     Ok(Some(path))
 }
 
@@ -311,8 +298,9 @@ async fn models_on_disk(folders: Vec<PathBuf>) -> Result<Vec<VocabGroup>, ApiErr
 
 /// The built-in catalog with what fits this machine.
 #[tauri::command]
-fn catalog() -> CatalogView {
-    models::catalog_view()
+async fn catalog(state: State<'_, Arc<AppState>>) -> Result<CatalogView, ApiError> {
+    let state = Arc::clone(&state);
+    blocking("catalog", move || models::catalog_view(&state.workers)).await?
 }
 
 /// Downloads a file into the Hugging Face cache (resuming a partial one), streaming progress.
@@ -402,7 +390,7 @@ pub struct AppInfo {
 fn app_info() -> AppInfo {
     AppInfo {
         version: env!("CARGO_PKG_VERSION").into(),
-        data_dir: draftlab_engine::paths::data_dir(),
+        data_dir: draftlab_core::paths::data_dir(),
         machine: MachineInfo::now(),
     }
 }

@@ -7,12 +7,13 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
-use draftlab_engine::files::catalog::{self, CatalogModel, Fit};
-use draftlab_engine::files::discover::{self, VocabGroup};
-use draftlab_engine::files::hub::{self, DownloadEvent, HubOptions};
+use draftlab_core::files::catalog::{self, CatalogModel, Fit};
+use draftlab_core::files::discover::{self, VocabGroup};
+use draftlab_core::files::hub::{self, DownloadEvent, HubOptions};
+use draftlab_core::serving::client::Workers;
 use serde::Serialize;
 
-use draftlab_engine::ErrorCode;
+use draftlab_core::ErrorCode;
 
 use crate::error::ApiError;
 
@@ -33,17 +34,18 @@ pub struct CatalogView {
     pub context: u64,
 }
 
-pub fn catalog_view() -> CatalogView {
+/// The catalog with its fit badges, for the memory the engine worker reads (ggml's GPU device).
+pub fn catalog_view(workers: &Workers) -> Result<CatalogView, ApiError> {
     let models = catalog::models();
-    let mem = draftlab_engine::decoding::llama::memory_info();
+    let mem = workers.memory()?;
     let fits = catalog::fit(&models, &mem);
     let (limit, limit_reason) = catalog::limit(&mem);
-    CatalogView {
+    Ok(CatalogView {
         models: models.into_iter().zip(fits).map(|(model, fit)| CatalogEntry { model, fit }).collect(),
         limit,
         limit_reason,
         context: catalog::FIT_CONTEXT,
-    }
+    })
 }
 
 pub fn on_disk(folders: &[PathBuf]) -> Vec<VocabGroup> {

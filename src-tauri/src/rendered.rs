@@ -3,11 +3,11 @@
 
 use std::time::{Duration, Instant};
 
-use draftlab_engine::decoding::draft::Strategy;
-use draftlab_engine::decoding::generate::Event;
-use draftlab_engine::decoding::report::{Report, TokenSource};
-use draftlab_engine::decoding::settings::Mode;
-use draftlab_engine::measuring::charts::{self, data as chart_data, Chart};
+use draftlab_core::decoding::event::Event;
+use draftlab_core::decoding::report::{Report, TokenSource};
+use draftlab_core::decoding::settings::Mode;
+use draftlab_core::decoding::strategy::Strategy;
+use draftlab_core::measuring::charts::{self, data as chart_data, Chart};
 use serde::{Deserialize, Serialize};
 
 use crate::error::ApiError;
@@ -53,7 +53,7 @@ pub fn speculative_charts(r: &Report) -> [Chart; 2] {
 
 /// The baseline-vs-speculative bars of a compared pair of runs.
 pub fn pair_chart(b: &Report, s: &Report) -> Chart {
-    chart_data::bars("Tokens/s: baseline vs speculative", vec![chart_data::runs_group(&b.target.name, b, s)])
+    Chart::bars("Tokens/s: baseline vs speculative", vec![chart_data::runs_group(&b.target.name, b, s)])
 }
 
 /// The charts a finished run showed: its timeline, the speculative run's acceptance charts, and the

@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use draftlab_engine::decoding::settings::{Mode, Settings};
+use draftlab_core::decoding::settings::{Mode, Settings};
 use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, Serialize, Deserialize, ts_rs::TS)]

@@ -4,16 +4,16 @@
 use std::sync::mpsc::RecvTimeoutError;
 use std::time::{Duration, Instant};
 
-use draftlab_engine::decoding::compare::{compare, Comparison};
-use draftlab_engine::decoding::generate::Event;
-use draftlab_engine::decoding::llama::ModelId;
-use draftlab_engine::decoding::report::Report;
-use draftlab_engine::decoding::settings::Mode;
-use draftlab_engine::serving::worker::{Command, Reply};
-use draftlab_engine::ErrorCode;
+use draftlab_core::decoding::compare::{compare, Comparison};
+use draftlab_core::decoding::event::Event;
+use draftlab_core::decoding::options::ModelId;
+use draftlab_core::decoding::report::Report;
+use draftlab_core::decoding::settings::Mode;
+use draftlab_core::serving::protocol::{Command, Reply};
+use draftlab_core::ErrorCode;
 use serde::Serialize;
 
-use draftlab_engine::measuring::charts::{data as chart_data, Chart, Series};
+use draftlab_core::measuring::charts::{data as chart_data, Chart, Series};
 
 use crate::error::ApiError;
 use crate::history::{self, HistoryRun, ModeTokens};
@@ -161,7 +161,7 @@ pub fn execute(
                 }
                 Reply::Event { event: Event::Done { report } } => {
                     flush(&mut frame, mode, send);
-                    cancelled |= report.stop_reason == draftlab_engine::decoding::report::StopReason::Cancelled;
+                    cancelled |= report.stop_reason == draftlab_core::decoding::report::StopReason::Cancelled;
                     send(RunEvent::Done { mode, report: report.clone() });
                     reports.push(*report);
                     shown.push(ModeTokens { mode, tokens: std::mem::take(&mut frame.shown) });
@@ -186,7 +186,13 @@ pub fn execute(
                     failed = Some(error);
                     break;
                 }
-                Reply::Pong | Reply::Bye | Reply::Unloaded { .. } | Reply::Sweep { .. } | Reply::SweepDone { .. } => {}
+                Reply::Pong
+                | Reply::Bye
+                | Reply::Unloaded { .. }
+                | Reply::Sweep { .. }
+                | Reply::SweepDone { .. }
+                | Reply::Diagnosis { .. }
+                | Reply::Memory { .. } => {}
             }
         }
         *state.current_job.lock().unwrap_or_else(|e| e.into_inner()) = None;

@@ -8,9 +8,9 @@ use std::path::PathBuf;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use draftlab_engine::decoding::draft::Strategy;
-use draftlab_engine::decoding::settings::Mode;
-use draftlab_engine::ErrorCode;
+use draftlab_core::decoding::settings::Mode;
+use draftlab_core::decoding::strategy::Strategy;
+use draftlab_core::ErrorCode;
 use draftlab_server::ServeConfig;
 use serde::Serialize;
 
@@ -76,7 +76,9 @@ pub async fn start(state: Arc<AppState>, request: ServerRequest) -> Result<Serve
     // The pair and settings are checked before anything listens (the doctor, the settings' rules).
     let valid = request.settings.clone().validate(Mode::Speculative)?;
     let draft = request.draft.clone().filter(|_| valid.strategy.loads_draft());
-    draftlab_engine::decoding::session::Session::check(&request.target, draft.as_deref(), &valid)?;
+    let checker = Arc::clone(&state.workers);
+    let (target, settings) = (request.target.clone(), request.settings.clone());
+    crate::blocking("check", move || checker.check(target, draft, settings)).await??;
     if request.api_key.as_deref().is_some_and(|k| k.trim().is_empty()) {
         return Err(ApiError::new(
             ErrorCode::InvalidSettings,

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, OnceLock};
 
-use draftlab_engine::serving::client::Workers;
+use draftlab_core::serving::client::Workers;
 
 use crate::{chats, history, models};
 
@@ -29,7 +29,7 @@ pub struct AppState {
     pub sweeps_dir: PathBuf,
     pub downloads: models::Downloads,
     /// Where downloads go and come from (the Hugging Face cache and hub by default).
-    pub hub: draftlab_engine::files::hub::HubOptions,
+    pub hub: draftlab_core::files::hub::HubOptions,
     /// Asks the user where to save (the native save dialog, set when the app starts; tests set
     /// their own). Exports write only to the path this returns: the page never names one.
     pub save_dialog: OnceLock<SaveDialog>,
@@ -73,7 +73,7 @@ impl AppState {
             // The engine's log beside the runs: `<data>/logs/engine.log` for the app's `<data>/runs`.
             workers: Arc::new(Workers::new(worker_exe, worker_args).with_log(
                 history_dir.parent().unwrap_or(&history_dir).join("logs/engine.log"),
-                draftlab_engine::serving::enginelog::MAX_BYTES,
+                draftlab_core::serving::enginelog::MAX_BYTES,
             )),
             current_job: std::sync::Mutex::new(None),
             current_chat: std::sync::Mutex::new(None),
@@ -84,7 +84,7 @@ impl AppState {
             sweeps_dir: history_dir.parent().map_or_else(|| history_dir.join("sweeps"), |p| p.join("sweeps")),
             history_dir,
             downloads: models::Downloads::default(),
-            hub: draftlab_engine::files::hub::HubOptions::default(),
+            hub: draftlab_core::files::hub::HubOptions::default(),
             save_dialog: OnceLock::new(),
             unload_after_s: AtomicU64::new(DEFAULT_UNLOAD_AFTER_S),
         }

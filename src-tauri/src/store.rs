@@ -6,7 +6,7 @@ use std::path::Path;
 
 use serde::de::DeserializeOwned;
 
-use draftlab_engine::ErrorCode;
+use draftlab_core::ErrorCode;
 
 use crate::error::ApiError;
 

@@ -1,16 +1,16 @@
-//! Sweeps from the UI: the engine worker runs `draftlab_engine::measuring::sweep` into a folder of the app
+//! Sweeps from the UI: the engine worker runs `draftlab_core::measuring::sweep` into a folder of the app
 //! data dir (`sweeps/<id>/`); after every cell the app reads the results file the worker just wrote
 //! and sends the heat map and draft-length charts, redrawn, with the progress. A sweep that was
 //! cancelled, or cut short by a crash or a quit, resumes from its folder.
 
 use std::path::Path;
 
-use draftlab_engine::decoding::settings::Mode;
-use draftlab_engine::measuring::charts;
-use draftlab_engine::measuring::results::Results;
-use draftlab_engine::measuring::sweep::{self, Recommendation, SweepEvent, SweepResults, SweepSpec, RESULTS_FILE};
-use draftlab_engine::serving::worker::{Command, Reply};
-use draftlab_engine::ErrorCode;
+use draftlab_core::decoding::settings::Mode;
+use draftlab_core::measuring::charts;
+use draftlab_core::measuring::results::Results;
+use draftlab_core::measuring::sweep::{self, Recommendation, SweepEvent, SweepResults, SweepSpec, RESULTS_FILE};
+use draftlab_core::serving::protocol::{Command, Reply};
+use draftlab_core::ErrorCode;
 use serde::{Deserialize, Serialize};
 
 use crate::error::ApiError;

@@ -9,9 +9,9 @@ use std::time::{Duration, Instant};
 use draftlab_app::requests::RunRequest;
 use draftlab_app::run::{self, RunEvent};
 use draftlab_app::{history, AppState, COMMANDS, WORKER_FLAG};
-use draftlab_engine::decoding::report::StopReason;
-use draftlab_engine::decoding::settings::{Mode, Settings};
-use draftlab_engine::testing::{model, SMOLLM2};
+use draftlab_core::decoding::report::StopReason;
+use draftlab_core::decoding::settings::{Mode, Settings};
+use draftlab_core::testing::{model, SMOLLM2};
 
 fn state(dir: &std::path::Path) -> Arc<AppState> {
     let exe = PathBuf::from(env!("CARGO_BIN_EXE_draftlab-app"));
@@ -31,7 +31,7 @@ fn request(modes: &[Mode], n: usize, prompt: &str) -> RunRequest {
             n_draft: 4,
             n_ctx: 1024,
             threads: 2,
-            strategy: draftlab_engine::decoding::draft::Strategy::DraftModel,
+            strategy: draftlab_core::decoding::strategy::Strategy::DraftModel,
             adaptive: false,
             ..Settings::default()
         },
@@ -263,7 +263,7 @@ fn bad_models_are_clear_errors_and_the_worker_survives() {
     let err = run::execute(&st, r, &mut |_| {}).unwrap_err();
     assert_eq!(err.code, "invalid_gguf", "{err}");
     // A draft without a token list cannot draft, even across vocabularies.
-    let mut bytes = std::fs::read(model(draftlab_engine::testing::SMOLLM2)).unwrap();
+    let mut bytes = std::fs::read(model(draftlab_core::testing::SMOLLM2)).unwrap();
     let key = b"tokenizer.ggml.tokens";
     let at = bytes.windows(key.len()).position(|w| w == key).unwrap();
     bytes[at..at + key.len()].copy_from_slice(b"tokenizer.ggml.tokenZ");
@@ -311,27 +311,37 @@ fn commands_work_through_the_mock_runtime() {
         )
         .map(|b| b.deserialize::<serde_json::Value>().unwrap())
     };
-    use draftlab_engine::testing::{QWEN_DRAFT, QWEN_TARGET};
-    let dx = invoke("doctor", serde_json::json!({ "target": model(QWEN_TARGET), "draft": model(QWEN_DRAFT) })).unwrap();
+    use draftlab_core::decoding::options::KvType;
+    use draftlab_core::testing::{QWEN_DRAFT, QWEN_TARGET};
+    // The doctor is the engine worker's: settings as the Run view sends them.
+    let with = |change: &dyn Fn(&mut Settings)| {
+        let mut s = Settings::default();
+        change(&mut s);
+        serde_json::to_value(s).unwrap()
+    };
+    let doctor = |target: &std::path::Path, draft: Option<&std::path::Path>, settings: serde_json::Value| {
+        invoke("doctor", serde_json::json!({ "target": target, "draft": draft, "settings": settings }))
+    };
+    let dx = doctor(&model(QWEN_TARGET), Some(&model(QWEN_DRAFT)), with(&|_| {})).unwrap();
     assert_eq!(dx["verdict"], "ok", "{dx}");
     // A quantised target cache shrinks the estimate the verdict is based on.
-    let q4 = invoke(
-        "doctor",
-        serde_json::json!({ "target": model(QWEN_TARGET), "draft": model(QWEN_DRAFT), "cacheType": "q4_0" }),
-    )
-    .unwrap();
+    let q4 = doctor(&model(QWEN_TARGET), Some(&model(QWEN_DRAFT)), with(&|s| s.cache_type = KvType::Q4_0)).unwrap();
     let kv = |d: &serde_json::Value| d["memory"]["target_kv"].as_u64().unwrap();
     assert!(kv(&q4) * 3 < kv(&dx), "{} vs {}", kv(&q4), kv(&dx));
     assert_eq!(q4["memory"]["draft_kv"], dx["memory"]["draft_kv"]);
-    let dx =
-        invoke("doctor", serde_json::json!({ "target": model(QWEN_TARGET), "draft": model(SMOLLM2), "ctx": 2048 }))
-            .unwrap();
+    let dx = doctor(&model(QWEN_TARGET), Some(&model(SMOLLM2)), with(&|s| s.n_ctx = 2048)).unwrap();
     assert_eq!(dx["verdict"], "warning");
     assert_eq!(dx["pairing"], "cross-vocabulary");
     assert_eq!(dx["memory"]["context"], 2048);
-    let err = invoke("doctor", serde_json::json!({ "target": "/nonexistent.gguf" })).unwrap_err();
+    let err = doctor(std::path::Path::new("/nonexistent.gguf"), None, with(&|_| {})).unwrap_err();
     assert_eq!(err["code"], "not_found", "{err}");
     assert!(err["hint"].is_string());
+    // Remote machines count, as a run with them will: one that does not answer is said so.
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let far = with(&|s| s.rpc = vec![format!("127.0.0.1:{closed}")]);
+    let err = doctor(&model(QWEN_TARGET), None, far).unwrap_err();
+    assert_eq!(err["code"], "remote", "{err}");
+    assert!(err["message"].as_str().unwrap().contains(&format!("127.0.0.1:{closed}")), "{err}");
     let list = invoke("history_list", serde_json::json!({})).unwrap();
     assert_eq!(list, serde_json::json!([]));
     // Charts and results are written only where the user chose in the save dialog (asked from
@@ -381,10 +391,11 @@ fn commands_work_through_the_mock_runtime() {
     assert_eq!(none.unwrap(), serde_json::json!([]));
     let info = invoke("app_info", serde_json::json!({})).unwrap();
     assert!(info["machine"]["physical_cores"].as_u64().unwrap() >= 1);
-    // The engine's status before anything ran; the idle time the page sets; an unload with
-    // nothing loaded; history commands refuse ids that are not run ids.
+    // The engine's status before anything ran (the doctor's checks started it; nothing is loaded);
+    // the idle time the page sets; an unload with nothing loaded; history commands refuse ids that
+    // are not run ids.
     let status = invoke("engine_status", serde_json::json!({})).unwrap();
-    assert_eq!(status["running"], false, "{status}");
+    assert_eq!((&status["loaded"], &status["busy"]), (&serde_json::Value::Null, &serde_json::json!(false)), "{status}");
     assert_eq!(status["unload_after_s"], draftlab_app::state::DEFAULT_UNLOAD_AFTER_S);
     invoke("set_unload_after", serde_json::json!({ "seconds": 60 })).unwrap();
     assert_eq!(invoke("engine_status", serde_json::json!({})).unwrap()["unload_after_s"], 60);
@@ -401,7 +412,7 @@ fn commands_work_through_the_mock_runtime() {
 
 #[test]
 fn a_saved_run_reopens_with_its_coloured_tokens_and_charts_and_can_be_deleted() {
-    use draftlab_engine::decoding::report::TokenSource;
+    use draftlab_core::decoding::report::TokenSource;
     let dir = tempfile::tempdir().unwrap();
     let st = state(dir.path());
     let req = request(&[Mode::Baseline, Mode::Speculative], 40, "Count from one to twenty in words.");
@@ -455,7 +466,7 @@ fn a_saved_run_reopens_with_its_coloured_tokens_and_charts_and_can_be_deleted() 
 
 #[test]
 fn models_unload_on_request_and_after_the_idle_time_freeing_their_memory() {
-    use draftlab_engine::serving::client::UnloadReason;
+    use draftlab_core::serving::client::UnloadReason;
     let dir = tempfile::tempdir().unwrap();
     let st = state(dir.path());
     let loaded_event = |events: &[RunEvent]| {
@@ -504,9 +515,9 @@ fn models_unload_on_request_and_after_the_idle_time_freeing_their_memory() {
 #[test]
 fn a_sweep_streams_progress_and_charts_is_listed_and_resumes() {
     use draftlab_app::sweep::{self, SweepRequest, SweepUiEvent};
-    use draftlab_engine::decoding::draft::Strategy;
-    use draftlab_engine::measuring::sweep::{CellOutcome, SweepEvent, SweepSpec};
-    use draftlab_engine::testing::QWEN_DRAFT;
+    use draftlab_core::decoding::strategy::Strategy;
+    use draftlab_core::measuring::sweep::{CellOutcome, SweepEvent, SweepSpec};
+    use draftlab_core::testing::QWEN_DRAFT;
     let dir = tempfile::tempdir().unwrap();
     let st = state(dir.path());
     let spec = SweepSpec {
@@ -570,8 +581,8 @@ fn a_sweep_streams_progress_and_charts_is_listed_and_resumes() {
 #[test]
 fn models_on_disk_the_catalog_and_downloads_with_cancel() {
     use draftlab_app::models::{self, Downloads};
-    use draftlab_engine::files::hub::{DownloadEvent, HubOptions};
-    use draftlab_engine::testing::mock_hub::MockHub;
+    use draftlab_core::files::hub::{DownloadEvent, HubOptions};
+    use draftlab_core::testing::mock_hub::MockHub;
     let dir = tempfile::tempdir().unwrap();
     let hub = MockHub::start(vec![("test/smol".into(), "smol.gguf".into(), model(SMOLLM2))]);
     let opts = HubOptions {
@@ -606,7 +617,7 @@ fn models_on_disk_the_catalog_and_downloads_with_cancel() {
     // The downloaded model is found on disk, in its vocabulary's group.
     let groups = models::on_disk(&[dir.path().join("hub")]);
     assert!(groups.iter().any(|g| g.models.iter().any(|m| m.path == path)), "{groups:?}");
-    let cat = models::catalog_view();
+    let cat = models::catalog_view(&state(dir.path()).workers).unwrap();
     assert!(cat.models.len() >= 40 && cat.limit > 0, "{} models", cat.models.len());
     // Off a Mac the badges are judged against memory free now, and say so.
     assert!(cat.limit_reason.contains("free now"), "{}", cat.limit_reason);
@@ -616,8 +627,8 @@ fn models_on_disk_the_catalog_and_downloads_with_cancel() {
 #[cfg(unix)]
 #[test]
 fn a_worker_that_writes_garbage_is_survived() {
-    use draftlab_engine::serving::client::Workers;
-    use draftlab_engine::serving::worker::{Command, Reply};
+    use draftlab_core::serving::client::Workers;
+    use draftlab_core::serving::protocol::{Command, Reply};
     // A stand-in worker: before each answer it writes garbage, bytes that are not UTF-8, a reply
     // of an unknown type and a line over the bound; then the right `pong`.
     let script = r#"while IFS= read -r line; do
@@ -644,8 +655,8 @@ fn a_worker_that_writes_garbage_is_survived() {
 #[cfg(unix)]
 #[test]
 fn a_dead_engine_says_what_its_log_said_last_and_where_the_log_is() {
-    use draftlab_engine::serving::client::Workers;
-    use draftlab_engine::serving::worker::{Command, Reply};
+    use draftlab_core::serving::client::Workers;
+    use draftlab_core::serving::protocol::{Command, Reply};
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("logs/engine.log");
     // A stand-in for llama.cpp aborting: its log on stderr, then SIGABRT.

@@ -46,6 +46,8 @@ fn main() -> ExitCode {
 }
 
 fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    // An abort in llama.cpp (a remote machine that stopped answering) says why first.
+    draftlab_engine::decoding::remote::explain_aborts();
     if cli.verbose {
         draftlab_engine::decoding::llama::log_to_stderr(true);
     }

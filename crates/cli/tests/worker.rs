@@ -147,6 +147,54 @@ fn cancel_reaches_a_running_job() {
     assert!(w.child.wait().unwrap().success(), "the worker ends when its input closes");
 }
 
+/// The checks the window asks (the doctor, a pair's check, the memory with the GPU's limit) are the
+/// worker's, as everything that touches ggml is; they are answered beside a running job, not after
+/// it.
+#[test]
+fn checks_are_answered_while_a_job_runs() {
+    let mut w = Worker::start();
+    w.send(&run_request(1, 1500, "Write a very long story about a lighthouse keeper."));
+    let settings = run_request(0, 1, "")["settings"].clone();
+    let mut asked = false;
+    let mut answers = std::collections::HashMap::new();
+    let mut tokens_after = 0;
+    loop {
+        let m = w.next();
+        if m["event"]["type"] == "token" && !asked {
+            asked = true;
+            w.send(&json!({"id": 2, "cmd": "memory"}));
+            w.send(&json!({"id": 3, "cmd": "doctor", "target": model(SMOLLM2), "settings": settings}));
+            w.send(&json!({"id": 4, "cmd": "check", "target": "/nonexistent.gguf", "settings": settings}));
+        }
+        match m["id"].as_u64().unwrap() {
+            1 if m["event"]["type"] == "token" && answers.len() == 3 => {
+                tokens_after += 1;
+                if tokens_after == 1 {
+                    w.send(&json!({"id": 5, "cmd": "cancel", "job": 1}));
+                }
+            }
+            1 if m["event"]["type"] == "done" => break,
+            1 => assert_ne!(m["type"], "error", "{m}"),
+            id => {
+                answers.insert(id, m);
+            }
+        }
+    }
+    assert!(tokens_after >= 1, "the job went on after the checks were answered");
+    assert_eq!(answers[&2]["type"], "memory", "{}", answers[&2]);
+    assert!(answers[&2]["memory"]["total"].as_u64().unwrap() > 0);
+    let dx = &answers[&3];
+    assert_eq!(dx["type"], "diagnosis", "{dx}");
+    assert_eq!(dx["diagnosis"]["memory"]["context"], 2048);
+    assert_eq!(dx["diagnosis"]["verdict"], "ok");
+    assert_eq!(
+        (answers[&4]["type"].as_str(), answers[&4]["error"]["code"].as_str()),
+        (Some("error"), Some("not_found"))
+    );
+    w.send(&json!({"id": 6, "cmd": "shutdown"}));
+    assert_eq!(w.next()["type"], "bye");
+}
+
 #[test]
 fn over_long_lines_bytes_that_are_not_utf8_and_garbage_are_errors_not_a_dead_worker() {
     let Worker { mut child, mut stdin, stdout } = Worker::start();

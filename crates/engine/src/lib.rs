@@ -1,31 +1,28 @@
-//! Draftlab engine: speculative decoding on llama.cpp, with everything that is not GUI.
+//! Draftlab's engine: speculative decoding on llama.cpp. The one crate that links llama.cpp; it runs
+//! in the app's worker process and in the CLI, never in a window. What does not need llama.cpp is
+//! `draftlab-core` (files, settings, reports, the worker's protocol), re-exported here where the
+//! engine uses it.
 //!
-//! The engine is built in layers; a module imports only from its own layer and the layers below it
-//! (the test `layers::imports_only_go_down` checks every `use crate::…`):
+//! Layers; a module imports only from its own layer and the layers below it (the `draftlab-house`
+//! crate checks every path, with a parser, and that no two modules use each other):
 //!
-//! 1. **Foundation** — [`error`] (one error type, stable codes), [`paths`] (app data folder, atomic
-//!    writes), [`machine`] (CPU, memory, OS).
-//! 2. **[`files`]** — model files, without llama.cpp: the GGUF reader, the pair doctor, the model
-//!    catalog, models already on disk, downloads from the hub.
-//! 3. **[`decoding`]** — speculative decoding on llama.cpp: the only llama.cpp wrapper, sampling,
-//!    acceptance rules, drafters, the cost model and scheduler, the generation loop, run reports,
-//!    and the [`decoding::session::Session`] every caller goes through.
-//! 4. **[`measuring`]** — repeated runs and what they mean: benches, sweeps, results files, charts.
-//! 5. **[`serving`]** — processes that serve the engine to others: the app's worker (JSON lines).
+//! 1. **Foundation and files** — `error`, `paths`, `machine`, `files`: draftlab-core's.
+//! 2. **[`decoding`]** — speculative decoding on llama.cpp: the only llama.cpp wrapper (`llama`),
+//!    the binding to its drafters (`speculative`), other machines (`remote`), drafters, the cost
+//!    model and scheduler, the generation loop, and the [`decoding::session::Session`] every
+//!    caller goes through.
+//! 3. **[`measuring`]** — repeated runs: benches and sweeps (what they mean is draftlab-core's).
+//! 4. **[`serving`]** — the engine worker's loop (JSON lines; its protocol is draftlab-core's).
 
 pub mod decoding;
-pub mod error;
-pub mod files;
-pub mod machine;
 pub mod measuring;
-pub mod paths;
 pub mod serving;
-/// Test helpers (model paths, a local hub-like server): for tests, examples and benchmark tools,
-/// not part of the shipped library.
+
+// What this crate shares with the window process, from the crate without llama.cpp.
+pub use draftlab_core::{error, files, machine, paths};
+/// Test helpers (model paths, a local hub-like server, the statistical checks that run models): for
+/// tests, examples and benchmark tools, not part of the shipped library.
 #[cfg(feature = "testing")]
 pub mod testing;
 
-#[cfg(test)]
-mod layers;
-
-pub use error::{Error, ErrorCode, Result};
+pub use draftlab_core::{Error, ErrorCode, Result};

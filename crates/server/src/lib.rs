@@ -30,16 +30,16 @@ use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
-use draftlab_engine::decoding::chat::ChatInput;
-use draftlab_engine::decoding::draft::Strategy;
-use draftlab_engine::decoding::generate::Event;
-use draftlab_engine::decoding::report::{Report, StopReason};
-use draftlab_engine::decoding::settings::{Mode, Settings};
-use draftlab_engine::decoding::template::ChatMessage;
-use draftlab_engine::error::ErrorInfo;
-use draftlab_engine::serving::client::Workers;
-use draftlab_engine::serving::worker::{Command, Reply};
-use draftlab_engine::ErrorCode;
+use draftlab_core::decoding::chat::ChatInput;
+use draftlab_core::decoding::event::Event;
+use draftlab_core::decoding::report::{Report, StopReason};
+use draftlab_core::decoding::settings::{Mode, Settings};
+use draftlab_core::decoding::strategy::Strategy;
+use draftlab_core::decoding::template::ChatMessage;
+use draftlab_core::error::ErrorInfo;
+use draftlab_core::serving::client::Workers;
+use draftlab_core::serving::protocol::{Command, Reply};
+use draftlab_core::ErrorCode;
 use serde_json::{json, Value};
 use tokio::sync::{mpsc, OwnedSemaphorePermit, Semaphore};
 
@@ -601,7 +601,7 @@ fn forward(replies: std::sync::mpsc::Receiver<Reply>, permit: OwnedSemaphorePerm
     std::thread::spawn(move || {
         let _permit = permit;
         while let Ok(reply) = replies.recv() {
-            let last = draftlab_engine::serving::client::is_final(&reply);
+            let last = draftlab_core::serving::client::is_final(&reply);
             // The request may be gone; keep draining until the job ends so its place is freed then.
             let _ = tx.blocking_send(reply);
             if last {

@@ -2,23 +2,15 @@
 // runs in a plain browser against `FakeBackend` (tests, and design work with `npm run dev`; the
 // production bundle leaves the fake out).
 import type {
-  ApiError, CatalogView, Chart, Diagnosis, GpuLayers, KvType, Mode, Settings, DownloadEvent, ExportSource, VocabGroup, HistoryEntry, HistoryRun, RunEvent, RunOutcome, RunRequest, SweepEntry, SweepOutcome,
+  ApiError, CatalogView, Chart, Diagnosis, Mode, Settings, DownloadEvent, ExportSource, VocabGroup, HistoryEntry, HistoryRun, RunEvent, RunOutcome, RunRequest, SweepEntry, SweepOutcome,
   SweepRequest, SweepUiEvent, SweepView, OpenedRun, EngineStatus, UnloadOutcome,
   ChatAnswer, ChatEntry, ChatEvent, ChatRequest, Conversation, ServerRequest, ServerStatus,
 } from "./types";
 
-/// What the doctor's memory estimate is for: each model's KV cache type and GPU layers.
-export interface DoctorOptions {
-  target: KvType;
-  draft: KvType;
-  gpuLayers?: GpuLayers;
-  draftGpuLayers?: GpuLayers | null;
-}
-
 export interface Backend {
-  /// The doctor's verdict before loading, for a context size, KV cache types (f16 if not given)
-  /// and GPU layers (all if not given).
-  doctor(target: string, draft: string | null, ctx: number, placement?: DoctorOptions): Promise<Diagnosis>;
+  /// The doctor's verdict before loading, for the settings' context size, KV cache types, GPU
+  /// layers, remote machines and split (the engine worker answers, as a run will count them).
+  doctor(target: string, draft: string | null, settings: Settings): Promise<Diagnosis>;
   /// What the engine would refuse in these settings for runs in `modes` (empty: nothing).
   checkSettings(settings: Settings, modes: Mode[]): Promise<ApiError[]>;
   run(request: RunRequest, onEvent: (e: RunEvent) => void): Promise<RunOutcome>;
@@ -93,12 +85,7 @@ export async function tauriBackend(): Promise<Backend> {
   const { getCurrentWebview } = await import("@tauri-apps/api/webview");
   const { listen } = await import("@tauri-apps/api/event");
   return {
-    doctor: (target, draft, ctx, o) =>
-      invoke<Diagnosis>("doctor", {
-        target, draft, ctx,
-        cacheType: o?.target ?? null, draftCacheType: o?.draft ?? null,
-        gpuLayers: o?.gpuLayers ?? null, draftGpuLayers: o?.draftGpuLayers ?? null,
-      }),
+    doctor: (target, draft, settings) => invoke<Diagnosis>("doctor", { target, draft, settings }),
     checkSettings: (settings, modes) => invoke<ApiError[]>("check_settings", { settings, modes }),
     run: (request, onEvent) => {
       const channel = new Channel<RunEvent>();

@@ -46,7 +46,8 @@ export class FakeBackend implements Backend {
 
   constructor(private options: FakeOptions = {}) {}
 
-  async doctor(target: string, draft: string | null, ctx: number): Promise<Diagnosis> {
+  async doctor(target: string, draft: string | null, settings: Settings): Promise<Diagnosis> {
+    const ctx = settings.n_ctx;
     const cross = draft !== null && /smol/i.test(draft) !== /smol/i.test(target);
     return {
       verdict: cross ? "warning" : "ok",

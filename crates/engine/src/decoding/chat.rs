@@ -9,7 +9,7 @@
 
 use std::sync::atomic::AtomicBool;
 
-use serde::{Deserialize, Serialize};
+pub use draftlab_core::decoding::chat::ChatInput;
 
 use crate::decoding::draft::model::ModelDrafter;
 use crate::decoding::draft::Drafter;
@@ -20,20 +20,7 @@ use crate::decoding::session::Session;
 use crate::decoding::settings::{Mode, ValidSettings};
 use crate::decoding::speculative::NativeKind;
 use crate::decoding::target::Target;
-use crate::decoding::template::ChatMessage;
 use crate::error::{Error, Result};
-
-/// What a chat request asks the model to continue.
-#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "snake_case")]
-pub enum ChatInput {
-    /// A conversation (system, user and assistant turns, ending with the user's), rendered with
-    /// the target's chat template with the assistant's turn opened.
-    Messages { messages: Vec<ChatMessage> },
-    /// Text to continue as it is (no template): completions.
-    Text { text: String },
-}
 
 /// What a context was made with: another value needs another context.
 #[derive(Debug, Clone, Copy, PartialEq)]

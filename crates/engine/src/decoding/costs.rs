@@ -1,76 +1,16 @@
-//! What model steps cost on this machine, measured: the target's verify time by batch size and
-//! the draft's one-token time. The adaptive draft length (`schedule`), `auto`'s choice of drafter,
-//! bench predictions and sweeps all read them. Measurements are kept on disk for a week
-//! ([`CostsCache`]), per model, settings and machine.
+//! Measuring what model steps cost on this machine: the target's verify time by batch size and the
+//! draft's one-token time (the [`Costs`] themselves, their disk cache and key are in
+//! `draftlab_core`, re-exported here).
 
 use std::time::Instant;
 
-use serde::{Deserialize, Serialize};
+pub use draftlab_core::decoding::costs::*;
 
-use crate::decoding::llama::{Context, Logits, Model, ModelId, Token};
+use crate::decoding::llama::{Context, Logits, Model, Token};
 use crate::decoding::report::median;
 use crate::decoding::settings::Settings;
 use crate::decoding::verify::argmax_with_margin;
 use crate::error::Result;
-
-/// What one model step costs on this machine, measured.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Costs {
-    /// `verify_ms[b - 1]`: the target's time to decode a batch of b tokens with logits for each
-    /// (and pick the argmax of each row).
-    pub verify_ms: Vec<f64>,
-    /// The draft's time for one token (0 when there is no draft).
-    pub draft_token_ms: f64,
-    /// Draft token cost ÷ target token cost.
-    pub c: f64,
-}
-
-impl Costs {
-    /// V(b), the verify time of a batch of b, from the measured curve (the last value beyond it).
-    pub fn verify(&self, b: usize) -> f64 {
-        let i = b.clamp(1, self.verify_ms.len()) - 1;
-        self.verify_ms[i]
-    }
-
-    /// A run's time by these costs: each round a batch of its draft length + 1, plus the draft
-    /// model's `draft_tokens` decoded tokens.
-    pub fn run_ms(&self, drafted: impl IntoIterator<Item = usize>, draft_tokens: u64) -> f64 {
-        let verify: f64 = drafted.into_iter().map(|k| self.verify(k + 1)).sum();
-        verify + draft_tokens as f64 * self.draft_token_ms
-    }
-
-    /// The element-wise median of several measurements (taken at different times: between a
-    /// benchmark's runs, so the costs see the machine the runs saw).
-    pub fn median_of(all: &[Costs]) -> Option<Costs> {
-        let len = all.iter().map(|c| c.verify_ms.len()).min()?;
-        let verify_ms: Vec<f64> =
-            (0..len).map(|i| median(&all.iter().map(|c| c.verify_ms[i]).collect::<Vec<_>>())).collect();
-        let draft_token_ms = median(&all.iter().map(|c| c.draft_token_ms).collect::<Vec<_>>());
-        let c = if verify_ms[0] > 0.0 { draft_token_ms / verify_ms[0] } else { 0.0 };
-        Some(Costs { verify_ms, draft_token_ms, c })
-    }
-
-    /// V(b) beyond the measured curve too: the last measured step's slope carries on.
-    fn verify_extrapolated(&self, b: usize) -> f64 {
-        let n = self.verify_ms.len();
-        if b <= n || n < 2 {
-            return self.verify(b);
-        }
-        let slope = (self.verify_ms[n - 1] - self.verify_ms[n - 2]).max(0.0);
-        self.verify_ms[n - 1] + (b - n) as f64 * slope
-    }
-
-    /// The draft model's time to decode `n` tokens in one batch (catching up on what it missed
-    /// while other drafters ran): its one-token time scaled as the target's batches scale on this
-    /// machine. Decoding 1 token costs `draft_token_ms`.
-    pub fn catch_up_ms(&self, n: usize) -> f64 {
-        let v1 = self.verify(1);
-        if n == 0 || v1 <= 0.0 {
-            return 0.0;
-        }
-        self.draft_token_ms * self.verify_extrapolated(n) / v1
-    }
-}
 
 /// Measures the target's verify curve for batches 1..=max_batch and the draft's one-token time, in
 /// the middle of the span generation will cover (attention grows with the position). Sizes are interleaved within each
@@ -189,128 +129,4 @@ pub fn measure_fed(
     let call_ms = median(&calls);
     let c = if verify_ms[0] > 0.0 { call_ms / verify_ms[0] } else { 0.0 };
     Ok(Costs { verify_ms, draft_token_ms: call_ms, c })
-}
-
-/// The identity of a cost measurement on disk: the models (path, size, modification time; the
-/// draft only when its cost is measured), the settings the costs depend on, the machine and build,
-/// and the other machines holding part of the target (`rpc`, `tensor_split`): every target pass
-/// pays their round trips, so a curve measured here alone, or over another network, says nothing
-/// about a pass through them.
-pub fn costs_key(target: &ModelId, draft: Option<&ModelId>, settings: &Settings, max_batch: usize) -> String {
-    let id = |m: &ModelId| format!("{}:{}:{}", m.path.display(), m.file_size, m.mtime);
-    let draft = draft.map_or_else(|| "-".to_string(), id);
-    let machine = crate::machine::MachineInfo::now();
-    format!(
-        "v1|{}|{draft}|ctx{}|batch{}|t{}|gpu{:?}|max{max_batch}|{}|{}|{:?}{:?}{:?}{:?}|rpc{:?}{:?}",
-        id(target),
-        settings.n_ctx,
-        settings.n_batch,
-        settings.threads,
-        settings.gpu_layers,
-        machine.cpu,
-        machine.gpu_backend,
-        settings.flash_attn,
-        settings.cache_type,
-        settings.draft_cache_type,
-        settings.draft_gpu_layers,
-        settings.rpc,
-        settings.tensor_split,
-    )
-}
-
-/// Measured costs kept on disk (`costs.json` in the app data folder), so adaptive runs measure
-/// once per model, context and machine rather than at every start. Entries expire after a week
-/// (a driver or OS update changes speeds). A missing or unreadable file is an empty cache.
-#[derive(Debug, Default, Serialize, Deserialize)]
-pub struct CostsCache {
-    entries: std::collections::BTreeMap<String, CachedCosts>,
-}
-
-#[derive(Debug, Clone, Serialize, Deserialize)]
-struct CachedCosts {
-    costs: Costs,
-    measured_at: u64,
-}
-
-const COSTS_MAX_AGE_S: u64 = 7 * 24 * 3600;
-/// Costs of a target spread over other machines are kept an hour: a network's latency changes
-/// with its route and load far sooner than a machine's speed does.
-const REMOTE_COSTS_MAX_AGE_S: u64 = 3600;
-
-/// How long costs measured with these settings stay good.
-pub fn costs_max_age_s(settings: &Settings) -> u64 {
-    if settings.rpc.is_empty() {
-        COSTS_MAX_AGE_S
-    } else {
-        REMOTE_COSTS_MAX_AGE_S
-    }
-}
-
-impl CostsCache {
-    fn path() -> std::path::PathBuf {
-        crate::paths::data_dir().join("costs.json")
-    }
-
-    pub fn load() -> CostsCache {
-        std::fs::read(Self::path()).ok().and_then(|b| serde_json::from_slice(&b).ok()).unwrap_or_default()
-    }
-
-    /// The costs kept under `key`, if measured less than `max_age_s` ago.
-    pub fn get(&self, key: &str, max_age_s: u64) -> Option<Costs> {
-        let e = self.entries.get(key)?;
-        let fresh = crate::paths::now_secs().saturating_sub(e.measured_at) < max_age_s;
-        (fresh && !e.costs.verify_ms.is_empty() && e.costs.verify_ms.iter().all(|v| v.is_finite() && *v > 0.0))
-            .then(|| e.costs.clone())
-    }
-
-    /// Adds an entry and writes the file (atomically); failures only cost a re-measurement later.
-    pub fn store(key: &str, costs: &Costs) {
-        let mut cache = CostsCache::load();
-        let now = crate::paths::now_secs();
-        cache.entries.retain(|_, e| now.saturating_sub(e.measured_at) < COSTS_MAX_AGE_S);
-        cache.entries.insert(key.to_string(), CachedCosts { costs: costs.clone(), measured_at: now });
-        if let Ok(bytes) = serde_json::to_vec_pretty(&cache) {
-            let _ = crate::paths::write_atomically(&Self::path(), &bytes);
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn model(path: &str) -> ModelId {
-        ModelId {
-            path: path.into(),
-            name: "m".into(),
-            architecture: "llama".into(),
-            quantization: "Q4_K_M".into(),
-            n_params: 1,
-            file_size: 10,
-            mtime: 20,
-        }
-    }
-
-    #[test]
-    fn costs_measured_through_other_machines_are_kept_apart_and_briefly() {
-        let target = model("/m/target.gguf");
-        let here = Settings::default();
-        let remote = Settings { rpc: vec!["10.0.0.2:50052".into()], ..Settings::default() };
-        let other = Settings { rpc: vec!["10.0.0.3:50052".into()], ..Settings::default() };
-        let split = Settings { tensor_split: vec![3.0, 1.0], ..remote.clone() };
-        let keys: std::collections::HashSet<String> =
-            [&here, &remote, &other, &split].iter().map(|s| costs_key(&target, None, s, 9)).collect();
-        assert_eq!(keys.len(), 4, "each network and split has costs of its own: {keys:?}");
-        assert_eq!(costs_key(&target, None, &remote, 9), costs_key(&target, None, &remote.clone(), 9));
-        assert!(costs_max_age_s(&remote) < costs_max_age_s(&here));
-
-        let costs = Costs { verify_ms: vec![100.0, 150.0], draft_token_ms: 0.0, c: 0.0 };
-        let mut cache = CostsCache::default();
-        let age = costs_max_age_s(&remote) + 1;
-        cache
-            .entries
-            .insert("k".into(), CachedCosts { costs: costs.clone(), measured_at: crate::paths::now_secs() - age });
-        assert!(cache.get("k", costs_max_age_s(&remote)).is_none(), "an hour-old network measurement is stale");
-        assert_eq!(cache.get("k", costs_max_age_s(&here)).map(|c| c.verify_ms), Some(costs.verify_ms));
-    }
 }

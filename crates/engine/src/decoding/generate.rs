@@ -9,11 +9,11 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
-use serde::{Deserialize, Serialize};
+pub use draftlab_core::decoding::event::{Event, RunInfo};
 
 use crate::decoding::detok::Utf8Stream;
 use crate::decoding::draft::{Drafter, Proposal, Strategy};
-use crate::decoding::llama::{Logits, ModelId, Runtime, Token};
+use crate::decoding::llama::{Logits, Token};
 use crate::decoding::report::{Decision, Report, RoundRecord, StopReason, StrategyStats, TokenSource};
 use crate::decoding::sampling::{distribution, stochastic_round, Dist, Rng};
 use crate::decoding::schedule::{Bucket, Candidate, Scheduler};
@@ -22,58 +22,6 @@ use crate::decoding::target::Target;
 use crate::decoding::verify::{argmax_with_margin, greedy_round};
 use crate::error::{Error, Result};
 use crate::machine::MachineInfo;
-
-/// What a run tells its listener as it goes.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(tag = "type", rename_all = "snake_case")]
-pub enum Event {
-    /// A generated token. `text` is what it adds to the output (possibly empty while a multi-byte
-    /// character is incomplete). `step` is the target pass that produced it; `strategy` names the
-    /// drafter that proposed it when it is an accepted draft token.
-    Token {
-        text: String,
-        token: Token,
-        source: TokenSource,
-        step: usize,
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        strategy: Option<Strategy>,
-    },
-    /// The prompt is processed: its tokens, how many of them the target's KV cache already held
-    /// (a conversation's earlier turns), the time it took, and — when the step costs were measured
-    /// (adaptive runs) — the target alone's tokens/s by them, for a speedup estimate as tokens come.
-    Started {
-        prompt_tokens: usize,
-        reused_tokens: usize,
-        prompt_ms: f64,
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        target_alone_tps: Option<f64>,
-    },
-    /// A round finished. `strategy` drafted it (none when the round drafted nothing).
-    Step {
-        step: usize,
-        drafted: usize,
-        accepted: usize,
-        draft_ms: f64,
-        verify_ms: f64,
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        strategy: Option<Strategy>,
-    },
-    /// The run finished (also after a cancel).
-    Done { report: Box<Report> },
-}
-
-/// Who the run is about, for its report.
-#[derive(Debug, Clone)]
-pub struct RunInfo {
-    pub mode: Mode,
-    pub target: ModelId,
-    /// The draft model, when the run drafted with one.
-    pub draft: Option<ModelId>,
-    /// Things the user should know (e.g. a saved n-gram cache that was unusable).
-    pub notes: Vec<String>,
-    /// What llama.cpp computed on (None for replays and scripted targets).
-    pub runtime: Option<Runtime>,
-}
 
 /// Runs one generation on `target` (a fresh context) with `drafters` (none: baseline). `scheduler`
 /// chooses each round's draft length (adaptive runs); without one, the first drafter with a

@@ -7,7 +7,7 @@
 //! is made through the project's binding, [`speculative`](crate::decoding::speculative).
 
 use std::num::NonZeroU32;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::OnceLock;
 
 use llama_cpp_2::context::params::{KvCacheType, LlamaContextParams, LlamaContextType};
@@ -18,17 +18,14 @@ use llama_cpp_2::model::params::LlamaModelParams;
 use llama_cpp_2::model::{LlamaChatMessage, LlamaModel};
 use llama_cpp_2::token::LlamaToken;
 use llama_cpp_2::LlamaBackendDeviceType;
-use serde::{Deserialize, Serialize};
 
 use crate::decoding::speculative::{NativeKind, NativeParams, Pair, PairContext};
 use crate::decoding::template::{self, ChatMessage, TemplateVars};
 use crate::error::{Error, Result};
-use crate::files::doctor::KvScale;
 use crate::files::gguf::{GgufFile, ModelSummary};
 use crate::machine::{GpuLimit, GpuLimitSource, MemoryInfo};
 
-/// A token id.
-pub type Token = i32;
+pub use draftlab_core::decoding::options::*;
 
 static BACKEND: OnceLock<Result<LlamaBackend>> = OnceLock::new();
 
@@ -46,7 +43,6 @@ pub fn backend() -> Result<&'static LlamaBackend> {
     BACKEND
         .get_or_init(|| {
             let mut b = LlamaBackend::init().map_err(|e| Error::Llama(e.to_string()))?;
-            crate::decoding::remote::explain_aborts();
             let env = std::env::var_os("DRAFTLAB_LLAMA_LOG").is_some_and(|v| v != "0");
             let on = env || LLAMA_LOG.load(std::sync::atomic::Ordering::Relaxed);
             if !on {
@@ -59,163 +55,13 @@ pub fn backend() -> Result<&'static LlamaBackend> {
         .map_err(|e| Error::Llama(format!("backend initialisation failed: {e}")))
 }
 
-/// How many layers to offload to the GPU (Metal on macOS, CUDA when built with it).
-#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
-#[serde(rename_all = "lowercase")]
-pub enum GpuLayers {
-    #[default]
-    All,
-    Count(u32),
-}
-
-impl GpuLayers {
-    /// The layer count, None for all.
-    pub fn count(self) -> Option<u32> {
-        match self {
-            GpuLayers::All => None,
-            GpuLayers::Count(n) => Some(n),
-        }
+/// llama.cpp's type for a KV cache of type `t`.
+fn ggml_kv(t: KvType) -> KvCacheType {
+    match t {
+        KvType::F16 => KvCacheType::F16,
+        KvType::Q8_0 => KvCacheType::Q8_0,
+        KvType::Q4_0 => KvCacheType::Q4_0,
     }
-
-    fn n(self) -> u32 {
-        match self {
-            // llama.cpp clamps to the model's layer count.
-            GpuLayers::All => 999,
-            GpuLayers::Count(n) => n,
-        }
-    }
-}
-
-impl GpuLayers {
-    /// Parses `all` or a number; an error names `setting` (`gpu_layers`, `draft_gpu_layers`).
-    pub fn parse(setting: &'static str, s: &str) -> Result<Self> {
-        if s.eq_ignore_ascii_case("all") {
-            return Ok(GpuLayers::All);
-        }
-        s.parse()
-            .map(GpuLayers::Count)
-            .map_err(|_| Error::InvalidSetting { setting, reason: format!("is {s:?}, but must be a number or `all`") })
-    }
-}
-
-/// `all` or the number: what [`GpuLayers::parse`] reads.
-impl std::fmt::Display for GpuLayers {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            GpuLayers::All => f.write_str("all"),
-            GpuLayers::Count(n) => write!(f, "{n}"),
-        }
-    }
-}
-
-impl std::str::FromStr for GpuLayers {
-    type Err = Error;
-    fn from_str(s: &str) -> Result<Self> {
-        GpuLayers::parse("gpu_layers", s)
-    }
-}
-
-/// Flash attention: llama.cpp's choice per device (`auto`, the default), or forced on or off.
-#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
-#[serde(rename_all = "lowercase")]
-pub enum FlashAttn {
-    #[default]
-    Auto,
-    On,
-    Off,
-}
-
-impl FlashAttn {
-    /// The name llama.cpp's `-fa` takes.
-    pub fn name(self) -> &'static str {
-        match self {
-            FlashAttn::Auto => "auto",
-            FlashAttn::On => "on",
-            FlashAttn::Off => "off",
-        }
-    }
-
-    /// llama.cpp's `llama_flash_attn_type`.
-    fn policy(self) -> i32 {
-        match self {
-            FlashAttn::Auto => -1,
-            FlashAttn::Off => 0,
-            FlashAttn::On => 1,
-        }
-    }
-}
-
-impl std::str::FromStr for FlashAttn {
-    type Err = Error;
-    fn from_str(s: &str) -> Result<Self> {
-        [FlashAttn::Auto, FlashAttn::On, FlashAttn::Off].into_iter().find(|f| f.name() == s).ok_or_else(|| {
-            Error::InvalidSetting { setting: "flash_attn", reason: format!("is {s:?}, but must be auto, on or off") }
-        })
-    }
-}
-
-/// The type of a KV cache's keys and values: f16 (the default), or quantised to q8_0 or q4_0 —
-/// half or about a quarter of the memory, for a little accuracy (a quantised V cache needs flash
-/// attention).
-#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
-#[serde(rename_all = "snake_case")]
-pub enum KvType {
-    #[default]
-    F16,
-    Q8_0,
-    Q4_0,
-}
-
-impl KvType {
-    /// The name llama.cpp's `-ctk`/`-ctv` take.
-    pub fn name(self) -> &'static str {
-        match self {
-            KvType::F16 => "f16",
-            KvType::Q8_0 => "q8_0",
-            KvType::Q4_0 => "q4_0",
-        }
-    }
-
-    /// Bytes per cached value relative to f16 (what the memory estimate scales by).
-    pub fn size_vs_f16(self) -> f64 {
-        match self {
-            KvType::F16 => 1.0,
-            KvType::Q8_0 => 34.0 / 64.0,
-            KvType::Q4_0 => 18.0 / 64.0,
-        }
-    }
-
-    fn ggml(self) -> KvCacheType {
-        match self {
-            KvType::F16 => KvCacheType::F16,
-            KvType::Q8_0 => KvCacheType::Q8_0,
-            KvType::Q4_0 => KvCacheType::Q4_0,
-        }
-    }
-}
-
-impl KvType {
-    /// The type named `s` (`f16`, `q8_0`, `q4_0`) for `setting` (`cache_type` or `draft_cache_type`).
-    pub fn parse(setting: &'static str, s: &str) -> Result<KvType> {
-        [KvType::F16, KvType::Q8_0, KvType::Q4_0].into_iter().find(|t| t.name() == s).ok_or_else(|| {
-            Error::InvalidSetting { setting, reason: format!("is {s:?}, but must be f16, q8_0 or q4_0") }
-        })
-    }
-}
-
-impl std::str::FromStr for KvType {
-    type Err = Error;
-    fn from_str(s: &str) -> Result<Self> {
-        KvType::parse("cache_type", s)
-    }
-}
-
-/// The memory the doctor counts for caches of these types (relative to f16).
-pub fn kv_scale(target: KvType, draft: KvType) -> KvScale {
-    KvScale { target: target.size_vs_f16(), draft: draft.size_vs_f16() }
 }
 
 /// This machine's memory, with the GPU's limit as llama.cpp's GPU device reports it (on Apple
@@ -234,69 +80,6 @@ pub fn memory_info() -> MemoryInfo {
     mem
 }
 
-/// Where a model's layers went: how many were asked for on the GPU, and how many llama.cpp put
-/// there (it offloads the last `requested` of its `layers`, the repeating blocks and the output
-/// layer, when ggml has a GPU device; none when it has not).
-#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Offload {
-    pub requested: GpuLayers,
-    pub offloaded: u32,
-    pub layers: u32,
-}
-
-/// What llama.cpp really computed on, read at run time from ggml's device list (never assumed
-/// from the build target): the backend, the device, the GPU memory limit the memory model used,
-/// the threads, and where each model's layers went.
-#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Runtime {
-    /// "Metal", "CUDA", "Vulkan" or "CPU": the backend of the device the target's layers are on.
-    pub backend: String,
-    /// That device ("Apple M3 Max", the CPU's name).
-    pub device: String,
-    /// The GPU's memory limit (on Apple Silicon Metal's recommended working set), when a GPU is used.
-    pub gpu_memory: Option<u64>,
-    pub threads: u32,
-    pub target: Option<Offload>,
-    pub draft: Option<Offload>,
-}
-
-impl Runtime {
-    /// One line for the CLI's summary, the app's header and the server's /health:
-    /// "Metal · Apple M3 Max · recommended working set 36.0 GiB · 29/29 layers on the GPU", or
-    /// "CPU · 2 threads · GPU layers requested: all, offloaded: 0".
-    pub fn summary(&self) -> String {
-        let mut parts = Vec::new();
-        match self.gpu_memory {
-            Some(bytes) => {
-                let limit = if self.backend == "Metal" { "recommended working set" } else { "memory" };
-                parts.push(format!(
-                    "{} · {} · {limit} {:.1} GiB",
-                    self.backend,
-                    self.device,
-                    bytes as f64 / (1u64 << 30) as f64
-                ));
-                for (name, o) in [("", &self.target), ("draft ", &self.draft)] {
-                    if let Some(o) = o {
-                        parts.push(format!("{name}{}/{} layers on the GPU", o.offloaded, o.layers));
-                    }
-                }
-            }
-            None => {
-                parts.push(format!("{} · {} threads", self.backend, self.threads));
-                // Layers asked for a GPU that was not there (or not used) are named, not hidden.
-                for (name, o) in [("GPU layers", &self.target), ("draft GPU layers", &self.draft)] {
-                    if let Some(o) = o.filter(|o| o.requested != GpuLayers::Count(0)) {
-                        parts.push(format!("{name} requested: {}, offloaded: {}", o.requested, o.offloaded));
-                    }
-                }
-            }
-        }
-        parts.join(" · ")
-    }
-}
-
 /// ggml's first GPU device (Metal, CUDA, Vulkan…), when this build and machine have one.
 fn gpu_device() -> Option<llama_cpp_2::LlamaBackendDevice> {
     llama_cpp_2::list_llama_ggml_backend_devices().into_iter().find(is_local_gpu)
@@ -308,23 +91,39 @@ pub fn local_gpu_devices() -> Vec<usize> {
     llama_cpp_2::list_llama_ggml_backend_devices().into_iter().filter(is_local_gpu).map(|d| d.index).collect()
 }
 
-/// The devices a target's layers go to when it is spread over `remote` devices (ggml indices,
-/// [`remote::devices`](crate::decoding::remote::devices)): the remote ones, then this machine's
-/// GPUs, in the order [`Model::load_for`] names them, each with the memory it offers now (a remote
-/// one asks its server).
-pub fn holders(remote: &[usize]) -> Vec<crate::files::memory::Holder> {
+/// This machine's GPUs, each with the memory it offers now (see
+/// [`remote::holders`](crate::decoding::remote::holders), which puts other machines' before them).
+pub fn local_holders() -> Vec<crate::files::memory::Holder> {
     let all = llama_cpp_2::list_llama_ggml_backend_devices();
     let local = all.iter().filter(|d| is_local_gpu(d)).map(|d| crate::files::memory::Holder {
         name: format!("this machine's {} ({})", backend_name(&d.backend), d.description),
         free: d.memory_free as u64,
         total: d.memory_total as u64,
     });
-    let far = remote.iter().filter_map(|i| all.iter().find(|d| d.index == *i)).map(|d| crate::files::memory::Holder {
-        name: crate::decoding::remote::endpoint_of(&d.description),
-        free: d.memory_free as u64,
-        total: d.memory_total as u64,
-    });
-    far.chain(local).collect()
+    local.collect()
+}
+
+/// The ggml devices `indices`, named by their description, each with the memory it offers now.
+pub fn device_holders(indices: &[usize]) -> Vec<crate::files::memory::Holder> {
+    let all = llama_cpp_2::list_llama_ggml_backend_devices();
+    let named = indices.iter().filter_map(|i| all.iter().find(|d| d.index == *i));
+    named
+        .map(|d| crate::files::memory::Holder {
+            name: d.description.clone(),
+            free: d.memory_free as u64,
+            total: d.memory_total as u64,
+        })
+        .collect()
+}
+
+/// Whether another machine's devices were added to ggml in this process (by
+/// [`remote::devices`](crate::decoding::remote::devices)): then a model that must stay on this
+/// machine names its devices instead of taking ggml's default, which would include them.
+static REMOTE_DEVICES: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Says that other machines' devices are registered in ggml now (they stay for the process's life).
+pub fn note_remote_devices() {
+    REMOTE_DEVICES.store(true, std::sync::atomic::Ordering::Relaxed);
 }
 
 /// A GPU of this machine: other machines' devices (ggml's RPC backend) are GPUs to ggml too.
@@ -375,31 +174,6 @@ pub fn runtime(threads: u32, target: Option<Offload>, draft: Option<Offload>) ->
 fn gpu_layers_override() -> Option<GpuLayers> {
     let v = std::env::var("DRAFTLAB_GPU_LAYERS").ok()?;
     GpuLayers::parse("DRAFTLAB_GPU_LAYERS", v.trim()).inspect_err(|e| eprintln!("draftlab: ignored: {e}")).ok()
-}
-
-/// How a context is set up besides its sizes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct ContextOptions {
-    pub cache_type: KvType,
-    pub flash_attn: FlashAttn,
-    /// How many of the last positions a hybrid model's recurrent state can be rolled back by
-    /// (llama.cpp's `n_rs_seq`: a state snapshot per position). A speculative target drops up to a
-    /// whole rejected draft; attention-only models ignore it (their KV cache drops any suffix).
-    pub rollback: u32,
-}
-
-/// A model identity for reports: enough to tell whether two runs used the same file.
-#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct ModelId {
-    pub path: PathBuf,
-    pub name: String,
-    pub architecture: String,
-    pub quantization: String,
-    pub n_params: u64,
-    pub file_size: u64,
-    /// Seconds since the epoch of the file's last modification (with the size: a cheap identity).
-    pub mtime: u64,
 }
 
 /// Whether to load a model's multi-token-prediction (MTP) layers.
@@ -457,7 +231,7 @@ impl Model {
         // `--rpc`, which puts the last layers and the output here, so the logits of every pass
         // need not cross the network; named whenever a remote device is registered in the
         // process, or ggml's default would include it.
-        let devices = (!remote.is_empty() || crate::decoding::remote::any_registered()).then(|| {
+        let devices = (!remote.is_empty() || REMOTE_DEVICES.load(std::sync::atomic::Ordering::Relaxed)).then(|| {
             let mut list = remote.to_vec();
             list.extend(local_gpu_devices());
             list
@@ -663,8 +437,8 @@ impl Model {
             n_batch,
             threads,
             rollback,
-            type_k: o.cache_type.ggml().into(),
-            type_v: o.cache_type.ggml().into(),
+            type_k: ggml_kv(o.cache_type).into(),
+            type_v: ggml_kv(o.cache_type).into(),
             flash_attn: o.flash_attn.policy(),
         };
         let params = NativeParams { n_max: n_max.clamp(1, 64), n_min: 0, p_min, ..NativeParams::default() };
@@ -705,8 +479,8 @@ impl Model {
             .with_n_ubatch(n_batch)
             .with_n_threads(threads)
             .with_n_threads_batch(threads)
-            .with_type_k(options.cache_type.ggml())
-            .with_type_v(options.cache_type.ggml())
+            .with_type_k(ggml_kv(options.cache_type))
+            .with_type_v(ggml_kv(options.cache_type))
             .with_flash_attention_policy(options.flash_attn.policy())
             .with_n_rs_seq(options.rollback)
             .with_context_type(kind);

@@ -12,7 +12,6 @@
 //! - `session`: load a pair, prepare drafters, tokenize, run one mode or both — for every caller.
 
 pub mod chat;
-pub mod compare;
 pub mod costs;
 pub mod detok;
 pub mod draft;
@@ -21,12 +20,11 @@ pub mod llama;
 pub mod memory_cap;
 pub mod remote;
 pub mod replay;
-pub mod report;
-pub mod sampling;
 pub mod schedule;
 pub mod session;
-pub mod settings;
 pub mod speculative;
 pub mod target;
-pub mod template;
 pub mod verify;
+
+// The words of a run (settings, reports, templates…), from the crate without llama.cpp.
+pub use draftlab_core::decoding::{compare, report, sampling, settings, template};

@@ -11,6 +11,8 @@
 //! The project's only unsafe code: each block says why it holds.
 #![allow(unsafe_code)]
 
+pub use draftlab_core::decoding::endpoint::{parse_endpoint, STOPPED_ANSWERING};
+
 use std::collections::HashMap;
 use std::ffi::{c_char, c_void, CStr, CString};
 use std::net::{TcpStream, ToSocketAddrs};
@@ -53,10 +55,15 @@ fn servers() -> Result<std::sync::MutexGuard<'static, HashMap<String, Server>>> 
     registered().lock().map_err(|_| Error::Llama("RPC registry poisoned".into()))
 }
 
-/// Whether any remote device was added in this process (then a model that must stay on this
-/// machine names its devices instead of taking ggml's default, which would include them).
-pub fn any_registered() -> bool {
-    registered().lock().map(|m| !m.is_empty()).unwrap_or(false)
+/// The devices a target's layers go to when it is spread over `remote` devices (ggml indices,
+/// [`devices`]): the remote ones, then this machine's GPUs, in the order
+/// [`Model::load_for`](crate::decoding::llama::Model::load_for) names them, each with the memory it
+/// offers now (a remote one asks its server).
+pub fn holders(remote: &[usize]) -> Vec<crate::files::memory::Holder> {
+    let far = crate::decoding::llama::device_holders(remote)
+        .into_iter()
+        .map(|h| crate::files::memory::Holder { name: endpoint_of(&h.name), ..h });
+    far.chain(crate::decoding::llama::local_holders()).collect()
 }
 
 /// The endpoint a remote device's description names (ggml names it by the relay's loopback
@@ -68,14 +75,13 @@ pub fn endpoint_of(description: &str) -> String {
     known.unwrap_or_else(|| description.to_string())
 }
 
-/// How an aborted process's last words begin when a remote machine stopped answering (the app's
-/// worker client turns them into a `remote` error).
-pub const STOPPED_ANSWERING: &str = "error: a remote machine stopped answering";
-
 /// Makes a process that llama.cpp aborts say why in words a user can act on, before ggml's own
 /// message: ggml-rpc aborts when a remote machine stops answering mid-run (it cannot fail a
 /// computation). The app runs the engine in a worker process, so its window stays; the CLI ends.
+/// Called once at the start of a process that runs models (the worker, the CLI); it initialises
+/// llama.cpp's backend first, whose initialisation sets an abort callback of its own.
 pub fn explain_aborts() {
+    let _ = crate::decoding::llama::backend();
     unsafe extern "C" fn on_abort(message: *const c_char) {
         let text = if message.is_null() {
             String::new()
@@ -97,21 +103,6 @@ pub fn explain_aborts() {
     }
     // SAFETY: registers a plain function that only prints.
     unsafe { llama_cpp_sys_2::ggml_set_abort_callback(Some(on_abort)) };
-}
-
-/// Checks `host:port`; the host may be a name, an IPv4 address or a bracketed IPv6 address.
-pub fn parse_endpoint(endpoint: &str) -> Result<(String, u16)> {
-    let bad = |why: &str| Error::InvalidSetting {
-        setting: "rpc",
-        reason: format!("has {endpoint:?}, but {why}: give host:port, e.g. 192.168.1.20:50052"),
-    };
-    let (host, port) = endpoint.rsplit_once(':').ok_or_else(|| bad("it has no port"))?;
-    let port: u16 = port.parse().map_err(|_| bad("its port is not a number from 1 to 65535"))?;
-    let host = host.trim_start_matches('[').trim_end_matches(']');
-    if host.is_empty() || port == 0 || host.chars().any(|c| c.is_whitespace() || c == '/' || c == ',') {
-        return Err(bad("it is not an address"));
-    }
-    Ok((host.to_string(), port))
 }
 
 /// Whether `endpoint` is an RPC server this process can use now: it accepts a connection and
@@ -258,6 +249,7 @@ pub fn devices(endpoints: &[String]) -> Result<Vec<usize>> {
                 .collect()
         };
         servers()?.insert(endpoint.clone(), Server { devices: new.clone(), via, caps });
+        crate::decoding::llama::note_remote_devices();
         out.extend(new);
     }
     Ok(out)
@@ -280,7 +272,7 @@ pub fn set_split(endpoints: &[String], weights: &[f32]) -> Result<()> {
         return Ok(());
     }
     // What each device offers without a split.
-    let holders = crate::decoding::llama::holders(&remote);
+    let holders = holders(&remote);
     let (far, local) = holders.split_at(remote.len());
     let free = |h: &[crate::files::memory::Holder]| h.iter().map(|h| h.free).collect::<Vec<_>>();
     let caps = crate::files::memory::split_caps(&free(local), &free(far), weights).map_err(|reason| {
@@ -372,17 +364,6 @@ fn serve_here(endpoint: &str, threads: u32) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn endpoints_are_host_and_port() {
-        assert_eq!(parse_endpoint("127.0.0.1:50052").unwrap(), ("127.0.0.1".into(), 50052));
-        assert_eq!(parse_endpoint("mac-studio.local:1").unwrap(), ("mac-studio.local".into(), 1));
-        assert_eq!(parse_endpoint("[::1]:50052").unwrap(), ("::1".into(), 50052));
-        for bad in ["", "host", "host:", ":80", "host:0", "host:70000", "host:x", "a b:1", "a/b:1"] {
-            let e = parse_endpoint(bad).unwrap_err();
-            assert!(matches!(e, Error::InvalidSetting { setting: "rpc", .. }), "{bad}: {e}");
-        }
-    }
 
     #[test]
     fn a_closed_port_is_unreachable_with_its_address() {

@@ -9,7 +9,6 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
-use crate::decoding::chat::ChatInput;
 use crate::decoding::compare::{compare, Comparison};
 use crate::decoding::costs::{costs_key, costs_max_age_s, measure_costs, measure_fed, Costs, CostsCache};
 use crate::decoding::draft::cross::{PromptPairs, Translator};
@@ -23,6 +22,7 @@ use crate::decoding::draft::prompt_lookup::PromptLookup;
 use crate::decoding::draft::{Drafter, Strategy};
 use crate::decoding::generate::{generate, Event, RunInfo};
 use crate::decoding::llama::{self, Context, Model, MtpLayers, Runtime, Token};
+pub use crate::decoding::report::speedup;
 use crate::decoding::report::Report;
 use crate::decoding::schedule::Scheduler;
 use crate::decoding::settings::{Mode, Settings, ValidSettings};
@@ -31,6 +31,7 @@ use crate::decoding::target::{LlamaTarget, Target};
 use crate::error::{Error, Result};
 use crate::files::doctor::{self, Diagnosis, KvScale, Pairing, Placement, Topic, Verdict};
 use crate::files::gguf::{DrafterKind, GgufFile};
+use draftlab_core::decoding::chat::ChatInput;
 
 /// What measured costs depend on: whether the draft model's cost is measured, context, batch,
 /// threads, largest verify batch, and the drafter the target's context feeds (none: a plain one).
@@ -65,12 +66,6 @@ pub struct Both {
     pub comparison: Comparison,
     /// Speculative ÷ baseline generation tokens/s; none when the baseline generated nothing to time.
     pub speedup: Option<f64>,
-}
-
-/// Speculative ÷ baseline generation tokens/s, when the baseline's rate is measurable.
-pub fn speedup(baseline: &Report, speculative: &Report) -> Option<f64> {
-    (baseline.tokens_per_s > 0.0 && speculative.tokens_per_s.is_finite())
-        .then(|| speculative.tokens_per_s / baseline.tokens_per_s)
 }
 
 /// A strategy that runs a drafter file (`eagle3`, `dflash`, `dspark`) without one.
@@ -158,7 +153,7 @@ pub fn diagnose(
             // The split first: what remote devices report (their memory here) follows it.
             crate::decoding::remote::set_split(rpc, tensor_split)?;
             let remote = crate::decoding::remote::devices(rpc)?;
-            let holders = crate::decoding::llama::holders(&remote);
+            let holders = crate::decoding::remote::holders(&remote);
             // The remote devices come first; each server says what its own machine has.
             let far = &holders[..remote.len().min(holders.len())];
             let free: u64 = far.iter().map(|h| h.free).sum();

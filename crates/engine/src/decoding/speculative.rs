@@ -14,11 +14,10 @@ use std::ptr::NonNull;
 
 use serde::{Deserialize, Serialize};
 
-use crate::decoding::llama::Token;
 use crate::error::{Error, Result};
+use draftlab_core::decoding::options::Token;
 
 /// llama.cpp's drafter types (`common_speculative_type`), as `--spec-type` spells them.
-#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum NativeKind {

@@ -4,7 +4,7 @@
 //! setting).
 
 pub mod bench;
-pub mod charts;
-pub mod llama_cpp;
-pub mod results;
 pub mod sweep;
+
+// What measurements mean (reports, results files, charts, llama.cpp commands), without llama.cpp.
+pub use draftlab_core::measuring::{charts, llama_cpp, results};

@@ -3,7 +3,7 @@
 //! it, sends it requests and routes its replies; `enginelog`, where the worker's stderr (llama.cpp's
 //! log) goes.
 
-pub mod client;
-pub mod enginelog;
-pub mod lines;
 pub mod worker;
+
+// The worker's protocol and its client, without llama.cpp.
+pub use draftlab_core::serving::{client, enginelog, lines, protocol};

@@ -1,137 +1,26 @@
 //! The engine worker: a process that owns the loaded models and runs jobs, speaking JSON lines on
-//! stdin/stdout. The desktop app starts its own executable in worker mode (and `draftlab worker`
-//! is the same loop), so a llama.cpp abort on a strange file, or the OOM killer, ends the worker
-//! and never the window.
-//!
-//! Requests (one JSON object per line on stdin), each with an `id` the replies repeat:
-//! `{"id":1,"cmd":"run","target":"T.gguf","draft":"D.gguf","mode":"speculative","prompt":"…","settings":{…}}`
-//! `{"id":2,"cmd":"chat","target":"T.gguf","mode":"speculative","input":{"kind":"messages","messages":[…]},"settings":{…}}`
-//! — like `run`, keeping both models' KV caches for the next chat request (see [`Command::Chat`]).
-//! `{"id":2,"cmd":"cancel","job":1}` — cooperative: the run stops between rounds and reports; a job
-//! cancelled before it started ends at once with a `cancelled` error.
-//! `{"id":3,"cmd":"unload"}`, `{"id":4,"cmd":"ping"}`, `{"id":5,"cmd":"shutdown"}`.
-//!
-//! Replies (one JSON object per line on stdout): `{"id":1,"type":"loading",…}`,
-//! `{"id":1,"type":"loaded",…}`, `{"id":1,"type":"event","event":{…}}` for every engine event (the
-//! last one is `done` with the report), `{"id":1,"type":"error","error":{code,message,hint}}`,
-//! `{"id":4,"type":"pong"}`, `{"id":3,"type":"unloaded","had_models":true,"rss_before":…,"rss_after":…}`. Loaded models stay warm between runs that use the same files and
-//! context; anything else loads afresh.
+//! stdin/stdout (the protocol, [`Command`] and [`Reply`], is `draftlab_core::serving::protocol`,
+//! re-exported here). The desktop app starts its own executable in worker mode (and `draftlab
+//! worker` is the same loop), so a llama.cpp abort on a strange file, or the OOM killer, ends the
+//! worker and never the window.
 
 use std::collections::HashMap;
 use std::io::{BufRead, Write};
 
 use super::lines::{self, Line};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc, Mutex};
 use std::time::Instant;
 
-use serde::{Deserialize, Serialize};
+pub use draftlab_core::serving::protocol::*;
 
 use crate::decoding::chat::{ChatInput, ChatSlot};
 use crate::decoding::generate::Event;
-use crate::decoding::llama::{ModelId, Runtime};
 use crate::decoding::session::Session;
 use crate::decoding::settings::{Mode, Settings, ValidSettings};
 use crate::error::{Error, ErrorCode, ErrorInfo};
-
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(tag = "cmd", rename_all = "snake_case")]
-pub enum Command {
-    /// Loads the pair (unless it is already warm) and generates.
-    Run {
-        target: PathBuf,
-        #[serde(default)]
-        draft: Option<PathBuf>,
-        mode: Mode,
-        prompt: String,
-        settings: Settings,
-    },
-    /// Generates after a conversation (or a text, for completions) and keeps both models' KV caches
-    /// for the next `chat` request on the same models: a follow-up turn decodes only what is new.
-    /// `open_ended`: no length was asked for, so the answer may take the room the context leaves
-    /// (otherwise a prompt and answer that do not fit are a `context_too_long` error).
-    Chat {
-        target: PathBuf,
-        #[serde(default)]
-        draft: Option<PathBuf>,
-        mode: Mode,
-        input: ChatInput,
-        settings: Settings,
-        #[serde(default)]
-        open_ended: bool,
-    },
-    /// Runs (or resumes) a sweep into the folder `out` (see `sweep::run`); frees warm models first.
-    Sweep {
-        spec: crate::measuring::sweep::SweepSpec,
-        out: PathBuf,
-    },
-    /// Stops job `job` between rounds (its report says `cancelled`).
-    Cancel {
-        job: u64,
-    },
-    /// Frees the loaded models (answered with `unloaded`).
-    Unload,
-    Ping,
-    Shutdown,
-}
-
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Request {
-    pub id: u64,
-    #[serde(flatten)]
-    pub command: Command,
-}
-
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(tag = "type", rename_all = "snake_case")]
-pub enum Reply {
-    /// Loading models (they were not warm).
-    Loading {
-        target: PathBuf,
-        draft: Option<PathBuf>,
-    },
-    Loaded {
-        target: ModelId,
-        draft: Option<ModelId>,
-        load_ms: f64,
-        warm: bool,
-        /// What llama.cpp computes on with them.
-        #[serde(default)]
-        runtime: Option<Runtime>,
-    },
-    Event {
-        event: Event,
-    },
-    Error {
-        error: ErrorInfo,
-    },
-    /// Progress of a sweep job.
-    Sweep {
-        event: crate::measuring::sweep::SweepEvent,
-    },
-    /// A sweep job ended (all cells done, or cancelled); its results are in its folder.
-    SweepDone {
-        complete: bool,
-    },
-    Pong,
-    /// The models are freed: whether any were loaded, and the worker's resident memory before and
-    /// after (bytes; `None` where it cannot be read).
-    Unloaded {
-        had_models: bool,
-        rss_before: Option<u64>,
-        rss_after: Option<u64>,
-    },
-    /// The worker stopped on request.
-    Bye,
-}
-
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Message {
-    pub id: u64,
-    #[serde(flatten)]
-    pub reply: Reply,
-}
+use crate::files::gguf::GgufFile;
 
 /// The files a warm session was loaded from (with the context it was checked for).
 #[derive(Debug, Clone, PartialEq)]
@@ -163,38 +52,57 @@ impl CancelFlags {
 /// Writes replies, one line each, flushed at once (the reader is waiting for them) except a round's
 /// `step` statistics, which travel with the next token: one pipe write and one wake-up of the app
 /// per token, not two (the app's threads share the cores with generation).
+/// Shared by the job loop and the checks answered beside it, one whole line at a time.
 pub struct Output<W: Write> {
-    out: W,
+    out: Mutex<W>,
 }
 
 impl<W: Write> Output<W> {
     pub fn new(out: W) -> Self {
-        Output { out }
+        Output { out: Mutex::new(out) }
     }
 
-    pub fn send(&mut self, id: u64, reply: Reply) {
+    pub fn send(&self, id: u64, reply: Reply) {
         let flush = !matches!(reply, Reply::Event { event: Event::Step { .. } });
         let msg = Message { id, reply };
         // Serialising our own types cannot fail; a closed stdout means the app is gone: stop.
         let line = serde_json::to_string(&msg).expect("replies serialise");
-        if writeln!(self.out, "{line}").and_then(|()| if flush { self.out.flush() } else { Ok(()) }).is_err() {
+        let mut out = self.out.lock().unwrap_or_else(|e| e.into_inner());
+        if writeln!(out, "{line}").and_then(|()| if flush { out.flush() } else { Ok(()) }).is_err() {
             std::process::exit(0);
         }
     }
 }
 
-fn bad_request(message: String) -> ErrorInfo {
-    ErrorInfo::new(ErrorCode::BadRequest, message, "This is a bug in the caller.")
+/// The answer to a check (`doctor`, `check`, `memory`; see [`Command::is_check`]).
+fn answer_check(command: Command) -> Reply {
+    let result = match command {
+        Command::Doctor { target, draft, settings } => diagnose(&target, draft.as_deref(), &settings),
+        Command::Check { target, draft, settings } => {
+            Session::check(&target, draft.as_deref(), &settings).map(|d| Reply::Diagnosis { diagnosis: Box::new(d) })
+        }
+        Command::Memory => Ok(Reply::Memory { memory: crate::decoding::llama::memory_info() }),
+        other => return Reply::Error { error: bad_request(format!("{other:?} is not a check")) },
+    };
+    result.unwrap_or_else(|e| Reply::Error { error: e.info() })
 }
 
-/// One request line, parsed; anything else is a `bad_request` error naming the line.
-pub fn parse_request(line: &str) -> Result<Request, ErrorInfo> {
-    serde_json::from_str::<Request>(line).map_err(|e| bad_request(format!("bad request {}: {e}", lines::excerpt(line))))
-}
-
-/// One reply line, parsed (the app's side of the protocol).
-pub fn parse_message(line: &str) -> Option<Message> {
-    serde_json::from_str::<Message>(line).ok()
+/// The doctor's verdict for a pair with these settings (their context, caches, GPU layers, remote
+/// machines and split), whatever it is.
+fn diagnose(target: &Path, draft: Option<&Path>, s: &Settings) -> Result<Reply, Error> {
+    let t = GgufFile::open(target)?;
+    let d = draft.map(GgufFile::open).transpose()?;
+    let kv = s.kv_scale();
+    let diagnosis = crate::decoding::session::diagnose(
+        &t,
+        d.as_ref(),
+        u64::from(s.n_ctx),
+        kv,
+        s.placement(),
+        &s.rpc,
+        &s.tensor_split,
+    )?;
+    Ok(Reply::Diagnosis { diagnosis: Box::new(diagnosis) })
 }
 
 /// Runs the worker loop on stdin/stdout until `shutdown` or the end of stdin.
@@ -202,17 +110,22 @@ pub fn serve_stdio() {
     // llama.cpp's log goes to stderr, which the app keeps (its log file, and the last lines when
     // the worker dies).
     crate::decoding::llama::log_to_stderr(true);
-    serve(std::io::BufReader::new(std::io::stdin()), std::io::stdout().lock());
+    // An abort in llama.cpp (a remote machine that stopped answering) says why first.
+    crate::decoding::remote::explain_aborts();
+    // Buffered: a round's `step` line leaves with the next token's, in one write (see `Output`).
+    serve(std::io::BufReader::new(std::io::stdin()), std::io::BufWriter::new(std::io::stdout()));
 }
 
-/// The worker loop over any line source and sink. A reader thread takes requests as they come
-/// (so `cancel` reaches a running job); jobs run one at a time on this thread.
-pub fn serve<R: BufRead + Send + 'static, W: Write>(input: R, output: W) {
-    let mut out = Output::new(output);
+/// The worker loop over any line source and sink. A reader thread takes requests as they come (so
+/// `cancel` reaches a running job, and a check is answered beside it, on a thread of its own); jobs
+/// run one at a time on this thread.
+pub fn serve<R: BufRead + Send + 'static, W: Write + Send + 'static>(input: R, output: W) {
+    let out = Arc::new(Output::new(output));
     let cancels = Arc::new(CancelFlags::default());
     let (tx, rx) = mpsc::channel::<Result<Request, ErrorInfo>>();
     {
         let cancels = Arc::clone(&cancels);
+        let out = Arc::clone(&out);
         std::thread::spawn(move || {
             let mut input = input;
             loop {
@@ -230,6 +143,10 @@ pub fn serve<R: BufRead + Send + 'static, W: Write>(input: R, output: W) {
                 };
                 match request {
                     Ok(Request { command: Command::Cancel { job }, .. }) => cancels.cancel(job),
+                    Ok(Request { id, command }) if command.answers_beside_jobs() => {
+                        let out = Arc::clone(&out);
+                        std::thread::spawn(move || out.send(id, answer_check(command)));
+                    }
                     r => {
                         if tx.send(r).is_err() {
                             break;
@@ -271,6 +188,9 @@ pub fn serve<R: BufRead + Send + 'static, W: Write>(input: R, output: W) {
                 out.send(id, Reply::Unloaded { had_models, rss_before, rss_after });
             }
             Command::Cancel { .. } => {}
+            command @ (Command::Doctor { .. } | Command::Check { .. } | Command::Memory) => {
+                out.send(id, answer_check(command))
+            }
             Command::Sweep { spec, out: dir } => {
                 warm = None; // a sweep loads its own pairs; never hold two sets of models
                 let cancel = cancels.flag(id);
@@ -284,7 +204,7 @@ pub fn serve<R: BufRead + Send + 'static, W: Write>(input: R, output: W) {
             }
             Command::Run { target, draft, mode, prompt, settings } => {
                 let cancel = cancels.flag(id);
-                let result = run_job(&mut out, id, &mut warm, target, draft, mode, &prompt, settings, &cancel);
+                let result = run_job(&out, id, &mut warm, target, draft, mode, &prompt, settings, &cancel);
                 if let Err(e) = result {
                     out.send(id, Reply::Error { error: e.info() });
                 }
@@ -292,7 +212,7 @@ pub fn serve<R: BufRead + Send + 'static, W: Write>(input: R, output: W) {
             }
             Command::Chat { target, draft, mode, input, settings, open_ended } => {
                 let job = ChatJob::new(id, target, draft, mode, input, settings, open_ended);
-                match chat_jobs(&mut out, &rx, &cancels, &mut warm, job) {
+                match chat_jobs(&out, &rx, &cancels, &mut warm, job) {
                     Some(next) => pending = Some(next),
                     None => return,
                 }
@@ -303,7 +223,7 @@ pub fn serve<R: BufRead + Send + 'static, W: Write>(input: R, output: W) {
 
 #[allow(clippy::too_many_arguments)]
 fn run_job<W: Write>(
-    out: &mut Output<W>,
+    out: &Output<W>,
     id: u64,
     warm: &mut Option<(LoadKey, Session)>,
     target: PathBuf,
@@ -328,7 +248,7 @@ fn run_job<W: Write>(
 /// Makes `warm` hold the models of `key` for `settings` (loading them unless they are warm), and
 /// says so (`loading`, then `loaded`).
 fn load<W: Write>(
-    out: &mut Output<W>,
+    out: &Output<W>,
     id: u64,
     warm: &mut Option<(LoadKey, Session)>,
     key: &LoadKey,
@@ -401,7 +321,7 @@ impl ChatJob {
 /// Serves chat requests on one slot (the models' warm KV caches) for as long as they come for the
 /// same models; returns the first request that is not one (`None` when the input ended).
 fn chat_jobs<W: Write>(
-    out: &mut Output<W>,
+    out: &Output<W>,
     rx: &mpsc::Receiver<Result<Request, ErrorInfo>>,
     cancels: &CancelFlags,
     warm: &mut Option<(LoadKey, Session)>,
@@ -446,6 +366,7 @@ fn chat_jobs<W: Write>(
         loop {
             match rx.recv().ok()? {
                 Ok(Request { id, command: Command::Ping }) => out.send(id, Reply::Pong),
+                Ok(Request { id, command }) if command.is_check() => out.send(id, answer_check(command)),
                 Ok(Request { id, command: Command::Chat { target, draft, mode, input, settings, open_ended } }) => {
                     let next = ChatJob::new(id, target, draft, mode, input, settings, open_ended);
                     let same = match &next.settings {

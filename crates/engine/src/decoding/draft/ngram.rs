@@ -30,8 +30,7 @@ use crate::error::{Error, Result};
 const MAGIC: &[u8; 8] = b"DLNGRAM\0";
 pub const FORMAT_VERSION: u32 = 1;
 const ENTRY_BYTES: usize = 20;
-/// The longest n-gram a table keeps (longer matches add little and cost memory).
-pub const MAX_TABLE_NGRAM: usize = 8;
+pub use draftlab_core::decoding::strategy::MAX_TABLE_NGRAM;
 
 /// A continuation needs at least this share of what followed the n-gram to be drafted.
 pub const MIN_SHARE: f32 = 0.5;

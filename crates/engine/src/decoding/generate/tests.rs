@@ -7,6 +7,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use super::*;
 use crate::decoding::costs::Costs;
+use crate::decoding::llama::ModelId;
 use crate::decoding::settings::Settings;
 
 const VOCAB: usize = 32;

@@ -8,9 +8,9 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::decoding::draft::Strategy;
-use crate::decoding::llama::{ContextOptions, FlashAttn, GpuLayers, KvType};
+use crate::decoding::options::{ContextOptions, FlashAttn, GpuLayers, KvType};
 use crate::decoding::sampling::SamplingParams;
+use crate::decoding::strategy::Strategy;
 use crate::error::{Error, Result};
 
 /// Baseline (the target alone) or speculative.
@@ -171,7 +171,7 @@ impl Limits {
         Limits {
             max_draft: MAX_DRAFT,
             min_ctx: MIN_CTX,
-            max_table_ngram: crate::decoding::draft::ngram::MAX_TABLE_NGRAM,
+            max_table_ngram: crate::decoding::strategy::MAX_TABLE_NGRAM,
             defaults: Settings::default(),
         }
     }
@@ -207,7 +207,7 @@ impl Settings {
 
     /// What the doctor counts for the two KV caches.
     pub fn kv_scale(&self) -> crate::files::doctor::KvScale {
-        crate::decoding::llama::kv_scale(self.cache_type, self.draft_cache_type)
+        crate::decoding::options::kv_scale(self.cache_type, self.draft_cache_type)
     }
 
     /// The GPU layers of each model, for the memory estimate.
@@ -264,7 +264,7 @@ impl Settings {
             )));
         }
         out.extend(self.sampling.problems());
-        out.extend(self.rpc.iter().filter_map(|e| crate::decoding::remote::parse_endpoint(e).err()));
+        out.extend(self.rpc.iter().filter_map(|e| crate::decoding::endpoint::parse_endpoint(e).err()));
         if self.rpc.len() > 16 {
             out.push(bad(
                 "rpc",
@@ -291,7 +291,7 @@ impl Settings {
         }
         if mode == Mode::Speculative {
             let tables = matches!(self.strategy, Strategy::NgramCache | Strategy::Auto);
-            let max = crate::decoding::draft::ngram::MAX_TABLE_NGRAM;
+            let max = crate::decoding::strategy::MAX_TABLE_NGRAM;
             if tables && self.lookup_max > max {
                 out.push(bad(
                     "lookup_max",

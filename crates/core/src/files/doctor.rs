@@ -8,7 +8,7 @@
 //! instead: through text, re-tokenized for the target each round (`decoding::draft::cross`). Only a
 //! file without a token list cannot draft at all.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::files::gguf::{DrafterKind, GgufFile, ModelSummary, VocabSummary};
 use crate::files::memory::{self, Footprint, MemoryVerdict};
@@ -21,7 +21,7 @@ pub const MAX_VOCAB_SIZE_DIFFERENCE: u64 = 128;
 pub const FIRST_CHECKED_TOKEN: usize = 5;
 
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Verdict {
     Ok,
@@ -41,7 +41,7 @@ impl std::fmt::Display for Verdict {
 
 /// What a finding is about (programs decide on this, never on the message text).
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Topic {
     Vocabulary,
@@ -55,7 +55,7 @@ pub enum Topic {
 }
 
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Finding {
     pub level: Verdict,
     pub topic: Topic,
@@ -63,7 +63,7 @@ pub struct Finding {
 }
 
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Diagnosis {
     pub verdict: Verdict,
     pub findings: Vec<Finding>,
@@ -76,7 +76,7 @@ pub struct Diagnosis {
 
 /// How a draft's tokens relate to its target's.
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Pairing {
     /// The same vocabulary: draft tokens are target tokens.

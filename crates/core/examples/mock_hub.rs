@@ -2,7 +2,7 @@
 //! `scripts/bench-download` (the real hf-hub client against curl on the same server).
 //! Usage: mock_hub REPO FILE PATH   (prints the server's URL on stdout)
 
-use draftlab_engine::testing::mock_hub::MockHub;
+use draftlab_core::testing::mock_hub::MockHub;
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();

@@ -10,7 +10,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::decoding::llama::Token;
+use crate::decoding::options::Token;
 
 /// How to turn logits into a distribution.
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]

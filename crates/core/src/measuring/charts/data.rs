@@ -1,7 +1,7 @@
 //! Chart data from what the engine measured: run reports, bench results, sweeps; and from the
 //! results files the CLI writes (`draftlab chart RESULTS --kind …`).
 
-use super::{BarGroup, BarsChart, Chart, LengthsChart, PositionsChart, Series, TimelineChart};
+use super::{BarGroup, Chart, LengthsChart, PositionsChart, Series, TimelineChart};
 use crate::decoding::report::Report;
 use crate::decoding::settings::Mode;
 use crate::error::{Error, Result};
@@ -16,11 +16,6 @@ fn mode_label(r: &Report) -> String {
         (Mode::Speculative, Some(s)) => format!("speculative ({s})"),
         (m, _) => m.to_string(),
     }
-}
-
-/// Baseline and speculative tokens/s of one bench (or a baseline and a speculative run).
-pub fn bars(title: &str, groups: Vec<BarGroup>) -> Chart {
-    Chart::Bars(BarsChart { title: title.to_string(), groups })
 }
 
 pub fn bench_group(label: &str, b: &BenchReport) -> BarGroup {
@@ -87,11 +82,11 @@ impl Results {
             (_, Results::Sweep(_)) => no("a sweep gives heatmap, draft-length and bars"),
             ("bars", Results::Bench(b)) => {
                 let label = b.runs.first().map_or_else(String::new, |r| r.target.name.clone());
-                Ok(bars("Tokens/s: baseline vs speculative", vec![bench_group(&label, b)]))
+                Ok(Chart::bars("Tokens/s: baseline vs speculative", vec![bench_group(&label, b)]))
             }
             ("bars", _) => match (baseline, speculative) {
                 (Some(b), Some(s)) => {
-                    Ok(bars("Tokens/s: baseline vs speculative", vec![runs_group(&b.target.name, b, s)]))
+                    Ok(Chart::bars("Tokens/s: baseline vs speculative", vec![runs_group(&b.target.name, b, s)]))
                 }
                 _ => no("it needs a baseline and a speculative run (`draftlab run --mode both --json`)"),
             },

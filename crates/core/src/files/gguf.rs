@@ -11,7 +11,7 @@ use std::fs::File;
 use std::io::{BufReader, Read};
 use std::path::{Path, PathBuf};
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use crate::error::Error;
@@ -673,7 +673,7 @@ pub(crate) fn hex(bytes: &[u8]) -> String {
 
 /// A file that drafts for a target rather than generating on its own (llama.cpp's drafter types).
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum DrafterKind {
     /// A multi-token-prediction head in a file of its own (Gemma 4's `gemma4-assistant`, a
@@ -727,7 +727,7 @@ impl DrafterKind {
 
 /// What the header says about a model, for people and for the doctor.
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ModelSummary {
     pub path: PathBuf,
     pub file_size: u64,
@@ -757,7 +757,7 @@ pub struct ModelSummary {
 }
 
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct VocabSummary {
     /// `tokenizer.ggml.model` as written in the file (`gpt2`, `llama`, …).
     pub tokenizer_model: String,

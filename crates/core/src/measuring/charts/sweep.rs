@@ -2,7 +2,7 @@
 //! draft length (measured next to predicted), and the best setting per target as bars.
 
 use super::{BarGroup, Chart, DraftLengthChart, DraftLengthSeries, HeatCell, HeatmapChart};
-use crate::decoding::draft::Strategy;
+use crate::decoding::strategy::Strategy;
 use crate::measuring::sweep::{file_label, CellKey, CellOutcome, CellRecord, SweepResults};
 
 /// Heat map columns: one per draft, then one per draftless strategy.
@@ -135,5 +135,5 @@ pub fn bars(r: &SweepResults) -> Chart {
             }
         })
         .collect();
-    super::data::bars("Best setting per target: tokens/s", groups)
+    Chart::bars("Best setting per target: tokens/s", groups)
 }

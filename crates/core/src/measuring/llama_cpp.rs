@@ -13,9 +13,9 @@
 
 use std::path::Path;
 
-use crate::decoding::draft::Strategy;
-use crate::decoding::llama::{FlashAttn, GpuLayers, KvType};
+use crate::decoding::options::{FlashAttn, GpuLayers, KvType};
 use crate::decoding::settings::{ngram_mod_sizes, Settings};
+use crate::decoding::strategy::Strategy;
 use crate::files::gguf::DrafterKind;
 
 /// What llama.cpp's `ngram-cache` drafts at most, fixed (common/speculative.cpp).

@@ -17,9 +17,12 @@ use serde::Serialize;
 
 use super::enginelog::{self, EngineLog, Tail};
 use super::lines::{self, Line};
-use super::worker::{parse_message, Command, Reply, Request};
-use crate::decoding::llama::Runtime;
+use super::protocol::{parse_message, Command, Reply, Request};
+use crate::decoding::options::Runtime;
+use crate::decoding::settings::Settings;
 use crate::error::{ErrorCode, ErrorInfo};
+use crate::files::doctor::Diagnosis;
+use crate::machine::MemoryInfo;
 
 type ApiError = ErrorInfo;
 
@@ -130,8 +133,8 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 fn died(tail: &[String], log: &std::path::Path) -> ErrorInfo {
     // ggml-rpc aborts when a remote machine stops answering; the engine said so before it ended.
     let said = |prefix: &str| tail.iter().rev().find_map(|l| l.strip_prefix(prefix)).map(str::trim);
-    if let Some(why) = said(crate::decoding::remote::STOPPED_ANSWERING) {
-        let what = crate::decoding::remote::STOPPED_ANSWERING.trim_start_matches("error: ");
+    if let Some(why) = said(crate::decoding::endpoint::STOPPED_ANSWERING) {
+        let what = crate::decoding::endpoint::STOPPED_ANSWERING.trim_start_matches("error: ");
         let hint = said("hint: ").unwrap_or("check that its rpc-server still runs and the network is up");
         return ErrorInfo::new(
             ErrorCode::Remote,
@@ -158,10 +161,27 @@ fn died(tail: &[String], log: &std::path::Path) -> ErrorInfo {
     ErrorInfo::new(ErrorCode::WorkerDied, message, &hint)
 }
 
+/// A reply that does not answer the request (a bug on one side of the protocol).
+fn unexpected(what: &str, reply: &Reply) -> ApiError {
+    ApiError::new(
+        ErrorCode::Internal,
+        format!("the engine answered a `{what}` request with {reply:?}"),
+        "Report this as a bug.",
+    )
+}
+
 /// Whether a reply ends its job.
 pub fn is_final(reply: &Reply) -> bool {
-    matches!(reply, Reply::Error { .. } | Reply::Bye | Reply::SweepDone { .. } | Reply::Pong | Reply::Unloaded { .. })
-        || matches!(reply, Reply::Event { event: crate::decoding::generate::Event::Done { .. } })
+    matches!(
+        reply,
+        Reply::Error { .. }
+            | Reply::Bye
+            | Reply::SweepDone { .. }
+            | Reply::Pong
+            | Reply::Unloaded { .. }
+            | Reply::Diagnosis { .. }
+            | Reply::Memory { .. }
+    ) || matches!(reply, Reply::Event { event: crate::decoding::event::Event::Done { .. } })
 }
 
 impl Workers {
@@ -308,6 +328,45 @@ impl Workers {
             ));
         }
         Ok((id, rx))
+    }
+
+    /// Sends a command whose one reply is its answer (a check: `doctor`, `check`, `memory`) and
+    /// waits for it; an `error` reply (or the worker's death) is the error.
+    pub fn ask(&self, command: Command) -> Result<Reply, ApiError> {
+        let (_, rx) = self.submit(command)?;
+        match rx.recv() {
+            Ok(Reply::Error { error }) => Err(error),
+            Ok(reply) => Ok(reply),
+            Err(_) => Err(ApiError::new(
+                ErrorCode::WorkerDied,
+                "the engine process ended without answering",
+                "Try again: a fresh engine starts with the next request.",
+            )),
+        }
+    }
+
+    /// The doctor's verdict on a pair, from the worker (see [`Command::Doctor`]).
+    pub fn doctor(&self, target: PathBuf, draft: Option<PathBuf>, settings: Settings) -> Result<Diagnosis, ApiError> {
+        match self.ask(Command::Doctor { target, draft, settings })? {
+            Reply::Diagnosis { diagnosis } => Ok(*diagnosis),
+            other => Err(unexpected("doctor", &other)),
+        }
+    }
+
+    /// Whether a pair can run with these settings, from the worker (see [`Command::Check`]).
+    pub fn check(&self, target: PathBuf, draft: Option<PathBuf>, settings: Settings) -> Result<Diagnosis, ApiError> {
+        match self.ask(Command::Check { target, draft, settings })? {
+            Reply::Diagnosis { diagnosis } => Ok(*diagnosis),
+            other => Err(unexpected("check", &other)),
+        }
+    }
+
+    /// This machine's memory with the GPU's limit, from the worker (see [`Command::Memory`]).
+    pub fn memory(&self) -> Result<MemoryInfo, ApiError> {
+        match self.ask(Command::Memory)? {
+            Reply::Memory { memory } => Ok(memory),
+            other => Err(unexpected("memory", &other)),
+        }
     }
 
     /// Asks job `job` to stop between rounds.

@@ -40,6 +40,12 @@ pub enum Chart {
 }
 
 impl Chart {
+    /// Baseline and speculative tokens/s of benches (or of a baseline and a speculative run), by
+    /// group.
+    pub fn bars(title: &str, groups: Vec<BarGroup>) -> Chart {
+        Chart::Bars(BarsChart { title: title.to_string(), groups })
+    }
+
     /// The names `draftlab chart --kind` takes.
     pub const KINDS: [&'static str; 6] = ["bars", "timeline", "positions", "lengths", "heatmap", "draft-length"];
 

@@ -2,9 +2,9 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::decoding::draft::Strategy;
-use crate::decoding::llama::{ModelId, Runtime, Token};
+use crate::decoding::options::{ModelId, Runtime, Token};
 use crate::decoding::settings::{Mode, Settings};
+use crate::decoding::strategy::Strategy;
 use crate::machine::MachineInfo;
 
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
@@ -193,6 +193,12 @@ pub fn median(values: &[f64]) -> f64 {
     } else {
         (v[n / 2 - 1] + v[n / 2]) / 2.0
     }
+}
+
+/// Speculative ÷ baseline generation tokens/s, when the baseline's rate is measurable.
+pub fn speedup(baseline: &Report, speculative: &Report) -> Option<f64> {
+    (baseline.tokens_per_s > 0.0 && speculative.tokens_per_s.is_finite())
+        .then(|| speculative.tokens_per_s / baseline.tokens_per_s)
 }
 
 #[cfg(test)]

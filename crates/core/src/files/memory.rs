@@ -276,7 +276,7 @@ pub enum MemoryVerdict {
 
 /// How much memory a target (and draft) need at a context size, against what the machine has.
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct MemoryFit {
     pub context: u64,
     pub target_weights: u64,

@@ -1,0 +1,17 @@
+//! What a chat request asks the model to continue: a conversation, or a text.
+
+use serde::{Deserialize, Serialize};
+
+use crate::decoding::template::ChatMessage;
+
+/// What a chat request asks the model to continue.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum ChatInput {
+    /// A conversation (system, user and assistant turns, ending with the user's), rendered with
+    /// the target's chat template with the assistant's turn opened.
+    Messages { messages: Vec<ChatMessage> },
+    /// Text to continue as it is (no template): completions.
+    Text { text: String },
+}

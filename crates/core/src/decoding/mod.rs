@@ -1,0 +1,21 @@
+//! The words of a run, without llama.cpp (the engine crate's `decoding` runs them):
+//!
+//! - `settings`: what a run is asked to do, validated once into [`settings::ValidSettings`];
+//!   `strategy`: the drafting strategies; `options`: GPU layers, KV cache types, flash attention,
+//!   and what a run ran on (models, devices).
+//! - `event`: what a run tells its listener; `report`: what a run measured; `compare`: two runs'
+//!   outputs side by side; `costs`: the measured step costs and their cache.
+//! - `sampling`: the sampling parameters and distributions; `template`: chat templates (Jinja);
+//!   `chat`: what a chat request asks to continue; `endpoint`: other machines' addresses.
+
+pub mod chat;
+pub mod compare;
+pub mod costs;
+pub mod endpoint;
+pub mod event;
+pub mod options;
+pub mod report;
+pub mod sampling;
+pub mod settings;
+pub mod strategy;
+pub mod template;

@@ -1,0 +1,196 @@
+//! The engine worker's protocol: JSON lines on its stdin/stdout. The worker is a process that owns
+//! the loaded models and runs jobs (its loop is in the engine crate, `serving::worker`). The
+//! desktop app starts its own executable in worker mode (and `draftlab worker` is the same loop), so
+//! a llama.cpp abort on a strange file, or the OOM killer, ends the worker and never the window:
+//! nothing that touches llama.cpp or ggml (devices, remote machines) runs in the window process,
+//! not even a check (see [`Command::is_check`]).
+//!
+//! Requests (one JSON object per line on stdin), each with an `id` the replies repeat:
+//! `{"id":1,"cmd":"run","target":"T.gguf","draft":"D.gguf","mode":"speculative","prompt":"…","settings":{…}}`
+//! `{"id":2,"cmd":"chat","target":"T.gguf","mode":"speculative","input":{"kind":"messages","messages":[…]},"settings":{…}}`
+//! — like `run`, keeping both models' KV caches for the next chat request (see [`Command::Chat`]).
+//! `{"id":2,"cmd":"cancel","job":1}` — cooperative: the run stops between rounds and reports; a job
+//! cancelled before it started ends at once with a `cancelled` error.
+//! `{"id":3,"cmd":"unload"}`, `{"id":4,"cmd":"ping"}`, `{"id":5,"cmd":"shutdown"}`.
+//! `{"id":6,"cmd":"doctor","target":"T.gguf","draft":"D.gguf","settings":{…}}` (answered with
+//! `diagnosis`), `{"id":7,"cmd":"check",…}` (the same, or the error that stops the pair),
+//! `{"id":8,"cmd":"memory"}` (answered with `memory`): checks, answered at once even while a job
+//! runs.
+//!
+//! Replies (one JSON object per line on stdout): `{"id":1,"type":"loading",…}`,
+//! `{"id":1,"type":"loaded",…}`, `{"id":1,"type":"event","event":{…}}` for every engine event (the
+//! last one is `done` with the report), `{"id":1,"type":"error","error":{code,message,hint}}`,
+//! `{"id":4,"type":"pong"}`, `{"id":3,"type":"unloaded","had_models":true,"rss_before":…,"rss_after":…}`. Loaded models stay warm between runs that use the same files and
+//! context; anything else loads afresh.
+
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+
+use super::lines;
+use crate::decoding::chat::ChatInput;
+use crate::decoding::event::Event;
+use crate::decoding::options::{ModelId, Runtime};
+use crate::decoding::settings::{Mode, Settings};
+use crate::error::{ErrorCode, ErrorInfo};
+use crate::files::doctor::Diagnosis;
+use crate::machine::MemoryInfo;
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(tag = "cmd", rename_all = "snake_case")]
+pub enum Command {
+    /// Loads the pair (unless it is already warm) and generates.
+    Run {
+        target: PathBuf,
+        #[serde(default)]
+        draft: Option<PathBuf>,
+        mode: Mode,
+        prompt: String,
+        settings: Settings,
+    },
+    /// Generates after a conversation (or a text, for completions) and keeps both models' KV caches
+    /// for the next `chat` request on the same models: a follow-up turn decodes only what is new.
+    /// `open_ended`: no length was asked for, so the answer may take the room the context leaves
+    /// (otherwise a prompt and answer that do not fit are a `context_too_long` error).
+    Chat {
+        target: PathBuf,
+        #[serde(default)]
+        draft: Option<PathBuf>,
+        mode: Mode,
+        input: ChatInput,
+        settings: Settings,
+        #[serde(default)]
+        open_ended: bool,
+    },
+    /// Runs (or resumes) a sweep into the folder `out` (see `sweep::run`); frees warm models first.
+    Sweep {
+        spec: crate::measuring::sweep::SweepSpec,
+        out: PathBuf,
+    },
+    /// Stops job `job` between rounds (its report says `cancelled`).
+    Cancel {
+        job: u64,
+    },
+    /// Frees the loaded models (answered with `unloaded`).
+    Unload,
+    Ping,
+    Shutdown,
+    /// The doctor's verdict on a pair before anything loads (answered with `diagnosis`), for the
+    /// settings' context, KV cache types and GPU layers, and the remote machines and split they
+    /// name (as a run with them will count memory).
+    Doctor {
+        target: PathBuf,
+        #[serde(default)]
+        draft: Option<PathBuf>,
+        settings: Settings,
+    },
+    /// Whether a pair can run with these settings, by the rules a load applies (answered with
+    /// `diagnosis`, or with the error a load would end with: another vocabulary, too big, a drafter
+    /// file where a model belongs).
+    Check {
+        target: PathBuf,
+        #[serde(default)]
+        draft: Option<PathBuf>,
+        settings: Settings,
+    },
+    /// This machine's memory, with the GPU's limit as ggml's device reports it (answered with
+    /// `memory`).
+    Memory,
+}
+
+impl Command {
+    /// A check (`doctor`, `check`, `memory`): it loads nothing and runs no model, so the worker
+    /// answers it beside a running job (one that names remote machines waits its turn: it talks to
+    /// them, and so may a job).
+    pub fn is_check(&self) -> bool {
+        matches!(self, Command::Doctor { .. } | Command::Check { .. } | Command::Memory)
+    }
+
+    /// Whether the check can be answered beside a running job (see [`Command::is_check`]).
+    pub fn answers_beside_jobs(&self) -> bool {
+        match self {
+            Command::Doctor { settings, .. } | Command::Check { settings, .. } => settings.rpc.is_empty(),
+            Command::Memory => true,
+            _ => false,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Request {
+    pub id: u64,
+    #[serde(flatten)]
+    pub command: Command,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Reply {
+    /// Loading models (they were not warm).
+    Loading {
+        target: PathBuf,
+        draft: Option<PathBuf>,
+    },
+    Loaded {
+        target: ModelId,
+        draft: Option<ModelId>,
+        load_ms: f64,
+        warm: bool,
+        /// What llama.cpp computes on with them.
+        #[serde(default)]
+        runtime: Option<Runtime>,
+    },
+    Event {
+        event: Event,
+    },
+    Error {
+        error: ErrorInfo,
+    },
+    /// Progress of a sweep job.
+    Sweep {
+        event: crate::measuring::sweep::SweepEvent,
+    },
+    /// A sweep job ended (all cells done, or cancelled); its results are in its folder.
+    SweepDone {
+        complete: bool,
+    },
+    Pong,
+    /// The models are freed: whether any were loaded, and the worker's resident memory before and
+    /// after (bytes; `None` where it cannot be read).
+    Unloaded {
+        had_models: bool,
+        rss_before: Option<u64>,
+        rss_after: Option<u64>,
+    },
+    /// The worker stopped on request.
+    Bye,
+    /// The doctor's verdict (`doctor`, `check`).
+    Diagnosis {
+        diagnosis: Box<Diagnosis>,
+    },
+    /// This machine's memory (`memory`).
+    Memory {
+        memory: MemoryInfo,
+    },
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Message {
+    pub id: u64,
+    #[serde(flatten)]
+    pub reply: Reply,
+}
+
+pub fn bad_request(message: String) -> ErrorInfo {
+    ErrorInfo::new(ErrorCode::BadRequest, message, "This is a bug in the caller.")
+}
+
+/// One request line, parsed; anything else is a `bad_request` error naming the line.
+pub fn parse_request(line: &str) -> Result<Request, ErrorInfo> {
+    serde_json::from_str::<Request>(line).map_err(|e| bad_request(format!("bad request {}: {e}", lines::excerpt(line))))
+}
+
+/// One reply line, parsed (the app's side of the protocol).
+pub fn parse_message(line: &str) -> Option<Message> {
+    serde_json::from_str::<Message>(line).ok()
+}

@@ -1,0 +1,435 @@
+//! The house rules, checked on the source with a Rust parser (`syn`), not by matching lines:
+//!
+//! - **The native seam.** llama.cpp (`llama_cpp_2`, `llama_cpp_sys_2`) and the crate that links it
+//!   (`draftlab_engine`) are named only where a crate's [`Rules`] allow: never in `draftlab-core`,
+//!   the local server or the app's window code (its worker entry, `main.rs`, excepted), and inside
+//!   the engine only in the files that wrap llama.cpp. Cargo enforces most of it (the crates do not
+//!   depend on them); what one package holds for two processes (the app) is checked here.
+//! - **Imports only go down** a crate's layers (see each crate's documentation); test code may use
+//!   the test helpers.
+//! - **No cycles** between the modules of a crate (a module and its own submodules excepted): a
+//!   file that uses a sibling which uses it back is one concept in two rooms, or two concepts
+//!   tangled.
+//!
+//! Every `use` tree (groups, `self`, `super`, globs, renames), every path in code and every path in a
+//! macro call's tokens counts; comments, doc comments and strings do not. Code under
+//! `#[cfg(test)]` (and files named `tests.rs`) is test code.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+use proc_macro2::{TokenStream, TokenTree};
+use syn::visit::{self, Visit};
+
+/// What one crate's source must keep to.
+#[derive(Debug, Clone, Default)]
+pub struct Rules {
+    /// Layers from the bottom up, each with its top-level modules (empty: no layers).
+    pub layers: Vec<(&'static str, Vec<&'static str>)>,
+    /// External crates no file may name…
+    pub forbidden: Vec<&'static str>,
+    /// …except these files (paths under `src/`), each with the forbidden crates it may name.
+    pub allowed: Vec<(&'static str, Vec<&'static str>)>,
+    /// Files that are not part of the crate's library (a binary's entry): not checked.
+    pub skip: Vec<&'static str>,
+}
+
+/// One reference from a file: the path as written, resolved, and whether test code makes it.
+#[derive(Debug, Clone)]
+struct Ref {
+    /// Segments from the crate root (`crate::`, `self::` and `super::` resolved), or from an
+    /// external crate's name.
+    path: Vec<String>,
+    internal: bool,
+    test: bool,
+}
+
+/// Collects the references of one file.
+struct Refs {
+    /// The module the code being visited is in (the file's, then inline modules).
+    module: Vec<String>,
+    test_depth: usize,
+    out: Vec<Ref>,
+}
+
+fn is_cfg_test(attrs: &[syn::Attribute]) -> bool {
+    attrs.iter().any(|a| {
+        a.path().is_ident("cfg")
+            && match &a.meta {
+                syn::Meta::List(l) => {
+                    l.tokens.to_string().split(|c: char| !c.is_alphanumeric() && c != '_').any(|w| w == "test")
+                }
+                _ => false,
+            }
+    })
+}
+
+fn item_attrs(item: &syn::Item) -> &[syn::Attribute] {
+    match item {
+        syn::Item::Const(i) => &i.attrs,
+        syn::Item::Enum(i) => &i.attrs,
+        syn::Item::Fn(i) => &i.attrs,
+        syn::Item::Impl(i) => &i.attrs,
+        syn::Item::Macro(i) => &i.attrs,
+        syn::Item::Mod(i) => &i.attrs,
+        syn::Item::Static(i) => &i.attrs,
+        syn::Item::Struct(i) => &i.attrs,
+        syn::Item::Trait(i) => &i.attrs,
+        syn::Item::Type(i) => &i.attrs,
+        syn::Item::Use(i) => &i.attrs,
+        _ => &[],
+    }
+}
+
+fn flatten_use(tree: &syn::UseTree, mut prefix: Vec<String>, out: &mut Vec<Vec<String>>) {
+    match tree {
+        syn::UseTree::Path(p) => {
+            prefix.push(p.ident.to_string());
+            flatten_use(&p.tree, prefix, out);
+        }
+        syn::UseTree::Name(n) if n.ident == "self" => out.push(prefix),
+        syn::UseTree::Name(n) => {
+            prefix.push(n.ident.to_string());
+            out.push(prefix);
+        }
+        syn::UseTree::Rename(r) if r.ident == "self" => out.push(prefix),
+        syn::UseTree::Rename(r) => {
+            prefix.push(r.ident.to_string());
+            out.push(prefix);
+        }
+        syn::UseTree::Glob(_) => out.push(prefix),
+        syn::UseTree::Group(g) => {
+            for t in &g.items {
+                flatten_use(t, prefix.clone(), out);
+            }
+        }
+    }
+}
+
+/// Paths (`a::b::c`) in a macro call's tokens, in every group.
+fn token_paths(tokens: TokenStream, out: &mut Vec<Vec<String>>) {
+    let tts: Vec<TokenTree> = tokens.into_iter().collect();
+    let mut i = 0;
+    while i < tts.len() {
+        match &tts[i] {
+            TokenTree::Group(g) => {
+                token_paths(g.stream(), out);
+                i += 1;
+            }
+            TokenTree::Ident(id) => {
+                let mut path = vec![id.to_string()];
+                let mut j = i + 1;
+                while j + 2 < tts.len() {
+                    let colons = matches!((&tts[j], &tts[j + 1]), (TokenTree::Punct(a), TokenTree::Punct(b)) if a.as_char() == ':' && b.as_char() == ':');
+                    match (colons, tts.get(j + 2)) {
+                        (true, Some(TokenTree::Ident(next))) => {
+                            path.push(next.to_string());
+                            j += 3;
+                        }
+                        _ => break,
+                    }
+                }
+                if path.len() > 1 {
+                    out.push(path);
+                }
+                i = j.max(i + 1);
+            }
+            _ => i += 1,
+        }
+    }
+}
+
+impl Refs {
+    fn add(&mut self, path: Vec<String>) {
+        let Some(first) = path.first() else { return };
+        let (resolved, internal) = match first.as_str() {
+            "crate" => (path[1..].to_vec(), true),
+            "self" => ([self.module.clone(), path[1..].to_vec()].concat(), true),
+            "super" => {
+                let ups = path.iter().take_while(|s| *s == "super").count();
+                let base = &self.module[..self.module.len().saturating_sub(ups)];
+                ([base.to_vec(), path[ups..].to_vec()].concat(), true)
+            }
+            _ if path.len() > 1 => (path, false),
+            _ => return,
+        };
+        self.out.push(Ref { path: resolved, internal, test: self.test_depth > 0 });
+    }
+}
+
+impl<'ast> Visit<'ast> for Refs {
+    fn visit_item(&mut self, item: &'ast syn::Item) {
+        let test = is_cfg_test(item_attrs(item));
+        self.test_depth += usize::from(test);
+        visit::visit_item(self, item);
+        self.test_depth -= usize::from(test);
+    }
+
+    fn visit_item_mod(&mut self, m: &'ast syn::ItemMod) {
+        self.module.push(m.ident.to_string());
+        visit::visit_item_mod(self, m);
+        self.module.pop();
+    }
+
+    fn visit_item_use(&mut self, u: &'ast syn::ItemUse) {
+        let mut paths = Vec::new();
+        flatten_use(&u.tree, Vec::new(), &mut paths);
+        for p in paths {
+            self.add(p);
+        }
+    }
+
+    fn visit_path(&mut self, p: &'ast syn::Path) {
+        self.add(p.segments.iter().map(|s| s.ident.to_string()).collect());
+        visit::visit_path(self, p);
+    }
+
+    fn visit_macro(&mut self, m: &'ast syn::Macro) {
+        let mut paths = Vec::new();
+        token_paths(m.tokens.clone(), &mut paths);
+        for p in paths {
+            self.add(p);
+        }
+        visit::visit_macro(self, m);
+    }
+}
+
+/// A source file and its module path (`lib.rs`: none; `a/mod.rs` and `a.rs`: `a`).
+#[derive(Debug, Clone)]
+struct File {
+    rel: PathBuf,
+    module: Vec<String>,
+    test: bool,
+}
+
+fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    let Ok(entries) = std::fs::read_dir(dir) else { return };
+    for e in entries.flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            rust_files(&p, out);
+        } else if p.extension().is_some_and(|x| x == "rs") {
+            out.push(p);
+        }
+    }
+}
+
+fn files(src: &Path) -> Vec<File> {
+    let mut paths = Vec::new();
+    rust_files(src, &mut paths);
+    paths.sort();
+    paths
+        .into_iter()
+        .map(|p| {
+            let rel = p.strip_prefix(src).expect("under src").to_path_buf();
+            let mut module: Vec<String> =
+                rel.with_extension("").components().map(|c| c.as_os_str().to_string_lossy().into_owned()).collect();
+            if matches!(module.last().map(String::as_str), Some("mod" | "lib" | "main")) {
+                module.pop();
+            }
+            let test = module.last().is_some_and(|m| m == "tests");
+            File { rel, module, test }
+        })
+        .collect()
+}
+
+/// The module a resolved path names: the longest prefix of it that is a file's module.
+fn module_of<'a>(modules: &'a BTreeSet<Vec<String>>, path: &[String]) -> Option<&'a Vec<String>> {
+    (1..=path.len()).rev().find_map(|n| modules.get(&path[..n]))
+}
+
+/// Every rule `src` breaks, one line each (empty: none).
+pub fn check(src: &Path, rules: &Rules) -> Vec<String> {
+    let files = files(src);
+    let modules: BTreeSet<Vec<String>> = files.iter().map(|f| f.module.clone()).collect();
+    let layer_of = |top: &str| rules.layers.iter().position(|(_, mods)| mods.contains(&top));
+    let mut bad = Vec::new();
+    let mut edges: BTreeMap<Vec<String>, BTreeSet<Vec<String>>> = BTreeMap::new();
+    for f in &files {
+        let rel = f.rel.to_string_lossy().replace('\\', "/");
+        if rules.skip.contains(&rel.as_str()) {
+            continue;
+        }
+        let text = match std::fs::read_to_string(src.join(&f.rel)) {
+            Ok(t) => t,
+            Err(e) => {
+                bad.push(format!("{rel}: cannot be read: {e}"));
+                continue;
+            }
+        };
+        let ast = match syn::parse_file(&text) {
+            Ok(a) => a,
+            Err(e) => {
+                bad.push(format!("{rel}: does not parse: {e}"));
+                continue;
+            }
+        };
+        let mut refs = Refs { module: f.module.clone(), test_depth: usize::from(f.test), out: Vec::new() };
+        refs.visit_file(&ast);
+        let own = f.module.first().and_then(|m| layer_of(m));
+        let allowed: &[&str] = rules.allowed.iter().find(|(p, _)| *p == rel).map_or(&[], |(_, c)| c.as_slice());
+        let mut said = BTreeSet::new();
+        for r in refs.out {
+            let top = r.path.first().map_or("", String::as_str);
+            let mut say = |line: String| {
+                if said.insert(line.clone()) {
+                    bad.push(line);
+                }
+            };
+            if !r.internal {
+                if rules.forbidden.contains(&top) && !allowed.contains(&top) {
+                    say(format!("{rel} names {top} ({})", r.path.join("::")));
+                }
+                continue;
+            }
+            if let (Some(own), Some(theirs)) = (own, layer_of(top)) {
+                let helpers = r.test && rules.layers[theirs].0 == "testing";
+                if theirs > own && !helpers {
+                    say(format!(
+                        "{rel} ({}) uses crate::{top} ({}), a layer above",
+                        rules.layers[own].0, rules.layers[theirs].0
+                    ));
+                }
+            }
+            if !r.test && !f.test {
+                if let Some(m) = module_of(&modules, &r.path) {
+                    let related = m.starts_with(&f.module) || f.module.starts_with(m);
+                    if !related {
+                        edges.entry(f.module.clone()).or_default().insert(m.clone());
+                    }
+                }
+            }
+        }
+    }
+    for cycle in cycles(&edges) {
+        let names: Vec<String> = cycle.iter().map(|m| m.join("::")).collect();
+        bad.push(format!("modules that use each other: {}", names.join(" ⇄ ")));
+    }
+    bad
+}
+
+/// The strongly connected components of more than one module (Tarjan's algorithm).
+fn cycles(edges: &BTreeMap<Vec<String>, BTreeSet<Vec<String>>>) -> Vec<Vec<Vec<String>>> {
+    struct State<'a> {
+        edges: &'a BTreeMap<Vec<String>, BTreeSet<Vec<String>>>,
+        index: BTreeMap<&'a Vec<String>, usize>,
+        low: BTreeMap<&'a Vec<String>, usize>,
+        stack: Vec<&'a Vec<String>>,
+        on_stack: BTreeSet<&'a Vec<String>>,
+        out: Vec<Vec<Vec<String>>>,
+    }
+    fn visit<'a>(s: &mut State<'a>, v: &'a Vec<String>) {
+        let i = s.index.len();
+        s.index.insert(v, i);
+        s.low.insert(v, i);
+        s.stack.push(v);
+        s.on_stack.insert(v);
+        if let Some(next) = s.edges.get(v) {
+            for w in next {
+                if !s.index.contains_key(w) {
+                    visit(s, w);
+                    let lw = s.low[w];
+                    let lv = s.low[v];
+                    s.low.insert(v, lv.min(lw));
+                } else if s.on_stack.contains(w) {
+                    let iw = s.index[w];
+                    let lv = s.low[v];
+                    s.low.insert(v, lv.min(iw));
+                }
+            }
+        }
+        if s.low[v] == s.index[v] {
+            let mut scc = Vec::new();
+            while let Some(w) = s.stack.pop() {
+                s.on_stack.remove(w);
+                scc.push(w.clone());
+                if w == v {
+                    break;
+                }
+            }
+            if scc.len() > 1 {
+                scc.sort();
+                s.out.push(scc);
+            }
+        }
+    }
+    let mut s = State {
+        edges,
+        index: BTreeMap::new(),
+        low: BTreeMap::new(),
+        stack: Vec::new(),
+        on_stack: BTreeSet::new(),
+        out: Vec::new(),
+    };
+    let nodes: Vec<&Vec<String>> = edges.keys().chain(edges.values().flatten()).collect();
+    for v in nodes {
+        if !s.index.contains_key(v) {
+            visit(&mut s, v);
+        }
+    }
+    s.out
+}
+
+/// The workspace's crates and their rules.
+pub fn workspace(root: &Path) -> Vec<(PathBuf, Rules)> {
+    let llama = vec!["llama_cpp_2", "llama_cpp_sys_2", "draftlab_engine"];
+    let core_layers = vec![
+        ("foundation", vec!["error", "paths", "machine"]),
+        ("files", vec!["files"]),
+        ("decoding", vec!["decoding"]),
+        ("measuring", vec!["measuring"]),
+        ("serving", vec!["serving"]),
+        ("testing", vec!["testing"]),
+    ];
+    vec![
+        (root.join("crates/core/src"), Rules { layers: core_layers, forbidden: llama.clone(), ..Rules::default() }),
+        (
+            root.join("crates/engine/src"),
+            Rules {
+                layers: vec![
+                    // The foundation, files and the words of a run are draftlab-core's, re-exported.
+                    ("foundation and files", vec!["error", "paths", "machine", "files"]),
+                    ("decoding", vec!["decoding"]),
+                    ("measuring", vec!["measuring"]),
+                    ("serving", vec!["serving"]),
+                    ("testing", vec!["testing"]),
+                ],
+                forbidden: vec!["llama_cpp_2", "llama_cpp_sys_2"],
+                allowed: vec![
+                    ("decoding/llama.rs", vec!["llama_cpp_2", "llama_cpp_sys_2"]),
+                    ("decoding/speculative.rs", vec!["llama_cpp_sys_2"]),
+                    ("decoding/remote.rs", vec!["llama_cpp_sys_2"]),
+                ],
+                skip: vec![],
+            },
+        ),
+        (root.join("crates/server/src"), Rules { forbidden: llama.clone(), ..Rules::default() }),
+        (root.join("src-tauri/src"), Rules { forbidden: llama, skip: vec!["main.rs"], ..Rules::default() }),
+    ]
+}
+
+/// Crates that must not depend on llama.cpp (or the crate that links it) in their manifest's
+/// `[dependencies]` (dev-dependencies may: tests run models).
+pub const WITHOUT_LLAMA: [&str; 2] = ["crates/core/Cargo.toml", "crates/server/Cargo.toml"];
+
+/// The dependencies a manifest's `[dependencies]` table names (the keys, as written).
+pub fn dependencies(manifest: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut inside = false;
+    for line in manifest.lines() {
+        let l = line.trim();
+        if l.starts_with('[') {
+            inside = l == "[dependencies]" || (l.starts_with("[target.") && l.ends_with(".dependencies]"));
+            continue;
+        }
+        if inside && !l.starts_with('#') {
+            if let Some((key, _)) = l.split_once('=') {
+                out.push(key.trim().trim_end_matches(".workspace").to_string());
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,101 @@
+use super::*;
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+#[test]
+fn the_workspace_keeps_the_house_rules() {
+    let mut bad = Vec::new();
+    for (src, rules) in workspace(&root()) {
+        assert!(src.join("lib.rs").exists(), "{} is not a crate's source", src.display());
+        bad.extend(check(&src, &rules).into_iter().map(|b| format!("{}: {b}", src.display())));
+    }
+    assert!(bad.is_empty(), "the house rules are broken:\n{}", bad.join("\n"));
+}
+
+#[test]
+fn crates_without_llama_do_not_depend_on_it() {
+    for manifest in WITHOUT_LLAMA {
+        let text = std::fs::read_to_string(root().join(manifest)).expect("manifest");
+        let deps = dependencies(&text);
+        assert!(deps.iter().any(|d| d == "serde"), "{manifest}: the dependencies were not read: {deps:?}");
+        for d in deps {
+            assert!(!d.starts_with("llama-cpp") && d != "draftlab-engine", "{manifest} depends on {d}");
+        }
+    }
+    // The app's window code reaches the engine only through its worker entry (checked above).
+    let app = dependencies(&std::fs::read_to_string(root().join("src-tauri/Cargo.toml")).expect("manifest"));
+    assert!(app.iter().any(|d| d == "draftlab-core"), "{app:?}");
+}
+
+fn write(dir: &Path, rel: &str, text: &str) {
+    let p = dir.join(rel);
+    std::fs::create_dir_all(p.parent().expect("parent")).expect("mkdir");
+    std::fs::write(p, text).expect("write");
+}
+
+/// Each rule, broken on purpose in a crate of its own, is seen; what keeps to them is not.
+#[test]
+fn planted_violations_are_seen() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let src = dir.path();
+    let rules = Rules {
+        layers: vec![
+            ("foundation", vec!["error"]),
+            ("files", vec!["files"]),
+            ("decoding", vec!["decoding"]),
+            ("testing", vec!["testing"]),
+        ],
+        forbidden: vec!["llama_cpp_2", "llama_cpp_sys_2", "draftlab_engine"],
+        allowed: vec![("decoding/llama.rs", vec!["llama_cpp_2"])],
+        skip: vec!["main.rs"],
+    };
+    write(src, "lib.rs", "pub mod error;\npub mod files;\npub mod decoding;\n");
+    write(src, "main.rs", "fn main() { draftlab_engine::serving::worker::serve_stdio(); }\n");
+    // Up a layer, through a multi-line group and through `super::super`.
+    write(src, "files/gguf.rs", "use crate::{\n    error::Error,\n    decoding::llama::Token,\n};\n");
+    write(src, "files/deep/inner.rs", "fn f() -> super::super::super::decoding::Thing { todo!() }\n");
+    // In a macro call; in comments and strings it is nothing.
+    write(
+        src,
+        "error.rs",
+        "// crate::decoding in a comment\n/// crate::files in a doc\nfn f(x: u8) -> bool { let _ = \"crate::files\"; matches!(x, crate::files::ONE) }\n",
+    );
+    // Test code may use the test helpers; shipped code may not.
+    write(src, "files/doctor.rs", "fn a() {}\n#[cfg(test)]\nmod tests {\n    use crate::testing::model;\n}\n");
+    write(src, "files/memory.rs", "use crate::testing::model;\n");
+    // llama.cpp where it is not allowed, its sys crate where only llama_cpp_2 is, the engine crate.
+    write(
+        src,
+        "decoding/llama.rs",
+        "use llama_cpp_2::model::LlamaModel;\nfn f() { unsafe { llama_cpp_sys_2::free() } }\n",
+    );
+    write(src, "decoding/chat.rs", "fn f() { draftlab_engine::decoding::session::Session::check(); }\n");
+    // Two siblings that use each other; a parent and its child may.
+    write(src, "decoding/a.rs", "use crate::decoding::b::B;\npub struct A;\n");
+    write(src, "decoding/b.rs", "pub struct B(super::a::A);\n");
+    write(src, "decoding/mod.rs", "pub mod a;\npub mod b;\nuse self::a::A;\n");
+    write(src, "decoding/draft/mod.rs", "pub mod ngram;\nuse self::ngram::N;\n");
+    write(src, "decoding/draft/ngram.rs", "use super::D;\npub struct N;\n");
+    let bad = check(src, &rules);
+    let has = |what: &[&str]| bad.iter().any(|b| what.iter().all(|w| b.contains(w)));
+    assert!(has(&["files/gguf.rs", "crate::decoding", "a layer above"]), "{bad:#?}");
+    assert!(has(&["files/deep/inner.rs", "crate::decoding"]), "{bad:#?}");
+    assert!(has(&["error.rs", "crate::files"]), "{bad:#?}");
+    assert!(has(&["files/memory.rs", "crate::testing"]), "{bad:#?}");
+    assert!(has(&["decoding/llama.rs names llama_cpp_sys_2"]), "{bad:#?}");
+    assert!(has(&["decoding/chat.rs names draftlab_engine"]), "{bad:#?}");
+    assert!(has(&["modules that use each other", "decoding::a ⇄ decoding::b"]), "{bad:#?}");
+    assert!(!has(&["files/doctor.rs"]), "{bad:#?}");
+    assert!(!bad.iter().any(|b| b.starts_with("main.rs")), "{bad:#?}");
+    assert!(!has(&["decoding/llama.rs names llama_cpp_2"]), "{bad:#?}");
+    assert!(!has(&["decoding::draft"]), "a module and its submodule may use each other: {bad:#?}");
+    assert_eq!(bad.len(), 7, "{bad:#?}");
+}
+
+#[test]
+fn manifests_are_read_by_table() {
+    let m = "[package]\nname = \"x\"\n[dependencies]\n# draftlab-engine in a comment\nserde.workspace = true\nllama-cpp-2 = { version = \"1\" }\n[dev-dependencies]\ndraftlab-engine = { path = \".\" }\n[target.'cfg(target_os = \"macos\")'.dependencies]\nmetal = \"1\"\n";
+    assert_eq!(dependencies(m), ["serde", "llama-cpp-2", "metal"]);
+}
