@@ -2,8 +2,8 @@
 //! engine crate (`draftlab-engine`) links llama.cpp and runs models; it runs in a worker process
 //! (or the CLI), and this crate is what talks about its work.
 //!
-//! Modules import only from their own layer and the layers below it (the test
-//! `layers::imports_only_go_down` checks every `use crate::…`):
+//! Modules import only from their own layer and the layers below it, and no two modules use each
+//! other (the `draftlab-house` crate checks every path with a parser):
 //!
 //! 1. **Foundation** — [`error`] (one error type, stable codes), [`paths`] (app data folder, atomic
 //!    writes), [`machine`] (CPU, memory, OS).

@@ -13,14 +13,14 @@
 
 use std::path::{Path, PathBuf};
 
-use draftlab_engine::decoding::draft::ngram::NgramTable;
-use draftlab_engine::decoding::settings::Mode;
-use draftlab_engine::files::gguf::GgufFile;
-use draftlab_engine::files::memory::Footprint;
-use draftlab_engine::measuring::results::{self, Results};
-use draftlab_engine::measuring::sweep::SweepResults;
-use draftlab_engine::serving::lines::{self, Line};
-use draftlab_engine::serving::worker::{parse_message, parse_request, Command};
+use draftlab_core::decoding::ngram_table::NgramTable;
+use draftlab_core::decoding::settings::Mode;
+use draftlab_core::files::gguf::GgufFile;
+use draftlab_core::files::memory::Footprint;
+use draftlab_core::measuring::results::{self, Results};
+use draftlab_core::measuring::sweep::SweepResults;
+use draftlab_core::serving::lines::{self, Line};
+use draftlab_core::serving::protocol::{parse_message, parse_request, Command};
 use sha2::{Digest, Sha256};
 
 pub type Target = fn(&[u8]);

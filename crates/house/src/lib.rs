@@ -32,6 +32,8 @@ pub struct Rules {
     pub allowed: Vec<(&'static str, Vec<&'static str>)>,
     /// Files that are not part of the crate's library (a binary's entry): not checked.
     pub skip: Vec<&'static str>,
+    /// The C and C++ sources the crate may hold (paths under `src/`; none elsewhere).
+    pub native: Vec<&'static str>,
 }
 
 /// One reference from a file: the path as written, resolved, and whether test code makes it.
@@ -194,6 +196,19 @@ impl<'ast> Visit<'ast> for Refs {
     }
 }
 
+fn native_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    let Ok(entries) = std::fs::read_dir(dir) else { return };
+    for e in entries.flatten() {
+        let p = e.path();
+        let ext = p.extension().and_then(|x| x.to_str()).unwrap_or("");
+        if p.is_dir() {
+            native_files(&p, out);
+        } else if ["c", "cc", "cpp", "cxx", "h", "hpp", "m", "mm"].contains(&ext) {
+            out.push(p);
+        }
+    }
+}
+
 /// A source file and its module path (`lib.rs`: none; `a/mod.rs` and `a.rs`: `a`).
 #[derive(Debug, Clone)]
 struct File {
@@ -301,6 +316,15 @@ pub fn check(src: &Path, rules: &Rules) -> Vec<String> {
             }
         }
     }
+    let mut other = Vec::new();
+    native_files(src, &mut other);
+    other.sort();
+    for p in other {
+        let rel = p.strip_prefix(src).expect("under src").to_string_lossy().replace('\\', "/");
+        if !rules.native.contains(&rel.as_str()) {
+            bad.push(format!("{rel} is native code (only {:?} may be)", rules.native));
+        }
+    }
     for cycle in cycles(&edges) {
         let names: Vec<String> = cycle.iter().map(|m| m.join("::")).collect();
         bad.push(format!("modules that use each other: {}", names.join(" ⇄ ")));
@@ -401,16 +425,21 @@ pub fn workspace(root: &Path) -> Vec<(PathBuf, Rules)> {
                     ("decoding/remote.rs", vec!["llama_cpp_sys_2"]),
                 ],
                 skip: vec![],
+                // The one binding to llama.cpp's drafters.
+                native: vec!["decoding/speculative.cpp"],
             },
         ),
         (root.join("crates/server/src"), Rules { forbidden: llama.clone(), ..Rules::default() }),
+        // The fuzz targets parse outside bytes with draftlab-core's parsers: no llama.cpp to build
+        // instrumented.
+        (root.join("crates/fuzz/src"), Rules { forbidden: llama.clone(), ..Rules::default() }),
         (root.join("src-tauri/src"), Rules { forbidden: llama, skip: vec!["main.rs"], ..Rules::default() }),
     ]
 }
 
 /// Crates that must not depend on llama.cpp (or the crate that links it) in their manifest's
 /// `[dependencies]` (dev-dependencies may: tests run models).
-pub const WITHOUT_LLAMA: [&str; 2] = ["crates/core/Cargo.toml", "crates/server/Cargo.toml"];
+pub const WITHOUT_LLAMA: [&str; 3] = ["crates/core/Cargo.toml", "crates/server/Cargo.toml", "crates/fuzz/Cargo.toml"];
 
 /// The dependencies a manifest's `[dependencies]` table names (the keys, as written).
 pub fn dependencies(manifest: &str) -> Vec<String> {

@@ -3,7 +3,6 @@
 pub mod cross;
 pub mod model;
 pub mod mtp;
-pub mod ngram;
 pub mod ngram_cache;
 pub mod ngram_map;
 pub mod ngram_mod;
@@ -13,6 +12,7 @@ use crate::decoding::llama::Token;
 use crate::decoding::target::Target;
 use crate::error::Result;
 
+pub use draftlab_core::decoding::ngram_table as ngram;
 pub use draftlab_core::decoding::strategy::{check_ngram_sizes, Strategy};
 
 /// What a drafter proposes for the next positions.

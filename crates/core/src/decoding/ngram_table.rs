@@ -24,13 +24,13 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use crate::decoding::llama::Token;
+use crate::decoding::options::Token;
 use crate::error::{Error, Result};
 
 const MAGIC: &[u8; 8] = b"DLNGRAM\0";
 pub const FORMAT_VERSION: u32 = 1;
 const ENTRY_BYTES: usize = 20;
-pub use draftlab_core::decoding::strategy::MAX_TABLE_NGRAM;
+pub use crate::decoding::strategy::MAX_TABLE_NGRAM;
 
 /// A continuation needs at least this share of what followed the n-gram to be drafted.
 pub const MIN_SHARE: f32 = 0.5;
@@ -95,7 +95,7 @@ pub struct NgramTable {
 
 impl NgramTable {
     pub fn new(min_ngram: usize, max_ngram: usize) -> Result<Self> {
-        super::check_ngram_sizes(min_ngram, max_ngram)?;
+        crate::decoding::strategy::check_ngram_sizes(min_ngram, max_ngram)?;
         if max_ngram > MAX_TABLE_NGRAM {
             return Err(Error::InvalidSettings(format!(
                 "the n-gram cache and map keep n-grams of at most {MAX_TABLE_NGRAM} tokens (got {max_ngram})"
