@@ -9,7 +9,24 @@ use draftlab_engine::decoding::llama::{GpuLayers, KvType, Token};
 use draftlab_engine::decoding::sampling::SamplingParams;
 use draftlab_engine::decoding::session::Session;
 use draftlab_engine::decoding::settings::{Mode, Settings, DEFAULT_N_DRAFT};
+use draftlab_engine::setting::Setting;
 use draftlab_engine::Error;
+
+/// The engine's defaults: every flag that sets a setting defaults to them (no literal of its own;
+/// `tests::the_flags_default_to_the_engine_defaults` holds them equal).
+fn defaults() -> Settings {
+    Settings::default()
+}
+
+/// `--n-draft`'s default, as the flag spells it.
+fn default_n_draft() -> String {
+    let d = defaults();
+    match (d.adaptive, d.n_draft) {
+        (true, DEFAULT_N_DRAFT) => "adaptive".into(),
+        (true, n) => format!("adaptive:{n}"),
+        (false, n) => n.to_string(),
+    }
+}
 
 #[derive(Parser)]
 #[command(name = "draftlab", version, about = "Speculative decoding for local GGUF models: run, measure, compare")]
@@ -35,16 +52,16 @@ pub(crate) enum Command {
         target: PathBuf,
         draft: Option<PathBuf>,
         /// Context size to check memory for.
-        #[arg(long, default_value_t = 4096)]
+        #[arg(long, default_value_t = defaults().n_ctx)]
         ctx: u32,
         /// The target's KV cache type the estimate is for: f16, q8_0 or q4_0.
-        #[arg(long, default_value = "f16")]
+        #[arg(long, default_value_t = defaults().cache_type.name().to_string())]
         cache_type: String,
         /// The draft's KV cache type: f16, q8_0 or q4_0.
-        #[arg(long, default_value = "f16")]
+        #[arg(long, default_value_t = defaults().draft_cache_type.name().to_string())]
         cache_type_draft: String,
         /// Target layers on the GPU (a number or `all`), like llama.cpp's -ngl.
-        #[arg(long, default_value = "all")]
+        #[arg(long, default_value_t = defaults().gpu_layers.to_string())]
         gpu_layers: String,
         /// Draft layers on the GPU (default: as --gpu-layers), like llama.cpp's -ngld.
         #[arg(long)]
@@ -215,7 +232,7 @@ pub(crate) struct ModelArgs {
     /// observed acceptance and measured verify costs — no drafting when it cannot pay, so never
     /// slower than the target alone), `adaptive:MAX` for another maximum, or a fixed number (for
     /// experiments: a fixed length can be slower than the target alone).
-    #[arg(long, default_value = "adaptive")]
+    #[arg(long, default_value_t = default_n_draft())]
     n_draft: String,
     /// How to draft: `auto` (the default: n-gram strategies first, the draft model (--draft) as
     /// fallback, chosen each round by expected gain), `draft` (a draft model, --draft), `lookup`
@@ -223,7 +240,7 @@ pub(crate) struct ModelArgs {
     /// far), `ngram-map` (continuations from a corpus, --ngram-map), `ngram-mod` (llama.cpp's own
     /// ngram-mod drafter) or `mtp` (the target's own multi-token-prediction layers, for models
     /// that ship them).
-    #[arg(long, default_value = "auto")]
+    #[arg(long, default_value_t = defaults().strategy.name().to_string())]
     strategy: String,
     #[command(flatten)]
     gen: GenArgs,
@@ -233,7 +250,7 @@ pub(crate) struct ModelArgs {
 #[derive(Args)]
 pub(crate) struct GenArgs {
     /// Tokens to generate at most.
-    #[arg(short = 'n', long = "n-predict", default_value_t = 256)]
+    #[arg(short = 'n', long = "n-predict", default_value_t = defaults().n_predict)]
     n_predict: usize,
     /// The n-gram map for `ngram-map` (and `auto`), built by `draftlab ngram build`.
     #[arg(long)]
@@ -242,19 +259,19 @@ pub(crate) struct GenArgs {
     #[arg(long)]
     keep_ngram_cache: bool,
     /// Lookup and n-gram cache: the shortest n-gram to match.
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = defaults().lookup_min)]
     lookup_min: usize,
     /// Lookup and n-gram cache: the longest n-gram to match.
-    #[arg(long, default_value_t = 4)]
+    #[arg(long, default_value_t = defaults().lookup_max)]
     lookup_max: usize,
     /// Stop drafting when the draft's top probability is below this.
-    #[arg(long, default_value_t = 0.75)]
+    #[arg(long, default_value_t = defaults().p_min)]
     p_min: f32,
     /// Context size in tokens.
-    #[arg(long, default_value_t = 4096)]
+    #[arg(long, default_value_t = defaults().n_ctx)]
     ctx: u32,
     /// Layers to offload to the GPU: a number or `all`.
-    #[arg(long, default_value = "all")]
+    #[arg(long, default_value_t = defaults().gpu_layers.to_string())]
     gpu_layers: String,
     /// The draft model's GPU layers (default: as --gpu-layers); like llama.cpp's -ngld.
     #[arg(long)]
@@ -271,31 +288,31 @@ pub(crate) struct GenArgs {
     #[arg(long, value_delimiter = ',', value_name = "WEIGHTS")]
     tensor_split: Vec<f32>,
     /// KV cache type of the target: f16, q8_0 or q4_0 (quantised: less memory; needs flash attention).
-    #[arg(long, default_value = "f16")]
+    #[arg(long, default_value_t = defaults().cache_type.name().to_string())]
     cache_type: String,
     /// KV cache type of the draft model: f16, q8_0 or q4_0.
-    #[arg(long, default_value = "f16")]
+    #[arg(long, default_value_t = defaults().draft_cache_type.name().to_string())]
     cache_type_draft: String,
     /// Flash attention: auto (llama.cpp decides per device), on or off.
-    #[arg(long, default_value = "auto")]
+    #[arg(long, default_value_t = defaults().flash_attn.name().to_string())]
     flash_attn: String,
     /// CPU threads per model (default: physical cores).
     #[arg(long)]
     threads: Option<u32>,
     /// Sampling temperature; 0 is greedy (the output is then exactly the target's own).
-    #[arg(long, default_value_t = 0.0)]
+    #[arg(long, default_value_t = defaults().sampling.temperature)]
     temp: f32,
     /// Sampling: keep the k most likely tokens (0: all).
-    #[arg(long, default_value_t = 40)]
+    #[arg(long, default_value_t = defaults().sampling.top_k)]
     top_k: usize,
     /// Sampling: keep the most likely tokens up to this cumulative probability.
-    #[arg(long, default_value_t = 0.95)]
+    #[arg(long, default_value_t = defaults().sampling.top_p)]
     top_p: f32,
     /// Sampling: drop tokens less likely than this fraction of the most likely one.
-    #[arg(long, default_value_t = 0.05)]
+    #[arg(long, default_value_t = defaults().sampling.min_p)]
     min_p: f32,
     /// Sampling seed (the same seed gives the same output).
-    #[arg(long, default_value_t = 42)]
+    #[arg(long, default_value_t = defaults().sampling.seed)]
     seed: u64,
     /// Skip the target's chat template: the prompt is fed as is.
     #[arg(long)]
@@ -373,10 +390,10 @@ pub(crate) struct ServeArgs {
     #[arg(long, default_value_t = draftlab_server::ServeConfig::DEFAULT_MAX_BODY)]
     pub(crate) max_body: usize,
     /// The default draft length (see `run --n-draft`).
-    #[arg(long, default_value = "adaptive")]
+    #[arg(long, default_value_t = default_n_draft())]
     pub(crate) n_draft: String,
     /// The default strategy (see `run --strategy`; requests may ask for `none`, the target alone).
-    #[arg(long, default_value = "auto")]
+    #[arg(long, default_value_t = defaults().strategy.name().to_string())]
     pub(crate) strategy: String,
     /// Print nothing per request.
     #[arg(long, short = 'q')]
@@ -439,10 +456,10 @@ impl GenArgs {
             draft_gpu_layers: self
                 .gpu_layers_draft
                 .as_deref()
-                .map(|s| GpuLayers::parse("draft_gpu_layers", s))
+                .map(|s| GpuLayers::parse(Setting::DraftGpuLayers, s))
                 .transpose()?,
             cache_type: self.cache_type.parse()?,
-            draft_cache_type: KvType::parse("draft_cache_type", &self.cache_type_draft)?,
+            draft_cache_type: KvType::parse(Setting::DraftCacheType, &self.cache_type_draft)?,
             flash_attn: self.flash_attn.parse()?,
             ngram_map: self.ngram_map.clone(),
             keep_ngram_cache: self.keep_ngram_cache,
@@ -485,38 +502,6 @@ impl ModelArgs {
     }
 }
 
-/// The flag that sets a setting (by its field name in the engine's `Settings` or `SweepSpec`).
-pub(crate) fn flag_of(setting: &str) -> Option<&'static str> {
-    Some(match setting {
-        "n_predict" => "-n/--n-predict",
-        "n_draft" | "n_drafts" => "--n-draft",
-        "p_min" => "--p-min",
-        "n_ctx" => "--ctx",
-        "threads" => "--threads",
-        "gpu_layers" => "--gpu-layers",
-        "draft_gpu_layers" => "--gpu-layers-draft",
-        "cache_type" => "--cache-type",
-        "draft_cache_type" => "--cache-type-draft",
-        "flash_attn" => "--flash-attn",
-        "strategy" => "--strategy",
-        "strategies" => "--strategies",
-        "lookup_min" => "--lookup-min",
-        "lookup_max" => "--lookup-max",
-        "temperature" => "--temp",
-        "top_k" => "--top-k",
-        "top_p" => "--top-p",
-        "min_p" => "--min-p",
-        "ngram_map" => "--ngram-map",
-        "rpc" => "--rpc",
-        "tensor_split" => "--tensor-split",
-        "draft" => "--draft",
-        "drafts" => "--drafts",
-        "targets" => "--targets",
-        "reps" => "--reps",
-        _ => return None,
-    })
-}
-
 /// `--n-draft`: `N`, `adaptive` or `adaptive:MAX`.
 fn parse_n_draft(s: &str) -> Result<(usize, bool), Error> {
     let bad = || Error::InvalidSettings(format!("--n-draft must be a number, `adaptive` or `adaptive:MAX`, not {s:?}"));
@@ -525,5 +510,43 @@ fn parse_n_draft(s: &str) -> Result<(usize, bool), Error> {
         Some(("adaptive", max)) => max.parse().map(|m| (m, true)).map_err(|_| bad()),
         None => s.parse().map(|n| (n, false)).map_err(|_| bad()),
         _ => Err(bad()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parsed(args: &[&str]) -> Cli {
+        Cli::try_parse_from(args).unwrap_or_else(|e| panic!("{args:?}: {e}"))
+    }
+
+    /// The settings a command gets with no flag but its models and prompt are the engine's own
+    /// defaults: `run`, `bench`, `serve`, and the doctor's context, caches and layers.
+    #[test]
+    fn the_flags_default_to_the_engine_defaults() {
+        let d = Settings::default();
+        for args in [
+            &["draftlab", "run", "-t", "t.gguf", "-p", "hi"][..],
+            &["draftlab", "bench", "-t", "t.gguf", "-p", "hi"][..],
+        ] {
+            let model = match parsed(args).command {
+                Command::Run(r) => r.model,
+                Command::Bench { model, .. } => model,
+                _ => unreachable!(),
+            };
+            assert_eq!(model.settings().expect("valid"), d, "{args:?}");
+        }
+        let Command::Serve(serve) = parsed(&["draftlab", "serve", "-t", "t.gguf"]).command else { unreachable!() };
+        assert_eq!(serve.settings().expect("valid"), d);
+        let Command::Doctor { ctx, cache_type, cache_type_draft, gpu_layers, .. } =
+            parsed(&["draftlab", "doctor", "t.gguf"]).command
+        else {
+            unreachable!()
+        };
+        assert_eq!(ctx, d.n_ctx);
+        assert_eq!(cache_type.parse::<KvType>().expect("a type"), d.cache_type);
+        assert_eq!(KvType::parse(Setting::DraftCacheType, &cache_type_draft).expect("a type"), d.draft_cache_type);
+        assert_eq!(gpu_layers.parse::<GpuLayers>().expect("layers"), d.gpu_layers);
     }
 }

@@ -27,7 +27,7 @@ fn main() -> ExitCode {
             match e.downcast_ref::<Error>() {
                 Some(Error::InvalidSetting { setting, reason }) => {
                     let _ =
-                        writeln!(out, "error: invalid setting: {} {reason}", args::flag_of(setting).unwrap_or(setting));
+                        writeln!(out, "error: invalid setting: {} {reason}", setting.flag().unwrap_or(setting.name()));
                 }
                 _ => {
                     let _ = writeln!(out, "error: {e}");

@@ -3,6 +3,8 @@
 
 use std::path::PathBuf;
 
+use crate::setting::Setting;
+
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     #[error("{path}: no such file")]
@@ -23,11 +25,11 @@ pub enum Error {
     #[error("invalid setting: {0}")]
     InvalidSettings(String),
 
-    /// One setting breaks a rule; `setting` is its field name in `Settings` (e.g. `n_draft`), so
+    /// One setting breaks a rule; `setting` names it (its field in `Settings`, e.g. `n_draft`), so
     /// the CLI can name its flag and the UI its label.
     /// `reason` completes a sentence whose subject is the setting ("is 0, but must be …").
     #[error("invalid setting: {setting} {reason}")]
-    InvalidSetting { setting: &'static str, reason: String },
+    InvalidSetting { setting: Setting, reason: String },
 
     #[error("invalid prompt: {0}")]
     InvalidPrompt(String),
@@ -226,15 +228,20 @@ pub struct ErrorInfo {
     pub code: ErrorCode,
     pub message: String,
     pub hint: String,
-    /// The setting at fault (its field name in `Settings`), for an invalid setting.
+    /// The setting at fault, for an invalid setting…
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(feature = "ts", ts(optional))]
-    pub setting: Option<String>,
+    pub setting: Option<Setting>,
+    /// …and the rule it breaks, a sentence whose subject is the setting ("is 0, but must be at
+    /// least 1"): the app says it after the setting's label, the CLI after its flag.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "ts", ts(optional))]
+    pub reason: Option<String>,
 }
 
 impl ErrorInfo {
     pub fn new(code: ErrorCode, message: impl Into<String>, hint: &str) -> Self {
-        ErrorInfo { code, message: message.into(), hint: hint.into(), setting: None }
+        ErrorInfo { code, message: message.into(), hint: hint.into(), setting: None, reason: None }
     }
 }
 
@@ -249,8 +256,9 @@ impl std::error::Error for ErrorInfo {}
 impl Error {
     pub fn info(&self) -> ErrorInfo {
         let mut info = ErrorInfo::new(self.code(), self.to_string(), self.hint());
-        if let Error::InvalidSetting { setting, .. } = self {
-            info.setting = Some((*setting).to_string());
+        if let Error::InvalidSetting { setting, reason } = self {
+            info.setting = Some(*setting);
+            info.reason = Some(reason.clone());
         }
         info
     }
@@ -277,10 +285,12 @@ mod tests {
             let back: ErrorCode = serde_json::from_value(json).expect("parse");
             assert_eq!(back, code);
         }
-        let e = Error::InvalidSetting { setting: "n_draft", reason: "is 0, but must be between 1 and 128".into() };
+        let e =
+            Error::InvalidSetting { setting: Setting::NDraft, reason: "is 0, but must be between 1 and 128".into() };
         let info = e.info();
         assert_eq!(info.code, ErrorCode::InvalidSettings);
-        assert_eq!(info.setting.as_deref(), Some("n_draft"));
+        assert_eq!(info.setting, Some(Setting::NDraft));
+        assert_eq!(info.reason.as_deref(), Some("is 0, but must be between 1 and 128"));
         assert_eq!(info.message, "invalid setting: n_draft is 0, but must be between 1 and 128");
     }
 }

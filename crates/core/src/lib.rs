@@ -5,8 +5,9 @@
 //! Modules import only from their own layer and the layers below it, and no two modules use each
 //! other (the `draftlab-house` crate checks every path with a parser):
 //!
-//! 1. **Foundation** — [`error`] (one error type, stable codes), [`paths`] (app data folder, atomic
-//!    writes), [`machine`] (CPU, memory, OS).
+//! 1. **Foundation** — [`error`] (one error type, stable codes), [`setting`] (every setting by
+//!    name, label and flag), [`paths`] (app data folder, atomic writes), [`machine`] (CPU, memory,
+//!    OS).
 //! 2. **[`files`]** — model files: the GGUF reader, the pair doctor, the model catalog, models
 //!    already on disk, downloads from the hub.
 //! 3. **[`decoding`]** — the words of a run: settings and their rules, strategies, options, events,
@@ -22,6 +23,7 @@ pub mod machine;
 pub mod measuring;
 pub mod paths;
 pub mod serving;
+pub mod setting;
 /// Test helpers (model paths, a local hub-like server, llama.cpp's vendored sources): for tests,
 /// examples and benchmark tools, not part of the shipped library.
 #[cfg(feature = "testing")]

@@ -14,6 +14,7 @@ use draftlab_engine::decoding::session::Session;
 use draftlab_engine::decoding::settings::{Mode, Settings};
 use draftlab_engine::files::gguf::DrafterKind;
 use draftlab_engine::measuring::llama_cpp::server_command;
+use draftlab_engine::setting::Setting;
 use draftlab_engine::testing::{
     assert_same_or_near_tie, model, second_token_distribution, two_turns_keep_the_targets_output, DFLASH_SYNTHETIC,
     DSPARK_SYNTHETIC, EAGLE3_SYNTHETIC, GEMMA4_ASSISTANT_SYNTHETIC, GEMMA4_SYNTHETIC, MTP_SYNTHETIC, QWEN_TARGET,
@@ -128,7 +129,7 @@ fn a_head_is_named_and_refused_where_it_does_not_belong() {
     assert!(e.unwrap().to_string().contains("drafts for Gemma 4 models"));
     // The head strategies need their file.
     let e = Session::load(&model(MTP_SYNTHETIC), None, s(Strategy::Dspark)).err().unwrap();
-    assert!(matches!(e, Error::InvalidSetting { setting: "draft", .. }), "{e}");
+    assert!(matches!(e, Error::InvalidSetting { setting: Setting::Draft, .. }), "{e}");
     assert!(e.to_string().contains("a DSpark drafter made for the target"), "{e}");
     // A draft model where a head belongs.
     let e = Session::load(&model(MTP_SYNTHETIC), Some(&model(QWEN_TARGET)), s(Strategy::Eagle3)).err().unwrap();

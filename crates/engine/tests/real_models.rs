@@ -11,6 +11,7 @@ use draftlab_engine::decoding::llama::{FlashAttn, GpuLayers, KvType, Logits, Mod
 use draftlab_engine::decoding::report::{Report, StopReason, TokenSource};
 use draftlab_engine::decoding::session::Session;
 use draftlab_engine::decoding::settings::{Mode, Settings};
+use draftlab_engine::setting::Setting;
 use draftlab_engine::testing::{
     assert_same_or_near_tie, model, second_token_distribution, two_turns_keep_the_targets_output, two_turns_with,
     GEMMA3, MTP_SYNTHETIC, QWEN_DRAFT, QWEN_TARGET, SMOLLM2,
@@ -557,7 +558,7 @@ fn a_hybrid_target_rolls_back_rejected_drafts() {
 fn the_mtp_strategy_needs_a_model_with_mtp_layers() {
     let s = Settings { strategy: Strategy::Mtp, ..settings(8, 4) }.validate(Mode::Speculative).unwrap();
     let err = Session::load(&model(SMOLLM2), None, s).err().expect("refused");
-    assert!(matches!(err, Error::InvalidSetting { setting: "strategy", .. }), "{err:?}");
+    assert!(matches!(err, Error::InvalidSetting { setting: Setting::Strategy, .. }), "{err:?}");
     assert!(err.to_string().contains("no multi-token-prediction layers"), "{err}");
     // A session loaded without them cannot switch to `mtp` while keeping its models warm.
     let p = pair(SMOLLM2, None);

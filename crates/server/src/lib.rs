@@ -198,7 +198,7 @@ impl ApiError {
     /// An engine error as the client sees it.
     fn engine(e: &ErrorInfo) -> Self {
         let message = if e.hint.is_empty() { e.message.clone() } else { format!("{} {}", e.message, e.hint) };
-        let setting = e.setting.as_deref();
+        let setting = e.setting.map(|s| s.name());
         match e.code {
             ErrorCode::ContextTooLong => ApiError::new(
                 StatusCode::BAD_REQUEST,
@@ -492,7 +492,7 @@ fn request_settings(base: &Settings, c: &Common, endpoint: Endpoint) -> Result<(
     }
     if let Some(e) = s.problems(mode).into_iter().next() {
         let info = e.info();
-        let param = info.setting.as_deref().map(|p| format!("draftlab.{p}"));
+        let param = info.setting.map(|p| format!("draftlab.{p}"));
         return Err(ApiError::invalid(param.as_deref(), info.message));
     }
     Ok((s, mode, open_ended))

@@ -6,6 +6,7 @@ use std::sync::atomic::AtomicBool;
 
 use draftlab_engine::measuring::bench::{self, BenchOptions};
 use draftlab_engine::paths::write_atomically;
+use draftlab_engine::setting::Setting;
 use draftlab_engine::Error;
 
 use crate::args::ModelArgs;
@@ -17,7 +18,9 @@ pub(crate) fn bench_cmd(
     json: Option<PathBuf>,
 ) -> anyhow::Result<ExitCode> {
     if reps == 0 {
-        return Err(Error::InvalidSetting { setting: "reps", reason: "is 0, but must be at least 1".into() }.into());
+        return Err(
+            Error::InvalidSetting { setting: Setting::Reps, reason: "is 0, but must be at least 1".into() }.into()
+        );
     }
     let (session, prompt) = model.load(true)?;
     let settings = session.settings();

@@ -6,6 +6,7 @@ use std::process::ExitCode;
 use draftlab_engine::decoding::llama::{kv_scale, GpuLayers, KvType};
 use draftlab_engine::files::doctor::{self, Verdict};
 use draftlab_engine::files::gguf::GgufFile;
+use draftlab_engine::setting::Setting;
 
 use crate::print::gib;
 
@@ -18,10 +19,10 @@ pub(crate) fn doctor_cmd(
     (rpc, tensor_split): (&[String], &[f32]),
     json: bool,
 ) -> anyhow::Result<ExitCode> {
-    let kv = kv_scale(cache_type.parse()?, KvType::parse("draft_cache_type", cache_type_draft)?);
+    let kv = kv_scale(cache_type.parse()?, KvType::parse(Setting::DraftCacheType, cache_type_draft)?);
     let target_layers: GpuLayers = gpu_layers.parse()?;
     let draft_layers = match gpu_layers_draft {
-        Some(s) => GpuLayers::parse("draft_gpu_layers", s)?,
+        Some(s) => GpuLayers::parse(Setting::DraftGpuLayers, s)?,
         None => target_layers,
     };
     let placement = doctor::Placement { target: target_layers.count(), draft: draft_layers.count() };

@@ -10,6 +10,7 @@ use draftlab_engine::measuring::charts;
 use draftlab_engine::measuring::results::Results;
 use draftlab_engine::measuring::sweep::{self, CellOutcome, SweepEvent, SweepSpec, Variant};
 use draftlab_engine::paths::write_atomically;
+use draftlab_engine::setting::Setting;
 use draftlab_engine::Error;
 
 use crate::args::SweepArgs;
@@ -24,7 +25,7 @@ fn variants(args: &SweepArgs, s: &Settings) -> Result<Vec<Variant>, Error> {
     {
         return Ok(Vec::new());
     }
-    let kv = |setting: &'static str, given: &[String], current: KvType| -> Result<Vec<KvType>, Error> {
+    let kv = |setting: Setting, given: &[String], current: KvType| -> Result<Vec<KvType>, Error> {
         if given.is_empty() {
             return Ok(vec![current]);
         }
@@ -35,7 +36,7 @@ fn variants(args: &SweepArgs, s: &Settings) -> Result<Vec<Variant>, Error> {
     } else {
         args.grid_gpu_layers_draft
             .iter()
-            .map(|v| GpuLayers::parse("draft_gpu_layers", v).map(Some))
+            .map(|v| GpuLayers::parse(Setting::DraftGpuLayers, v).map(Some))
             .collect::<Result<_, _>>()?
     };
     let fa: Vec<FlashAttn> = if args.grid_flash_attn.is_empty() {
@@ -44,8 +45,8 @@ fn variants(args: &SweepArgs, s: &Settings) -> Result<Vec<Variant>, Error> {
         args.grid_flash_attn.iter().map(|v| v.parse()).collect::<Result<_, Error>>()?
     };
     let all = Variant::grid(
-        &kv("cache_type", &args.grid_cache_type, s.cache_type)?,
-        &kv("draft_cache_type", &args.grid_cache_type_draft, s.draft_cache_type)?,
+        &kv(Setting::CacheType, &args.grid_cache_type, s.cache_type)?,
+        &kv(Setting::DraftCacheType, &args.grid_cache_type_draft, s.draft_cache_type)?,
         &layers,
         &fa,
     );

@@ -2,6 +2,7 @@
 //! that lost one says so.
 
 use crate::error::{Error, Result};
+use crate::setting::Setting;
 
 /// How an aborted process's last words begin when a remote machine stopped answering (the app's
 /// worker client turns them into a `remote` error).
@@ -10,7 +11,7 @@ pub const STOPPED_ANSWERING: &str = "error: a remote machine stopped answering";
 /// Checks `host:port`; the host may be a name, an IPv4 address or a bracketed IPv6 address.
 pub fn parse_endpoint(endpoint: &str) -> Result<(String, u16)> {
     let bad = |why: &str| Error::InvalidSetting {
-        setting: "rpc",
+        setting: Setting::Rpc,
         reason: format!("has {endpoint:?}, but {why}: give host:port, e.g. 192.168.1.20:50052"),
     };
     let (host, port) = endpoint.rsplit_once(':').ok_or_else(|| bad("it has no port"))?;
@@ -33,7 +34,7 @@ mod tests {
         assert_eq!(parse_endpoint("[::1]:50052").unwrap(), ("::1".into(), 50052));
         for bad in ["", "host", "host:", ":80", "host:0", "host:70000", "host:x", "a b:1", "a/b:1"] {
             let e = parse_endpoint(bad).unwrap_err();
-            assert!(matches!(e, Error::InvalidSetting { setting: "rpc", .. }), "{bad}: {e}");
+            assert!(matches!(e, Error::InvalidSetting { setting: Setting::Rpc, .. }), "{bad}: {e}");
         }
     }
 }

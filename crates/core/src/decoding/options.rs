@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
 use crate::files::doctor::KvScale;
+use crate::setting::Setting;
 
 /// A token id.
 pub type Token = i32;
@@ -43,7 +44,7 @@ impl GpuLayers {
 
 impl GpuLayers {
     /// Parses `all` or a number; an error names `setting` (`gpu_layers`, `draft_gpu_layers`).
-    pub fn parse(setting: &'static str, s: &str) -> Result<Self> {
+    pub fn parse(setting: Setting, s: &str) -> Result<Self> {
         if s.eq_ignore_ascii_case("all") {
             return Ok(GpuLayers::All);
         }
@@ -66,7 +67,7 @@ impl std::fmt::Display for GpuLayers {
 impl std::str::FromStr for GpuLayers {
     type Err = Error;
     fn from_str(s: &str) -> Result<Self> {
-        GpuLayers::parse("gpu_layers", s)
+        GpuLayers::parse(Setting::GpuLayers, s)
     }
 }
 
@@ -105,7 +106,10 @@ impl std::str::FromStr for FlashAttn {
     type Err = Error;
     fn from_str(s: &str) -> Result<Self> {
         [FlashAttn::Auto, FlashAttn::On, FlashAttn::Off].into_iter().find(|f| f.name() == s).ok_or_else(|| {
-            Error::InvalidSetting { setting: "flash_attn", reason: format!("is {s:?}, but must be auto, on or off") }
+            Error::InvalidSetting {
+                setting: Setting::FlashAttn,
+                reason: format!("is {s:?}, but must be auto, on or off"),
+            }
         })
     }
 }
@@ -145,7 +149,7 @@ impl KvType {
 
 impl KvType {
     /// The type named `s` (`f16`, `q8_0`, `q4_0`) for `setting` (`cache_type` or `draft_cache_type`).
-    pub fn parse(setting: &'static str, s: &str) -> Result<KvType> {
+    pub fn parse(setting: Setting, s: &str) -> Result<KvType> {
         [KvType::F16, KvType::Q8_0, KvType::Q4_0].into_iter().find(|t| t.name() == s).ok_or_else(|| {
             Error::InvalidSetting { setting, reason: format!("is {s:?}, but must be f16, q8_0 or q4_0") }
         })
@@ -155,7 +159,7 @@ impl KvType {
 impl std::str::FromStr for KvType {
     type Err = Error;
     fn from_str(s: &str) -> Result<Self> {
-        KvType::parse("cache_type", s)
+        KvType::parse(Setting::CacheType, s)
     }
 }
 

@@ -11,6 +11,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::decoding::options::Token;
+use crate::setting::Setting;
 
 /// How to turn logits into a distribution.
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
@@ -43,13 +44,13 @@ impl SamplingParams {
         let mut out = Vec::new();
         let mut bad = |setting, reason| out.push(crate::Error::InvalidSetting { setting, reason });
         if self.temperature.is_nan() || self.temperature < 0.0 || self.temperature.is_infinite() {
-            bad("temperature", format!("is {}, but must be 0 (greedy) or positive", self.temperature));
+            bad(Setting::Temperature, format!("is {}, but must be 0 (greedy) or positive", self.temperature));
         }
         if self.top_p.is_nan() || self.top_p <= 0.0 || self.top_p > 1.0 {
-            bad("top_p", format!("is {}, but must be in (0, 1]", self.top_p));
+            bad(Setting::TopP, format!("is {}, but must be in (0, 1]", self.top_p));
         }
         if self.min_p.is_nan() || !(0.0..=1.0).contains(&self.min_p) {
-            bad("min_p", format!("is {}, but must be in [0, 1]", self.min_p));
+            bad(Setting::MinP, format!("is {}, but must be in [0, 1]", self.min_p));
         }
         out
     }

@@ -12,6 +12,7 @@ use crate::decoding::options::{ContextOptions, FlashAttn, GpuLayers, KvType};
 use crate::decoding::sampling::SamplingParams;
 use crate::decoding::strategy::Strategy;
 use crate::error::{Error, Result};
+use crate::setting::Setting;
 
 /// Baseline (the target alone) or speculative.
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
@@ -179,7 +180,7 @@ impl Limits {
 
 const MIN_CTX: u32 = 16;
 
-fn bad(setting: &'static str, reason: String) -> Error {
+fn bad(setting: Setting, reason: String) -> Error {
     Error::InvalidSetting { setting, reason }
 }
 
@@ -234,11 +235,11 @@ impl Settings {
     pub fn problems(&self, mode: Mode) -> Vec<Error> {
         let mut out = Vec::new();
         if self.n_predict == 0 {
-            out.push(bad("n_predict", "is 0, but must be at least 1 (tokens to generate)".into()));
+            out.push(bad(Setting::NPredict, "is 0, but must be at least 1 (tokens to generate)".into()));
         }
         if mode == Mode::Speculative && (self.n_draft == 0 || self.n_draft > MAX_DRAFT) {
             out.push(bad(
-                "n_draft",
+                Setting::NDraft,
                 format!(
                     "is {}, but must be between 1 and {MAX_DRAFT} (typical: 4–16; for no drafting run the baseline)",
                     self.n_draft
@@ -246,14 +247,14 @@ impl Settings {
             ));
         }
         if !(0.0..=1.0).contains(&self.p_min) || self.p_min.is_nan() {
-            out.push(bad("p_min", format!("is {}, but must be between 0 and 1", self.p_min)));
+            out.push(bad(Setting::PMin, format!("is {}, but must be between 0 and 1", self.p_min)));
         }
         if self.n_ctx < MIN_CTX {
-            out.push(bad("n_ctx", format!("is {}, but must be at least {MIN_CTX}", self.n_ctx)));
+            out.push(bad(Setting::NCtx, format!("is {}, but must be at least {MIN_CTX}", self.n_ctx)));
         }
         if (self.n_batch as usize) < self.n_draft + 1 {
             out.push(bad(
-                "n_batch",
+                Setting::NBatch,
                 format!("is {}, but must hold a draft of {} plus one", self.n_batch, self.n_draft),
             ));
         }
@@ -267,21 +268,21 @@ impl Settings {
         out.extend(self.rpc.iter().filter_map(|e| crate::decoding::endpoint::parse_endpoint(e).err()));
         if self.rpc.len() > 16 {
             out.push(bad(
-                "rpc",
+                Setting::Rpc,
                 format!("has {} machines, but llama.cpp's RPC backend takes at most 16", self.rpc.len()),
             ));
         }
         if !self.tensor_split.is_empty() && self.rpc.is_empty() {
             out.push(bad(
-                "tensor_split",
+                Setting::TensorSplit,
                 "is set, but splits only over other machines (rpc): give them, or leave the split out".into(),
             ));
         }
         if self.tensor_split.iter().any(|w| !(w.is_finite() && *w > 0.0)) {
-            out.push(bad("tensor_split", "has a weight that is not a number above 0 (e.g. 3,1)".into()));
+            out.push(bad(Setting::TensorSplit, "has a weight that is not a number above 0 (e.g. 3,1)".into()));
         }
         // llama.cpp needs flash attention for a quantised V cache.
-        for (setting, t) in [("cache_type", self.cache_type), ("draft_cache_type", self.draft_cache_type)] {
+        for (setting, t) in [(Setting::CacheType, self.cache_type), (Setting::DraftCacheType, self.draft_cache_type)] {
             if t != KvType::F16 && self.flash_attn == FlashAttn::Off {
                 out.push(bad(
                     setting,
@@ -294,13 +295,13 @@ impl Settings {
             let max = crate::decoding::strategy::MAX_TABLE_NGRAM;
             if tables && self.lookup_max > max {
                 out.push(bad(
-                    "lookup_max",
+                    Setting::LookupMax,
                     format!("is {}, but the n-gram cache keeps n-grams of at most {max} tokens", self.lookup_max),
                 ));
             }
             if self.strategy == Strategy::NgramMap && self.ngram_map.is_none() {
                 out.push(bad(
-                    "ngram_map",
+                    Setting::NgramMap,
                     "is needed by the ngram-map strategy (build a map with `draftlab ngram build`)".into(),
                 ));
             }
@@ -359,7 +360,7 @@ mod tests {
         let s = Settings { n_draft: 0, ..Settings::default() };
         let e = s.clone().validate(Mode::Speculative).unwrap_err();
         assert!(e.to_string().contains("n_draft is 0"), "{e}");
-        assert!(matches!(e, Error::InvalidSetting { setting: "n_draft", .. }));
+        assert!(matches!(e, Error::InvalidSetting { setting: Setting::NDraft, .. }));
         assert!(s.validate(Mode::Baseline).is_ok());
         let s = Settings { n_draft: 1000, ..Settings::default() };
         assert!(s.validate(Mode::Speculative).is_err());
@@ -390,14 +391,14 @@ mod tests {
         assert!(v.allows(Mode::Baseline));
         assert!(!v.allows(Mode::Speculative));
         let map = Settings { strategy: Strategy::NgramMap, ..v.into_inner() }.validate(Mode::Speculative);
-        assert!(matches!(map, Err(Error::InvalidSetting { setting: "ngram_map", .. })));
+        assert!(matches!(map, Err(Error::InvalidSetting { setting: Setting::NgramMap, .. })));
     }
 
     fn named(problems: &[Error]) -> Vec<Option<&'static str>> {
         problems
             .iter()
             .map(|e| match e {
-                Error::InvalidSetting { setting, .. } => Some(*setting),
+                Error::InvalidSetting { setting, .. } => Some(setting.name()),
                 _ => None,
             })
             .collect()
@@ -436,5 +437,17 @@ mod tests {
         assert!(s.problems(Mode::Speculative).is_empty());
         assert_eq!(s.draft_layers(), s.gpu_layers);
         assert_eq!(Settings { draft_gpu_layers: Some(GpuLayers::Count(0)), ..s }.draft_layers(), GpuLayers::Count(0));
+    }
+
+    #[test]
+    fn every_field_of_settings_is_a_setting() {
+        let json = serde_json::to_value(Settings::default()).expect("serialise");
+        let mut fields: Vec<String> = json.as_object().expect("an object").keys().cloned().collect();
+        fields.retain(|f| f != "sampling");
+        let sampling = serde_json::to_value(crate::decoding::sampling::SamplingParams::default()).expect("serialise");
+        fields.extend(sampling.as_object().expect("an object").keys().cloned());
+        for f in fields {
+            assert!(crate::setting::Setting::named(&f).is_some(), "Settings has `{f}`, which is no Setting");
+        }
     }
 }

@@ -4,6 +4,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
 use crate::files::gguf::DrafterKind;
+use crate::setting::Setting;
 
 /// The longest n-gram an n-gram table keeps (longer matches add little and cost memory).
 pub const MAX_TABLE_NGRAM: usize = 8;
@@ -138,7 +139,7 @@ impl std::str::FromStr for Strategy {
             "dspark" => Ok(Strategy::Dspark),
             "auto" => Ok(Strategy::Auto),
             _ => Err(Error::InvalidSetting {
-                setting: "strategy",
+                setting: Setting::Strategy,
                 reason: format!("is {s:?}, but must be `draft`, `lookup`, `ngram-cache`, `ngram-map`, `ngram-mod`, `mtp`, `eagle3`, `dflash`, `dspark` or `auto`"),
             }),
         }

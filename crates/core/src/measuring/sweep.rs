@@ -21,6 +21,7 @@ use crate::files::gguf::{DrafterKind, GgufFile};
 use crate::machine::MachineInfo;
 use crate::measuring::bench::{expected_accepted, fit_alpha, Spread};
 use crate::measuring::llama_cpp;
+use crate::setting::Setting;
 
 /// The results file format; a file of another version is refused with a clear error.
 pub const VERSION: u32 = 1;
@@ -233,22 +234,22 @@ pub enum SweepEvent {
 
 impl SweepSpec {
     pub fn validate(&self) -> Result<()> {
-        let bad = |setting: &'static str, m: &str| Err(Error::InvalidSetting { setting, reason: m.to_string() });
+        let bad = |setting: Setting, m: &str| Err(Error::InvalidSetting { setting, reason: m.to_string() });
         if self.targets.is_empty() {
-            return bad("targets", "is empty, but a sweep needs at least one target");
+            return bad(Setting::Targets, "is empty, but a sweep needs at least one target");
         }
         if self.strategies.is_empty() {
-            return bad("strategies", "is empty, but a sweep needs at least one strategy");
+            return bad(Setting::Strategies, "is empty, but a sweep needs at least one strategy");
         }
         if self.n_drafts.is_empty() || self.n_drafts.iter().any(|&k| k == 0 || k > crate::decoding::settings::MAX_DRAFT)
         {
-            return bad("n_drafts", "must each be 1 to 128");
+            return bad(Setting::NDrafts, "must each be 1 to 128");
         }
         if self.reps == 0 {
-            return bad("reps", "is 0, but must be at least 1");
+            return bad(Setting::Reps, "is 0, but must be at least 1");
         }
         if self.drafts.is_empty() && self.strategies.contains(&Strategy::DraftModel) {
-            return bad("drafts", "is empty, but the draft strategy needs at least one draft");
+            return bad(Setting::Drafts, "is empty, but the draft strategy needs at least one draft");
         }
         let kinds = self.draft_kinds();
         if let Some(s) = self.strategies.iter().find(|s| {
@@ -256,10 +257,10 @@ impl SweepSpec {
                 && !kinds.iter().any(|k| k.is_some_and(|k| Strategy::for_head(k) == **s))
         }) {
             let kind = s.head_kind().map_or_else(|| "its drafter".to_string(), |k| k.a_label());
-            return bad("strategies", &format!("has {s}, which needs {kind} among the drafts"));
+            return bad(Setting::Strategies, &format!("has {s}, which needs {kind} among the drafts"));
         }
         if self.strategies.contains(&Strategy::NgramMap) && self.settings.ngram_map.is_none() {
-            return bad("ngram_map", "is needed by the ngram-map strategy");
+            return bad(Setting::NgramMap, "is needed by the ngram-map strategy");
         }
         let mut s = self.settings.clone();
         s.n_draft = self.n_drafts.iter().copied().max().unwrap_or(1);

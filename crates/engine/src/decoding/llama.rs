@@ -24,6 +24,7 @@ use crate::decoding::template::{self, ChatMessage, TemplateVars};
 use crate::error::{Error, Result};
 use crate::files::gguf::{GgufFile, ModelSummary};
 use crate::machine::{GpuLimit, GpuLimitSource, MemoryInfo};
+use crate::setting::Setting;
 
 pub use draftlab_core::decoding::options::*;
 
@@ -173,7 +174,9 @@ pub fn runtime(threads: u32, target: Option<Offload>, draft: Option<Offload>) ->
 /// 0 on CI machines whose paravirtual GPU hangs llama.cpp's Metal backend.
 fn gpu_layers_override() -> Option<GpuLayers> {
     let v = std::env::var("DRAFTLAB_GPU_LAYERS").ok()?;
-    GpuLayers::parse("DRAFTLAB_GPU_LAYERS", v.trim()).inspect_err(|e| eprintln!("draftlab: ignored: {e}")).ok()
+    GpuLayers::parse(Setting::GpuLayers, v.trim())
+        .inspect_err(|e| eprintln!("draftlab: DRAFTLAB_GPU_LAYERS ignored: {e}"))
+        .ok()
 }
 
 /// Whether to load a model's multi-token-prediction (MTP) layers.
@@ -189,7 +192,7 @@ pub enum MtpLayers {
 /// The `mtp` strategy on a model without MTP layers.
 fn no_mtp_layers(path: &Path, architecture: &str) -> Error {
     Error::InvalidSetting {
-        setting: "strategy",
+        setting: Setting::Strategy,
         reason: format!(
             "is `mtp`, but {} has no multi-token-prediction layers (`{architecture}.nextn_predict_layers`): use a \
              model that ships them (Qwen3.5, GLM-4.5, DeepSeek V3, MiMo…), or another strategy",
@@ -402,7 +405,7 @@ impl Model {
             return Err(match self.summary.mtp_layers {
                 None => no_mtp_layers(&self.id.path, &self.summary.architecture),
                 Some(_) => Error::InvalidSetting {
-                    setting: "strategy",
+                    setting: Setting::Strategy,
                     reason: "is `mtp`, but the model was loaded without its multi-token-prediction layers: load it \
                              again for the `mtp` strategy"
                         .into(),
@@ -429,8 +432,10 @@ impl Model {
         n_max: usize,
         p_min: f32,
     ) -> Result<Context<'a>> {
-        NonZeroU32::new(n_ctx)
-            .ok_or_else(|| Error::InvalidSetting { setting: "n_ctx", reason: "is 0, but must be positive".into() })?;
+        NonZeroU32::new(n_ctx).ok_or_else(|| Error::InvalidSetting {
+            setting: Setting::NCtx,
+            reason: "is 0, but must be positive".into(),
+        })?;
         backend()?;
         let ctx = |o: ContextOptions, rollback: u32| PairContext {
             n_ctx,
@@ -470,8 +475,10 @@ impl Model {
         options: ContextOptions,
         kind: LlamaContextType,
     ) -> Result<LlamaContext<'_>> {
-        let n_ctx = NonZeroU32::new(n_ctx)
-            .ok_or_else(|| Error::InvalidSetting { setting: "n_ctx", reason: "is 0, but must be positive".into() })?;
+        let n_ctx = NonZeroU32::new(n_ctx).ok_or_else(|| Error::InvalidSetting {
+            setting: Setting::NCtx,
+            reason: "is 0, but must be positive".into(),
+        })?;
         let threads = threads.max(1) as i32;
         let params = LlamaContextParams::default()
             .with_n_ctx(Some(n_ctx))

@@ -22,6 +22,7 @@ use std::time::Duration;
 use crate::decoding::llama::{backend, local_gpu_devices};
 use crate::decoding::memory_cap::{Caps, SharedCaps};
 use crate::error::{Error, Result};
+use crate::setting::Setting;
 
 /// How long a remote machine may take to accept a connection before it counts as unreachable.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(3);
@@ -276,7 +277,7 @@ pub fn set_split(endpoints: &[String], weights: &[f32]) -> Result<()> {
     let (far, local) = holders.split_at(remote.len());
     let free = |h: &[crate::files::memory::Holder]| h.iter().map(|h| h.free).collect::<Vec<_>>();
     let caps = crate::files::memory::split_caps(&free(local), &free(far), weights).map_err(|reason| {
-        Error::InvalidSetting { setting: "tensor_split", reason: format!("{} ({})", reason, names(&holders)) }
+        Error::InvalidSetting { setting: Setting::TensorSplit, reason: format!("{} ({})", reason, names(&holders)) }
     })?;
     // Device k of the remote list is device `i` of its server.
     let mut k = 0;

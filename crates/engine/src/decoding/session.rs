@@ -31,6 +31,7 @@ use crate::decoding::target::{LlamaTarget, Target};
 use crate::error::{Error, Result};
 use crate::files::doctor::{self, Diagnosis, KvScale, Pairing, Placement, Topic, Verdict};
 use crate::files::gguf::{DrafterKind, GgufFile};
+use crate::setting::Setting;
 use draftlab_core::decoding::chat::ChatInput;
 
 /// What measured costs depend on: whether the draft model's cost is measured, context, batch,
@@ -71,7 +72,7 @@ pub struct Both {
 /// A strategy that runs a drafter file (`eagle3`, `dflash`, `dspark`) without one.
 fn no_head(strategy: Strategy, kind: DrafterKind) -> Error {
     Error::InvalidSetting {
-        setting: "draft",
+        setting: Setting::Draft,
         reason: format!(
             "is needed by the {strategy} strategy: give {} made for the target (--draft FILE)",
             kind.a_label()
@@ -116,7 +117,7 @@ fn native_kind(kind: DrafterKind) -> NativeKind {
 /// The draft strategy without a draft model.
 fn no_draft() -> Error {
     Error::InvalidSetting {
-        setting: "draft",
+        setting: Setting::Draft,
         reason: "is needed by the draft strategy: give a draft model (or use the lookup or auto strategy)".into(),
     }
 }
@@ -181,7 +182,7 @@ impl Session {
         let speculative = settings.allows(Mode::Speculative);
         if speculative && settings.strategy == Strategy::DraftModel && draft.is_none() {
             return Err(Error::InvalidSetting {
-                setting: "draft",
+                setting: Setting::Draft,
                 reason: "is needed by the draft strategy: give a draft model (or use the lookup or auto strategy)"
                     .into(),
             });
@@ -558,7 +559,7 @@ impl Session {
             Strategy::NgramMod => out.push(Self::ngram_mod(s)?),
             Strategy::NgramCache => out.push(self.ngram_cache(s, notes)?),
             Strategy::NgramMap => out.push(self.ngram_map(s)?.ok_or_else(|| Error::InvalidSetting {
-                setting: "ngram_map",
+                setting: Setting::NgramMap,
                 reason: "is needed by the ngram-map strategy".into(),
             })?),
             Strategy::Auto => {
