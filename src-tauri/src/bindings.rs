@@ -6,7 +6,7 @@ use draftlab_core::decoding::{compare, options, report, sampling, settings, stra
 use draftlab_core::files::{catalog, discover, doctor, estimate, gguf, hub, memory};
 use draftlab_core::measuring::sweep as engine_sweep;
 use draftlab_core::measuring::{bench, charts};
-use draftlab_core::{error, machine};
+use draftlab_core::{error, machine, setting};
 use ts_rs::{Config, TS};
 
 use draftlab_core::serving::client;
@@ -40,6 +40,10 @@ pub fn typescript() -> String {
         report::TokenSource,
         report::StopReason,
         strategy::Strategy,
+        strategy::DraftUse,
+        strategy::StrategyInfo,
+        setting::Setting,
+        setting::SettingInfo,
         options::GpuLayers,
         options::FlashAttn,
         options::KvType,
@@ -141,5 +145,11 @@ pub fn typescript() -> String {
     let limits = settings::Limits { defaults, ..limits };
     let json = serde_json::to_string_pretty(&limits).expect("limits serialise");
     out.push_str(&format!("\nexport const LIMITS: Limits = {json};\n"));
+    // Every strategy with its label, the settings it reads and the draft file it takes; every
+    // setting with its label and flag: the page lists, shows and names them from these alone.
+    let strategies = serde_json::to_string_pretty(&strategy::Strategy::table()).expect("strategies serialise");
+    out.push_str(&format!("\nexport const STRATEGIES: StrategyInfo[] = {strategies};\n"));
+    let settings = serde_json::to_string_pretty(&setting::Setting::table()).expect("settings serialise");
+    out.push_str(&format!("\nexport const SETTINGS: SettingInfo[] = {settings};\n"));
     out
 }

@@ -437,6 +437,55 @@ pub fn workspace(root: &Path) -> Vec<(PathBuf, Rules)> {
     ]
 }
 
+/// What the page spells itself that the engine owns: a strategy's name in a string literal, or one
+/// of the engine's limits as an input's bound (`min="16"`). The generated bindings
+/// (`lib/bindings.ts`: `STRATEGIES`, `SETTINGS`, `LIMITS`), unit tests and the fake backend are not
+/// checked. One line per finding.
+pub fn ui_literals(ui_src: &Path, strategies: &[&str], limits: &[u64]) -> Vec<String> {
+    fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
+        let Ok(entries) = std::fs::read_dir(dir) else { return };
+        for e in entries.flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                walk(&p, out);
+            } else if p.extension().is_some_and(|x| x == "ts" || x == "svelte") {
+                out.push(p);
+            }
+        }
+    }
+    let mut files = Vec::new();
+    walk(ui_src, &mut files);
+    files.sort();
+    let mut bad = Vec::new();
+    for f in files {
+        let rel = f.strip_prefix(ui_src).expect("under src").to_string_lossy().replace('\\', "/");
+        if rel == "lib/bindings.ts" || rel == "lib/fake.ts" || rel.ends_with(".test.ts") {
+            continue;
+        }
+        let text = std::fs::read_to_string(&f).unwrap_or_default();
+        for (n, line) in text.lines().enumerate() {
+            let code = line.split("//").next().unwrap_or("");
+            for s in strategies {
+                if [format!("\"{s}\""), format!("'{s}'"), format!("`{s}`")].iter().any(|q| code.contains(q.as_str())) {
+                    bad.push(format!("ui/src/{rel}:{}: the strategy {s:?} spelled in the page", n + 1));
+                }
+            }
+            for bound in ["min=\"", "max=\""] {
+                let mut rest = code;
+                while let Some(i) = rest.find(bound) {
+                    let after = &rest[i + bound.len()..];
+                    let value: String = after.chars().take_while(char::is_ascii_digit).collect();
+                    if value.parse::<u64>().is_ok_and(|v| limits.contains(&v)) {
+                        bad.push(format!("ui/src/{rel}:{}: the engine's limit {value} spelled in the page", n + 1));
+                    }
+                    rest = after;
+                }
+            }
+        }
+    }
+    bad
+}
+
 /// Crates that must not depend on llama.cpp (or the crate that links it) in their manifest's
 /// `[dependencies]` (dev-dependencies may: tests run models).
 pub const WITHOUT_LLAMA: [&str; 3] = ["crates/core/Cargo.toml", "crates/server/Cargo.toml", "crates/fuzz/Cargo.toml"];

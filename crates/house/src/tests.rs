@@ -100,6 +100,48 @@ fn planted_violations_are_seen() {
     assert_eq!(bad.len(), 8, "{bad:#?}");
 }
 
+fn engine_words() -> (Vec<&'static str>, Vec<u64>) {
+    use draftlab_core::decoding::settings::Limits;
+    use draftlab_core::decoding::strategy::Strategy;
+    let l = Limits::get();
+    let limits = vec![l.max_draft as u64, u64::from(l.min_ctx)];
+    // `draft` and `auto` are also ordinary words of the page (the draft file, flash attention's
+    // `auto`): the names only a strategy has are checked.
+    let names = Strategy::ALL.iter().map(|s| s.name()).filter(|n| !["draft", "auto"].contains(n)).collect();
+    (names, limits)
+}
+
+/// The page lists strategies, shows fields and bounds inputs from the generated bindings; a
+/// strategy name or a limit of its own would drift from the engine's.
+#[test]
+fn the_page_has_no_strategy_or_limit_of_its_own() {
+    let (strategies, limits) = engine_words();
+    let bad = ui_literals(&root().join("ui/src"), &strategies, &limits);
+    assert!(bad.is_empty(), "{}", bad.join("\n"));
+}
+
+#[test]
+fn a_planted_strategy_or_limit_in_the_page_is_seen() {
+    let (strategies, limits) = engine_words();
+    let dir = tempfile::tempdir().expect("temp dir");
+    write(
+        dir.path(),
+        "views/V.svelte",
+        "<input max=\"128\" min=\"0\" />\n{#if s === \"eagle3\"}{/if}\n<!-- \"mtp\" -->\n",
+    );
+    write(dir.path(), "lib/x.ts", "// \"dflash\" in a comment\nconst a = 'lookup';\n");
+    write(dir.path(), "lib/x.test.ts", "const a = \"dspark\";\n");
+    write(dir.path(), "lib/bindings.ts", "export const STRATEGIES = [\"ngram-mod\"];\n");
+    let bad = ui_literals(dir.path(), &strategies, &limits);
+    let has = |w: &str| bad.iter().any(|b| b.contains(w));
+    assert!(has("V.svelte:1: the engine's limit 128"), "{bad:#?}");
+    assert!(has("V.svelte:2: the strategy \"eagle3\""), "{bad:#?}");
+    assert!(has("lib/x.ts:2: the strategy \"lookup\""), "{bad:#?}");
+    // An HTML comment is markup the page shows no one, but it is still a spelling: counted.
+    assert!(has("V.svelte:3"), "{bad:#?}");
+    assert_eq!(bad.len(), 4, "{bad:#?}");
+}
+
 #[test]
 fn manifests_are_read_by_table() {
     let m = "[package]\nname = \"x\"\n[dependencies]\n# draftlab-engine in a comment\nserde.workspace = true\nllama-cpp-2 = { version = \"1\" }\n[dev-dependencies]\ndraftlab-engine = { path = \".\" }\n[target.'cfg(target_os = \"macos\")'.dependencies]\nmetal = \"1\"\n";

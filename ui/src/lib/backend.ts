@@ -64,11 +64,11 @@ export interface Backend {
   serverStatus(): Promise<ServerStatus>;
 }
 
-export type FileKind = "model" | "ngram-map";
+export type FileKind = "model" | "ngram_map";
 
 const FILE_FILTERS: Record<FileKind, { name: string; extensions: string[] }[]> = {
   model: [{ name: "GGUF model", extensions: ["gguf"] }],
-  "ngram-map": [{ name: "N-gram map (draftlab ngram build)", extensions: ["dlngram"] }, { name: "All files", extensions: ["*"] }],
+  ngram_map: [{ name: "N-gram map (draftlab ngram build)", extensions: ["dlngram"] }, { name: "All files", extensions: ["*"] }],
 };
 
 /// Milliseconds from the engine producing a frame's first token to the page receiving it.

@@ -9,6 +9,39 @@ export type StopReason = "max_tokens" | "end_of_generation" | "context_full" | "
 
 export type Strategy = "draft" | "lookup" | "ngram-cache" | "ngram-map" | "ngram-mod" | "mtp" | "eagle3" | "dflash" | "dspark" | "auto";
 
+export type DraftUse = "none" | "optional" | "required";
+
+export type StrategyInfo = { strategy: Strategy, label: string, reads: Array<Setting>, 
+/**
+ * The settings it cannot run without (a view that does not offer them does not offer it).
+ */
+needs: Array<Setting>, draft: DraftUse, 
+/**
+ * The kind of drafter file it runs, when it runs one (`mtp`'s is optional).
+ */
+head: DrafterKind | null, 
+/**
+ * Its tokens are a model's guesses (a draft model, the target's MTP layers, a head), not an
+ * n-gram table's: the app colours them apart.
+ */
+model_drafts: boolean, };
+
+export type Setting = "n_predict" | "n_draft" | "adaptive" | "p_min" | "n_ctx" | "n_batch" | "threads" | "raw" | "gpu_layers" | "draft_gpu_layers" | "strategy" | "lookup_min" | "lookup_max" | "temperature" | "top_k" | "top_p" | "min_p" | "seed" | "ngram_map" | "keep_ngram_cache" | "flash_attn" | "cache_type" | "draft_cache_type" | "rpc" | "tensor_split" | "draft" | "targets" | "drafts" | "n_drafts" | "strategies" | "reps";
+
+export type SettingInfo = { setting: Setting, 
+/**
+ * Its field name (as errors and JSON name it).
+ */
+name: string, 
+/**
+ * How the app names it.
+ */
+label: string, 
+/**
+ * The CLI flag that sets it (none: not a flag of its own).
+ */
+flag: string | null, };
+
 export type GpuLayers = "all" | { "count": number };
 
 export type FlashAttn = "auto" | "on" | "off";
@@ -126,9 +159,14 @@ export type ErrorCode = "not_found" | "io" | "invalid_gguf" | "incompatible" | "
 
 export type ErrorInfo = { code: ErrorCode, message: string, hint: string, 
 /**
- * The setting at fault (its field name in `Settings`), for an invalid setting.
+ * The setting at fault, for an invalid setting…
  */
-setting?: string, };
+setting?: Setting, 
+/**
+ * …and the rule it breaks, a sentence whose subject is the setting ("is 0, but must be at
+ * least 1"): the app says it after the setting's label, the CLI after its flag.
+ */
+reason?: string, };
 
 export type ModelId = { path: string, name: string, architecture: string, quantization: string, n_params: number, file_size: number, 
 /**
@@ -915,3 +953,316 @@ export const LIMITS: Limits = {
     "rpc": []
   }
 };
+
+export const STRATEGIES: StrategyInfo[] = [
+  {
+    "strategy": "draft",
+    "label": "Draft model",
+    "reads": [
+      "p_min",
+      "draft_gpu_layers",
+      "draft_cache_type"
+    ],
+    "needs": [],
+    "draft": "required",
+    "head": null,
+    "model_drafts": true
+  },
+  {
+    "strategy": "lookup",
+    "label": "Prompt lookup",
+    "reads": [
+      "lookup_min",
+      "lookup_max"
+    ],
+    "needs": [],
+    "draft": "none",
+    "head": null,
+    "model_drafts": false
+  },
+  {
+    "strategy": "ngram-cache",
+    "label": "N-gram cache",
+    "reads": [
+      "lookup_min",
+      "lookup_max",
+      "keep_ngram_cache"
+    ],
+    "needs": [],
+    "draft": "none",
+    "head": null,
+    "model_drafts": false
+  },
+  {
+    "strategy": "ngram-map",
+    "label": "N-gram map (from a corpus)",
+    "reads": [
+      "ngram_map"
+    ],
+    "needs": [
+      "ngram_map"
+    ],
+    "draft": "none",
+    "head": null,
+    "model_drafts": false
+  },
+  {
+    "strategy": "ngram-mod",
+    "label": "ngram-mod (llama.cpp's n-gram hash)",
+    "reads": [],
+    "needs": [],
+    "draft": "none",
+    "head": null,
+    "model_drafts": false
+  },
+  {
+    "strategy": "mtp",
+    "label": "MTP (the target's own prediction layers, or an MTP head as the draft)",
+    "reads": [
+      "p_min"
+    ],
+    "needs": [],
+    "draft": "optional",
+    "head": "mtp-head",
+    "model_drafts": true
+  },
+  {
+    "strategy": "eagle3",
+    "label": "EAGLE-3 head (as the draft)",
+    "reads": [
+      "p_min"
+    ],
+    "needs": [],
+    "draft": "required",
+    "head": "eagle3",
+    "model_drafts": true
+  },
+  {
+    "strategy": "dflash",
+    "label": "DFlash drafter (as the draft)",
+    "reads": [
+      "p_min"
+    ],
+    "needs": [],
+    "draft": "required",
+    "head": "dflash",
+    "model_drafts": true
+  },
+  {
+    "strategy": "dspark",
+    "label": "DSpark drafter (as the draft)",
+    "reads": [
+      "p_min"
+    ],
+    "needs": [],
+    "draft": "required",
+    "head": "dspark",
+    "model_drafts": true
+  },
+  {
+    "strategy": "auto",
+    "label": "Auto (n-gram first, draft model fallback)",
+    "reads": [
+      "lookup_min",
+      "lookup_max",
+      "keep_ngram_cache",
+      "ngram_map",
+      "p_min",
+      "draft_gpu_layers",
+      "draft_cache_type"
+    ],
+    "needs": [],
+    "draft": "optional",
+    "head": null,
+    "model_drafts": true
+  }
+];
+
+export const SETTINGS: SettingInfo[] = [
+  {
+    "setting": "n_predict",
+    "name": "n_predict",
+    "label": "Max tokens",
+    "flag": "-n/--n-predict"
+  },
+  {
+    "setting": "n_draft",
+    "name": "n_draft",
+    "label": "Draft length",
+    "flag": "--n-draft"
+  },
+  {
+    "setting": "adaptive",
+    "name": "adaptive",
+    "label": "Adaptive draft length",
+    "flag": "--n-draft adaptive"
+  },
+  {
+    "setting": "p_min",
+    "name": "p_min",
+    "label": "p_min",
+    "flag": "--p-min"
+  },
+  {
+    "setting": "n_ctx",
+    "name": "n_ctx",
+    "label": "Context",
+    "flag": "--ctx"
+  },
+  {
+    "setting": "n_batch",
+    "name": "n_batch",
+    "label": "Batch",
+    "flag": null
+  },
+  {
+    "setting": "threads",
+    "name": "threads",
+    "label": "Threads",
+    "flag": "--threads"
+  },
+  {
+    "setting": "raw",
+    "name": "raw",
+    "label": "Raw prompt",
+    "flag": "--raw"
+  },
+  {
+    "setting": "gpu_layers",
+    "name": "gpu_layers",
+    "label": "GPU layers",
+    "flag": "--gpu-layers"
+  },
+  {
+    "setting": "draft_gpu_layers",
+    "name": "draft_gpu_layers",
+    "label": "Draft GPU layers",
+    "flag": "--gpu-layers-draft"
+  },
+  {
+    "setting": "strategy",
+    "name": "strategy",
+    "label": "Strategy",
+    "flag": "--strategy"
+  },
+  {
+    "setting": "lookup_min",
+    "name": "lookup_min",
+    "label": "Lookup min",
+    "flag": "--lookup-min"
+  },
+  {
+    "setting": "lookup_max",
+    "name": "lookup_max",
+    "label": "Lookup max",
+    "flag": "--lookup-max"
+  },
+  {
+    "setting": "temperature",
+    "name": "temperature",
+    "label": "Temperature",
+    "flag": "--temp"
+  },
+  {
+    "setting": "top_k",
+    "name": "top_k",
+    "label": "top-k",
+    "flag": "--top-k"
+  },
+  {
+    "setting": "top_p",
+    "name": "top_p",
+    "label": "top-p",
+    "flag": "--top-p"
+  },
+  {
+    "setting": "min_p",
+    "name": "min_p",
+    "label": "min-p",
+    "flag": "--min-p"
+  },
+  {
+    "setting": "seed",
+    "name": "seed",
+    "label": "Seed",
+    "flag": "--seed"
+  },
+  {
+    "setting": "ngram_map",
+    "name": "ngram_map",
+    "label": "N-gram map",
+    "flag": "--ngram-map"
+  },
+  {
+    "setting": "keep_ngram_cache",
+    "name": "keep_ngram_cache",
+    "label": "Keep the n-gram cache",
+    "flag": "--keep-ngram-cache"
+  },
+  {
+    "setting": "flash_attn",
+    "name": "flash_attn",
+    "label": "Flash attention",
+    "flag": "--flash-attn"
+  },
+  {
+    "setting": "cache_type",
+    "name": "cache_type",
+    "label": "KV cache",
+    "flag": "--cache-type"
+  },
+  {
+    "setting": "draft_cache_type",
+    "name": "draft_cache_type",
+    "label": "Draft KV cache",
+    "flag": "--cache-type-draft"
+  },
+  {
+    "setting": "rpc",
+    "name": "rpc",
+    "label": "Remote machines",
+    "flag": "--rpc"
+  },
+  {
+    "setting": "tensor_split",
+    "name": "tensor_split",
+    "label": "Split",
+    "flag": "--tensor-split"
+  },
+  {
+    "setting": "draft",
+    "name": "draft",
+    "label": "Draft",
+    "flag": "--draft"
+  },
+  {
+    "setting": "targets",
+    "name": "targets",
+    "label": "Targets",
+    "flag": "--targets"
+  },
+  {
+    "setting": "drafts",
+    "name": "drafts",
+    "label": "Drafts",
+    "flag": "--drafts"
+  },
+  {
+    "setting": "n_drafts",
+    "name": "n_drafts",
+    "label": "Draft lengths",
+    "flag": "--n-draft"
+  },
+  {
+    "setting": "strategies",
+    "name": "strategies",
+    "label": "Strategies",
+    "flag": "--strategies"
+  },
+  {
+    "setting": "reps",
+    "name": "reps",
+    "label": "Repetitions",
+    "flag": "--reps"
+  }
+];

@@ -1,4 +1,5 @@
 // What the Run view shows, built from the stream of `RunEvent`s (pure: tested without a backend).
+import { strategyInfo } from "./settings";
 import type { ApiError, Comparison, LiveStats, Mode, OpenedRun, RenderedChart, Report, RunEvent, TokenView } from "./types";
 
 export type PaneStatus = "idle" | "loading" | "running" | "done" | "failed";
@@ -171,5 +172,5 @@ export function statsView(p: Pane): StatsView | null {
 /// own MTP layers' —, an n-gram hit, the target).
 export function tokenClass(t: TokenView): string {
   if (t.source !== "draft") return "tok-target";
-  return t.strategy === "draft" || t.strategy === "mtp" || t.strategy === "eagle3" || t.strategy === "dflash" || t.strategy === "dspark" || t.strategy === undefined ? "tok-draft" : "tok-ngram";
+  return t.strategy === undefined || strategyInfo(t.strategy).model_drafts ? "tok-draft" : "tok-ngram";
 }

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { LIMITS } from "./bindings";
-import { defaultSettings, formatGpuLayers, parseGpuLayers, problemText, splitWeights } from "./settings";
+import { LIMITS, STRATEGIES } from "./bindings";
+import { defaultSettings, formatGpuLayers, parseGpuLayers, problemText, splitWeights, strategyInfo, strategyOptions } from "./settings";
 import type { ApiError } from "./types";
 
 describe("GPU layers", () => {
@@ -18,10 +18,10 @@ describe("GPU layers", () => {
 });
 
 describe("settings problems", () => {
-  it("names the engine's setting by its label", () => {
-    const e: ApiError = { code: "invalid_settings", message: "invalid setting: top_p is 0, but must be in (0, 1]", hint: "", setting: "top_p" };
+  it("names the engine's setting by its label, with the reason the engine gives (never its message)", () => {
+    const e: ApiError = { code: "invalid_settings", message: "(not read)", hint: "", setting: "top_p", reason: "is 0, but must be in (0, 1]" };
     expect(problemText(e)).toBe("Top-p is 0, but must be in (0, 1]");
-    const map: ApiError = { code: "invalid_settings", message: "invalid setting: ngram_map is needed by the ngram-map strategy (build a map with `draftlab ngram build`)", hint: "", setting: "ngram_map" };
+    const map: ApiError = { code: "invalid_settings", message: "(not read)", hint: "", setting: "ngram_map", reason: "is needed by the ngram-map strategy (build a map with `draftlab ngram build`)" };
     expect(problemText(map)).toBe("N-gram map is needed by the ngram-map strategy (build a map with `draftlab ngram build`)");
   });
 
@@ -29,13 +29,23 @@ describe("settings problems", () => {
     expect(splitWeights("3, 1")).toEqual([3, 1]);
     expect(splitWeights(" ")).toEqual([]);
     expect(splitWeights("2,x")).toEqual([2, 0]);
-    const e: ApiError = { code: "invalid_settings", message: "invalid setting: tensor_split has a weight that is not a number above 0 (e.g. 3,1)", hint: "", setting: "tensor_split" };
+    const e: ApiError = { code: "invalid_settings", message: "invalid setting: tensor_split has a weight that is not a number above 0 (e.g. 3,1)", hint: "", setting: "tensor_split", reason: "has a weight that is not a number above 0 (e.g. 3,1)" };
     expect(problemText(e)).toBe("Split has a weight that is not a number above 0 (e.g. 3,1)");
   });
 
   it("keeps rules about several settings as the engine says them", () => {
     const e: ApiError = { code: "invalid_settings", message: "invalid setting: lookup n-gram sizes must satisfy 1 ≤ min ≤ max ≤ context (got 3..2)", hint: "" };
     expect(problemText(e)).toBe("Lookup n-gram sizes must satisfy 1 ≤ min ≤ max ≤ context (got 3..2)");
+  });
+
+  it("offers the engine's strategies, each with what it reads and the draft it takes", () => {
+    const all = strategyOptions(["ngram_map"]);
+    expect(all.map((o) => o.value)).toEqual(STRATEGIES.map((s) => s.strategy));
+    // A view without an n-gram map field does not offer the strategy that needs one.
+    expect(strategyOptions().length).toBe(all.length - 1);
+    expect(strategyInfo("draft").draft).toBe("required");
+    expect(strategyInfo("mtp").reads).not.toContain("lookup_min");
+    expect(strategyInfo("ngram-map").reads).not.toContain("lookup_min");
   });
 
   it("starts from the engine's defaults: auto with the adaptive length", () => {

@@ -1,8 +1,8 @@
 // Defaults, presets and how settings problems read in the Run view. The defaults and the rules are
 // the engine's (`Settings::default`, `Settings::problems` in Rust): the defaults arrive in the
 // generated bindings (`LIMITS`), the problems from the backend's `checkSettings`.
-import { LIMITS } from "./bindings";
-import type { ApiError, GpuLayers, Settings } from "./types";
+import { LIMITS, SETTINGS, STRATEGIES } from "./bindings";
+import type { ApiError, GpuLayers, Setting, Settings, Strategy, StrategyInfo } from "./types";
 
 /// The engine's defaults (`auto` with the adaptive draft length: never slower than the target
 /// alone). Threads 0 lets the engine use this machine's physical cores.
@@ -33,34 +33,24 @@ export function formatGpuLayers(g: GpuLayers): string {
   return g === "all" ? "all" : String(g.count);
 }
 
-/// How the page names each setting (the engine names them by field).
-export const SETTING_LABELS: Record<string, string> = {
-  n_predict: "Max tokens",
-  n_draft: "Draft length",
-  p_min: "p_min",
-  n_ctx: "Context",
-  n_batch: "Batch",
-  threads: "Threads",
-  gpu_layers: "GPU layers",
-  strategy: "Strategy",
-  lookup_min: "Lookup min",
-  lookup_max: "Lookup max",
-  temperature: "Temperature",
-  top_k: "top-k",
-  top_p: "top-p",
-  min_p: "min-p",
-  ngram_map: "N-gram map",
-  draft: "Draft",
-  drafts: "Drafts",
-  targets: "Targets",
-  reps: "Repetitions",
-  flash_attn: "Flash attention",
-  cache_type: "KV cache",
-  draft_cache_type: "Draft KV cache",
-  draft_gpu_layers: "Draft GPU layers",
-  rpc: "Remote machines",
-  tensor_split: "Split",
-};
+/// How the page names a setting (the engine's table, `Setting::label`).
+export function settingLabel(s: Setting): string {
+  return SETTINGS.find((i) => i.setting === s)?.label ?? s;
+}
+
+/// A strategy as the engine describes it (`Strategy::table`): its label, the settings it reads,
+/// the ones it cannot run without, and the draft file it takes.
+export function strategyInfo(s: Strategy): StrategyInfo {
+  const info = STRATEGIES.find((i) => i.strategy === s);
+  if (!info) throw new Error(`unknown strategy ${s}`);
+  return info;
+}
+
+/// The strategies a view offers, in the engine's order: those whose needed settings the view has
+/// a field for.
+export function strategyOptions(fields: Setting[] = []): { value: Strategy; label: string }[] {
+  return STRATEGIES.filter((s) => s.needs.every((n) => fields.includes(n))).map((s) => ({ value: s.strategy, label: s.label }));
+}
 
 /// The Split field's weights ("3, 1" → [3, 1]); a word that is not a number becomes 0, which the
 /// engine refuses with the field's name.
@@ -68,11 +58,10 @@ export function splitWeights(text: string): number[] {
   return text.split(",").map((w) => w.trim()).filter((w) => w !== "").map((w) => (Number.isFinite(Number(w)) ? Number(w) : 0));
 }
 
-/// An engine problem as the page says it: the setting by its label ("top-p is 0, but must be in
-/// (0, 1]"), or the message itself for rules about several settings.
+/// An engine problem as the page says it: the setting by its label and the rule it breaks ("top-p
+/// is 0, but must be in (0, 1]"), both fields of the error; a rule about several settings is its
+/// message.
 export function problemText(e: ApiError): string {
-  const prefix = "invalid setting: ";
-  let m = e.message.startsWith(prefix) ? e.message.slice(prefix.length) : e.message;
-  if (e.setting && m.startsWith(`${e.setting} `)) m = `${SETTING_LABELS[e.setting] ?? e.setting}${m.slice(e.setting.length)}`;
+  const m = e.setting && e.reason ? `${settingLabel(e.setting)} ${e.reason}` : e.message.replace(/^invalid setting: /, "");
   return m.charAt(0).toUpperCase() + m.slice(1);
 }

@@ -1,4 +1,5 @@
 // What the Sweep view shows, built from the stream of `SweepUiEvent`s (pure: tested without a backend).
+import { LIMITS } from "./bindings";
 import { mergeCharts } from "./runState";
 import type { CellOutcome, KvType, Recommendation, RenderedChart, SweepSpec, SweepUiEvent, Variant, CellKey, Settings } from "./types";
 import type { PairChoice } from "./picked.svelte";
@@ -99,12 +100,13 @@ export function cellLabel(spec: SweepSpec | null, key: { target: number; draft: 
   return `${t} + ${d} · ${key.strategy} k=${key.n_draft}`;
 }
 
-/// Parses "2,4,8" into draft lengths; null when it is not a list of numbers 1–128.
+/// Parses "2,4,8" into draft lengths; null when it is not a list of numbers from 1 to the engine's
+/// longest draft.
 export function parseLengths(text: string): number[] | null {
   const parts = text.split(",").map((p) => p.trim()).filter((p) => p !== "");
   if (parts.length === 0 || !parts.every((p) => /^\d+$/.test(p))) return null;
   const n = parts.map(Number);
-  return n.every((k) => k >= 1 && k <= 128) ? [...new Set(n)] : null;
+  return n.every((k) => k >= 1 && k <= LIMITS.max_draft) ? [...new Set(n)] : null;
 }
 
 /// The placement and cache setups a sweep compares: every chosen KV cache type (for the target and
@@ -126,8 +128,8 @@ export function sweepVariants(kv: KvType[], draftOnCpu: boolean[]): Variant[] {
 /// adaptive length, which drafts (n-grams) only where drafting pays.
 export function targetAlone(spec: SweepSpec, target: string): PairChoice {
   const settings: Settings = structuredClone(spec.settings);
-  settings.strategy = "auto";
-  settings.adaptive = true;
+  settings.strategy = LIMITS.defaults.strategy;
+  settings.adaptive = LIMITS.defaults.adaptive;
   return { target, draft: null, settings };
 }
 

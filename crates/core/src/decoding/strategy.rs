@@ -146,6 +146,113 @@ impl std::str::FromStr for Strategy {
     }
 }
 
+/// Whether a strategy takes the draft file (`--draft`, the app's Draft field).
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DraftUse {
+    /// It drafts without one (a given file is not loaded).
+    None,
+    /// It drafts with one when given (`mtp`: an MTP head, else the target's own layers; `auto`: a
+    /// draft model or a drafter file, as fallback).
+    Optional,
+    /// It needs one (`draft`: a draft model; `eagle3`, `dflash`, `dspark`: their drafter file).
+    Required,
+}
+
+/// A strategy as the app shows it: its label, the settings it reads besides the draft length
+/// (`n_draft`, `adaptive`, which every strategy reads), and the draft file it takes.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StrategyInfo {
+    pub strategy: Strategy,
+    pub label: String,
+    pub reads: Vec<Setting>,
+    /// The settings it cannot run without (a view that does not offer them does not offer it).
+    pub needs: Vec<Setting>,
+    pub draft: DraftUse,
+    /// The kind of drafter file it runs, when it runs one (`mtp`'s is optional).
+    pub head: Option<DrafterKind>,
+    /// Its tokens are a model's guesses (a draft model, the target's MTP layers, a head), not an
+    /// n-gram table's: the app colours them apart.
+    pub model_drafts: bool,
+}
+
+impl Strategy {
+    /// How the app names it.
+    pub fn label(self) -> &'static str {
+        match self {
+            Strategy::DraftModel => "Draft model",
+            Strategy::PromptLookup => "Prompt lookup",
+            Strategy::NgramCache => "N-gram cache",
+            Strategy::NgramMap => "N-gram map (from a corpus)",
+            Strategy::NgramMod => "ngram-mod (llama.cpp's n-gram hash)",
+            Strategy::Mtp => "MTP (the target's own prediction layers, or an MTP head as the draft)",
+            Strategy::Eagle3 => "EAGLE-3 head (as the draft)",
+            Strategy::Dflash => "DFlash drafter (as the draft)",
+            Strategy::Dspark => "DSpark drafter (as the draft)",
+            Strategy::Auto => "Auto (n-gram first, draft model fallback)",
+        }
+    }
+
+    /// The settings it reads besides the draft length (what the session's drafters are made of).
+    pub fn reads(self) -> &'static [Setting] {
+        const LOOKUP: &[Setting] = &[Setting::LookupMin, Setting::LookupMax];
+        const MODEL: &[Setting] = &[Setting::PMin, Setting::DraftGpuLayers, Setting::DraftCacheType];
+        match self {
+            Strategy::DraftModel => MODEL,
+            Strategy::PromptLookup => LOOKUP,
+            Strategy::NgramCache => &[Setting::LookupMin, Setting::LookupMax, Setting::KeepNgramCache],
+            Strategy::NgramMap => &[Setting::NgramMap],
+            // Its sizes follow the draft length (`settings::ngram_mod_sizes`).
+            Strategy::NgramMod => &[],
+            Strategy::Mtp | Strategy::Eagle3 | Strategy::Dflash | Strategy::Dspark => &[Setting::PMin],
+            Strategy::Auto => &[
+                Setting::LookupMin,
+                Setting::LookupMax,
+                Setting::KeepNgramCache,
+                Setting::NgramMap,
+                Setting::PMin,
+                Setting::DraftGpuLayers,
+                Setting::DraftCacheType,
+            ],
+        }
+    }
+
+    /// The settings it cannot run without (besides a required draft file: [`Strategy::draft_use`]).
+    pub fn needs(self) -> &'static [Setting] {
+        match self {
+            Strategy::NgramMap => &[Setting::NgramMap],
+            _ => &[],
+        }
+    }
+
+    /// The draft file it takes.
+    pub fn draft_use(self) -> DraftUse {
+        match self {
+            Strategy::DraftModel | Strategy::Eagle3 | Strategy::Dflash | Strategy::Dspark => DraftUse::Required,
+            Strategy::Mtp | Strategy::Auto => DraftUse::Optional,
+            _ => DraftUse::None,
+        }
+    }
+
+    /// Every strategy as the app shows it, in the order it lists them.
+    pub fn table() -> Vec<StrategyInfo> {
+        Strategy::ALL
+            .into_iter()
+            .map(|s| StrategyInfo {
+                strategy: s,
+                label: s.label().into(),
+                reads: s.reads().to_vec(),
+                needs: s.needs().to_vec(),
+                draft: s.draft_use(),
+                head: s.head_kind(),
+                model_drafts: s.uses_draft_model() || s.drafts_in_target(),
+            })
+            .collect()
+    }
+}
+
 /// Checks the n-gram sizes of the n-gram strategies.
 pub fn check_ngram_sizes(min: usize, max: usize) -> Result<()> {
     if min == 0 || max < min {
@@ -154,4 +261,26 @@ pub fn check_ngram_sizes(min: usize, max: usize) -> Result<()> {
         )));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The table says what the rest of the engine does: a strategy that loads the draft file takes
+    /// it, and one that must have a head requires it.
+    #[test]
+    fn the_table_agrees_with_the_rules() {
+        for s in Strategy::ALL {
+            assert_eq!(s.loads_draft(), s.draft_use() != DraftUse::None, "{s}");
+            if matches!(s, Strategy::Eagle3 | Strategy::Dflash | Strategy::Dspark | Strategy::DraftModel) {
+                assert_eq!(s.draft_use(), DraftUse::Required, "{s}");
+            }
+            assert_eq!(s.reads().contains(&Setting::PMin), s.loads_draft(), "p_min limits model drafters: {s}");
+        }
+        for s in Strategy::table() {
+            assert!(s.needs.iter().all(|n| s.reads.contains(n)), "{:?} needs what it does not read", s.strategy);
+        }
+        assert_eq!(Strategy::table().len(), Strategy::ALL.len());
+    }
 }
