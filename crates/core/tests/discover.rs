@@ -5,8 +5,8 @@
 use std::os::unix::fs::symlink;
 use std::path::Path;
 
-use draftlab_engine::files::discover::{self, Source};
-use draftlab_engine::testing::{model, QWEN_DRAFT, QWEN_TARGET, SMOLLM2};
+use draftlab_core::files::discover::{self, Source};
+use draftlab_core::testing::{model, QWEN_DRAFT, QWEN_TARGET, SMOLLM2};
 
 fn link(from: &Path, to: &Path) {
     std::fs::create_dir_all(to.parent().unwrap()).unwrap();

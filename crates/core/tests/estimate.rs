@@ -1,11 +1,11 @@
 //! The size estimate against real GGUF files: the tensor types `llama-quantize` gave the test
 //! models are the types the estimate plans, and the catalog's shapes are the headers' shapes.
 
-use draftlab_engine::files::catalog;
-use draftlab_engine::files::estimate::Arch;
-use draftlab_engine::files::gguf::{ggml_type_name, GgufFile};
-use draftlab_engine::files::memory::Footprint;
-use draftlab_engine::testing::{model, GEMMA3, QWEN_DRAFT, QWEN_TARGET};
+use draftlab_core::files::catalog;
+use draftlab_core::files::estimate::Arch;
+use draftlab_core::files::gguf::{ggml_type_name, GgufFile};
+use draftlab_core::files::memory::Footprint;
+use draftlab_core::testing::{model, GEMMA3, QWEN_DRAFT, QWEN_TARGET};
 
 /// The shape a header states.
 fn arch_of(f: &GgufFile) -> Arch {

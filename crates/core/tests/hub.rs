@@ -8,9 +8,9 @@
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use draftlab_engine::files::hub::{self, DownloadEvent, HubOptions};
-use draftlab_engine::testing::mock_hub::{MockHub, COMMIT};
-use draftlab_engine::testing::{model, SMOLLM2};
+use draftlab_core::files::hub::{self, DownloadEvent, HubOptions};
+use draftlab_core::testing::mock_hub::{MockHub, COMMIT};
+use draftlab_core::testing::{model, SMOLLM2};
 
 const REPO: &str = "test/smol";
 const FILE: &str = "smol.gguf";
@@ -32,7 +32,7 @@ fn opts(hub: &MockHub, cache: &Path) -> HubOptions {
 fn fetch(
     o: &HubOptions,
     cancel_after: Option<u64>,
-) -> (Result<std::path::PathBuf, draftlab_engine::Error>, Vec<DownloadEvent>) {
+) -> (Result<std::path::PathBuf, draftlab_core::Error>, Vec<DownloadEvent>) {
     let cancel = AtomicBool::new(false);
     let mut events = Vec::new();
     let r = hub::download(o, REPO, FILE, &cancel, &mut |e| {
@@ -177,10 +177,10 @@ fn hub_errors_are_clear() {
     assert_eq!(err.code(), "hub_not_found", "{err}");
     assert!(err.hint().contains("repo and file names"));
     // A catalog file the hub no longer has: the error names the catalog entry.
-    let q = draftlab_engine::files::catalog::find("qwen3-8b").unwrap();
+    let q = draftlab_core::files::catalog::find("qwen3-8b").unwrap();
     let f = q.file(None).unwrap().file.clone();
     let err = hub::download(&o, &q.repo, &f, &cancel, &mut |_| {})
-        .map_err(|e| draftlab_engine::files::catalog::name_missing(&q.repo, &f, e))
+        .map_err(|e| draftlab_core::files::catalog::name_missing(&q.repo, &f, e))
         .unwrap_err();
     assert_eq!(err.code(), "hub_not_found", "{err}");
     assert!(err.to_string().contains("catalog entry qwen3-8b (Q4_K_M)"), "{err}");
@@ -293,7 +293,7 @@ fn sentinel(dir: &Path) -> std::path::PathBuf {
     s
 }
 
-fn download_as(o: &HubOptions, repo: &str, file: &str) -> Result<std::path::PathBuf, draftlab_engine::Error> {
+fn download_as(o: &HubOptions, repo: &str, file: &str) -> Result<std::path::PathBuf, draftlab_core::Error> {
     hub::download(o, repo, file, &AtomicBool::new(false), &mut |_| {})
 }
 

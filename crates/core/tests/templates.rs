@@ -5,8 +5,8 @@
 
 use std::path::PathBuf;
 
-use draftlab_engine::decoding::template::{render, ChatMessage, TemplateVars};
-use draftlab_engine::files::catalog;
+use draftlab_core::decoding::template::{render, ChatMessage, TemplateVars};
+use draftlab_core::files::catalog;
 
 /// 2025-01-15 00:00 UTC.
 const PINNED: u64 = 1_736_899_200;
