@@ -51,10 +51,7 @@ pub use crate::state::WORKER_FLAG;
 include!("command_names.rs");
 
 /// Runs blocking work (engine replies, file scans, downloads) off the async runtime.
-pub(crate) async fn blocking<T: Send + 'static>(
-    what: &str,
-    f: impl FnOnce() -> T + Send + 'static,
-) -> Result<T, ApiError> {
+async fn blocking<T: Send + 'static>(what: &str, f: impl FnOnce() -> T + Send + 'static) -> Result<T, ApiError> {
     tauri::async_runtime::spawn_blocking(f).await.map_err(|e| {
         ApiError::new(ErrorCode::Internal, format!("the {what} task failed: {e}"), "Report this as a bug.")
     })

@@ -78,7 +78,9 @@ pub async fn start(state: Arc<AppState>, request: ServerRequest) -> Result<Serve
     let draft = request.draft.clone().filter(|_| valid.strategy.loads_draft());
     let checker = Arc::clone(&state.workers);
     let (target, settings) = (request.target.clone(), request.settings.clone());
-    crate::blocking("check", move || checker.check(target, draft, settings)).await??;
+    tauri::async_runtime::spawn_blocking(move || checker.check(target, draft, settings)).await.map_err(|e| {
+        ApiError::new(ErrorCode::Internal, format!("the pair check failed: {e}"), "Report this as a bug.")
+    })??;
     if request.api_key.as_deref().is_some_and(|k| k.trim().is_empty()) {
         return Err(ApiError::new(
             ErrorCode::InvalidSettings,
