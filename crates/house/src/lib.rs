@@ -34,6 +34,9 @@ pub struct Rules {
     pub skip: Vec<&'static str>,
     /// The C and C++ sources the crate may hold (paths under `src/`; none elsewhere).
     pub native: Vec<&'static str>,
+    /// Ranks rather than layers: a module uses only modules of a lower layer, never one beside
+    /// it; the crate root (`lib.rs`, and what it defines, `crate::Item`) is the module `lib`.
+    pub ranks: bool,
 }
 
 /// One reference from a file: the path as written, resolved, and whether test code makes it.
@@ -281,7 +284,15 @@ pub fn check(src: &Path, rules: &Rules) -> Vec<String> {
         };
         let mut refs = Refs { module: f.module.clone(), test_depth: usize::from(f.test), out: Vec::new() };
         refs.visit_file(&ast);
-        let own = f.module.first().and_then(|m| layer_of(m));
+        // With ranks, the crate root is the module `lib`, and so are the items it defines.
+        let root = |m: &Vec<String>| -> Option<String> {
+            match m.first() {
+                Some(top) => Some(top.clone()),
+                None => rules.ranks.then(|| "lib".to_string()),
+            }
+        };
+        let own_top = root(&f.module);
+        let own = own_top.as_deref().and_then(|m| layer_of(m));
         let allowed: &[&str] = rules.allowed.iter().find(|(p, _)| *p == rel).map_or(&[], |(_, c)| c.as_slice());
         let mut said = BTreeSet::new();
         for r in refs.out {
@@ -297,11 +308,17 @@ pub fn check(src: &Path, rules: &Rules) -> Vec<String> {
                 }
                 continue;
             }
+            let top = match module_of(&modules, &r.path) {
+                None if rules.ranks && layer_of(top).is_none() => "lib",
+                _ => top,
+            };
             if let (Some(own), Some(theirs)) = (own, layer_of(top)) {
                 let helpers = r.test && rules.layers[theirs].0 == "testing";
-                if theirs > own && !helpers {
+                let beside = rules.ranks && theirs == own && own_top.as_deref() != Some(top);
+                if (theirs > own || beside) && !helpers {
+                    let whither = if theirs > own { "a layer above" } else { "beside it" };
                     say(format!(
-                        "{rel} ({}) uses crate::{top} ({}), a layer above",
+                        "{rel} ({}) uses crate::{top} ({}), {whither}",
                         rules.layers[own].0, rules.layers[theirs].0
                     ));
                 }
@@ -427,13 +444,33 @@ pub fn workspace(root: &Path) -> Vec<(PathBuf, Rules)> {
                 skip: vec![],
                 // The one binding to llama.cpp's drafters.
                 native: vec!["decoding/speculative.cpp"],
+                ranks: false,
             },
         ),
         (root.join("crates/server/src"), Rules { forbidden: llama.clone(), ..Rules::default() }),
         // The fuzz targets parse outside bytes with draftlab-core's parsers: no llama.cpp to build
         // instrumented.
         (root.join("crates/fuzz/src"), Rules { forbidden: llama.clone(), ..Rules::default() }),
-        (root.join("src-tauri/src"), Rules { forbidden: llama, skip: vec!["main.rs"], ..Rules::default() }),
+        (
+            root.join("src-tauri/src"),
+            Rules {
+                // Commands (`lib`) over the jobs, over what they keep, over `error`; the bindings
+                // list every type the page sees: they use all, nothing uses them.
+                layers: vec![
+                    ("foundation", vec!["error", "command_names"]),
+                    ("kept", vec!["store", "rendered", "requests"]),
+                    ("lists", vec!["history", "chats", "models"]),
+                    ("state", vec!["state"]),
+                    ("jobs", vec!["run", "chat", "serve", "sweep"]),
+                    ("commands", vec!["lib"]),
+                    ("bindings", vec!["bindings"]),
+                ],
+                forbidden: llama,
+                skip: vec!["main.rs"],
+                ranks: true,
+                ..Rules::default()
+            },
+        ),
     ]
 }
 

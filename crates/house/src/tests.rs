@@ -51,6 +51,7 @@ fn planted_violations_are_seen() {
         allowed: vec![("decoding/llama.rs", vec!["llama_cpp_2"])],
         skip: vec!["main.rs"],
         native: vec!["decoding/binding.cpp"],
+        ranks: false,
     };
     write(src, "lib.rs", "pub mod error;\npub mod files;\npub mod decoding;\n");
     write(src, "main.rs", "fn main() { draftlab_engine::serving::worker::serve_stdio(); }\n");
@@ -140,6 +141,27 @@ fn a_planted_strategy_or_limit_in_the_page_is_seen() {
     // An HTML comment is markup the page shows no one, but it is still a spelling: counted.
     assert!(has("V.svelte:3"), "{bad:#?}");
     assert_eq!(bad.len(), 4, "{bad:#?}");
+}
+
+/// A crate of ranks (the app): a module uses only lower ranks, not one beside it; the crate root is
+/// `lib`, and so is an item it defines.
+#[test]
+fn ranks_refuse_sideways_uses_and_the_root() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let src = dir.path();
+    let rules = Rules {
+        layers: vec![("low", vec!["error"]), ("mid", vec!["run", "chat"]), ("top", vec!["lib"])],
+        ranks: true,
+        ..Rules::default()
+    };
+    write(src, "lib.rs", "mod run;\nmod chat;\nmod error;\npub fn blocking() {}\nuse crate::run::go;\n");
+    write(src, "error.rs", "pub struct E;\n");
+    write(src, "run.rs", "use crate::error::E;\npub fn go() { crate::blocking(); }\n");
+    write(src, "chat.rs", "use crate::run::go;\n");
+    let bad = check(src, &rules);
+    assert!(bad.iter().any(|b| b.contains("run.rs (mid) uses crate::lib (top), a layer above")), "{bad:#?}");
+    assert!(bad.iter().any(|b| b.contains("chat.rs (mid) uses crate::run (mid), beside it")), "{bad:#?}");
+    assert_eq!(bad.len(), 2, "{bad:#?}");
 }
 
 #[test]
