@@ -292,7 +292,7 @@ pub fn check(src: &Path, rules: &Rules) -> Vec<String> {
             }
         };
         let own_top = root(&f.module);
-        let own = own_top.as_deref().and_then(|m| layer_of(m));
+        let own = own_top.as_deref().and_then(&layer_of);
         let allowed: &[&str] = rules.allowed.iter().find(|(p, _)| *p == rel).map_or(&[], |(_, c)| c.as_slice());
         let mut said = BTreeSet::new();
         for r in refs.out {
