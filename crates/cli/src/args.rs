@@ -13,9 +13,11 @@ use draftlab_engine::setting::Setting;
 use draftlab_engine::Error;
 
 /// The engine's defaults: every flag that sets a setting defaults to them (no literal of its own;
-/// `tests::the_flags_default_to_the_engine_defaults` holds them equal).
-fn defaults() -> Settings {
-    Settings::default()
+/// `tests::the_flags_default_to_the_engine_defaults` holds them equal). Made once: clap asks for
+/// them flag by flag, and the default thread count reads the machine's cores.
+fn defaults() -> &'static Settings {
+    static DEFAULTS: std::sync::LazyLock<Settings> = std::sync::LazyLock::new(Settings::default);
+    &DEFAULTS
 }
 
 /// `--n-draft`'s default, as the flag spells it.
@@ -450,7 +452,7 @@ impl GenArgs {
             },
             p_min: self.p_min,
             n_ctx: self.ctx,
-            threads: self.threads.unwrap_or(Settings::default().threads),
+            threads: self.threads.unwrap_or(defaults().threads),
             raw: self.raw,
             gpu_layers: self.gpu_layers.parse()?,
             draft_gpu_layers: self
@@ -465,7 +467,7 @@ impl GenArgs {
             keep_ngram_cache: self.keep_ngram_cache,
             rpc: self.rpc.clone(),
             tensor_split: self.tensor_split.clone(),
-            ..Settings::default()
+            ..defaults().clone()
         })
     }
 }

@@ -199,19 +199,6 @@ impl<'ast> Visit<'ast> for Refs {
     }
 }
 
-fn native_files(dir: &Path, out: &mut Vec<PathBuf>) {
-    let Ok(entries) = std::fs::read_dir(dir) else { return };
-    for e in entries.flatten() {
-        let p = e.path();
-        let ext = p.extension().and_then(|x| x.to_str()).unwrap_or("");
-        if p.is_dir() {
-            native_files(&p, out);
-        } else if ["c", "cc", "cpp", "cxx", "h", "hpp", "m", "mm"].contains(&ext) {
-            out.push(p);
-        }
-    }
-}
-
 /// A source file and its module path (`lib.rs`: none; `a/mod.rs` and `a.rs`: `a`).
 #[derive(Debug, Clone)]
 struct File {
@@ -220,13 +207,14 @@ struct File {
     test: bool,
 }
 
-fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+/// The files under `dir` whose extension is one of `exts`.
+fn files_under(dir: &Path, exts: &[&str], out: &mut Vec<PathBuf>) {
     let Ok(entries) = std::fs::read_dir(dir) else { return };
     for e in entries.flatten() {
         let p = e.path();
         if p.is_dir() {
-            rust_files(&p, out);
-        } else if p.extension().is_some_and(|x| x == "rs") {
+            files_under(&p, exts, out);
+        } else if p.extension().and_then(|x| x.to_str()).is_some_and(|x| exts.contains(&x)) {
             out.push(p);
         }
     }
@@ -234,7 +222,7 @@ fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
 
 fn files(src: &Path) -> Vec<File> {
     let mut paths = Vec::new();
-    rust_files(src, &mut paths);
+    files_under(src, &["rs"], &mut paths);
     paths.sort();
     paths
         .into_iter()
@@ -334,7 +322,7 @@ pub fn check(src: &Path, rules: &Rules) -> Vec<String> {
         }
     }
     let mut other = Vec::new();
-    native_files(src, &mut other);
+    files_under(src, &["c", "cc", "cpp", "cxx", "h", "hpp", "m", "mm"], &mut other);
     other.sort();
     for p in other {
         let rel = p.strip_prefix(src).expect("under src").to_string_lossy().replace('\\', "/");
@@ -479,19 +467,8 @@ pub fn workspace(root: &Path) -> Vec<(PathBuf, Rules)> {
 /// (`lib/bindings.ts`: `STRATEGIES`, `SETTINGS`, `LIMITS`), unit tests and the fake backend are not
 /// checked. One line per finding.
 pub fn ui_literals(ui_src: &Path, strategies: &[&str], limits: &[u64]) -> Vec<String> {
-    fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
-        let Ok(entries) = std::fs::read_dir(dir) else { return };
-        for e in entries.flatten() {
-            let p = e.path();
-            if p.is_dir() {
-                walk(&p, out);
-            } else if p.extension().is_some_and(|x| x == "ts" || x == "svelte") {
-                out.push(p);
-            }
-        }
-    }
     let mut files = Vec::new();
-    walk(ui_src, &mut files);
+    files_under(ui_src, &["ts", "svelte"], &mut files);
     files.sort();
     let mut bad = Vec::new();
     for f in files {

@@ -347,17 +347,19 @@ impl Workers {
 
     /// The doctor's verdict on a pair, from the worker (see [`Command::Doctor`]).
     pub fn doctor(&self, target: PathBuf, draft: Option<PathBuf>, settings: Settings) -> Result<Diagnosis, ApiError> {
-        match self.ask(Command::Doctor { target, draft, settings })? {
-            Reply::Diagnosis { diagnosis } => Ok(*diagnosis),
-            other => Err(unexpected("doctor", &other)),
-        }
+        self.diagnosis("doctor", Command::Doctor { target, draft, settings })
     }
 
     /// Whether a pair can run with these settings, from the worker (see [`Command::Check`]).
     pub fn check(&self, target: PathBuf, draft: Option<PathBuf>, settings: Settings) -> Result<Diagnosis, ApiError> {
-        match self.ask(Command::Check { target, draft, settings })? {
+        self.diagnosis("check", Command::Check { target, draft, settings })
+    }
+
+    /// The diagnosis a `doctor` or `check` request is answered with.
+    fn diagnosis(&self, what: &str, command: Command) -> Result<Diagnosis, ApiError> {
+        match self.ask(command)? {
             Reply::Diagnosis { diagnosis } => Ok(*diagnosis),
-            other => Err(unexpected("check", &other)),
+            other => Err(unexpected(what, &other)),
         }
     }
 

@@ -92,29 +92,24 @@ pub fn local_gpu_devices() -> Vec<usize> {
     llama_cpp_2::list_llama_ggml_backend_devices().into_iter().filter(is_local_gpu).map(|d| d.index).collect()
 }
 
+/// A ggml device as a holder of layers, named `name`, with the memory it offers now.
+fn holder(d: &llama_cpp_2::LlamaBackendDevice, name: String) -> crate::files::memory::Holder {
+    crate::files::memory::Holder { name, free: d.memory_free as u64, total: d.memory_total as u64 }
+}
+
 /// This machine's GPUs, each with the memory it offers now (see
 /// [`remote::holders`](crate::decoding::remote::holders), which puts other machines' before them).
 pub fn local_holders() -> Vec<crate::files::memory::Holder> {
     let all = llama_cpp_2::list_llama_ggml_backend_devices();
-    let local = all.iter().filter(|d| is_local_gpu(d)).map(|d| crate::files::memory::Holder {
-        name: format!("this machine's {} ({})", backend_name(&d.backend), d.description),
-        free: d.memory_free as u64,
-        total: d.memory_total as u64,
-    });
-    local.collect()
+    let local = all.iter().filter(|d| is_local_gpu(d));
+    local.map(|d| holder(d, format!("this machine's {} ({})", backend_name(&d.backend), d.description))).collect()
 }
 
 /// The ggml devices `indices`, named by their description, each with the memory it offers now.
 pub fn device_holders(indices: &[usize]) -> Vec<crate::files::memory::Holder> {
     let all = llama_cpp_2::list_llama_ggml_backend_devices();
     let named = indices.iter().filter_map(|i| all.iter().find(|d| d.index == *i));
-    named
-        .map(|d| crate::files::memory::Holder {
-            name: d.description.clone(),
-            free: d.memory_free as u64,
-            total: d.memory_total as u64,
-        })
-        .collect()
+    named.map(|d| holder(d, d.description.clone())).collect()
 }
 
 /// Whether another machine's devices were added to ggml in this process (by

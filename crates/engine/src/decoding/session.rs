@@ -247,13 +247,12 @@ impl Session {
         Ok(session)
     }
 
-    /// The doctor's verdict from the headers alone (nothing loads): a pair that cannot fit in
-    /// memory now (at the settings' context and KV cache types) is an error. Vocabularies that
-    /// differ are not: such a draft drafts across vocabularies. Returns the diagnosis.
-    pub fn check(target: &Path, draft: Option<&Path>, settings: &Settings) -> Result<Diagnosis> {
+    /// The doctor's verdict on two files, whatever it is, for these settings: their context, KV
+    /// cache types and GPU layers, and the remote machines and split they name.
+    pub fn doctor(target: &Path, draft: Option<&Path>, settings: &Settings) -> Result<Diagnosis> {
         let tg = GgufFile::open(target)?;
         let dg = draft.map(GgufFile::open).transpose()?;
-        let dx = diagnose(
+        diagnose(
             &tg,
             dg.as_ref(),
             u64::from(settings.n_ctx),
@@ -261,7 +260,14 @@ impl Session {
             settings.placement(),
             &settings.rpc,
             &settings.tensor_split,
-        )?;
+        )
+    }
+
+    /// The doctor's verdict from the headers alone (nothing loads): a pair that cannot fit in
+    /// memory now (at the settings' context and KV cache types) is an error. Vocabularies that
+    /// differ are not: such a draft drafts across vocabularies. Returns the diagnosis.
+    pub fn check(target: &Path, draft: Option<&Path>, settings: &Settings) -> Result<Diagnosis> {
+        let dx = Self::doctor(target, draft, settings)?;
         let blocking = |topic: Topic| -> Option<String> {
             let msgs: Vec<&str> = dx
                 .findings

@@ -8,7 +8,7 @@ use std::collections::HashMap;
 use std::io::{BufRead, Write};
 
 use super::lines::{self, Line};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc, Mutex};
 use std::time::Instant;
@@ -20,7 +20,6 @@ use crate::decoding::generate::Event;
 use crate::decoding::session::Session;
 use crate::decoding::settings::{Mode, Settings, ValidSettings};
 use crate::error::{Error, ErrorCode, ErrorInfo};
-use crate::files::gguf::GgufFile;
 
 /// The files a warm session was loaded from (with the context it was checked for).
 #[derive(Debug, Clone, PartialEq)]
@@ -76,33 +75,18 @@ impl<W: Write> Output<W> {
 
 /// The answer to a check (`doctor`, `check`, `memory`; see [`Command::is_check`]).
 fn answer_check(command: Command) -> Reply {
+    let diagnosis = |d| Reply::Diagnosis { diagnosis: Box::new(d) };
     let result = match command {
-        Command::Doctor { target, draft, settings } => diagnose(&target, draft.as_deref(), &settings),
+        Command::Doctor { target, draft, settings } => {
+            Session::doctor(&target, draft.as_deref(), &settings).map(diagnosis)
+        }
         Command::Check { target, draft, settings } => {
-            Session::check(&target, draft.as_deref(), &settings).map(|d| Reply::Diagnosis { diagnosis: Box::new(d) })
+            Session::check(&target, draft.as_deref(), &settings).map(diagnosis)
         }
         Command::Memory => Ok(Reply::Memory { memory: crate::decoding::llama::memory_info() }),
         other => return Reply::Error { error: bad_request(format!("{other:?} is not a check")) },
     };
     result.unwrap_or_else(|e| Reply::Error { error: e.info() })
-}
-
-/// The doctor's verdict for a pair with these settings (their context, caches, GPU layers, remote
-/// machines and split), whatever it is.
-fn diagnose(target: &Path, draft: Option<&Path>, s: &Settings) -> Result<Reply, Error> {
-    let t = GgufFile::open(target)?;
-    let d = draft.map(GgufFile::open).transpose()?;
-    let kv = s.kv_scale();
-    let diagnosis = crate::decoding::session::diagnose(
-        &t,
-        d.as_ref(),
-        u64::from(s.n_ctx),
-        kv,
-        s.placement(),
-        &s.rpc,
-        &s.tensor_split,
-    )?;
-    Ok(Reply::Diagnosis { diagnosis: Box::new(diagnosis) })
 }
 
 /// Runs the worker loop on stdin/stdout until `shutdown` or the end of stdin.
