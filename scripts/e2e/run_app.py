@@ -112,6 +112,8 @@ def sweep_view(s, models, out):
     s.set_value("sweep-lengths", "2")
     for testid, value in [("sweep-reps", "1"), ("sweep-warmup", "0"), ("sweep-tokens", "8")]:
         s.set_value(testid, value)
+    # The engine's count (the worker reads the drafts' headers): auto with each of the two drafts.
+    wait("the engine's cell count", lambda: s.text("sweep-start") == "Sweep 2 cells")
     s.screenshot(out / "sweep-form.png")
     assert s.prop("sweep-start", "disabled") is False, s.text("sweep-start")
     s.click("sweep-start")

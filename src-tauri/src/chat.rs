@@ -140,7 +140,9 @@ fn follow(rx: &std::sync::mpsc::Receiver<Reply>, send: &mut dyn FnMut(ChatEvent)
             | Reply::Sweep { .. }
             | Reply::SweepDone { .. }
             | Reply::Diagnosis { .. }
-            | Reply::Memory { .. } => {}
+            | Reply::Memory { .. }
+            | Reply::SweepPlan { .. }
+            | Reply::Discovered { .. } => {}
         }
     }
 }

@@ -16,6 +16,7 @@ pub const COMMANDS: &[&str] = &[
     "app_info",
     "sweep",
     "sweep_list",
+    "sweep_plan",
     "sweep_get",
     "save_chart",
     "export_results",

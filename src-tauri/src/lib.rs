@@ -23,6 +23,7 @@ use draftlab_core::files::doctor::Diagnosis;
 use draftlab_core::machine::MachineInfo;
 use draftlab_core::measuring::charts::{self, Chart};
 use draftlab_core::measuring::results::Results;
+use draftlab_core::measuring::sweep::SweepSpec;
 use serde::{Deserialize, Serialize};
 use tauri::ipc::Channel;
 use tauri::{Runtime, State};
@@ -173,6 +174,15 @@ async fn sweep(
     blocking("sweep", move || sweep::execute(&state, request, &mut |e| drop(on_event.send(e)))).await?
 }
 
+/// How many cells a sweep would measure, or the error it would start with: the worker counts
+/// them (a drafter file among the drafts adds rows of its own, read from its header), so the page
+/// shows the engine's count, never its own.
+#[tauri::command]
+async fn sweep_plan(state: State<'_, Arc<AppState>>, spec: SweepSpec) -> Result<usize, ApiError> {
+    let state = Arc::clone(state.inner());
+    blocking("sweep_plan", move || state.workers.sweep_plan(spec)).await?
+}
+
 #[tauri::command]
 fn sweep_list(state: State<'_, Arc<AppState>>) -> Result<Vec<SweepEntry>, ApiError> {
     sweep::list(&state.sweeps_dir)
@@ -287,10 +297,12 @@ fn native_save_dialog<R: Runtime>(app: tauri::AppHandle<R>) -> SaveDialog {
     })
 }
 
-/// GGUF files on disk (Hugging Face cache, LM Studio, Ollama, and `folders`), by vocabulary.
+/// GGUF files on disk (Hugging Face cache, LM Studio, Ollama, and `folders`), by vocabulary. The
+/// engine worker reads their headers (outside bytes), beside a job that is running.
 #[tauri::command]
-async fn models_on_disk(folders: Vec<PathBuf>) -> Result<Vec<VocabGroup>, ApiError> {
-    blocking("scan", move || models::on_disk(&folders)).await
+async fn models_on_disk(state: State<'_, Arc<AppState>>, folders: Vec<PathBuf>) -> Result<Vec<VocabGroup>, ApiError> {
+    let state = Arc::clone(&state);
+    blocking("scan", move || state.workers.discover(folders)).await?
 }
 
 /// The built-in catalog with what fits this machine.
@@ -422,6 +434,7 @@ pub fn build_app<R: Runtime>(builder: tauri::Builder<R>, state: AppState) -> tau
             app_info,
             sweep,
             sweep_list,
+            sweep_plan,
             sweep_get,
             save_chart,
             export_results,

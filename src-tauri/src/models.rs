@@ -1,5 +1,5 @@
-//! The Models view's backend: GGUF files already on disk (grouped by vocabulary), the built-in
-//! catalog with what fits this machine, and downloads into the Hugging Face cache. Downloads run
+//! The Models view's backend: the built-in catalog with what fits this machine, and downloads into
+//! the Hugging Face cache (the GGUF files already on disk are the worker's: `Workers::discover`). Downloads run
 //! in the app process (they never touch llama.cpp), one cancel flag each.
 
 use std::collections::HashMap;
@@ -8,7 +8,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use draftlab_core::files::catalog::{self, CatalogModel, Fit};
-use draftlab_core::files::discover::{self, VocabGroup};
 use draftlab_core::files::hub::{self, DownloadEvent, HubOptions};
 use draftlab_core::serving::client::Workers;
 use serde::Serialize;
@@ -46,10 +45,6 @@ pub fn catalog_view(workers: &Workers) -> Result<CatalogView, ApiError> {
         limit_reason,
         context: catalog::FIT_CONTEXT,
     })
-}
-
-pub fn on_disk(folders: &[PathBuf]) -> Vec<VocabGroup> {
-    discover::group_by_vocab(discover::scan(&discover::default_roots(folders)))
 }
 
 /// Cancel flags of the downloads in progress, by `repo/file`.

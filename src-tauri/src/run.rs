@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use draftlab_core::decoding::compare::{compare, Comparison};
 use draftlab_core::decoding::event::Event;
 use draftlab_core::decoding::options::ModelId;
-use draftlab_core::decoding::report::Report;
+use draftlab_core::decoding::report::{speedup, Report};
 use draftlab_core::decoding::settings::Mode;
 use draftlab_core::serving::protocol::{Command, Reply};
 use draftlab_core::ErrorCode;
@@ -53,11 +53,12 @@ pub enum RunEvent {
         mode: Mode,
         report: Box<Report>,
     },
-    /// After baseline and speculative: identical or where they diverge, and the speedup.
+    /// After baseline and speculative: identical or where they diverge, and the speedup (the
+    /// engine's: none when the baseline generated nothing to time).
     Compared {
         comparison: Comparison,
         verdict: String,
-        speedup: f64,
+        speedup: Option<f64>,
     },
     Failed {
         mode: Mode,
@@ -192,7 +193,9 @@ pub fn execute(
                 | Reply::Sweep { .. }
                 | Reply::SweepDone { .. }
                 | Reply::Diagnosis { .. }
-                | Reply::Memory { .. } => {}
+                | Reply::Memory { .. }
+                | Reply::SweepPlan { .. }
+                | Reply::Discovered { .. } => {}
             }
         }
         *state.current_job.lock().unwrap_or_else(|e| e.into_inner()) = None;
@@ -209,13 +212,12 @@ pub fn execute(
     }
     let (comparison, speedup) = match reports.as_slice() {
         [b, s] if b.mode == Mode::Baseline && s.mode == Mode::Speculative => {
-            let c = compare(b, s);
-            let speedup = if b.tokens_per_s > 0.0 { s.tokens_per_s / b.tokens_per_s } else { 0.0 };
+            let (c, speedup) = (compare(b, s), speedup(b, s));
             send(RunEvent::Compared { verdict: c.verdict(), comparison: c.clone(), speedup });
             if charts {
                 send_charts(send, vec![pair_chart(b, s)]);
             }
-            (Some(c), Some(speedup))
+            (Some(c), speedup)
         }
         _ => (None, None),
     };

@@ -98,7 +98,7 @@ pub fn list(dir: &Path) -> Result<Vec<SweepEntry>, ApiError> {
                 targets: r.spec.targets.iter().map(|p| sweep::file_label(p)).collect(),
                 drafts: r.spec.drafts.iter().map(|p| sweep::file_label(p)).collect(),
                 done: r.cells.len(),
-                total: r.spec.cells().len(),
+                total: r.planned(),
                 complete: r.complete,
             })
         })
@@ -138,9 +138,9 @@ pub fn execute(
             (id, r.spec)
         }
         (Some(mut spec), None) => {
-            // "auto" threads resolved once, so a resumed sweep runs with what it started with.
+            // "auto" threads resolved once, so a resumed sweep runs with what it started with. The
+            // worker checks the rest (it reads the drafts' headers).
             spec.settings = spec.settings.clone().validate(Mode::Baseline)?.into_inner();
-            spec.validate()?;
             (new_id().0, spec)
         }
         (None, None) => {
@@ -148,12 +148,15 @@ pub fn execute(
         }
     };
     let out = dir.join(&id);
-    send(SweepUiEvent::Started { id: id.clone(), total: spec.cells().len(), spec: spec.clone() });
-    let (job, rx) = state.workers.submit(Command::Sweep { spec, out: out.clone() })?;
+    let (job, rx) = state.workers.submit(Command::Sweep { spec: spec.clone(), out: out.clone() })?;
     *state.current_job.lock().unwrap_or_else(|e| e.into_inner()) = Some(job);
     let result = (|| {
         for reply in rx {
             match reply {
+                // The worker's count comes first: the page starts its progress bar with it.
+                Reply::Sweep { event: SweepEvent::Planned { total } } => {
+                    send(SweepUiEvent::Started { id: id.clone(), total, spec: spec.clone() });
+                }
                 Reply::Sweep { event } => {
                     let progressed = matches!(event, SweepEvent::Progress { .. } | SweepEvent::Predicted { .. });
                     send(SweepUiEvent::Engine { event });

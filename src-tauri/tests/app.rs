@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use draftlab_app::requests::RunRequest;
 use draftlab_app::run::{self, RunEvent};
 use draftlab_app::{history, AppState, COMMANDS, WORKER_FLAG};
-use draftlab_core::decoding::report::StopReason;
+use draftlab_core::decoding::report::{speedup as speedup_of, StopReason};
 use draftlab_core::decoding::settings::{Mode, Settings};
 use draftlab_core::testing::{model, SMOLLM2};
 
@@ -96,7 +96,9 @@ fn both_modes_stream_in_frames_compare_and_are_saved() {
     else {
         panic!("no comparison")
     };
-    assert!(*speedup > 0.0);
+    // The engine's speedup, from the two reports the app received.
+    assert_eq!(*speedup, speedup_of(&done[0], &done[1]));
+    assert!(speedup.is_some_and(|x| x > 0.0), "{speedup:?}");
     assert!(comparison.identical || comparison.divergence.as_ref().is_some_and(|d| d.near_tie));
     assert!(matches!(events[0], RunEvent::Loading { mode: Mode::Baseline }));
     // The second mode reuses the warm worker (same target, context).
@@ -614,10 +616,13 @@ fn models_on_disk_the_catalog_and_downloads_with_cancel() {
         .collect();
     assert_eq!(resumed[0], 0);
     assert!(resumed[1] > 0, "{resumed:?}");
-    // The downloaded model is found on disk, in its vocabulary's group.
-    let groups = models::on_disk(&[dir.path().join("hub")]);
+    // The downloaded model is found on disk, in its vocabulary's group (the worker reads the
+    // headers).
+    let st = state(dir.path());
+    let workers = &st.workers;
+    let groups = workers.discover(vec![dir.path().join("hub")]).unwrap();
     assert!(groups.iter().any(|g| g.models.iter().any(|m| m.path == path)), "{groups:?}");
-    let cat = models::catalog_view(&state(dir.path()).workers).unwrap();
+    let cat = models::catalog_view(workers).unwrap();
     assert!(cat.models.len() >= 40 && cat.limit > 0, "{} models", cat.models.len());
     // Off a Mac the badges are judged against memory free now, and say so.
     assert!(cat.limit_reason.contains("free now"), "{}", cat.limit_reason);

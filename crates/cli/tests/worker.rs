@@ -230,3 +230,43 @@ fn over_long_lines_bytes_that_are_not_utf8_and_garbage_are_errors_not_a_dead_wor
     assert_eq!(next()["type"], "bye");
     assert!(child.wait().unwrap().success());
 }
+
+/// A sweep's cells are the worker's count, by the rules the sweep runs by: a drafter file among
+/// the drafts adds rows of its own strategy (read from its header, outside bytes, so in the
+/// worker); a spec the sweep would refuse is the same error, naming its setting.
+#[test]
+fn the_worker_counts_a_sweeps_cells_and_refuses_a_spec_the_sweep_would() {
+    use draftlab_engine::decoding::draft::Strategy;
+    use draftlab_engine::decoding::settings::Settings;
+    use draftlab_engine::measuring::sweep::SweepSpec;
+    use draftlab_engine::testing::EAGLE3_SYNTHETIC;
+    let spec = SweepSpec {
+        targets: vec![model(SMOLLM2)],
+        drafts: vec![model(SMOLLM2), model(EAGLE3_SYNTHETIC)],
+        n_drafts: vec![2, 4],
+        strategies: vec![Strategy::Auto, Strategy::PromptLookup],
+        reps: 1,
+        warmup: 0,
+        prompt: "Hi".into(),
+        settings: Settings::default(),
+        adaptive: false,
+        variants: Vec::new(),
+    };
+    // Per length: lookup without a draft; auto with the draft model; auto and eagle3 with the head.
+    assert_eq!(spec.cells().len(), 8);
+    let mut w = Worker::start();
+    w.send(&json!({"id": 1, "cmd": "sweep_plan", "spec": spec}));
+    let m = w.next();
+    assert_eq!(
+        (m["id"].as_u64(), m["type"].as_str(), m["cells"].as_u64()),
+        (Some(1), Some("sweep_plan"), Some(8)),
+        "{m}"
+    );
+    let refused = SweepSpec { drafts: vec![model(SMOLLM2)], strategies: vec![Strategy::Eagle3], ..spec };
+    w.send(&json!({"id": 2, "cmd": "sweep_plan", "spec": refused}));
+    let m = w.next();
+    assert_eq!((m["type"].as_str(), m["error"]["code"].as_str()), (Some("error"), Some("invalid_settings")), "{m}");
+    assert_eq!(m["error"]["setting"], "strategies", "{m}");
+    w.send(&json!({"id": 3, "cmd": "shutdown"}));
+    assert_eq!(w.next()["type"], "bye");
+}

@@ -10,6 +10,9 @@
 //! - **No cycles** between the modules of a crate (a module and its own submodules excepted): a
 //!   file that uses a sibling which uses it back is one concept in two rooms, or two concepts
 //!   tangled.
+//! - **Outside bytes in the worker.** The readers of files a user or a download put on disk (GGUF
+//!   headers, the scan of model folders) are named nowhere in the app's window code: the engine
+//!   worker reads them for it, so a header that is a bomb costs a worker, never the window.
 //!
 //! Every `use` tree (groups, `self`, `super`, globs, renames), every path in code and every path in a
 //! macro call's tokens counts; comments, doc comments and strings do not. Code under
@@ -37,6 +40,9 @@ pub struct Rules {
     /// Ranks rather than layers: a module uses only modules of a lower layer, never one beside
     /// it; the crate root (`lib.rs`, and what it defines, `crate::Item`) is the module `lib`.
     pub ranks: bool,
+    /// Readers of outside bytes (paths from a crate's name, `draftlab_core::files::gguf::GgufFile`)
+    /// that no file may name: another process reads them for this crate.
+    pub readers: Vec<&'static str>,
 }
 
 /// One reference from a file: the path as written, resolved, and whether test code makes it.
@@ -294,6 +300,12 @@ pub fn check(src: &Path, rules: &Rules) -> Vec<String> {
                 if rules.forbidden.contains(&top) && !allowed.contains(&top) {
                     say(format!("{rel} names {top} ({})", r.path.join("::")));
                 }
+                let written = r.path.join("::");
+                if let Some(reader) =
+                    rules.readers.iter().find(|p| written == **p || written.starts_with(&format!("{p}::")))
+                {
+                    say(format!("{rel} reads outside bytes itself ({reader}): ask the worker"));
+                }
                 continue;
             }
             let top = match module_of(&modules, &r.path) {
@@ -433,6 +445,7 @@ pub fn workspace(root: &Path) -> Vec<(PathBuf, Rules)> {
                 // The one binding to llama.cpp's drafters.
                 native: vec!["decoding/speculative.cpp"],
                 ranks: false,
+                readers: vec![],
             },
         ),
         (root.join("crates/server/src"), Rules { forbidden: llama.clone(), ..Rules::default() }),
@@ -456,6 +469,11 @@ pub fn workspace(root: &Path) -> Vec<(PathBuf, Rules)> {
                 forbidden: llama,
                 skip: vec!["main.rs"],
                 ranks: true,
+                readers: vec![
+                    "draftlab_core::files::gguf::GgufFile",
+                    "draftlab_core::files::discover::scan",
+                    "draftlab_core::files::discover::describe",
+                ],
                 ..Rules::default()
             },
         ),

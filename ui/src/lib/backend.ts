@@ -3,7 +3,7 @@
 // production bundle leaves the fake out).
 import type {
   ApiError, CatalogView, Chart, Diagnosis, Mode, Settings, DownloadEvent, ExportSource, VocabGroup, HistoryEntry, HistoryRun, RunEvent, RunOutcome, RunRequest, SweepEntry, SweepOutcome,
-  SweepRequest, SweepUiEvent, SweepView, OpenedRun, EngineStatus, UnloadOutcome,
+  SweepRequest, SweepSpec, SweepUiEvent, SweepView, OpenedRun, EngineStatus, UnloadOutcome,
   ChatAnswer, ChatEntry, ChatEvent, ChatRequest, Conversation, ServerRequest, ServerStatus,
 } from "./types";
 
@@ -34,6 +34,8 @@ export interface Backend {
   pickModels(title: string): Promise<string[]>;
   sweep(request: SweepRequest, onEvent: (e: SweepUiEvent) => void): Promise<SweepOutcome>;
   sweepList(): Promise<SweepEntry[]>;
+  /// How many cells the engine would measure for this spec, or the error the sweep would start with.
+  sweepPlan(spec: SweepSpec): Promise<number>;
   sweepGet(id: string): Promise<SweepView>;
   /// Asks where to save the chart (PNG or SVG) and saves it; false when the user cancels.
   saveChart(chart: Chart, name: string): Promise<boolean>;
@@ -119,6 +121,7 @@ export async function tauriBackend(): Promise<Backend> {
       return invoke<SweepOutcome>("sweep", { request, onEvent: channel });
     },
     sweepList: () => invoke<SweepEntry[]>("sweep_list"),
+    sweepPlan: (spec) => invoke<number>("sweep_plan", { spec }),
     sweepGet: (id) => invoke<SweepView>("sweep_get", { id }),
     // The save dialog runs in Rust: the page never names a path that is written.
     saveChart: async (chart, name) => (await invoke<string | null>("save_chart", { chart, name })) !== null,

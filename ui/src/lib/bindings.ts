@@ -444,7 +444,7 @@ export type LiveStats = { tokens: number, elapsed_ms: number, tokens_per_s: numb
  */
 steady_steps: number, steady_ms: number, };
 
-export type RunEvent = { "type": "loading", mode: Mode, } | { "type": "loaded", mode: Mode, target: ModelId, draft: ModelId | null, load_ms: number, warm: boolean, } | { "type": "tokens", mode: Mode, tokens: Array<TokenView>, stats: LiveStats, first_token_at_ms: number, } | { "type": "done", mode: Mode, report: Report, } | { "type": "compared", comparison: Comparison, verdict: string, speedup: number, } | { "type": "failed", mode: Mode, error: ErrorInfo, } | { "type": "charts", charts: Array<RenderedChart>, };
+export type RunEvent = { "type": "loading", mode: Mode, } | { "type": "loaded", mode: Mode, target: ModelId, draft: ModelId | null, load_ms: number, warm: boolean, } | { "type": "tokens", mode: Mode, tokens: Array<TokenView>, stats: LiveStats, first_token_at_ms: number, } | { "type": "done", mode: Mode, report: Report, } | { "type": "compared", comparison: Comparison, verdict: string, speedup: number | null, } | { "type": "failed", mode: Mode, error: ErrorInfo, } | { "type": "charts", charts: Array<RenderedChart>, };
 
 export type RunOutcome = { 
 /**
@@ -684,9 +684,14 @@ cells: Array<CellRecord>,
 /**
  * Predictions made before measuring, for every cell of a pair that loaded.
  */
-predictions: Array<[CellKey, number]>, complete: boolean, };
+predictions: Array<[CellKey, number]>, complete: boolean, 
+/**
+ * The cells the sweep plans (its spec's, counted by the engine when it starts: a drafter file
+ * in the drafts adds its own rows). None in files written before it was recorded.
+ */
+total: number | null, };
 
-export type SweepEvent = { "type": "resumed", done: number, } | { "type": "loading", target: string, draft: string | null, } | { "type": "predicted", cells: Array<[CellKey, number]>, } | { "type": "cell", key: CellKey, label: string, } | { "type": "progress", done: number, total: number, eta_s: number, record: CellRecord, } | { "type": "log", message: string, };
+export type SweepEvent = { "type": "planned", total: number, } | { "type": "resumed", done: number, } | { "type": "loading", target: string, draft: string | null, } | { "type": "predicted", cells: Array<[CellKey, number]>, } | { "type": "cell", key: CellKey, label: string, } | { "type": "progress", done: number, total: number, eta_s: number, record: CellRecord, } | { "type": "log", message: string, };
 
 export type SweepRequest = { 
 /**

@@ -4,13 +4,18 @@ import type { Backend, FileKind } from "./backend";
 import type { ApiError, CatalogView, DownloadEvent, ErrorCode, Settings, VocabGroup } from "./types";
 import type { EngineStatus, OpenedRun, UnloadOutcome } from "./types";
 import type { ChatAnswer, ChatEntry, ChatEvent, ChatRequest, Conversation, ServerRequest, ServerStatus } from "./types";
-import type { Chart, ExportSource, SweepEntry, SweepOutcome, SweepRequest, SweepUiEvent, SweepView } from "./types";
+import type { Chart, ExportSource, SweepEntry, SweepOutcome, SweepRequest, SweepSpec, SweepUiEvent, SweepView } from "./types";
 import type { Diagnosis, HistoryEntry, MachineInfo, ModelSummary, HistoryRun, LiveStats, Mode, Report, RunEvent, RunOutcome, RunRequest, TokenView } from "./types";
 
 const MACHINE: MachineInfo = {
   cpu: "fake CPU", arch: "aarch64", physical_cores: 8, logical_cores: 8, memory_total: 16e9, memory_available: 8e9,
   os: "macOS", gpu_backend: "Metal",
 };
+
+/// The fake engine's sweep: every target with every draft at every length (the draft strategy).
+function fakeCells(spec: SweepSpec) {
+  return spec.targets.flatMap((_, t) => spec.drafts.flatMap((_, d) => spec.n_drafts.map((k) => ({ target: t, draft: d as number | null, strategy: "draft" as const, n_draft: k, variant: 0 }))));
+}
 
 function summary(path: string, n_params: number, quantization: string): ModelSummary {
   return {
@@ -206,7 +211,7 @@ export class FakeBackend implements Backend {
     const spec = request.spec ?? this.sweeps.find((x) => x.id === request.resume)?.results.spec;
     if (!spec) throw { code: "not_found", message: "no saved sweep", hint: "Pick a sweep from the list." };
     const id = request.resume ?? `${1700000000 + this.sweeps.length}-000000000`;
-    const cells = spec.targets.flatMap((_, t) => spec.drafts.flatMap((_, d) => spec.n_drafts.map((k) => ({ target: t, draft: d as number | null, strategy: "draft" as const, n_draft: k, variant: 0 }))));
+    const cells = fakeCells(spec);
     this.cancelled = false;
     onEvent({ type: "started", id, total: cells.length, spec });
     let done = 0;
@@ -228,6 +233,11 @@ export class FakeBackend implements Backend {
     const complete = done === cells.length;
     onEvent({ type: "finished", complete });
     return { id, complete };
+  }
+
+  async sweepPlan(spec: SweepSpec): Promise<number> {
+    if (spec.targets.length === 0) throw { code: "invalid_settings", message: "targets is empty, but a sweep needs at least one target", hint: "Fix the setting and try again.", setting: "targets", reason: "is empty, but a sweep needs at least one target" };
+    return fakeCells(spec).length;
   }
 
   async sweepList(): Promise<SweepEntry[]> {

@@ -71,6 +71,7 @@ export function applySweepEvent(state: SweepState, e: SweepUiEvent): SweepState 
           state.etaS = ev.eta_s > 0 ? ev.eta_s : null;
           state.lines.push(`${ev.done}/${ev.total} ${cellLabel(state.spec, ev.record.key)}: ${outcomeText(ev.record.outcome, ev.record.predicted_speedup)}`);
           break;
+        case "planned": // (the app's `started` carries the count)
         case "log":
           break;
       }

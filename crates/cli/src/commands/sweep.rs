@@ -126,7 +126,7 @@ pub(crate) fn sweep_cmd(args: SweepArgs) -> anyhow::Result<ExitCode> {
                 eta_s
             );
         }
-        SweepEvent::Log { .. } => {}
+        SweepEvent::Planned { .. } | SweepEvent::Log { .. } => {}
     })?;
     for (kind, name) in [("heatmap", "heatmap"), ("draft-length", "draft-length"), ("bars", "best")] {
         let chart = Results::Sweep(Box::new(results.clone())).chart(kind)?;

@@ -33,7 +33,7 @@ impl Source {
 }
 
 /// A model file found on disk.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct FoundModel {
     /// The file to load (for Ollama, the blob).
@@ -48,7 +48,7 @@ pub struct FoundModel {
 }
 
 /// Models that share a vocabulary (any of them can draft for any other).
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct VocabGroup {
     /// The vocabulary fingerprint (see `gguf::VocabSummary`); empty for unreadable files.

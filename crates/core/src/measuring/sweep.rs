@@ -211,6 +211,10 @@ pub struct SweepResults {
     #[serde(default)]
     pub predictions: Vec<(CellKey, f64)>,
     pub complete: bool,
+    /// The cells the sweep plans (its spec's, counted by the engine when it starts: a drafter file
+    /// in the drafts adds its own rows). None in files written before it was recorded.
+    #[serde(default)]
+    pub total: Option<usize>,
 }
 
 /// What a running sweep reports.
@@ -218,6 +222,8 @@ pub struct SweepResults {
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum SweepEvent {
+    /// The sweep starts: the cells it plans (first, before anything else is reported).
+    Planned { total: usize },
     /// Resumed from a results file: these cells are done already.
     Resumed { done: usize },
     /// Loading a pair.
@@ -379,7 +385,14 @@ impl SweepResults {
             cells: Vec::new(),
             predictions: Vec::new(),
             complete: false,
+            total: None,
         }
+    }
+
+    /// The cells the sweep plans, as its results file says (before the count was recorded: the
+    /// cells done, which is all of them once it completed).
+    pub fn planned(&self) -> usize {
+        self.total.unwrap_or(self.cells.len())
     }
 
     pub fn save(&self, path: &Path) -> Result<()> {

@@ -21,8 +21,10 @@ use super::protocol::{parse_message, Command, Reply, Request};
 use crate::decoding::options::Runtime;
 use crate::decoding::settings::Settings;
 use crate::error::{ErrorCode, ErrorInfo};
+use crate::files::discover::VocabGroup;
 use crate::files::doctor::Diagnosis;
 use crate::machine::MemoryInfo;
+use crate::measuring::sweep::SweepSpec;
 
 type ApiError = ErrorInfo;
 
@@ -181,6 +183,8 @@ pub fn is_final(reply: &Reply) -> bool {
             | Reply::Unloaded { .. }
             | Reply::Diagnosis { .. }
             | Reply::Memory { .. }
+            | Reply::SweepPlan { .. }
+            | Reply::Discovered { .. }
     ) || matches!(reply, Reply::Event { event: crate::decoding::event::Event::Done { .. } })
 }
 
@@ -368,6 +372,22 @@ impl Workers {
         match self.ask(Command::Memory)? {
             Reply::Memory { memory } => Ok(memory),
             other => Err(unexpected("memory", &other)),
+        }
+    }
+
+    /// How many cells a sweep would measure, from the worker (see [`Command::SweepPlan`]).
+    pub fn sweep_plan(&self, spec: SweepSpec) -> Result<usize, ApiError> {
+        match self.ask(Command::SweepPlan { spec })? {
+            Reply::SweepPlan { cells } => Ok(cells),
+            other => Err(unexpected("sweep_plan", &other)),
+        }
+    }
+
+    /// The GGUF files on disk by vocabulary, from the worker (see [`Command::Discover`]).
+    pub fn discover(&self, folders: Vec<PathBuf>) -> Result<Vec<VocabGroup>, ApiError> {
+        match self.ask(Command::Discover { folders })? {
+            Reply::Discovered { groups } => Ok(groups),
+            other => Err(unexpected("discover", &other)),
         }
     }
 

@@ -14,8 +14,9 @@
 //! `{"id":3,"cmd":"unload"}`, `{"id":4,"cmd":"ping"}`, `{"id":5,"cmd":"shutdown"}`.
 //! `{"id":6,"cmd":"doctor","target":"T.gguf","draft":"D.gguf","settings":{…}}` (answered with
 //! `diagnosis`), `{"id":7,"cmd":"check",…}` (the same, or the error that stops the pair),
-//! `{"id":8,"cmd":"memory"}` (answered with `memory`): checks, answered at once even while a job
-//! runs.
+//! `{"id":8,"cmd":"memory"}` (answered with `memory`), `{"id":9,"cmd":"sweep_plan","spec":{…}}`
+//! (answered with `sweep_plan` and its cells), `{"id":10,"cmd":"discover","folders":[…]}` (answered
+//! with `discovered`): checks, answered at once even while a job runs.
 //!
 //! Replies (one JSON object per line on stdout): `{"id":1,"type":"loading",…}`,
 //! `{"id":1,"type":"loaded",…}`, `{"id":1,"type":"event","event":{…}}` for every engine event (the
@@ -33,8 +34,10 @@ use crate::decoding::event::Event;
 use crate::decoding::options::{ModelId, Runtime};
 use crate::decoding::settings::{Mode, Settings};
 use crate::error::{ErrorCode, ErrorInfo};
+use crate::files::discover::VocabGroup;
 use crate::files::doctor::Diagnosis;
 use crate::machine::MemoryInfo;
+use crate::measuring::sweep::SweepSpec;
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(tag = "cmd", rename_all = "snake_case")]
@@ -64,7 +67,7 @@ pub enum Command {
     },
     /// Runs (or resumes) a sweep into the folder `out` (see `sweep::run`); frees warm models first.
     Sweep {
-        spec: crate::measuring::sweep::SweepSpec,
+        spec: SweepSpec,
         out: PathBuf,
     },
     /// Stops job `job` between rounds (its report says `cancelled`).
@@ -96,6 +99,18 @@ pub enum Command {
     /// This machine's memory, with the GPU's limit as ggml's device reports it (answered with
     /// `memory`).
     Memory,
+    /// How many cells a sweep would measure, by the rules it runs by (answered with `sweep_plan`,
+    /// or with the error the sweep would start with). It reads the drafts' GGUF headers (a drafter
+    /// file adds rows of its own): outside bytes, so in the worker.
+    SweepPlan {
+        spec: SweepSpec,
+    },
+    /// The GGUF files on disk (the Hugging Face cache, LM Studio, Ollama, and `folders`), grouped
+    /// by vocabulary (answered with `discovered`). Their headers are outside bytes: read here.
+    Discover {
+        #[serde(default)]
+        folders: Vec<PathBuf>,
+    },
 }
 
 impl Command {
@@ -103,14 +118,21 @@ impl Command {
     /// answers it beside a running job (one that names remote machines waits its turn: it talks to
     /// them, and so may a job).
     pub fn is_check(&self) -> bool {
-        matches!(self, Command::Doctor { .. } | Command::Check { .. } | Command::Memory)
+        matches!(
+            self,
+            Command::Doctor { .. }
+                | Command::Check { .. }
+                | Command::Memory
+                | Command::SweepPlan { .. }
+                | Command::Discover { .. }
+        )
     }
 
     /// Whether the check can be answered beside a running job (see [`Command::is_check`]).
     pub fn answers_beside_jobs(&self) -> bool {
         match self {
             Command::Doctor { settings, .. } | Command::Check { settings, .. } => settings.rpc.is_empty(),
-            Command::Memory => true,
+            Command::Memory | Command::SweepPlan { .. } | Command::Discover { .. } => true,
             _ => false,
         }
     }
@@ -171,6 +193,14 @@ pub enum Reply {
     /// This machine's memory (`memory`).
     Memory {
         memory: MemoryInfo,
+    },
+    /// The cells a sweep would measure (`sweep_plan`).
+    SweepPlan {
+        cells: usize,
+    },
+    /// The GGUF files found on disk, by vocabulary (`discover`).
+    Discovered {
+        groups: Vec<VocabGroup>,
     },
 }
 

@@ -29,6 +29,9 @@ pub fn run(
             return Err(Error::NotFound { path: p.clone() });
         }
     }
+    let all = spec.cells();
+    let total = all.len();
+    on_event(SweepEvent::Planned { total });
     let path = out.join(RESULTS_FILE);
     let mut results = if path.exists() {
         let r = SweepResults::load(&path)?;
@@ -44,8 +47,7 @@ pub fn run(
         SweepResults::new(spec.clone())
     };
     results.complete = false;
-    let all = spec.cells();
-    let total = all.len();
+    results.total = Some(total);
     // Groups of cells that share loaded models, in order.
     let mut groups: Vec<(PairIds, Vec<CellKey>)> = Vec::new();
     for key in all.iter().filter(|k| results.record(k).is_none()) {

@@ -84,6 +84,13 @@ fn answer_check(command: Command) -> Reply {
             Session::check(&target, draft.as_deref(), &settings).map(diagnosis)
         }
         Command::Memory => Ok(Reply::Memory { memory: crate::decoding::llama::memory_info() }),
+        Command::SweepPlan { spec } => spec.validate().map(|()| Reply::SweepPlan { cells: spec.cells().len() }),
+        Command::Discover { folders } => {
+            use crate::files::discover;
+            Ok(Reply::Discovered {
+                groups: discover::group_by_vocab(discover::scan(&discover::default_roots(&folders))),
+            })
+        }
         other => return Reply::Error { error: bad_request(format!("{other:?} is not a check")) },
     };
     result.unwrap_or_else(|e| Reply::Error { error: e.info() })
@@ -172,9 +179,11 @@ pub fn serve<R: BufRead + Send + 'static, W: Write + Send + 'static>(input: R, o
                 out.send(id, Reply::Unloaded { had_models, rss_before, rss_after });
             }
             Command::Cancel { .. } => {}
-            command @ (Command::Doctor { .. } | Command::Check { .. } | Command::Memory) => {
-                out.send(id, answer_check(command))
-            }
+            command @ (Command::Doctor { .. }
+            | Command::Check { .. }
+            | Command::Memory
+            | Command::SweepPlan { .. }
+            | Command::Discover { .. }) => out.send(id, answer_check(command)),
             Command::Sweep { spec, out: dir } => {
                 warm = None; // a sweep loads its own pairs; never hold two sets of models
                 let cancel = cancels.flag(id);
