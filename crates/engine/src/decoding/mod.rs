@@ -19,6 +19,8 @@ pub mod generate;
 pub mod llama;
 pub mod memory_cap;
 pub mod remote;
+// Replays of recorded outputs, for the drafter tests (`tests/replay.rs`): not in shipped builds.
+#[cfg(feature = "testing")]
 pub mod replay;
 pub mod schedule;
 pub mod session;

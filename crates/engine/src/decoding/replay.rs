@@ -4,8 +4,8 @@
 //! rather than minutes. Each round is then charged what the measured [`Costs`] say it costs,
 //! which gives the strategy's speedup on this output as the cost model sees it.
 //!
-//! Used by benches (the predicted speedup of the n-gram strategies, before running them) and by
-//! tests that hold a drafter to what it reached on a real model's recorded output.
+//! Used by the tests that hold a drafter to what it reached on a real model's recorded output
+//! (`tests/replay.rs`; behind the `testing` feature, out of shipped builds).
 
 use std::sync::atomic::AtomicBool;
 
