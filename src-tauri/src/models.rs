@@ -1,6 +1,6 @@
 //! The Models view's backend: the built-in catalog with what fits this machine, and downloads into
-//! the Hugging Face cache (the GGUF files already on disk are the worker's: `Workers::discover`). Downloads run
-//! in the app process (they never touch llama.cpp), one cancel flag each.
+//! the Hugging Face cache (the GGUF files already on disk are the worker's: `Workers::discover`).
+//! Downloads run in the app process (they never touch llama.cpp), one cancel flag each.
 
 use std::collections::HashMap;
 use std::path::PathBuf;

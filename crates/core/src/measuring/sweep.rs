@@ -291,9 +291,11 @@ impl SweepSpec {
     }
 
     pub fn cells(&self) -> Vec<CellKey> {
+        // Each draft's header is read once, for every variant.
+        let kinds = self.draft_kinds();
         let mut out = Vec::new();
         for variant in 0..self.variants().len() {
-            out.extend(self.cells_of(variant));
+            out.extend(self.cells_of(variant, &kinds));
         }
         out
     }
@@ -304,8 +306,7 @@ impl SweepSpec {
         self.drafts.iter().map(|d| GgufFile::open(d).ok().and_then(|g| g.drafter_kind())).collect()
     }
 
-    fn cells_of(&self, variant: usize) -> Vec<CellKey> {
-        let kinds = self.draft_kinds();
+    fn cells_of(&self, variant: usize, kinds: &[Option<DrafterKind>]) -> Vec<CellKey> {
         let mut out = Vec::new();
         for t in 0..self.targets.len() {
             for draft in std::iter::once(None).chain((0..self.drafts.len()).map(Some)) {
