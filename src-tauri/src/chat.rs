@@ -142,7 +142,9 @@ fn follow(rx: &std::sync::mpsc::Receiver<Reply>, send: &mut dyn FnMut(ChatEvent)
             | Reply::Diagnosis { .. }
             | Reply::Memory { .. }
             | Reply::SweepPlan { .. }
-            | Reply::Discovered { .. } => {}
+            | Reply::Discovered { .. }
+            | Reply::RunEvent { .. }
+            | Reply::Compared { .. } => {}
         }
     }
 }

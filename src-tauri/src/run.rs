@@ -1,13 +1,14 @@
-//! A run from the UI: baseline and/or speculative on one prompt, in the worker. Engine events are
+//! A run from the UI: baseline, speculative or both on one prompt, one job in the worker (both
+//! modes on one load, compared by the engine). Engine events are
 //! batched per frame (tokens arrive faster than a screen refreshes) and sent with live stats.
 
 use std::sync::mpsc::RecvTimeoutError;
 use std::time::{Duration, Instant};
 
-use draftlab_core::decoding::compare::{compare, Comparison};
+use draftlab_core::decoding::compare::Comparison;
 use draftlab_core::decoding::event::Event;
 use draftlab_core::decoding::options::ModelId;
-use draftlab_core::decoding::report::{speedup, Report};
+use draftlab_core::decoding::report::Report;
 use draftlab_core::decoding::settings::Mode;
 use draftlab_core::serving::protocol::{Command, Reply};
 use draftlab_core::ErrorCode;
@@ -101,118 +102,146 @@ fn send_charts(send: &mut dyn FnMut(RunEvent), charts: Vec<Chart>) {
     }
 }
 
-/// Runs the request's modes one after the other in the worker, streaming `RunEvent`s.
+/// Runs the request in the worker as one job (one mode, or both on one load: the target alone,
+/// then speculative, compared by the engine), streaming `RunEvent`s; saves it in the history.
 pub fn execute(
     state: &AppState,
     mut request: RunRequest,
     send: &mut dyn FnMut(RunEvent),
 ) -> Result<RunOutcome, ApiError> {
-    if request.modes.is_empty() {
-        return Err(ApiError::new(
-            ErrorCode::InvalidSettings,
-            "nothing to run",
-            "Choose baseline, speculative or both.",
-        ));
-    }
+    let both = match request.modes.as_slice() {
+        [_] => false,
+        [Mode::Baseline, Mode::Speculative] => true,
+        _ => {
+            return Err(ApiError::new(
+                ErrorCode::InvalidSettings,
+                "nothing to run",
+                "Choose baseline, speculative or both.",
+            ))
+        }
+    };
+    let first = request.modes[0];
     // Checked once here (the worker checks again), with "auto" threads resolved.
-    let checked_for = if request.modes.contains(&Mode::Speculative) { Mode::Speculative } else { Mode::Baseline };
+    let checked_for = if both { Mode::Speculative } else { first };
     request.settings = request.settings.clone().validate(checked_for)?.into_inner();
+    let (target, draft, prompt, settings) =
+        (request.target.clone(), request.draft.clone(), request.prompt.clone(), request.settings.clone());
+    let command = match both {
+        true => Command::Both { target, draft, prompt, settings },
+        false => Command::Run { target, draft, mode: first, prompt, settings },
+    };
+    let (job, rx) = state.workers.submit(command)?;
+    *state.current_job.lock().unwrap_or_else(|e| e.into_inner()) = Some(job);
+    let charts = request.charts.unwrap_or(true);
     let mut reports: Vec<Report> = Vec::new();
     let mut shown: Vec<ModeTokens> = Vec::new();
     let mut cancelled = false;
-    let charts = request.charts.unwrap_or(true);
-    for &mode in &request.modes {
-        let (job, rx) = state.workers.submit(Command::Run {
-            target: request.target.clone(),
-            draft: request.draft.clone(),
-            mode,
-            prompt: request.prompt.clone(),
-            settings: request.settings.clone(),
-        })?;
-        *state.current_job.lock().unwrap_or_else(|e| e.into_inner()) = Some(job);
-        let mut frame = Frame::new();
-        let mut failed = None;
-        let mut last_chart = Instant::now();
-        loop {
-            if charts && !frame.token_ms.is_empty() && last_chart.elapsed() >= CHART_EVERY {
-                send_charts(send, vec![timeline(&reports, Some((&frame, mode)))]);
-                last_chart = Instant::now();
+    let mut failed = None;
+    let mut compared = None;
+    // The run the replies are about (a `both` job's second run starts with its first event), and
+    // the models the job loaded (that run's too).
+    let mut mode = first;
+    let mut loaded: Option<(ModelId, Option<ModelId>)> = None;
+    let mut frame = Frame::new();
+    let mut last_chart = Instant::now();
+    loop {
+        if charts && !frame.token_ms.is_empty() && last_chart.elapsed() >= CHART_EVERY {
+            send_charts(send, vec![timeline(&reports, Some((&frame, mode)))]);
+            last_chart = Instant::now();
+        }
+        // Sleep until the next reply, or until the pending frame is due: no wake-ups while
+        // nothing is pending (this thread shares the cores with generation).
+        let reply = match frame.pending_until() {
+            None => match rx.recv() {
+                Ok(r) => r,
+                Err(_) => break,
+            },
+            Some(due) => match rx.recv_timeout(due.saturating_duration_since(Instant::now())) {
+                Ok(r) => r,
+                Err(RecvTimeoutError::Timeout) => {
+                    flush(&mut frame, mode, send);
+                    continue;
+                }
+                Err(RecvTimeoutError::Disconnected) => break,
+            },
+        };
+        let (of, event) = match reply {
+            Reply::Event { event } => (mode, event),
+            Reply::RunEvent { mode, event } => (mode, event),
+            Reply::Loading { .. } => {
+                send(RunEvent::Loading { mode });
+                continue;
             }
-            // Sleep until the next reply, or until the pending frame is due: no wake-ups while
-            // nothing is pending (this thread shares the cores with generation).
-            let reply = match frame.pending_until() {
-                None => match rx.recv() {
-                    Ok(r) => r,
-                    Err(_) => break,
-                },
-                Some(due) => match rx.recv_timeout(due.saturating_duration_since(Instant::now())) {
-                    Ok(r) => r,
-                    Err(RecvTimeoutError::Timeout) => {
-                        flush(&mut frame, mode, send);
-                        continue;
-                    }
-                    Err(RecvTimeoutError::Disconnected) => break,
-                },
-            };
-            match reply {
-                Reply::Loading { .. } => send(RunEvent::Loading { mode }),
-                Reply::Loaded { target, draft, load_ms, warm, .. } => {
-                    frame = Frame::new();
-                    send(RunEvent::Loaded { mode, target, draft, load_ms, warm });
-                }
-                Reply::Event { event: Event::Done { report } } => {
-                    flush(&mut frame, mode, send);
-                    cancelled |= report.stop_reason == draftlab_core::decoding::report::StopReason::Cancelled;
-                    send(RunEvent::Done { mode, report: report.clone() });
-                    reports.push(*report);
-                    shown.push(ModeTokens { mode, tokens: std::mem::take(&mut frame.shown) });
-                    if charts {
-                        let mut kinds = vec![timeline(&reports, None)];
-                        if mode == Mode::Speculative {
-                            kinds.extend(speculative_charts(reports.last().expect("pushed above")));
-                        }
-                        send_charts(send, kinds);
-                    }
-                    break;
-                }
-                Reply::Event { event } => {
-                    frame.add(&event);
-                    if frame.due() {
-                        flush(&mut frame, mode, send);
-                    }
-                }
-                Reply::Error { error } => {
-                    flush(&mut frame, mode, send);
-                    send(RunEvent::Failed { mode, error: error.clone() });
-                    failed = Some(error);
-                    break;
-                }
-                Reply::Pong
-                | Reply::Bye
-                | Reply::Unloaded { .. }
-                | Reply::Sweep { .. }
-                | Reply::SweepDone { .. }
-                | Reply::Diagnosis { .. }
-                | Reply::Memory { .. }
-                | Reply::SweepPlan { .. }
-                | Reply::Discovered { .. } => {}
+            Reply::Loaded { target, draft, load_ms, warm, .. } => {
+                frame = Frame::new();
+                loaded = Some((target.clone(), draft.clone()));
+                send(RunEvent::Loaded { mode, target, draft, load_ms, warm });
+                continue;
+            }
+            Reply::Compared { comparison, speedup } => {
+                compared = comparison.map(|c| (c, speedup));
+                break;
+            }
+            Reply::Error { error } => {
+                flush(&mut frame, mode, send);
+                send(RunEvent::Failed { mode, error: error.clone() });
+                failed = Some(error);
+                break;
+            }
+            Reply::Pong
+            | Reply::Bye
+            | Reply::Unloaded { .. }
+            | Reply::Sweep { .. }
+            | Reply::SweepDone { .. }
+            | Reply::Diagnosis { .. }
+            | Reply::Memory { .. }
+            | Reply::SweepPlan { .. }
+            | Reply::Discovered { .. } => continue,
+        };
+        if of != mode {
+            // A `both` job's speculative run: on the models already loaded.
+            mode = of;
+            frame = Frame::new();
+            if let Some((target, draft)) = loaded.clone() {
+                send(RunEvent::Loaded { mode, target, draft, load_ms: 0.0, warm: true });
             }
         }
-        *state.current_job.lock().unwrap_or_else(|e| e.into_inner()) = None;
-        if let Some(e) = failed {
-            cancelled |= e.code == ErrorCode::Cancelled;
-            if reports.is_empty() {
-                return Err(e);
+        match event {
+            Event::Done { report } => {
+                flush(&mut frame, mode, send);
+                cancelled |= report.stop_reason == draftlab_core::decoding::report::StopReason::Cancelled;
+                send(RunEvent::Done { mode, report: report.clone() });
+                reports.push(*report);
+                shown.push(ModeTokens { mode, tokens: std::mem::take(&mut frame.shown) });
+                if charts {
+                    let mut kinds = vec![timeline(&reports, None)];
+                    if mode == Mode::Speculative {
+                        kinds.extend(speculative_charts(reports.last().expect("pushed above")));
+                    }
+                    send_charts(send, kinds);
+                }
+                if !both {
+                    break;
+                }
             }
-            break;
-        }
-        if cancelled {
-            break;
+            event => {
+                frame.add(&event);
+                if frame.due() {
+                    flush(&mut frame, mode, send);
+                }
+            }
         }
     }
-    let (comparison, speedup) = match reports.as_slice() {
-        [b, s] if b.mode == Mode::Baseline && s.mode == Mode::Speculative => {
-            let (c, speedup) = (compare(b, s), speedup(b, s));
+    *state.current_job.lock().unwrap_or_else(|e| e.into_inner()) = None;
+    if let Some(e) = failed {
+        cancelled |= e.code == ErrorCode::Cancelled;
+        if reports.is_empty() {
+            return Err(e);
+        }
+    }
+    // The engine's comparison and speedup (a `both` job whose baseline was not cancelled).
+    let (comparison, speedup) = match (compared, reports.as_slice()) {
+        (Some((c, speedup)), [b, s]) => {
             send(RunEvent::Compared { verdict: c.verdict(), comparison: c.clone(), speedup });
             if charts {
                 send_charts(send, vec![pair_chart(b, s)]);

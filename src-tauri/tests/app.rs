@@ -101,10 +101,13 @@ fn both_modes_stream_in_frames_compare_and_are_saved() {
     assert!(speedup.is_some_and(|x| x > 0.0), "{speedup:?}");
     assert!(comparison.identical || comparison.divergence.as_ref().is_some_and(|d| d.near_tie));
     assert!(matches!(events[0], RunEvent::Loading { mode: Mode::Baseline }));
-    // The second mode reuses the warm worker (same target, context).
-    let warm: Vec<bool> =
-        events.iter().filter_map(|e| if let RunEvent::Loaded { warm, .. } = e { Some(*warm) } else { None }).collect();
-    assert_eq!(warm.len(), 2);
+    // One job: the pair loads once, and the speculative run starts on the models already loaded.
+    assert_eq!(events.iter().filter(|e| matches!(e, RunEvent::Loading { .. })).count(), 1);
+    let warm: Vec<(Mode, bool)> = events
+        .iter()
+        .filter_map(|e| if let RunEvent::Loaded { mode, warm, .. } = e { Some((*mode, *warm)) } else { None })
+        .collect();
+    assert_eq!(warm, [(Mode::Baseline, false), (Mode::Speculative, true)]);
     // Charts drawn by the backend: the timeline after each run, acceptance and lengths after the
     // speculative one, the bars after the comparison.
     let kinds: Vec<&str> = events
@@ -234,7 +237,7 @@ fn a_remote_machine_that_stops_answering_mid_run_is_reported_and_the_app_goes_on
     let st = state(dir.path());
     // llama.cpp's RPC server, in this test's process, behind a relay the test cuts mid-run.
     let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-    std::thread::spawn(move || draftlab_engine::decoding::remote::serve("127.0.0.1", port, 1, None));
+    std::thread::spawn(move || draftlab_engine::decoding::rpc::serve("127.0.0.1", port, 1, None));
     let t0 = Instant::now();
     while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
         assert!(t0.elapsed() < Duration::from_secs(30), "the RPC server did not start");

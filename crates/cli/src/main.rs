@@ -47,7 +47,7 @@ fn main() -> ExitCode {
 
 fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     // An abort in llama.cpp (a remote machine that stopped answering) says why first.
-    draftlab_engine::decoding::remote::explain_aborts();
+    draftlab_engine::decoding::rpc::explain_aborts();
     if cli.verbose {
         draftlab_engine::decoding::llama::log_to_stderr(true);
     }
@@ -101,7 +101,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 );
             }
             let threads = threads.unwrap_or(draftlab_engine::decoding::settings::Settings::default().threads);
-            draftlab_engine::decoding::remote::serve(&host, port, threads, mem)?;
+            draftlab_engine::decoding::rpc::serve(&host, port, threads, mem)?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Worker => {

@@ -237,6 +237,28 @@ fn what_each_server_offers_sets_its_share_of_the_layers_and_too_little_is_refuse
     assert!(String::from_utf8_lossy(&o.stderr).contains("--mem is 0, but must be a number of GiB above 0"));
 }
 
+/// A port another program holds: `rpc-server` says it cannot serve there and to choose another
+/// port (not to start an rpc-server on another machine, nor to shrink a context), with or without
+/// the relay that caps memory.
+#[test]
+fn an_rpc_server_on_a_taken_port_says_to_choose_another() {
+    let held = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = held.local_addr().unwrap().port().to_string();
+    for extra in [&[][..], &["--mem", "1"][..]] {
+        let args: Vec<&str> = ["rpc-server", "--host", "127.0.0.1", "--port", &port, "--threads", "1"]
+            .into_iter()
+            .chain(extra.iter().copied())
+            .collect();
+        let o = draftlab(&args);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(!o.status.success(), "{args:?}: {err}");
+        assert!(err.contains(&format!("cannot serve on 127.0.0.1:{port}")), "{args:?}: {err}");
+        assert!(err.contains("Choose another port"), "{args:?}: {err}");
+        assert!(!err.contains("smaller context") && !err.contains("on that machine"), "{args:?}: {err}");
+    }
+    drop(held);
+}
+
 /// llama.cpp's RPC handshake: HELLO (14) with no transport capabilities (24 zero bytes).
 fn hello() -> Vec<u8> {
     [&[14u8][..], &24u64.to_le_bytes(), &[0u8; 24]].concat()

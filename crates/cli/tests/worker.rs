@@ -44,14 +44,17 @@ impl Worker {
         serde_json::from_str(&line).unwrap_or_else(|e| panic!("not JSON: {line:?}: {e}"))
     }
 
-    /// Replies until (and including) the one that ends job `id`: its `done` event or an error.
+    /// Replies until (and including) the one that ends job `id`: its `done` event (a `both` job's
+    /// `compared`) or an error.
     fn until_end(&mut self, id: u64, mut each: impl FnMut(&Value)) -> Vec<Value> {
         let mut all = Vec::new();
         loop {
             let m = self.next();
             assert_eq!(m["id"], id, "{m}");
             each(&m);
-            let end = m["type"] == "error" || (m["type"] == "event" && m["event"]["type"] == "done");
+            let end = m["type"] == "error"
+                || m["type"] == "compared"
+                || (m["type"] == "event" && m["event"]["type"] == "done");
             all.push(m);
             if end {
                 return all;
@@ -145,6 +148,59 @@ fn cancel_reaches_a_running_job() {
     assert!(r["generated_tokens"].as_u64().unwrap() <= 2, "stopped at the first check: {}", r["generated_tokens"]);
     drop(w.stdin);
     assert!(w.child.wait().unwrap().success(), "the worker ends when its input closes");
+}
+
+/// Both modes as one job (the app's Run view, `--mode both`): the pair loads once, the target alone
+/// then speculative run on it, each event names its run, and the job ends with the engine's
+/// comparison and speedup. A cancelled baseline ends the job without a speculative run.
+#[test]
+fn a_both_job_loads_once_runs_both_modes_and_ends_with_the_engines_comparison() {
+    let mut w = Worker::start();
+    let mut both = run_request(1, 16, "Name three colours.");
+    both["cmd"] = json!("both");
+    both["draft"] = json!(model(SMOLLM2));
+    both["settings"]["strategy"] = json!("draft");
+    // A fixed draft length: the draft is the target itself, too costly for the adaptive schedule.
+    both["settings"]["adaptive"] = json!(false);
+    w.send(&both);
+    let replies = w.until_end(1, |_| {});
+    let kinds: Vec<&str> = replies.iter().map(|m| m["type"].as_str().unwrap()).collect();
+    assert_eq!(&kinds[..2], ["loading", "loaded"], "{kinds:?}");
+    assert_eq!(kinds.iter().filter(|k| **k == "loading" || **k == "loaded").count(), 2, "one load: {kinds:?}");
+    assert!(replies[1]["draft"].is_object(), "the draft loaded for the speculative run: {}", replies[1]);
+    let events = &replies[2..replies.len() - 1];
+    assert!(events.iter().all(|m| m["type"] == "run_event"), "{kinds:?}");
+    // Every baseline event before every speculative one; each run ends with its report.
+    let modes: Vec<&str> = events.iter().map(|m| m["mode"].as_str().unwrap()).collect();
+    let split = modes.iter().position(|m| *m == "speculative").expect("a speculative run");
+    assert!(split > 0 && modes[..split].iter().all(|m| *m == "baseline"), "{modes:?}");
+    assert!(modes[split..].iter().all(|m| *m == "speculative"), "{modes:?}");
+    let done: Vec<&Value> =
+        events.iter().filter(|m| m["event"]["type"] == "done").map(|m| &m["event"]["report"]).collect();
+    assert_eq!(done.len(), 2);
+    assert_eq!((done[0]["mode"].as_str(), done[1]["mode"].as_str()), (Some("baseline"), Some("speculative")));
+    assert!(done[1]["drafted"].as_u64().unwrap() > 0, "the speculative run drafted: {}", done[1]);
+    let compared = replies.last().unwrap();
+    assert_eq!(compared["type"], "compared", "{compared}");
+    assert_eq!(compared["comparison"]["baseline_tokens"], done[0]["generated_tokens"], "{compared}");
+    assert_eq!(compared["comparison"]["speculative_tokens"], done[1]["generated_tokens"], "{compared}");
+    let ratio = done[1]["tokens_per_s"].as_f64().unwrap() / done[0]["tokens_per_s"].as_f64().unwrap();
+    assert!((compared["speedup"].as_f64().unwrap() - ratio).abs() < 1e-9, "{compared}");
+
+    // Cancelled before it starts: the baseline stops at its first check, and nothing follows it.
+    w.send(&json!({"id": 3, "cmd": "cancel", "job": 2}));
+    let mut both = both.clone();
+    both["id"] = json!(2);
+    w.send(&both);
+    let replies = w.until_end(2, |_| {});
+    assert_eq!(replies[0]["warm"], true, "the same pair stays warm: {}", replies[0]);
+    assert!(replies.iter().all(|m| m["mode"] != "speculative"), "no speculative run after a cancel");
+    let last = replies.last().unwrap();
+    assert_eq!((last["type"].as_str(), &last["comparison"]), (Some("compared"), &Value::Null), "{last}");
+    let base = replies.iter().find(|m| m["event"]["type"] == "done").expect("the baseline's report");
+    assert_eq!(base["event"]["report"]["stop_reason"], "cancelled");
+    w.send(&json!({"id": 4, "cmd": "shutdown"}));
+    assert_eq!(w.next()["type"], "bye");
 }
 
 /// The checks the window asks (the doctor, a pair's check, the memory with the GPU's limit) are the

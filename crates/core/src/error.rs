@@ -50,6 +50,14 @@ pub enum Error {
     #[error("llama.cpp failed: {0}")]
     Llama(String),
 
+    /// A server of this machine's (`draftlab rpc-server`) that cannot listen where it was asked.
+    #[error("cannot serve on {endpoint}: {reason}")]
+    Listen { endpoint: String, reason: String },
+
+    /// Something that cannot happen did: a broken invariant of Draftlab's own, not of the input.
+    #[error("internal error: {0}")]
+    Bug(String),
+
     #[error("could not draw the chart: {0}")]
     Chart(String),
 
@@ -180,6 +188,8 @@ impl Error {
             Error::Load { .. } => ErrorCode::LoadFailed,
             Error::InvalidNgramMap { .. } => ErrorCode::InvalidNgramMap,
             Error::Llama(_) => ErrorCode::Llama,
+            Error::Listen { .. } => ErrorCode::Io,
+            Error::Bug(_) => ErrorCode::Internal,
             Error::Chart(_) => ErrorCode::ChartFailed,
             Error::InvalidResults { .. } => ErrorCode::InvalidResults,
             Error::InvalidName { .. } => ErrorCode::InvalidName,
@@ -202,6 +212,8 @@ impl Error {
             Error::Load { .. } => "The file may use an architecture this llama.cpp does not know; update Draftlab or pick another model. llama.cpp's own reason: run the CLI with --verbose, or see logs/engine.log in the app data folder.",
             Error::InvalidNgramMap { .. } => "Build the map again with this target's tokenizer: `draftlab ngram build --model TARGET.gguf --out MAP INPUTS…`.",
             Error::Llama(_) => "Try a smaller context or batch; if it persists, report it with the model name.",
+            Error::Listen { .. } => "Choose another port (another program may be using this one), or an address of this machine's.",
+            Error::Bug(_) => "This is a bug in Draftlab: report it with what you ran and the engine's log (logs/engine.log in the app data folder, or the CLI's --verbose output).",
             Error::Chart(_) => "Try another size; if it persists, report it with the results file.",
             Error::InvalidResults { .. } => "Give a file written by `draftlab bench --json`, `draftlab run --json` or `draftlab sweep` (its results.json).",
             Error::InvalidName { .. } => "Repo ids are `owner/name`; files are paths inside the repo, without `..`, a leading `/` or backslashes (`draftlab models --catalog` lists known ones).",
@@ -292,5 +304,17 @@ mod tests {
         assert_eq!(info.setting, Some(Setting::NDraft));
         assert_eq!(info.reason.as_deref(), Some("is 0, but must be between 1 and 128"));
         assert_eq!(info.message, "invalid setting: n_draft is 0, but must be between 1 and 128");
+    }
+
+    #[test]
+    fn a_taken_port_and_a_broken_invariant_say_what_fits_them() {
+        let taken = Error::Listen { endpoint: "127.0.0.1:50052".into(), reason: "the address is in use".into() };
+        assert_eq!(taken.code(), ErrorCode::Io);
+        assert!(taken.hint().contains("another port"), "{}", taken.hint());
+        assert!(!taken.hint().contains("context"), "a port has nothing to do with the context: {}", taken.hint());
+        let bug = Error::Bug("the chat cache holds 3 tokens, decode at 5".into());
+        assert_eq!(bug.code(), ErrorCode::Internal);
+        assert!(bug.hint().contains("bug"), "{}", bug.hint());
+        assert_eq!(bug.to_string(), "internal error: the chat cache holds 3 tokens, decode at 5");
     }
 }

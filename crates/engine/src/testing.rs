@@ -22,12 +22,11 @@ pub fn second_token_distribution(
     temperature: f32,
     drafting: u64,
 ) {
-    use crate::decoding::draft::Drafter;
+    use crate::decoding::chat::{ChatInput, ChatSlot};
     use crate::decoding::llama::{Logits, Token};
     use crate::decoding::report::StopReason;
     use crate::decoding::sampling::{distribution, SamplingParams};
     use crate::decoding::settings::{Mode, Settings};
-    use crate::decoding::target::LlamaTarget;
     use std::collections::HashMap;
     use std::sync::atomic::AtomicBool;
     let prompt = p.prompt_tokens(text, true).expect("ok");
@@ -40,7 +39,13 @@ pub fn second_token_distribution(
     // Seeds whose first token ended the run (end of generation: both modes draw the same first
     // token) say nothing of the second: they are left out, of the samples and the exact mix alike.
     let mut used = 0u64;
-    let mut targets: [Option<LlamaTarget>; 2] = [None, None];
+    // Each mode runs in a slot that keeps its contexts (and a draft model's) from one seed to the
+    // next, and the prompt's keys and values in them, as a conversation's next turn does: making
+    // contexts and decoding the prompt again, not generating three tokens, is what hundreds of
+    // runs would cost. Every seed starts from the same prompt, so each run is the one a fresh
+    // context would make, up to the rounding of the prompt's last token decoded alone.
+    let input = ChatInput::Text { text: text.to_string() };
+    let mut slots = [ChatSlot::new(p), ChatSlot::new(p)];
     'seeds: for seed in 0..seeds {
         let sampling = SamplingParams { temperature, top_k: 10, top_p: 1.0, min_p: 0.0, seed };
         let s = Settings {
@@ -52,25 +57,12 @@ pub fn second_token_distribution(
             n_draft: 4,
             threads: 2,
             adaptive: false,
+            raw: true,
             ..Settings::default()
         };
         for (i, mode) in [Mode::Baseline, Mode::Speculative].into_iter().enumerate() {
             let valid = s.clone().validate(mode).expect("valid settings");
-            // Each mode's context is made once and emptied before each run (as a fresh one is):
-            // making contexts, not generating three tokens, is what hundreds of runs would cost.
-            let target = targets[i].get_or_insert_with(|| LlamaTarget {
-                model: p.target(),
-                ctx: p.target_context(mode, &valid).expect("context"),
-            });
-            target.ctx.clear();
-            let drafter = match mode {
-                Mode::Speculative => {
-                    p.model_drafter_of(&valid).expect("draft").map(|d| Box::new(d) as Box<dyn Drafter>)
-                }
-                Mode::Baseline => None,
-            };
-            let r =
-                p.run_on(target, mode, &prompt, &valid, drafter, &AtomicBool::new(false), &mut |_| {}).expect("run");
+            let r = slots[i].run(mode, &input, &valid, false, &AtomicBool::new(false), &mut |_| {}).expect("run");
             if r.tokens.len() < 2 {
                 assert!(
                     i == 0 && r.stop_reason == StopReason::EndOfGeneration,

@@ -707,11 +707,13 @@ fn a_session_with_default_settings_runs_auto_adaptive_and_compares_both_modes() 
         })
         .unwrap();
     assert_eq!(modes, [Mode::Baseline, Mode::Speculative]);
-    assert_eq!(both.speculative.strategy, Some(Strategy::Auto));
-    assert!(both.speculative.settings.adaptive);
-    assert_same_or_near_tie(&both.baseline, &both.speculative, "default settings");
+    let spec = both.speculative.as_ref().expect("not cancelled");
+    assert_eq!(spec.strategy, Some(Strategy::Auto));
+    assert!(spec.settings.adaptive);
+    assert_same_or_near_tie(&both.baseline, spec, "default settings");
+    assert!(both.comparison.is_some());
     let speedup = both.speedup.expect("a measurable baseline");
-    assert!((speedup - both.speculative.tokens_per_s / both.baseline.tokens_per_s).abs() < 1e-9);
+    assert!((speedup - spec.tokens_per_s / both.baseline.tokens_per_s).abs() < 1e-9);
 }
 
 #[test]
@@ -758,5 +760,55 @@ fn the_test_models_chat_templates_render() {
         // One user turn without a system message still renders (Qwen adds its default system text).
         let one = m.apply_chat_template("Hi").unwrap().expect("template");
         assert!(one.contains("Hi") && one.ends_with(ends), "{name}: {one:?}");
+    }
+}
+
+/// A hybrid target (recurrent layers beside attention, as Qwen3.5's) keeps the states after each
+/// token of the last chunk it decoded, and no others: its context goes back inside that chunk (a
+/// rejected draft's rollback) exactly, and refuses to go further (llama.cpp would go on from a
+/// wrong state). A conversation whose next request shares only part of the cache (the same
+/// question again) then decodes its prompt afresh and answers as a fresh context does.
+#[test]
+fn a_hybrid_target_never_goes_back_to_a_state_it_lost() {
+    use draftlab_engine::decoding::chat::{ChatInput, ChatSlot};
+    let p = mtp_session();
+    assert!(p.target().recurrent(), "the synthetic Qwen3.5-style target is hybrid");
+    let text = "one two three four one two three four one two";
+    let prompt = p.prompt_tokens(text, true).unwrap();
+    let n = prompt.len() as u32;
+    let s = Settings { strategy: Strategy::Mtp, n_ctx: 256, ..settings(8, 4) };
+    for mode in [Mode::Baseline, Mode::Speculative] {
+        let valid = s.clone().validate(mode).unwrap();
+        let ctx = || p.target_context(mode, &valid).unwrap();
+        let mut fresh = ctx();
+        fresh.decode(&prompt, 0, Logits::Last).unwrap();
+        fresh.decode(&[100], n, Logits::Last).unwrap();
+        fresh.decode(&[200], n + 1, Logits::Last).unwrap();
+        let after = fresh.logits(0).to_vec();
+        // Back inside the last chunk: the state after its first token, exactly.
+        let mut c = ctx();
+        c.decode(&prompt, 0, Logits::Last).unwrap();
+        c.decode(&[100, 8, 9], n, Logits::Last).unwrap();
+        c.truncate(n + 1).unwrap();
+        assert!(c.truncate(n + 1).is_ok(), "{mode}: trimming nothing more is no rollback");
+        c.decode(&[200], n + 1, Logits::Last).unwrap();
+        assert_eq!(c.logits(0), &after[..], "{mode}: a rollback inside the chunk restores its state");
+        // To the chunk's start, or into the prompt's chunk: refused.
+        c.decode(&[7, 8], n + 2, Logits::Last).unwrap();
+        let e = c.truncate(n + 2).unwrap_err();
+        assert!(e.to_string().contains("recurrent state cannot go back"), "{e}");
+        assert!(c.truncate(n - 1).is_err(), "{mode}: into an earlier chunk");
+        c.clear();
+        assert!(c.truncate(0).is_ok());
+        // The same request twice in a conversation (a regenerated answer): the second shares all
+        // of its prompt but the last token with the cache, a few tokens short of its end (as a
+        // client that strips an answer's last space makes it), and answers as the first did.
+        let short = Settings { n_predict: 3, ..s.clone() }.validate(mode).unwrap();
+        let mut slot = ChatSlot::new(&p);
+        let input = ChatInput::Text { text: text.into() };
+        let first = slot.run(mode, &input, &short, false, &AtomicBool::new(false), &mut |_| {}).unwrap();
+        let again = slot.run(mode, &input, &short, false, &AtomicBool::new(false), &mut |_| {}).unwrap();
+        assert_eq!(again.tokens, first.tokens, "{mode}: the second answer starts from the prompt's state");
+        assert_eq!(again.prompt_reused, 0, "{mode}: the prompt was decoded again, not trimmed to");
     }
 }

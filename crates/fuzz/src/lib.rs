@@ -86,6 +86,9 @@ pub fn worker(data: &[u8]) {
             Command::Run { mode, settings, .. } => {
                 let _ = settings.validate(mode);
             }
+            Command::Both { settings, .. } => {
+                let _ = settings.validate(Mode::Speculative);
+            }
             Command::Sweep { spec, .. } => {
                 let _ = (spec.validate(), spec.cells().len());
                 for v in 0..spec.variants().len() {

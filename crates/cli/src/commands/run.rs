@@ -5,6 +5,7 @@ use std::process::ExitCode;
 use std::sync::atomic::AtomicBool;
 
 use draftlab_engine::decoding::generate::Event;
+use draftlab_engine::decoding::report::Report;
 use draftlab_engine::decoding::settings::Mode;
 
 use crate::args::{RunArgs, RunMode};
@@ -39,18 +40,15 @@ pub(crate) fn run_cmd(args: RunArgs) -> anyhow::Result<ExitCode> {
         }
         RunMode::Both => {
             let both = session.run_both(&prompt, &cancel, &mut show)?;
-            if !json {
+            if let (false, Some(comparison)) = (json, &both.comparison) {
                 match both.speedup {
                     Some(s) => eprintln!("speedup {s:.2}× (speculative ÷ baseline generation tokens/s)"),
                     None => eprintln!("speedup unknown (the baseline generated too little to time)"),
                 }
-                eprintln!("verdict {}", both.comparison.verdict());
+                eprintln!("verdict {}", comparison.verdict());
             }
-            serde_json::json!({
-                "reports": [both.baseline, both.speculative],
-                "comparison": both.comparison,
-                "speedup": both.speedup,
-            })
+            let reports: Vec<&Report> = std::iter::once(&both.baseline).chain(&both.speculative).collect();
+            serde_json::json!({ "reports": reports, "comparison": both.comparison, "speedup": both.speedup })
         }
     };
     if json {

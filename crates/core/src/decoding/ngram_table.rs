@@ -199,7 +199,7 @@ impl NgramTable {
         header.min_ngram = self.min_ngram;
         header.max_ngram = self.max_ngram;
         header.entries = entries.len() as u64;
-        let json = serde_json::to_vec(&header).map_err(|e| Error::Llama(format!("n-gram header: {e}")))?;
+        let json = serde_json::to_vec(&header).map_err(|e| Error::Bug(format!("n-gram header: {e}")))?;
         let mut bytes = Vec::with_capacity(16 + json.len() + entries.len() * ENTRY_BYTES + 32);
         bytes.extend_from_slice(MAGIC);
         bytes.extend_from_slice(&FORMAT_VERSION.to_le_bytes());

@@ -185,6 +185,7 @@ pub fn is_final(reply: &Reply) -> bool {
             | Reply::Memory { .. }
             | Reply::SweepPlan { .. }
             | Reply::Discovered { .. }
+            | Reply::Compared { .. }
     ) || matches!(reply, Reply::Event { event: crate::decoding::event::Event::Done { .. } })
 }
 

@@ -7,6 +7,8 @@
 //!
 //! Requests (one JSON object per line on stdin), each with an `id` the replies repeat:
 //! `{"id":1,"cmd":"run","target":"T.gguf","draft":"D.gguf","mode":"speculative","prompt":"…","settings":{…}}`
+//! `{"id":1,"cmd":"both","target":"T.gguf","draft":"D.gguf","prompt":"…","settings":{…}}` — the
+//! target alone, then speculative, on one load (see [`Command::Both`]).
 //! `{"id":2,"cmd":"chat","target":"T.gguf","mode":"speculative","input":{"kind":"messages","messages":[…]},"settings":{…}}`
 //! — like `run`, keeping both models' KV caches for the next chat request (see [`Command::Chat`]).
 //! `{"id":2,"cmd":"cancel","job":1}` — cooperative: the run stops between rounds and reports; a job
@@ -20,7 +22,9 @@
 //!
 //! Replies (one JSON object per line on stdout): `{"id":1,"type":"loading",…}`,
 //! `{"id":1,"type":"loaded",…}`, `{"id":1,"type":"event","event":{…}}` for every engine event (the
-//! last one is `done` with the report), `{"id":1,"type":"error","error":{code,message,hint}}`,
+//! last one is `done` with the report); a `both` job's are `{"id":1,"type":"run_event","mode":…,
+//! "event":{…}}`, then `{"id":1,"type":"compared","comparison":{…},"speedup":…}` (the engine's);
+//! `{"id":1,"type":"error","error":{code,message,hint}}`,
 //! `{"id":4,"type":"pong"}`, `{"id":3,"type":"unloaded","had_models":true,"rss_before":…,"rss_after":…}`. Loaded models stay warm between runs that use the same files and
 //! context; anything else loads afresh.
 
@@ -30,6 +34,7 @@ use serde::{Deserialize, Serialize};
 
 use super::lines;
 use crate::decoding::chat::ChatInput;
+use crate::decoding::compare::Comparison;
 use crate::decoding::event::Event;
 use crate::decoding::options::{ModelId, Runtime};
 use crate::decoding::settings::{Mode, Settings};
@@ -48,6 +53,17 @@ pub enum Command {
         #[serde(default)]
         draft: Option<PathBuf>,
         mode: Mode,
+        prompt: String,
+        settings: Settings,
+    },
+    /// Loads the pair once and runs the target alone, then speculative decoding, on the same prompt
+    /// with the same settings (checked for speculative runs): each run's events come as `run_event`
+    /// replies naming their mode, and the last reply is `compared`, with the engine's comparison
+    /// and speedup. A baseline that was cancelled ends the job (no speculative run, no comparison).
+    Both {
+        target: PathBuf,
+        #[serde(default)]
+        draft: Option<PathBuf>,
         prompt: String,
         settings: Settings,
     },
@@ -164,6 +180,18 @@ pub enum Reply {
     },
     Event {
         event: Event,
+    },
+    /// An event of one of a `both` job's runs.
+    RunEvent {
+        mode: Mode,
+        event: Event,
+    },
+    /// A `both` job ended: the two runs' comparison and the speedup (speculative ÷ baseline
+    /// generation tokens/s), as the engine computes them; none when the baseline was cancelled
+    /// (no speculative run), and no speedup when the baseline generated nothing to time.
+    Compared {
+        comparison: Option<Comparison>,
+        speedup: Option<f64>,
     },
     Error {
         error: ErrorInfo,

@@ -186,7 +186,7 @@ impl Target for ReusingTarget<'_, '_> {
             (start as usize, tokens)
         };
         if start != self.cached.tokens.len() {
-            return Err(Error::Llama(format!(
+            return Err(Error::Bug(format!(
                 "chat cache: decode at {start}, but the cache holds {}",
                 self.cached.tokens.len()
             )));

@@ -49,7 +49,7 @@ pub fn measure_costs(
                 dctx.decode(&filler[..1], n, Logits::Last)?;
                 std::hint::black_box(argmax_with_margin(dctx.logits(0)));
                 let elapsed = t.elapsed().as_secs_f64() * 1e3;
-                dctx.truncate(n)?;
+                rewind(&mut dctx, &context, n)?;
                 if rep > 0 {
                     times.push(elapsed);
                 }
@@ -84,7 +84,7 @@ fn verify_curve(ctx: &mut Context<'_>, context: &[Token], filler: &[Token], reps
                 std::hint::black_box(argmax_with_margin(ctx.logits(i)));
             }
             let elapsed = t.elapsed().as_secs_f64() * 1e3;
-            ctx.truncate(n)?;
+            rewind(ctx, context, n)?;
             if rep > 0 {
                 times[b - 1].push(elapsed);
             }
@@ -120,7 +120,7 @@ pub fn measure_fed(
         let elapsed = t.elapsed().as_secs_f64() * 1e3;
         // The draft's verification (so the next call drafts afresh), then back to the context.
         ctx.decode(&filler[1..2], n + 1, Logits::Last)?;
-        ctx.truncate(n)?;
+        rewind(ctx, &context, n)?;
         seq.truncate(context.len());
         if rep > 0 {
             calls.push(elapsed);
@@ -129,4 +129,14 @@ pub fn measure_fed(
     let call_ms = median(&calls);
     let c = if verify_ms[0] > 0.0 { call_ms / verify_ms[0] } else { 0.0 };
     Ok(Costs { verify_ms, draft_token_ms: call_ms, c })
+}
+
+/// Back to `context` (its `n` tokens) after a timed decode: trimmed, or decoded again where the
+/// model's recurrent state cannot go back that far (untimed either way).
+fn rewind(ctx: &mut Context<'_>, context: &[Token], n: u32) -> Result<()> {
+    if ctx.truncate(n).is_err() {
+        ctx.clear();
+        ctx.decode(context, 0, Logits::None)?;
+    }
+    Ok(())
 }

@@ -1,7 +1,9 @@
 //! Speculative decoding on llama.cpp.
 //!
-//! - `llama`: the module that talks to llama.cpp (models, contexts, batches, KV trims); beside it
-//!   `speculative`, the binding to llama.cpp's drafters (`common_speculative`, through our C++ shim).
+//! - `llama/`: the module that talks to llama.cpp, a file per native concept (backend and devices,
+//!   model, context, the native drafters' state); beside it `speculative`, the binding to
+//!   llama.cpp's drafters (`common_speculative`, through our C++ shim), and `rpc/`, other
+//!   machines' devices (llama.cpp's RPC backend: client, server, and the relay that caps memory).
 //! - `settings`: what a run is asked to do, validated once into [`settings::ValidSettings`].
 //! - `target`: the model being verified against, as a small trait (the loop's unit tests use a
 //!   scripted one).
@@ -17,11 +19,10 @@ pub mod detok;
 pub mod draft;
 pub mod generate;
 pub mod llama;
-pub mod memory_cap;
-pub mod remote;
 // Replays of recorded outputs, for the drafter tests (`tests/replay.rs`): not in shipped builds.
 #[cfg(feature = "testing")]
 pub mod replay;
+pub mod rpc;
 pub mod schedule;
 pub mod session;
 pub mod speculative;

@@ -23,7 +23,7 @@ use crate::decoding::draft::{Drafter, Strategy};
 use crate::decoding::generate::{generate, Event, RunInfo};
 use crate::decoding::llama::{self, Context, Model, MtpLayers, Runtime, Token};
 pub use crate::decoding::report::speedup;
-use crate::decoding::report::Report;
+use crate::decoding::report::{Report, StopReason};
 use crate::decoding::schedule::Scheduler;
 use crate::decoding::settings::{Mode, Settings, ValidSettings};
 use crate::decoding::speculative::NativeKind;
@@ -63,9 +63,12 @@ pub struct Session {
 #[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct Both {
     pub baseline: Report,
-    pub speculative: Report,
-    pub comparison: Comparison,
-    /// Speculative ÷ baseline generation tokens/s; none when the baseline generated nothing to time.
+    /// None when the baseline was cancelled: the speculative run did not start.
+    pub speculative: Option<Report>,
+    /// The two runs' outputs side by side (none without a speculative run).
+    pub comparison: Option<Comparison>,
+    /// Speculative ÷ baseline generation tokens/s; none without a speculative run, or when the
+    /// baseline generated nothing to time.
     pub speedup: Option<f64>,
 }
 
@@ -152,9 +155,9 @@ pub fn diagnose(
         true => Vec::new(),
         false => {
             // The split first: what remote devices report (their memory here) follows it.
-            crate::decoding::remote::set_split(rpc, tensor_split)?;
-            let remote = crate::decoding::remote::devices(rpc)?;
-            let holders = crate::decoding::remote::holders(&remote);
+            crate::decoding::rpc::set_split(rpc, tensor_split)?;
+            let remote = crate::decoding::rpc::devices(rpc)?;
+            let holders = crate::decoding::rpc::holders(&remote);
             // The remote devices come first; each server says what its own machine has.
             let far = &holders[..remote.len().min(holders.len())];
             let free: u64 = far.iter().map(|h| h.free).sum();
@@ -229,7 +232,7 @@ impl Session {
         // (The check above set the split, so the layers go where it said.)
         let remote = match settings.rpc.is_empty() {
             true => Vec::new(),
-            false => crate::decoding::remote::devices(&settings.rpc)?,
+            false => crate::decoding::rpc::devices(&settings.rpc)?,
         };
         let target = Model::load_for(target, settings.gpu_layers, mtp, &remote)?;
         let draft = draft.map(|d| Model::load(d, settings.draft_layers())).transpose()?;
@@ -514,21 +517,39 @@ impl Session {
         Ok(report)
     }
 
-    /// The target alone, then speculative, on the same prompt; their comparison and the speedup.
-    /// `on_event` hears each run's events with its mode.
+    /// The target alone, then speculative, on the same prompt with the session's settings; their
+    /// comparison and the speedup. `on_event` hears each run's events with its mode.
     pub fn run_both(
         &self,
         prompt: &[Token],
         cancel: &AtomicBool,
         on_event: &mut dyn FnMut(Mode, Event),
     ) -> Result<Both> {
-        let baseline = self.run(Mode::Baseline, prompt, cancel, &mut |e| on_event(Mode::Baseline, e))?;
-        let speculative = self.run(Mode::Speculative, prompt, cancel, &mut |e| on_event(Mode::Speculative, e))?;
+        self.run_both_with(prompt, &self.settings, cancel, on_event)
+    }
+
+    /// Both modes with other settings (checked for speculative runs) on the same models: the CLI's
+    /// `--mode both` and the app's Run view. A cancelled baseline ends it, without a speculative
+    /// run.
+    pub fn run_both_with(
+        &self,
+        prompt: &[Token],
+        settings: &ValidSettings,
+        cancel: &AtomicBool,
+        on_event: &mut dyn FnMut(Mode, Event),
+    ) -> Result<Both> {
+        settings.require(Mode::Speculative)?;
+        let baseline = self.run_with(Mode::Baseline, prompt, settings, cancel, &mut |e| on_event(Mode::Baseline, e))?;
+        if baseline.stop_reason == StopReason::Cancelled {
+            return Ok(Both { baseline, speculative: None, comparison: None, speedup: None });
+        }
+        let speculative =
+            self.run_with(Mode::Speculative, prompt, settings, cancel, &mut |e| on_event(Mode::Speculative, e))?;
         Ok(Both {
-            comparison: compare(&baseline, &speculative),
+            comparison: Some(compare(&baseline, &speculative)),
             speedup: speedup(&baseline, &speculative),
             baseline,
-            speculative,
+            speculative: Some(speculative),
         })
     }
 

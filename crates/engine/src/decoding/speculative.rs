@@ -198,7 +198,7 @@ pub fn log_to_stderr(on: bool) {
 }
 
 fn to_i32(n: usize, what: &str) -> Result<i32> {
-    i32::try_from(n).map_err(|_| Error::Llama(format!("{what} {n} is out of range")))
+    i32::try_from(n).map_err(|_| Error::Bug(format!("{what} {n} is out of range")))
 }
 
 fn ffi_params(kind: NativeKind, params: NativeParams) -> Result<ffi::Params> {
@@ -245,7 +245,7 @@ impl Native {
     /// A drafter that needs no model (the n-gram types).
     pub fn ngram(kind: NativeKind, params: NativeParams) -> Result<Native> {
         if kind.uses_model() {
-            return Err(Error::Llama(format!("{} drafts with a model", kind.spec_type())));
+            return Err(Error::Bug(format!("{} drafts with a model", kind.spec_type())));
         }
         let p = ffi_params(kind, params)?;
         let mut err: [c_char; 256] = [0; 256];
@@ -386,7 +386,7 @@ impl Pair {
         dc: PairContext,
     ) -> Result<Pair> {
         if !kind.uses_model() {
-            return Err(Error::Llama(format!("{} drafts without a model", kind.spec_type())));
+            return Err(Error::Bug(format!("{} drafts without a model", kind.spec_type())));
         }
         let sp = ffi_params(kind, params)?;
         let (tp, dp) = (tc.ffi()?, dc.ffi()?);

@@ -62,7 +62,10 @@ impl<W: Write> Output<W> {
     }
 
     pub fn send(&self, id: u64, reply: Reply) {
-        let flush = !matches!(reply, Reply::Event { event: Event::Step { .. } });
+        let flush = !matches!(
+            reply,
+            Reply::Event { event: Event::Step { .. } } | Reply::RunEvent { event: Event::Step { .. }, .. }
+        );
         let msg = Message { id, reply };
         // Serialising our own types cannot fail; a closed stdout means the app is gone: stop.
         let line = serde_json::to_string(&msg).expect("replies serialise");
@@ -102,7 +105,7 @@ pub fn serve_stdio() {
     // the worker dies).
     crate::decoding::llama::log_to_stderr(true);
     // An abort in llama.cpp (a remote machine that stopped answering) says why first.
-    crate::decoding::remote::explain_aborts();
+    crate::decoding::rpc::explain_aborts();
     // Buffered: a round's `step` line leaves with the next token's, in one write (see `Output`).
     serve(std::io::BufReader::new(std::io::stdin()), std::io::BufWriter::new(std::io::stdout()));
 }
@@ -186,20 +189,26 @@ pub fn serve<R: BufRead + Send + 'static, W: Write + Send + 'static>(input: R, o
             | Command::Discover { .. }) => out.send(id, answer_check(command)),
             Command::Sweep { spec, out: dir } => {
                 warm = None; // a sweep loads its own pairs; never hold two sets of models
-                let cancel = cancels.flag(id);
-                match crate::measuring::sweep::run(&spec, &dir, &cancel, &mut |event| {
-                    out.send(id, Reply::Sweep { event })
+                let job = Job { id, out: &out, cancel: cancels.flag(id) };
+                match crate::measuring::sweep::run(&spec, &dir, &job.cancel, &mut |event| {
+                    job.send(Reply::Sweep { event })
                 }) {
-                    Ok(r) => out.send(id, Reply::SweepDone { complete: r.complete }),
-                    Err(e) => out.send(id, Reply::Error { error: e.info() }),
+                    Ok(r) => job.send(Reply::SweepDone { complete: r.complete }),
+                    Err(e) => job.send(Reply::Error { error: e.info() }),
                 }
                 cancels.forget(id);
             }
             Command::Run { target, draft, mode, prompt, settings } => {
-                let cancel = cancels.flag(id);
-                let result = run_job(&out, id, &mut warm, target, draft, mode, &prompt, settings, &cancel);
-                if let Err(e) = result {
-                    out.send(id, Reply::Error { error: e.info() });
+                let job = Job { id, out: &out, cancel: cancels.flag(id) };
+                if let Err(e) = run_job(&job, &mut warm, target, draft, Runs::One(mode), &prompt, settings) {
+                    job.send(Reply::Error { error: e.info() });
+                }
+                cancels.forget(id);
+            }
+            Command::Both { target, draft, prompt, settings } => {
+                let job = Job { id, out: &out, cancel: cancels.flag(id) };
+                if let Err(e) = run_job(&job, &mut warm, target, draft, Runs::Both, &prompt, settings) {
+                    job.send(Reply::Error { error: e.info() });
                 }
                 cancels.forget(id);
             }
@@ -214,32 +223,64 @@ pub fn serve<R: BufRead + Send + 'static, W: Write + Send + 'static>(input: R, o
     }
 }
 
-#[allow(clippy::too_many_arguments)]
-fn run_job<W: Write>(
-    out: &Output<W>,
+/// A job's context: its id, where its replies go, and its cancel flag.
+struct Job<'a, W: Write> {
     id: u64,
+    out: &'a Output<W>,
+    cancel: Arc<AtomicBool>,
+}
+
+impl<W: Write> Job<'_, W> {
+    fn send(&self, reply: Reply) {
+        self.out.send(self.id, reply);
+    }
+}
+
+/// What a generation job runs: one mode (`run`), or the target alone then speculative (`both`).
+#[derive(Debug, Clone, Copy)]
+enum Runs {
+    One(Mode),
+    Both,
+}
+
+/// A `run` or `both` job: the pair loaded (or kept warm), the prompt tokenised, the runs' events
+/// sent as they come; a `both` job ends with the engine's comparison and speedup.
+fn run_job<W: Write>(
+    job: &Job<'_, W>,
     warm: &mut Option<(LoadKey, Session)>,
     target: PathBuf,
     draft: Option<PathBuf>,
-    mode: Mode,
+    runs: Runs,
     prompt: &str,
     settings: Settings,
-    cancel: &AtomicBool,
 ) -> Result<(), Error> {
+    // Both modes: the settings must be fit for the speculative run, which needs the draft.
+    let mode = match runs {
+        Runs::One(mode) => mode,
+        Runs::Both => Mode::Speculative,
+    };
     let settings = settings.validate(mode)?;
     // Only strategies that draft with a model or a drafter file (a head) need the draft loaded.
     let draft = draft.filter(|_| mode == Mode::Speculative && settings.strategy.loads_draft());
     let key = LoadKey { target, draft, n_ctx: settings.n_ctx };
-    load(out, id, warm, &key, &settings)?;
+    load(job.out, job.id, warm, &key, &settings)?;
     let (_, session) = warm.as_ref().expect("loaded above");
     session.prepare(&settings)?;
     let tokens = session.prompt_tokens(prompt, settings.raw)?;
-    session.run_with(mode, &tokens, &settings, cancel, &mut |event| out.send(id, Reply::Event { event }))?;
+    match runs {
+        Runs::One(mode) => {
+            session.run_with(mode, &tokens, &settings, &job.cancel, &mut |event| job.send(Reply::Event { event }))?;
+        }
+        Runs::Both => {
+            let both = session.run_both_with(&tokens, &settings, &job.cancel, &mut |mode, event| {
+                job.send(Reply::RunEvent { mode, event })
+            })?;
+            job.send(Reply::Compared { comparison: both.comparison, speedup: both.speedup });
+        }
+    }
     Ok(())
 }
 
-/// Makes `warm` hold the models of `key` for `settings` (loading them unless they are warm), and
-/// says so (`loading`, then `loaded`).
 fn load<W: Write>(
     out: &Output<W>,
     id: u64,

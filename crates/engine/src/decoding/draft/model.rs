@@ -62,9 +62,13 @@ impl<'m> ModelDrafter<'m> {
 
     /// Brings the cache to `context` and leaves the logits of its last token ready.
     fn sync(&mut self, context: &[Token]) -> Result<()> {
-        let common = self.common(context);
+        let mut common = self.common(context);
         if common < self.cached.len() {
-            self.ctx.truncate(common as u32)?;
+            if self.ctx.truncate(common as u32).is_err() {
+                // A recurrent draft cannot go back that far: decode the context again.
+                self.ctx.clear();
+                common = 0;
+            }
             self.cached.truncate(common);
         }
         self.ctx.decode(&context[common..], common as u32, Logits::Last)?;

@@ -4,12 +4,20 @@
 //! protocol is llama.cpp's, not ours, and it has no authentication: a server listens on loopback
 //! unless told otherwise.
 //!
-//! Besides `llama`, the only module that talks to llama.cpp: ggml's backend registry, through
-//! llama-cpp-sys-2 (llama-cpp-2 has no wrapper for it). The RPC functions are looked up by name in
-//! the registry, as llama.cpp's own tools do, so nothing links to them directly.
+//! Here, the client's side: reaching servers, registering their devices, splitting a target over
+//! them. Beside it, [`server`] (`draftlab rpc-server`) and [`memory_cap`] (the relay that caps what
+//! a device reports).
 //!
-//! The project's only unsafe code: each block says why it holds.
+//! Besides `llama` and `speculative`, the only code that talks to llama.cpp: ggml's backend
+//! registry, through llama-cpp-sys-2 (llama-cpp-2 has no wrapper for it). The RPC functions are
+//! looked up by name in the registry, as llama.cpp's own tools do, so nothing links to them
+//! directly. Each unsafe block says why it holds.
 #![allow(unsafe_code)]
+
+pub mod memory_cap;
+mod server;
+
+pub use server::serve;
 
 pub use draftlab_core::decoding::endpoint::{parse_endpoint, STOPPED_ANSWERING};
 
@@ -19,10 +27,10 @@ use std::net::{TcpStream, ToSocketAddrs};
 use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
 
-use crate::decoding::llama::{backend, local_gpu_devices};
-use crate::decoding::memory_cap::{Caps, SharedCaps};
+use crate::decoding::llama::backend;
 use crate::error::{Error, Result};
 use crate::setting::Setting;
+use memory_cap::{Caps, SharedCaps};
 
 /// How long a remote machine may take to accept a connection before it counts as unreachable.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(3);
@@ -40,7 +48,7 @@ struct Server {
 impl Server {
     /// The memory caps its relay applies, to change.
     fn caps(&self) -> Result<std::sync::RwLockWriteGuard<'_, Caps>> {
-        self.caps.write().map_err(|_| Error::Llama("RPC caps poisoned".into()))
+        self.caps.write().map_err(|_| Error::Bug("RPC caps poisoned".into()))
     }
 }
 
@@ -53,7 +61,7 @@ fn registered() -> &'static Mutex<HashMap<String, Server>> {
 }
 
 fn servers() -> Result<std::sync::MutexGuard<'static, HashMap<String, Server>>> {
-    registered().lock().map_err(|_| Error::Llama("RPC registry poisoned".into()))
+    registered().lock().map_err(|_| Error::Bug("RPC registry poisoned".into()))
 }
 
 /// The devices a target's layers go to when it is spread over `remote` devices (ggml indices,
@@ -208,7 +216,7 @@ fn rpc_function(name: &CStr) -> Result<*mut c_void> {
 /// The devices the servers at `endpoints` offer, as ggml device indices (for
 /// `LlamaModelParams::with_devices`), in the order given. Each server is checked first: one that
 /// does not answer is an error naming it, before anything loads. ggml reaches each through a relay
-/// in this process ([`memory_cap`](crate::decoding::memory_cap)), which applies [`set_split`].
+/// in this process ([`memory_cap`](crate::decoding::rpc::memory_cap)), which applies [`set_split`].
 pub fn devices(endpoints: &[String]) -> Result<Vec<usize>> {
     let mut out = Vec::new();
     for endpoint in endpoints {
@@ -226,13 +234,12 @@ pub fn devices(endpoints: &[String]) -> Result<Vec<usize>> {
         let via = listener.local_addr().map_err(|e| failed("no loopback port for its relay", e))?.to_string();
         let caps = SharedCaps::default();
         let relay_caps = caps.clone();
-        std::thread::spawn(move || crate::decoding::memory_cap::relay(listener, addr, relay_caps));
+        std::thread::spawn(move || crate::decoding::rpc::memory_cap::relay(listener, addr, relay_caps));
         type AddServer = unsafe extern "C" fn(*const c_char) -> llama_cpp_sys_2::ggml_backend_reg_t;
         let add = rpc_function(c"ggml_backend_rpc_add_server")?;
         // SAFETY: ggml documents this symbol with exactly this signature (ggml-rpc.h).
         let add: AddServer = unsafe { std::mem::transmute::<*mut c_void, AddServer>(add) };
-        let c_via =
-            CString::new(via.as_str()).map_err(|_| Error::Llama("a loopback address with a NUL byte".into()))?;
+        let c_via = CString::new(via.as_str()).map_err(|_| Error::Bug("a loopback address with a NUL byte".into()))?;
         // SAFETY: a NUL-terminated endpoint; ggml copies it.
         let reg = unsafe { add(c_via.as_ptr()) };
         if reg.is_null() {
@@ -297,69 +304,6 @@ pub fn set_split(endpoints: &[String], weights: &[f32]) -> Result<()> {
 fn names(holders: &[crate::files::memory::Holder]) -> String {
     let list: Vec<&str> = holders.iter().map(|h| h.name.as_str()).collect();
     format!("the devices, in order: {}", list.join(", "))
-}
-
-/// Serves this machine's devices (its GPU when it has one, else its CPU with `threads` threads) to
-/// RPC clients at `host:port` until the process ends. Blocks. With `mem`, each device offers at
-/// most that many bytes (llama.cpp gives a server layers in proportion to what it offers): a
-/// relay in front of ggml's server says so ([`memory_cap`](crate::decoding::memory_cap)).
-pub fn serve(host: &str, port: u16, threads: u32, mem: Option<u64>) -> Result<()> {
-    let endpoint = if host.contains(':') { format!("[{host}]:{port}") } else { format!("{host}:{port}") };
-    parse_endpoint(&endpoint)?;
-    let Some(cap) = mem else {
-        return serve_here(&endpoint, threads);
-    };
-    let cannot =
-        |what: &str, e: std::io::Error| Error::Remote { endpoint: endpoint.clone(), reason: format!("{what} ({e})") };
-    let listener = std::net::TcpListener::bind((host, port)).map_err(|e| cannot("cannot listen there", e))?;
-    // ggml's own server listens on a free loopback port, behind the relay.
-    let inner = std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map_err(|e| cannot("no free loopback port", e))?;
-    let inner_endpoint = inner.to_string();
-    let ggml = std::thread::spawn(move || serve_here(&inner_endpoint, threads));
-    let started = std::time::Instant::now();
-    while TcpStream::connect_timeout(&inner, CONNECT_TIMEOUT).is_err() {
-        if ggml.is_finished() {
-            return ggml.join().unwrap_or_else(|_| Err(Error::Llama("llama.cpp's RPC server panicked".into())));
-        }
-        if started.elapsed() > Duration::from_secs(60) {
-            return Err(Error::Llama(format!("llama.cpp's RPC server did not start listening on {inner}")));
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    eprintln!(
-        "Serving {endpoint}: each device offers at most {:.2} GiB (through a relay to llama.cpp's server above, on {inner})",
-        cap as f64 / (1u64 << 30) as f64
-    );
-    let caps = Caps { all: Some(cap), ..Caps::default() };
-    crate::decoding::memory_cap::relay(listener, inner, SharedCaps::new(caps.into()))
-        .map_err(|e| cannot("the relay stopped", e))
-}
-
-/// ggml's RPC server at `endpoint` on this machine's devices. Blocks.
-fn serve_here(endpoint: &str, threads: u32) -> Result<()> {
-    type StartServer =
-        unsafe extern "C" fn(*const c_char, *const c_char, usize, usize, *mut llama_cpp_sys_2::ggml_backend_dev_t);
-    let start = rpc_function(c"ggml_backend_rpc_start_server")?;
-    // SAFETY: ggml documents this symbol with exactly this signature (ggml-rpc.h).
-    let start: StartServer = unsafe { std::mem::transmute::<*mut c_void, StartServer>(start) };
-    let mut devs: Vec<llama_cpp_sys_2::ggml_backend_dev_t> =
-        // SAFETY: plain queries of ggml's device list.
-        local_gpu_devices().into_iter().map(|i| unsafe { llama_cpp_sys_2::ggml_backend_dev_get(i) }).collect();
-    if devs.is_empty() {
-        // SAFETY: as above.
-        let cpu = unsafe { llama_cpp_sys_2::ggml_backend_dev_by_type(llama_cpp_sys_2::GGML_BACKEND_DEVICE_TYPE_CPU) };
-        if cpu.is_null() {
-            return Err(Error::Llama("no CPU device to serve".into()));
-        }
-        devs.push(cpu);
-    }
-    let c_endpoint = CString::new(endpoint).map_err(|_| Error::Llama("endpoint holds a NUL byte".into()))?;
-    // SAFETY: a NUL-terminated endpoint, no cache folder, and `devs.len()` live devices; the call
-    // serves until the process ends.
-    unsafe { start(c_endpoint.as_ptr(), std::ptr::null(), threads.max(1) as usize, devs.len(), devs.as_mut_ptr()) };
-    Err(Error::Llama(format!("the RPC server at {endpoint} stopped (is the port taken?)")))
 }
 
 #[cfg(test)]

@@ -1,0 +1,315 @@
+//! A job's answer in OpenAI's shape: whole, or streamed as server-sent events; its `usage` says
+//! what speculation did. Dropping an answer before its job ended cancels the job.
+
+use std::convert::Infallible;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use draftlab_core::decoding::event::Event;
+use draftlab_core::decoding::report::{Report, StopReason};
+use draftlab_core::error::ErrorInfo;
+use draftlab_core::serving::client::Workers;
+use draftlab_core::serving::protocol::Reply;
+use draftlab_core::ErrorCode;
+use serde_json::{json, Value};
+use tokio::sync::mpsc;
+
+use crate::errors::ApiError;
+use crate::openai::{CompletionTokensDetails, SpeculationUsage, Usage};
+use crate::stop::StopFilter;
+use crate::{Counters, Endpoint, Shared};
+
+/// Cancels its job when dropped before the job ended: the client went away (the response future
+/// or the event stream was dropped).
+pub(crate) struct CancelGuard {
+    workers: Arc<Workers>,
+    job: u64,
+    counters: Arc<Counters>,
+    finished: bool,
+}
+
+impl CancelGuard {
+    pub(crate) fn new(workers: Arc<Workers>, job: u64, counters: Arc<Counters>) -> Self {
+        CancelGuard { workers, job, counters, finished: false }
+    }
+}
+
+impl Drop for CancelGuard {
+    fn drop(&mut self) {
+        if !self.finished {
+            self.counters.cancelled.fetch_add(1, Ordering::Relaxed);
+            let (workers, job) = (Arc::clone(&self.workers), self.job);
+            // Writing to the worker's pipe can block for a moment: not on the async threads.
+            std::thread::spawn(move || workers.cancel(job));
+        }
+    }
+}
+
+/// What the job's stream of replies said, step by step.
+enum Step {
+    /// Text, and when its last token arrived from the engine (ms since the Unix epoch).
+    Text(String, f64),
+    Done(Box<Report>),
+    Failed(ErrorInfo),
+}
+
+pub(crate) struct Answer {
+    shared: Arc<Shared>,
+    id: String,
+    created: u64,
+    endpoint: Endpoint,
+    rx: mpsc::Receiver<Reply>,
+    guard: CancelGuard,
+    stop: StopFilter,
+    /// Text read while waiting for the first token (streams start when generation starts).
+    buffered: Vec<Step>,
+}
+
+impl Answer {
+    pub(crate) fn new(
+        shared: Arc<Shared>,
+        endpoint: Endpoint,
+        rx: mpsc::Receiver<Reply>,
+        guard: CancelGuard,
+        stop: StopFilter,
+    ) -> Self {
+        let answer =
+            Answer { shared, id: String::new(), created: now_secs(), endpoint, rx, guard, stop, buffered: Vec::new() };
+        answer.with_id()
+    }
+
+    fn with_id(mut self) -> Self {
+        let n = self.shared.next_id.fetch_add(1, Ordering::Relaxed);
+        let nanos = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.subsec_nanos());
+        let prefix = if self.endpoint == Endpoint::Chat { "chatcmpl" } else { "cmpl" };
+        self.id = format!("{prefix}-{:x}{nanos:08x}{n:04x}", self.created);
+        self
+    }
+
+    /// The next thing the job said (text, the end, or an error); a stop string ends the text.
+    async fn next(&mut self) -> Step {
+        if !self.buffered.is_empty() {
+            return self.buffered.remove(0);
+        }
+        loop {
+            let Some(reply) = self.rx.recv().await else {
+                return Step::Failed(ErrorInfo::new(
+                    ErrorCode::WorkerDied,
+                    "the engine ended the job without an answer",
+                    "",
+                ));
+            };
+            match reply {
+                Reply::Event { event: Event::Token { text, .. } } => {
+                    let at = epoch_ms();
+                    let (emit, hit) = self.stop.push(&text);
+                    if hit {
+                        // The answer is complete: stop generating (the report still arrives).
+                        let (workers, job) = (Arc::clone(&self.guard.workers), self.guard.job);
+                        std::thread::spawn(move || workers.cancel(job));
+                    }
+                    if !emit.is_empty() {
+                        return Step::Text(emit, at);
+                    }
+                }
+                Reply::Event { event: Event::Done { report } } => {
+                    self.guard.finished = true;
+                    self.shared.counters.served.fetch_add(1, Ordering::Relaxed);
+                    if self.shared.config.log_requests {
+                        log_answer(&self.id, &report);
+                    }
+                    let rest = self.stop.finish();
+                    if !rest.is_empty() {
+                        self.buffered.push(Step::Done(report));
+                        return Step::Text(rest, epoch_ms());
+                    }
+                    return Step::Done(report);
+                }
+                Reply::Error { error } => {
+                    self.guard.finished = true;
+                    return Step::Failed(error);
+                }
+                _ => {}
+            }
+        }
+    }
+
+    fn finish_reason(&self, r: &Report) -> &'static str {
+        if self.stop.hit() {
+            return "stop";
+        }
+        match r.stop_reason {
+            StopReason::EndOfGeneration | StopReason::Cancelled => "stop",
+            StopReason::MaxTokens | StopReason::ContextFull => "length",
+        }
+    }
+
+    fn model(&self) -> &str {
+        &self.shared.model_id
+    }
+
+    /// The whole answer in one response.
+    pub(crate) async fn whole(mut self) -> Result<Response, ApiError> {
+        let mut text = String::new();
+        let report = loop {
+            match self.next().await {
+                Step::Text(t, _) => text.push_str(&t),
+                Step::Done(r) => break r,
+                Step::Failed(e) => return Err(ApiError::engine(&e)),
+            }
+        };
+        let usage = usage(&report);
+        let finish = self.finish_reason(&report);
+        let body = match self.endpoint {
+            Endpoint::Chat => json!({
+                "id": self.id, "object": "chat.completion", "created": self.created, "model": self.model(),
+                "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": finish, "logprobs": null}],
+                "usage": usage,
+            }),
+            Endpoint::Completion => json!({
+                "id": self.id, "object": "text_completion", "created": self.created, "model": self.model(),
+                "choices": [{"index": 0, "text": text, "finish_reason": finish, "logprobs": null}],
+                "usage": usage,
+            }),
+        };
+        Ok(Json(body).into_response())
+    }
+
+    fn chunk(&self, text: Option<&str>, finish: Option<&str>, first: bool) -> Value {
+        match self.endpoint {
+            Endpoint::Chat => {
+                let mut delta = json!({});
+                if first {
+                    delta["role"] = json!("assistant");
+                }
+                if let Some(t) = text {
+                    delta["content"] = json!(t);
+                }
+                json!({
+                    "id": self.id, "object": "chat.completion.chunk", "created": self.created, "model": self.model(),
+                    "choices": [{"index": 0, "delta": delta, "finish_reason": finish, "logprobs": null}],
+                })
+            }
+            Endpoint::Completion => json!({
+                "id": self.id, "object": "text_completion", "created": self.created, "model": self.model(),
+                "choices": [{"index": 0, "text": text.unwrap_or(""), "finish_reason": finish, "logprobs": null}],
+            }),
+        }
+    }
+
+    /// The answer as server-sent events. Errors before generation starts (a prompt that does not
+    /// fit, a bad setting) are plain HTTP errors; after that, an `error` event ends the stream. A
+    /// task writes the events; when the client goes away it stops, and dropping the answer cancels
+    /// the job.
+    pub(crate) async fn stream(mut self, usage_chunk: bool, timings: bool) -> Result<Response, ApiError> {
+        let first = self.next().await;
+        if let Step::Failed(e) = first {
+            return Err(ApiError::engine(&e));
+        }
+        self.buffered.insert(0, first);
+        let (tx, rx) = mpsc::channel::<String>(64);
+        tokio::spawn(async move {
+            let mut a = self;
+            let mut first = true;
+            loop {
+                let step = tokio::select! {
+                    step = a.next() => step,
+                    () = tx.closed() => return,
+                };
+                let (events, end) = match step {
+                    Step::Text(t, at) => {
+                        let mut c = a.chunk(Some(&t), None, first);
+                        if timings {
+                            c["draftlab"] = json!({ "t_ms": at });
+                        }
+                        (vec![c.to_string()], false)
+                    }
+                    Step::Done(r) => {
+                        let mut out = vec![a.chunk(None, Some(a.finish_reason(&r)), first).to_string()];
+                        if usage_chunk {
+                            let object =
+                                if a.endpoint == Endpoint::Chat { "chat.completion.chunk" } else { "text_completion" };
+                            out.push(
+                                json!({
+                                    "id": a.id, "object": object, "created": a.created, "model": a.model(),
+                                    "choices": [], "usage": usage(&r),
+                                })
+                                .to_string(),
+                            );
+                        }
+                        (out, true)
+                    }
+                    Step::Failed(e) => {
+                        (vec![serde_json::to_string(&ApiError::engine(&e).body).unwrap_or_default()], true)
+                    }
+                };
+                first = false;
+                for e in events {
+                    if tx.send(e).await.is_err() {
+                        return;
+                    }
+                }
+                if end {
+                    let _ = tx.send("[DONE]".to_string()).await;
+                    return;
+                }
+            }
+        });
+        let events = futures_util::stream::unfold(rx, |mut rx| async move {
+            rx.recv().await.map(|data| (Ok::<_, Infallible>(SseEvent::default().data(data)), rx))
+        });
+        Ok(Sse::new(events).keep_alive(KeepAlive::default()).into_response())
+    }
+}
+
+/// One line per answer: what it took, and what speculation did.
+fn log_answer(id: &str, r: &Report) {
+    let spec = match r.strategy {
+        Some(s) => format!(
+            "{s}: {}/{} drafted tokens accepted{}",
+            r.accepted,
+            r.drafted,
+            r.target_alone_tps.map_or(String::new(), |t| format!(", ~{:.2}× the target alone", r.tokens_per_s / t))
+        ),
+        None => "target alone".to_string(),
+    };
+    eprintln!(
+        "{id}: {} prompt tokens ({} reused, {:.0} ms), {} generated at {:.1} tok/s; {spec}",
+        r.prompt_tokens, r.prompt_reused, r.prompt_ms, r.generated_tokens, r.tokens_per_s
+    );
+}
+
+fn usage(r: &Report) -> Usage {
+    Usage {
+        prompt_tokens: r.prompt_tokens,
+        completion_tokens: r.generated_tokens,
+        total_tokens: r.prompt_tokens + r.generated_tokens,
+        completion_tokens_details: CompletionTokensDetails {
+            accepted_prediction_tokens: r.accepted,
+            rejected_prediction_tokens: r.drafted - r.accepted,
+        },
+        draftlab: SpeculationUsage {
+            strategy: r.strategy.map_or_else(|| "none".to_string(), |s| s.name().to_string()),
+            drafted: r.drafted,
+            accepted: r.accepted,
+            acceptance_rate: r.acceptance_rate,
+            target_passes: r.target_passes,
+            tokens_per_s: r.tokens_per_s,
+            target_alone_tokens_per_s: r.target_alone_tps,
+            prompt_tokens_reused: r.prompt_reused,
+            prompt_ms: r.prompt_ms,
+        },
+    }
+}
+
+fn epoch_ms() -> f64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0.0, |d| d.as_secs_f64() * 1e3)
+}
+
+fn now_secs() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs())
+}

@@ -1,0 +1,78 @@
+//! Errors in OpenAI's shape: a status, and `{"error": {message, type, param, code}}`.
+
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use draftlab_core::error::ErrorInfo;
+use draftlab_core::ErrorCode;
+
+use crate::openai::{ErrorBody, ErrorObject};
+
+pub(crate) struct ApiError {
+    status: StatusCode,
+    pub(crate) body: ErrorBody,
+}
+
+impl ApiError {
+    pub(crate) fn new(
+        status: StatusCode,
+        kind: &str,
+        code: Option<&str>,
+        param: Option<&str>,
+        message: impl Into<String>,
+    ) -> Self {
+        ApiError {
+            status,
+            body: ErrorBody {
+                error: ErrorObject {
+                    message: message.into(),
+                    kind: kind.into(),
+                    param: param.map(str::to_string),
+                    code: code.map(str::to_string),
+                },
+            },
+        }
+    }
+
+    pub(crate) fn invalid(param: Option<&str>, message: impl Into<String>) -> Self {
+        ApiError::new(StatusCode::BAD_REQUEST, "invalid_request_error", None, param, message)
+    }
+
+    /// An engine error as the client sees it.
+    pub(crate) fn engine(e: &ErrorInfo) -> Self {
+        let message = if e.hint.is_empty() { e.message.clone() } else { format!("{} {}", e.message, e.hint) };
+        let setting = e.setting.map(|s| s.name());
+        match e.code {
+            ErrorCode::ContextTooLong => ApiError::new(
+                StatusCode::BAD_REQUEST,
+                "invalid_request_error",
+                Some("context_length_exceeded"),
+                Some("messages"),
+                message,
+            ),
+            ErrorCode::InvalidSettings | ErrorCode::InvalidPrompt | ErrorCode::BadRequest => {
+                ApiError::new(StatusCode::BAD_REQUEST, "invalid_request_error", None, setting, message)
+            }
+            ErrorCode::Incompatible => ApiError::new(
+                StatusCode::BAD_REQUEST,
+                "invalid_request_error",
+                Some("incompatible_draft"),
+                Some("draftlab.strategy"),
+                message,
+            ),
+            ErrorCode::OutOfMemory => {
+                ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "server_error", Some("out_of_memory"), None, message)
+            }
+            ErrorCode::Cancelled => {
+                ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "server_error", Some("cancelled"), None, message)
+            }
+            _ => ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "server_error", Some(e.code.as_str()), None, message),
+        }
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        (self.status, Json(self.body)).into_response()
+    }
+}

@@ -1,0 +1,180 @@
+//! A request's job: its settings (the server's, with what the request asks), a place in the
+//! queue, and the worker's replies handed to the answer.
+
+use std::sync::Arc;
+
+use axum::http::StatusCode;
+use axum::response::Response;
+use draftlab_core::decoding::chat::ChatInput;
+use draftlab_core::decoding::settings::{Mode, Settings};
+use draftlab_core::decoding::strategy::Strategy;
+use draftlab_core::error::ErrorInfo;
+use draftlab_core::serving::protocol::{Command, Reply};
+use draftlab_core::ErrorCode;
+use std::sync::atomic::Ordering;
+use tokio::sync::{mpsc, OwnedSemaphorePermit};
+
+use crate::answers::{Answer, CancelGuard};
+use crate::errors::ApiError;
+use crate::openai::{Common, DraftLength};
+use crate::stop::StopFilter;
+use crate::{Endpoint, Shared};
+
+pub(crate) struct Job {
+    pub(crate) input: ChatInput,
+    pub(crate) common: Common,
+    pub(crate) endpoint: Endpoint,
+}
+
+/// The OpenAI default of `max_tokens` for `/v1/completions`.
+const COMPLETION_DEFAULT_MAX_TOKENS: usize = 16;
+
+/// Settings for one request: the server's, with what the request asks for.
+fn request_settings(base: &Settings, c: &Common, endpoint: Endpoint) -> Result<(Settings, Mode, bool), ApiError> {
+    let mut s = base.clone();
+    if c.n.is_some_and(|n| n != 1) {
+        return Err(ApiError::invalid(Some("n"), "This server writes one choice per request (`n` must be 1)."));
+    }
+    let asked = c.max_completion_tokens.or(c.max_tokens);
+    let open_ended = asked.is_none() && endpoint == Endpoint::Chat;
+    match asked {
+        Some(0) => return Err(ApiError::invalid(Some("max_tokens"), "`max_tokens` must be at least 1.")),
+        Some(n) => s.n_predict = n,
+        None if endpoint == Endpoint::Completion => s.n_predict = COMPLETION_DEFAULT_MAX_TOKENS,
+        // Until the answer ends or the context is full.
+        None => s.n_predict = s.n_ctx as usize,
+    }
+    if let Some(t) = c.temperature {
+        if !(0.0..=2.0).contains(&t) || t.is_nan() {
+            return Err(ApiError::invalid(
+                Some("temperature"),
+                format!("`temperature` is {t}; it must be between 0 and 2."),
+            ));
+        }
+        s.sampling.temperature = t;
+    }
+    if let Some(p) = c.top_p {
+        if !(0.0..=1.0).contains(&p) || p.is_nan() || p == 0.0 {
+            return Err(ApiError::invalid(Some("top_p"), format!("`top_p` is {p}; it must be above 0 and at most 1.")));
+        }
+        s.sampling.top_p = p;
+    }
+    if let Some(seed) = c.seed {
+        s.sampling.seed = seed;
+    }
+    let mut mode = Mode::Speculative;
+    if let Some(x) = &c.draftlab {
+        match x.strategy.as_deref() {
+            None => {}
+            Some("none") => mode = Mode::Baseline,
+            Some(name) => {
+                s.strategy = name.parse::<Strategy>().map_err(|_| {
+                    ApiError::invalid(
+                        Some("draftlab.strategy"),
+                        format!(
+                            "Unknown strategy `{name}`: use auto, draft, lookup, ngram-cache, ngram-map, ngram-mod, mtp or none."
+                        ),
+                    )
+                })?
+            }
+        }
+        match &x.n_draft {
+            None => {}
+            Some(DraftLength::Fixed(k)) => {
+                s.n_draft = *k;
+                s.adaptive = false;
+            }
+            Some(DraftLength::Named(n)) if n == "adaptive" => s.adaptive = true,
+            Some(DraftLength::Named(n)) => {
+                return Err(ApiError::invalid(
+                    Some("draftlab.n_draft"),
+                    format!("`n_draft` is `{n}`: give a number of tokens or \"adaptive\"."),
+                ))
+            }
+        }
+        if let Some(p) = x.p_min {
+            s.p_min = p;
+        }
+    }
+    if let Some(e) = s.problems(mode).into_iter().next() {
+        let info = e.info();
+        let param = info.setting.map(|p| format!("draftlab.{p}"));
+        return Err(ApiError::invalid(param.as_deref(), info.message));
+    }
+    Ok((s, mode, open_ended))
+}
+
+impl Job {
+    pub(crate) async fn run(self, s: Arc<Shared>) -> Result<Response, ApiError> {
+        if let Some(m) = self.common.model.as_deref() {
+            if m != s.model_id && m != format!("{}.gguf", s.model_id) {
+                return Err(ApiError::new(
+                    StatusCode::NOT_FOUND,
+                    "invalid_request_error",
+                    Some("model_not_found"),
+                    Some("model"),
+                    format!("The model `{m}` does not exist on this server; it serves `{}`.", s.model_id),
+                ));
+            }
+        } else {
+            return Err(ApiError::invalid(Some("model"), "You must provide a model parameter."));
+        }
+        let (settings, mode, open_ended) = request_settings(&s.config.settings, &self.common, self.endpoint)?;
+        let Ok(permit) = Arc::clone(&s.places).try_acquire_owned() else {
+            s.counters.refused_busy.fetch_add(1, Ordering::Relaxed);
+            return Err(ApiError::new(
+                StatusCode::TOO_MANY_REQUESTS,
+                "server_busy",
+                Some("queue_full"),
+                None,
+                format!(
+                    "The server is busy: one request is being answered and {} are waiting. Retry shortly.",
+                    s.config.queue
+                ),
+            ));
+        };
+        let command = Command::Chat {
+            target: s.config.target.clone(),
+            draft: s.config.draft.clone(),
+            mode,
+            input: self.input,
+            settings,
+            open_ended,
+        };
+        let workers = Arc::clone(&s.workers);
+        let (job, replies) = tokio::task::spawn_blocking(move || workers.submit(command))
+            .await
+            .map_err(|e| ApiError::engine(&ErrorInfo::new(ErrorCode::Internal, e.to_string(), "")))?
+            .map_err(|e| ApiError::engine(&e))?;
+        let guard = CancelGuard::new(Arc::clone(&s.workers), job, Arc::clone(&s.counters));
+        let rx = forward(replies, permit);
+        let stops = self.common.stop.as_ref().map(|s| s.list()).unwrap_or_default();
+        let stream = self.common.stream;
+        let usage_chunk = self.common.stream_options.as_ref().is_some_and(|o| o.include_usage);
+        let timings = self.common.draftlab.as_ref().is_some_and(|x| x.timings);
+        let answer = Answer::new(s, self.endpoint, rx, guard, StopFilter::new(stops));
+        if stream {
+            answer.stream(usage_chunk, timings).await
+        } else {
+            answer.whole().await
+        }
+    }
+}
+
+/// Moves a job's replies from the worker's channel onto an async one, holding the request's place
+/// in the queue until the job's last reply (so a cancelled job keeps its place until it stopped).
+fn forward(replies: std::sync::mpsc::Receiver<Reply>, permit: OwnedSemaphorePermit) -> mpsc::Receiver<Reply> {
+    let (tx, rx) = mpsc::channel(256);
+    std::thread::spawn(move || {
+        let _permit = permit;
+        while let Ok(reply) = replies.recv() {
+            let last = draftlab_core::serving::client::is_final(&reply);
+            // The request may be gone; keep draining until the job ends so its place is freed then.
+            let _ = tx.blocking_send(reply);
+            if last {
+                break;
+            }
+        }
+    });
+    rx
+}

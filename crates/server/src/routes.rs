@@ -1,0 +1,196 @@
+//! The routes: each checks the key, reads its body, and turns an OpenAI request into a job.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::UNIX_EPOCH;
+
+use axum::body::Bytes;
+use axum::extract::rejection::BytesRejection;
+use axum::extract::State;
+use axum::http::{header, HeaderMap, StatusCode};
+use axum::response::Response;
+use axum::Json;
+use draftlab_core::decoding::chat::ChatInput;
+use draftlab_core::decoding::template::ChatMessage;
+use serde_json::{json, Value};
+
+use crate::errors::ApiError;
+use crate::jobs::Job;
+use crate::openai::{ChatRequest, CompletionRequest, Content, Prompt};
+use crate::{Endpoint, Shared};
+
+pub(crate) async fn not_found() -> ApiError {
+    ApiError::new(
+        StatusCode::NOT_FOUND,
+        "invalid_request_error",
+        Some("unknown_url"),
+        None,
+        "Unknown request URL. This server serves /v1/chat/completions, /v1/completions, /v1/models and /health.",
+    )
+}
+
+fn check_key(shared: &Shared, headers: &HeaderMap) -> Result<(), ApiError> {
+    let Some(key) = shared.config.api_key.as_deref() else { return Ok(()) };
+    let given = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .map(str::trim);
+    if given == Some(key) {
+        Ok(())
+    } else {
+        Err(ApiError::new(
+            StatusCode::UNAUTHORIZED,
+            "invalid_request_error",
+            Some("invalid_api_key"),
+            None,
+            if given.is_none() {
+                "No API key provided: this server needs `Authorization: Bearer <key>`."
+            } else {
+                "Incorrect API key provided."
+            },
+        ))
+    }
+}
+
+/// The body as JSON of type `T`: 413 past the size limit, 400 for anything that is not `T`.
+fn parse_body<T: serde::de::DeserializeOwned>(body: Result<Bytes, BytesRejection>) -> Result<T, ApiError> {
+    let bytes = body.map_err(|e| {
+        if e.status() == StatusCode::PAYLOAD_TOO_LARGE {
+            ApiError::new(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "invalid_request_error",
+                Some("request_too_large"),
+                None,
+                "The request body is too large.",
+            )
+        } else {
+            ApiError::invalid(None, format!("The request body could not be read: {e}"))
+        }
+    })?;
+    serde_json::from_slice(&bytes).map_err(|e| {
+        let what = if serde_json::from_slice::<Value>(&bytes).is_ok() {
+            "The request body does not match the API"
+        } else {
+            "The request body is not valid JSON"
+        };
+        ApiError::invalid(None, format!("{what}: {e}"))
+    })
+}
+
+pub(crate) async fn health(State(s): State<Arc<Shared>>) -> Json<Value> {
+    let places = s.config.queue + 1;
+    let busy = places - s.places.available_permits();
+    let status = s.workers.status(0);
+    Json(json!({
+        "status": "ok",
+        "model": s.model_id,
+        "requests_in_progress": busy.min(1),
+        "requests_waiting": busy.saturating_sub(1),
+        "queue_places": s.config.queue,
+        "served": s.counters.served.load(Ordering::Relaxed),
+        "cancelled": s.counters.cancelled.load(Ordering::Relaxed),
+        "refused_busy": s.counters.refused_busy.load(Ordering::Relaxed),
+        "uptime_s": s.started.elapsed().as_secs(),
+        "engine_rss_bytes": status.rss_bytes,
+        "device": status.loaded.and_then(|l| l.device),
+    }))
+}
+
+pub(crate) async fn models(State(s): State<Arc<Shared>>, headers: HeaderMap) -> Result<Json<Value>, ApiError> {
+    check_key(&s, &headers)?;
+    Ok(Json(json!({
+        "object": "list",
+        "data": [{
+            "id": s.model_id,
+            "object": "model",
+            "created": created_secs(&s.config.target),
+            "owned_by": "draftlab",
+            "draftlab": {
+                "target": s.config.target,
+                "draft": s.config.draft,
+                "strategy": s.config.settings.strategy.name(),
+                "adaptive": s.config.settings.adaptive,
+                "n_draft": s.config.settings.n_draft,
+                "n_ctx": s.config.settings.n_ctx,
+            },
+        }],
+    })))
+}
+
+pub(crate) async fn chat_completions(
+    State(s): State<Arc<Shared>>,
+    headers: HeaderMap,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<Response, ApiError> {
+    check_key(&s, &headers)?;
+    let req: ChatRequest = parse_body(body)?;
+    let mut messages = Vec::with_capacity(req.messages.len());
+    for (i, m) in req.messages.iter().enumerate() {
+        let role = match m.role.as_str() {
+            "system" | "developer" => "system",
+            "user" => "user",
+            "assistant" => "assistant",
+            other => {
+                return Err(ApiError::invalid(
+                    Some(&format!("messages[{i}].role")),
+                    format!(
+                        "Unsupported role `{other}`: this server takes system, developer, user and assistant messages."
+                    ),
+                ))
+            }
+        };
+        let content = match &m.content {
+            None => String::new(),
+            Some(Content::Text(t)) => t.clone(),
+            Some(Content::Parts(parts)) => {
+                let mut text = String::new();
+                for p in parts {
+                    if p.kind != "text" {
+                        return Err(ApiError::invalid(
+                            Some(&format!("messages[{i}].content")),
+                            format!("Content parts of type `{}` are not supported: this model reads text.", p.kind),
+                        ));
+                    }
+                    text.push_str(p.text.as_deref().unwrap_or(""));
+                }
+                text
+            }
+        };
+        messages.push(ChatMessage::new(role, &content));
+    }
+    if messages.is_empty() {
+        return Err(ApiError::invalid(Some("messages"), "`messages` must hold at least one message."));
+    }
+    let job = Job { input: ChatInput::Messages { messages }, common: req.common, endpoint: Endpoint::Chat };
+    job.run(s).await
+}
+
+pub(crate) async fn completions(
+    State(s): State<Arc<Shared>>,
+    headers: HeaderMap,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<Response, ApiError> {
+    check_key(&s, &headers)?;
+    let req: CompletionRequest = parse_body(body)?;
+    let text = match req.prompt {
+        Prompt::One(t) => t,
+        Prompt::Many(mut v) if v.len() == 1 => v.remove(0),
+        Prompt::Many(_) => {
+            return Err(ApiError::invalid(Some("prompt"), "This server completes one prompt per request."));
+        }
+    };
+    if text.is_empty() {
+        return Err(ApiError::invalid(Some("prompt"), "`prompt` is empty."));
+    }
+    let job = Job { input: ChatInput::Text { text }, common: req.common, endpoint: Endpoint::Completion };
+    job.run(s).await
+}
+
+fn created_secs(path: &std::path::Path) -> u64 {
+    std::fs::metadata(path)
+        .and_then(|m| m.modified())
+        .ok()
+        .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
+        .map_or(0, |d| d.as_secs())
+}
