@@ -109,6 +109,18 @@ pub fn execute(
     mut request: RunRequest,
     send: &mut dyn FnMut(RunEvent),
 ) -> Result<RunOutcome, ApiError> {
+    let (command, both) = job_for(&mut request)?;
+    let (job, rx) = state.workers.submit(command)?;
+    *state.current_job.lock().unwrap_or_else(|e| e.into_inner()) = Some(job);
+    let mut run = Following::new(request.modes[0], both, request.charts.unwrap_or(true));
+    let end = run.follow(&rx, send);
+    *state.current_job.lock().unwrap_or_else(|e| e.into_inner()) = None;
+    run.finish(state, &request, end, send)
+}
+
+/// The worker job for a request (its settings checked once here, with "auto" threads resolved;
+/// the worker checks again), and whether it runs both modes.
+fn job_for(request: &mut RunRequest) -> Result<(Command, bool), ApiError> {
     let both = match request.modes.as_slice() {
         [_] => false,
         [Mode::Baseline, Mode::Speculative] => true,
@@ -121,7 +133,6 @@ pub fn execute(
         }
     };
     let first = request.modes[0];
-    // Checked once here (the worker checks again), with "auto" threads resolved.
     let checked_for = if both { Mode::Speculative } else { first };
     request.settings = request.settings.clone().validate(checked_for)?.into_inner();
     let (target, draft, prompt, settings) =
@@ -130,133 +141,171 @@ pub fn execute(
         true => Command::Both { target, draft, prompt, settings },
         false => Command::Run { target, draft, mode: first, prompt, settings },
     };
-    let (job, rx) = state.workers.submit(command)?;
-    *state.current_job.lock().unwrap_or_else(|e| e.into_inner()) = Some(job);
-    let charts = request.charts.unwrap_or(true);
-    let mut reports: Vec<Report> = Vec::new();
-    let mut shown: Vec<ModeTokens> = Vec::new();
-    let mut cancelled = false;
-    let mut failed = None;
-    let mut compared = None;
-    // The run the replies are about (a `both` job's second run starts with its first event), and
-    // the models the job loaded (that run's too).
-    let mut mode = first;
-    let mut loaded: Option<(ModelId, Option<ModelId>)> = None;
-    let mut frame = Frame::new();
-    let mut last_chart = Instant::now();
-    loop {
-        if charts && !frame.token_ms.is_empty() && last_chart.elapsed() >= CHART_EVERY {
-            send_charts(send, vec![timeline(&reports, Some((&frame, mode)))]);
-            last_chart = Instant::now();
+    Ok((command, both))
+}
+
+/// How a job ended: an error, or (a `both` job) the engine's comparison and speedup.
+#[derive(Default)]
+struct Ended {
+    failed: Option<ApiError>,
+    compared: Option<(Comparison, Option<f64>)>,
+}
+
+/// A run job followed reply by reply: the run the replies are about (a `both` job's second run
+/// starts with its first event), the frame of tokens being batched, what finished.
+struct Following {
+    mode: Mode,
+    both: bool,
+    charts: bool,
+    /// The models the job loaded (the second run's too).
+    loaded: Option<(ModelId, Option<ModelId>)>,
+    frame: Frame,
+    last_chart: Instant,
+    reports: Vec<Report>,
+    shown: Vec<ModeTokens>,
+    cancelled: bool,
+}
+
+impl Following {
+    fn new(mode: Mode, both: bool, charts: bool) -> Self {
+        Following {
+            mode,
+            both,
+            charts,
+            loaded: None,
+            frame: Frame::new(),
+            last_chart: Instant::now(),
+            reports: Vec::new(),
+            shown: Vec::new(),
+            cancelled: false,
         }
-        // Sleep until the next reply, or until the pending frame is due: no wake-ups while
-        // nothing is pending (this thread shares the cores with generation).
-        let reply = match frame.pending_until() {
-            None => match rx.recv() {
-                Ok(r) => r,
-                Err(_) => break,
-            },
-            Some(due) => match rx.recv_timeout(due.saturating_duration_since(Instant::now())) {
-                Ok(r) => r,
-                Err(RecvTimeoutError::Timeout) => {
-                    flush(&mut frame, mode, send);
+    }
+
+    /// Turns the job's replies into `RunEvent`s until it ends.
+    fn follow(&mut self, rx: &std::sync::mpsc::Receiver<Reply>, send: &mut dyn FnMut(RunEvent)) -> Ended {
+        loop {
+            if self.charts && !self.frame.token_ms.is_empty() && self.last_chart.elapsed() >= CHART_EVERY {
+                send_charts(send, vec![timeline(&self.reports, Some((&self.frame, self.mode)))]);
+                self.last_chart = Instant::now();
+            }
+            // Sleep until the next reply, or until the pending frame is due: no wake-ups while
+            // nothing is pending (this thread shares the cores with generation).
+            let reply = match self.frame.pending_until() {
+                None => match rx.recv() {
+                    Ok(r) => r,
+                    Err(_) => return Ended::default(),
+                },
+                Some(due) => match rx.recv_timeout(due.saturating_duration_since(Instant::now())) {
+                    Ok(r) => r,
+                    Err(RecvTimeoutError::Timeout) => {
+                        flush(&mut self.frame, self.mode, send);
+                        continue;
+                    }
+                    Err(RecvTimeoutError::Disconnected) => return Ended::default(),
+                },
+            };
+            let (mode, event) = match reply {
+                Reply::Event { event } => (self.mode, event),
+                Reply::RunEvent { mode, event } => (mode, event),
+                Reply::Loading { .. } => {
+                    send(RunEvent::Loading { mode: self.mode });
                     continue;
                 }
-                Err(RecvTimeoutError::Disconnected) => break,
-            },
-        };
-        let (of, event) = match reply {
-            Reply::Event { event } => (mode, event),
-            Reply::RunEvent { mode, event } => (mode, event),
-            Reply::Loading { .. } => {
-                send(RunEvent::Loading { mode });
-                continue;
-            }
-            Reply::Loaded { target, draft, load_ms, warm, .. } => {
-                frame = Frame::new();
-                loaded = Some((target.clone(), draft.clone()));
-                send(RunEvent::Loaded { mode, target, draft, load_ms, warm });
-                continue;
-            }
-            Reply::Compared { comparison, speedup } => {
-                compared = comparison.map(|c| (c, speedup));
-                break;
-            }
-            Reply::Error { error } => {
-                flush(&mut frame, mode, send);
-                send(RunEvent::Failed { mode, error: error.clone() });
-                failed = Some(error);
-                break;
-            }
-            Reply::Pong
-            | Reply::Bye
-            | Reply::Unloaded { .. }
-            | Reply::Sweep { .. }
-            | Reply::SweepDone { .. }
-            | Reply::Diagnosis { .. }
-            | Reply::Memory { .. }
-            | Reply::SweepPlan { .. }
-            | Reply::Discovered { .. } => continue,
-        };
-        if of != mode {
-            // A `both` job's speculative run: on the models already loaded.
-            mode = of;
-            frame = Frame::new();
-            if let Some((target, draft)) = loaded.clone() {
-                send(RunEvent::Loaded { mode, target, draft, load_ms: 0.0, warm: true });
-            }
-        }
-        match event {
-            Event::Done { report } => {
-                flush(&mut frame, mode, send);
-                cancelled |= report.stop_reason == draftlab_core::decoding::report::StopReason::Cancelled;
-                send(RunEvent::Done { mode, report: report.clone() });
-                reports.push(*report);
-                shown.push(ModeTokens { mode, tokens: std::mem::take(&mut frame.shown) });
-                if charts {
-                    let mut kinds = vec![timeline(&reports, None)];
-                    if mode == Mode::Speculative {
-                        kinds.extend(speculative_charts(reports.last().expect("pushed above")));
-                    }
-                    send_charts(send, kinds);
+                Reply::Loaded { target, draft, load_ms, warm, .. } => {
+                    self.frame = Frame::new();
+                    self.loaded = Some((target.clone(), draft.clone()));
+                    send(RunEvent::Loaded { mode: self.mode, target, draft, load_ms, warm });
+                    continue;
                 }
-                if !both {
-                    break;
+                Reply::Compared { comparison, speedup } => {
+                    return Ended { failed: None, compared: comparison.map(|c| (c, speedup)) };
+                }
+                Reply::Error { error } => {
+                    flush(&mut self.frame, self.mode, send);
+                    send(RunEvent::Failed { mode: self.mode, error: error.clone() });
+                    return Ended { failed: Some(error), compared: None };
+                }
+                Reply::Pong
+                | Reply::Bye
+                | Reply::Unloaded { .. }
+                | Reply::Sweep { .. }
+                | Reply::SweepDone { .. }
+                | Reply::Diagnosis { .. }
+                | Reply::Memory { .. }
+                | Reply::SweepPlan { .. }
+                | Reply::Discovered { .. } => continue,
+            };
+            if mode != self.mode {
+                // A `both` job's speculative run: on the models already loaded.
+                self.mode = mode;
+                self.frame = Frame::new();
+                if let Some((target, draft)) = self.loaded.clone() {
+                    send(RunEvent::Loaded { mode, target, draft, load_ms: 0.0, warm: true });
                 }
             }
-            event => {
-                frame.add(&event);
-                if frame.due() {
-                    flush(&mut frame, mode, send);
-                }
+            if self.event(event, send) && !self.both {
+                return Ended::default();
             }
         }
     }
-    *state.current_job.lock().unwrap_or_else(|e| e.into_inner()) = None;
-    if let Some(e) = failed {
-        cancelled |= e.code == ErrorCode::Cancelled;
-        if reports.is_empty() {
-            return Err(e);
-        }
-    }
-    // The engine's comparison and speedup (a `both` job whose baseline was not cancelled).
-    let (comparison, speedup) = match (compared, reports.as_slice()) {
-        (Some((c, speedup)), [b, s]) => {
-            send(RunEvent::Compared { verdict: c.verdict(), comparison: c.clone(), speedup });
-            if charts {
-                send_charts(send, vec![pair_chart(b, s)]);
+
+    /// One engine event of the current run; whether it was the run's report.
+    fn event(&mut self, event: Event, send: &mut dyn FnMut(RunEvent)) -> bool {
+        let mode = self.mode;
+        let Event::Done { report } = event else {
+            self.frame.add(&event);
+            if self.frame.due() {
+                flush(&mut self.frame, mode, send);
             }
-            (Some(c), speedup)
+            return false;
+        };
+        flush(&mut self.frame, mode, send);
+        self.cancelled |= report.stop_reason == draftlab_core::decoding::report::StopReason::Cancelled;
+        send(RunEvent::Done { mode, report: report.clone() });
+        self.reports.push(*report);
+        self.shown.push(ModeTokens { mode, tokens: std::mem::take(&mut self.frame.shown) });
+        if self.charts {
+            let mut kinds = vec![timeline(&self.reports, None)];
+            if mode == Mode::Speculative {
+                kinds.extend(speculative_charts(self.reports.last().expect("pushed above")));
+            }
+            send_charts(send, kinds);
         }
-        _ => (None, None),
-    };
-    let history_id = if reports.is_empty() {
-        None
-    } else {
-        let run = HistoryRun::new(&request, reports, comparison, speedup, shown);
-        Some(history::save(&state.history_dir, &run)?)
-    };
-    Ok(RunOutcome { history_id, cancelled })
+        true
+    }
+
+    /// The comparison (a `both` job whose baseline was not cancelled) and the history entry.
+    fn finish(
+        mut self,
+        state: &AppState,
+        request: &RunRequest,
+        end: Ended,
+        send: &mut dyn FnMut(RunEvent),
+    ) -> Result<RunOutcome, ApiError> {
+        if let Some(e) = end.failed {
+            self.cancelled |= e.code == ErrorCode::Cancelled;
+            if self.reports.is_empty() {
+                return Err(e);
+            }
+        }
+        let (comparison, speedup) = match (end.compared, self.reports.as_slice()) {
+            (Some((c, speedup)), [b, s]) => {
+                send(RunEvent::Compared { verdict: c.verdict(), comparison: c.clone(), speedup });
+                if self.charts {
+                    send_charts(send, vec![pair_chart(b, s)]);
+                }
+                (Some(c), speedup)
+            }
+            _ => (None, None),
+        };
+        let history_id = if self.reports.is_empty() {
+            None
+        } else {
+            let run = HistoryRun::new(request, self.reports, comparison, speedup, self.shown);
+            Some(history::save(&state.history_dir, &run)?)
+        };
+        Ok(RunOutcome { history_id, cancelled: self.cancelled })
+    }
 }
 
 /// Asks the run in progress to stop; stops its engine process if it has not after `CANCEL_GRACE`.

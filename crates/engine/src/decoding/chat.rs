@@ -73,7 +73,6 @@ impl<'s> ChatSlot<'s> {
     /// many prompt tokens came from the cache (`prompt_reused`). A prompt and answer that do not fit
     /// in the context are an error naming the numbers ([`Error::ContextTooLong`]) — unless
     /// `open_ended`, when the answer takes the room the context leaves (at most `n_predict`).
-    #[allow(clippy::too_many_arguments)]
     pub fn run(
         &mut self,
         mode: Mode,
