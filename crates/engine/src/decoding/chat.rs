@@ -150,35 +150,16 @@ struct ReusingTarget<'a, 's> {
     reused: usize,
 }
 
-impl ReusingTarget<'_, '_> {
-    fn forget_from(&mut self, pos: usize) -> Result<()> {
-        if pos < self.cached.tokens.len() {
-            if let Err(e) = self.cached.ctx.truncate(pos as u32) {
-                // Some caches cannot drop a middle part (sliding windows): start over.
-                if pos > 0 {
-                    self.cached.ctx.clear();
-                    self.cached.tokens.clear();
-                    return Err(e);
-                }
-                self.cached.ctx.clear();
-            }
-            self.cached.tokens.truncate(pos);
-        }
-        Ok(())
-    }
-}
-
 impl Target for ReusingTarget<'_, '_> {
     fn decode(&mut self, tokens: &[Token], start: u32, logits: Logits) -> Result<()> {
         let (start, tokens) = if start == 0 && !tokens.is_empty() {
             // The prompt: keep the prefix the cache shares with it (never all of it: the last
             // token is decoded again for its logits).
             let common = self.cached.tokens.iter().zip(tokens).take_while(|(a, b)| a == b).count();
-            let common = common.min(tokens.len() - 1);
-            let common = match self.forget_from(common) {
-                Ok(()) => common,
-                Err(_) => 0,
-            };
+            // A cache that cannot drop what follows (a sliding window, a recurrent state past its
+            // last chunk) starts over.
+            let common = self.cached.ctx.keep(common.min(tokens.len() - 1) as u32) as usize;
+            self.cached.tokens.truncate(common);
             self.reused = common;
             (common, &tokens[common..])
         } else {

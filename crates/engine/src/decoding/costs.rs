@@ -134,8 +134,7 @@ pub fn measure_fed(
 /// Back to `context` (its `n` tokens) after a timed decode: trimmed, or decoded again where the
 /// model's recurrent state cannot go back that far (untimed either way).
 fn rewind(ctx: &mut Context<'_>, context: &[Token], n: u32) -> Result<()> {
-    if ctx.truncate(n).is_err() {
-        ctx.clear();
+    if ctx.keep(n) < n {
         ctx.decode(context, 0, Logits::None)?;
     }
     Ok(())

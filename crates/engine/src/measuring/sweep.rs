@@ -161,7 +161,8 @@ impl<'a> Sweep<'a> {
             Err(e) => return self.refuse(keys, &e),
         };
         let predictions = self.predict(&pair, &prompt, ids, &keys, max_k);
-        self.timing.overheads.push((started.elapsed().as_secs_f64(), self.weight(ids)));
+        let weight = self.timing.weights.get(&ids).copied().unwrap_or_default();
+        self.timing.overheads.push((started.elapsed().as_secs_f64(), weight));
         for key in keys {
             if self.cancel.load(Ordering::Relaxed) {
                 break;

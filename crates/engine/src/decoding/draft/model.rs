@@ -62,15 +62,9 @@ impl<'m> ModelDrafter<'m> {
 
     /// Brings the cache to `context` and leaves the logits of its last token ready.
     fn sync(&mut self, context: &[Token]) -> Result<()> {
-        let mut common = self.common(context);
-        if common < self.cached.len() {
-            if self.ctx.truncate(common as u32).is_err() {
-                // A recurrent draft cannot go back that far: decode the context again.
-                self.ctx.clear();
-                common = 0;
-            }
-            self.cached.truncate(common);
-        }
+        // A recurrent draft that cannot go back that far decodes the context again.
+        let common = self.ctx.keep(self.common(context) as u32) as usize;
+        self.cached.truncate(common);
         self.ctx.decode(&context[common..], common as u32, Logits::Last)?;
         self.decoded += (context.len() - common) as u64;
         self.cached.extend_from_slice(&context[common..]);
@@ -103,10 +97,7 @@ impl Drafter for ModelDrafter<'_> {
         // token. What the cache already holds of it (a conversation's earlier turns) stays.
         let n = prompt.len().saturating_sub(1);
         let common = self.cached.iter().zip(&prompt[..n]).take_while(|(a, b)| a == b).count();
-        if common < self.cached.len() && self.ctx.truncate(common as u32).is_err() {
-            self.ctx.clear();
-            self.cached.clear();
-        }
+        let common = self.ctx.keep(common as u32) as usize;
         self.cached.truncate(common);
         let from = self.cached.len();
         self.ctx.decode(&prompt[from..n], from as u32, Logits::None)?;

@@ -192,6 +192,17 @@ impl<'m> Context<'m> {
         Ok(())
     }
 
+    /// Keeps the cached positions before `pos` where the cache can drop the rest, else empties it
+    /// (a recurrent state past its last chunk, a sliding window): returns how many it kept, `pos`
+    /// or 0. For callers that decode again whatever was not kept.
+    pub fn keep(&mut self, pos: u32) -> u32 {
+        if self.truncate(pos).is_ok() {
+            return pos.min(self.next);
+        }
+        self.clear();
+        0
+    }
+
     /// Empties the KV cache.
     pub fn clear(&mut self) {
         (self.chunk_start, self.next) = (0, 0);
