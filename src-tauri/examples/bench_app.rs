@@ -1,10 +1,9 @@
 //! The app's generation speed against the CLI's on the same run: alternating repetitions of the
 //! app path (the worker process, events batched per frame and serialised for the page) and the
 //! CLI path (the engine in-process), baseline mode, greedy. Prints medians and the ratio.
-//! Usage: bench_app APP_BINARY TARGET.gguf PROMPT_FILE [TOKENS] [REPS]   (scripts/bench-app)
+//! Usage: bench_app APP_BINARY TARGET.gguf PROMPT_FILE [TOKENS] [REPS]   (scripts/bench app)
 
 use std::path::PathBuf;
-use std::sync::atomic::AtomicBool;
 
 use draftlab_app::requests::RunRequest;
 use draftlab_app::run::{self, RunEvent};
@@ -12,6 +11,7 @@ use draftlab_app::{AppState, WORKER_FLAG};
 use draftlab_core::decoding::report::median;
 use draftlab_core::decoding::settings::{Mode, Settings};
 use draftlab_engine::decoding::session::Session;
+use draftlab_engine::job::Job;
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
@@ -57,7 +57,7 @@ fn main() {
             .expect("app run");
         }
         // The CLI: the engine in this process.
-        let r = session.run(Mode::Baseline, &tokens, &AtomicBool::new(false), &mut |_| {}).expect("cli run");
+        let r = session.run(Mode::Baseline, &tokens, &mut Job::uncancelled(&mut |_| {})).expect("cli run");
         if rep == 0 {
             continue; // warm-up (the worker loads the model on its first run)
         }

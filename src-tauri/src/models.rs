@@ -9,6 +9,7 @@ use std::sync::{Arc, Mutex};
 
 use draftlab_core::files::catalog::{self, CatalogModel, Fit};
 use draftlab_core::files::hub::{self, DownloadEvent, HubOptions};
+use draftlab_core::job::Job;
 use draftlab_core::serving::client::Workers;
 use serde::Serialize;
 
@@ -85,7 +86,7 @@ pub fn download(
 ) -> Result<PathBuf, ApiError> {
     let key = format!("{repo}/{file}");
     let cancel = downloads.start(&key)?;
-    let r = hub::download(opts, repo, file, &cancel, send);
+    let r = hub::download(opts, repo, file, &mut Job::new(&cancel, send));
     downloads.finish(&key);
     Ok(r.map_err(|e| catalog::name_missing(repo, file, e))?)
 }

@@ -1,5 +1,5 @@
 //! Downloads one file with hf-hub 0.4.3's own downloader (`ApiRepo::download`: ranged chunks,
-//! a committed-offset trailer), for `scripts/bench-download` to measure beside `draftlab pull`
+//! a committed-offset trailer), for `scripts/bench download` to measure beside `draftlab pull`
 //! and curl. Reads `HF_ENDPOINT` and `HF_HOME`/`HF_HUB_CACHE` as hf-hub does.
 //! Usage: hf_hub_download REPO FILE [CHUNK_BYTES]   (prints the path on stdout)
 

@@ -1,5 +1,5 @@
 //! Serves files the way the Hugging Face hub does, on a local port, until killed: for
-//! `scripts/bench-download` (the real hf-hub client against curl on the same server).
+//! `scripts/bench download` (the real hf-hub client against curl on the same server).
 //! Usage: mock_hub REPO FILE PATH   (prints the server's URL on stdout)
 
 use draftlab_core::testing::mock_hub::MockHub;

@@ -19,6 +19,7 @@
 pub mod decoding;
 pub mod error;
 pub mod files;
+pub mod job;
 pub mod machine;
 pub mod measuring;
 pub mod paths;

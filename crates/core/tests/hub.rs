@@ -9,6 +9,7 @@ use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use draftlab_core::files::hub::{self, DownloadEvent, HubOptions};
+use draftlab_core::job::Job;
 use draftlab_core::testing::mock_hub::{MockHub, COMMIT};
 use draftlab_core::testing::{model, SMOLLM2};
 
@@ -35,14 +36,19 @@ fn fetch(
 ) -> (Result<std::path::PathBuf, draftlab_core::Error>, Vec<DownloadEvent>) {
     let cancel = AtomicBool::new(false);
     let mut events = Vec::new();
-    let r = hub::download(o, REPO, FILE, &cancel, &mut |e| {
-        if let (Some(limit), DownloadEvent::Progress { downloaded, .. }) = (cancel_after, &e) {
-            if *downloaded >= limit {
-                cancel.store(true, Ordering::Relaxed);
+    let r = hub::download(
+        o,
+        REPO,
+        FILE,
+        &mut Job::new(&cancel, &mut |e| {
+            if let (Some(limit), DownloadEvent::Progress { downloaded, .. }) = (cancel_after, &e) {
+                if *downloaded >= limit {
+                    cancel.store(true, Ordering::Relaxed);
+                }
             }
-        }
-        events.push(e);
-    });
+            events.push(e);
+        }),
+    );
     (r, events)
 }
 
@@ -173,29 +179,32 @@ fn hub_errors_are_clear() {
     let cache = tempfile::tempdir().unwrap();
     let o = opts(&hub, cache.path());
     let cancel = AtomicBool::new(false);
-    let err = hub::download(&o, REPO, "missing.gguf", &cancel, &mut |_| {}).unwrap_err();
+    let err = hub::download(&o, REPO, "missing.gguf", &mut Job::new(&cancel, &mut |_| {})).unwrap_err();
     assert_eq!(err.code(), "hub_not_found", "{err}");
     assert!(err.hint().contains("repo and file names"));
     // A catalog file the hub no longer has: the error names the catalog entry.
     let q = draftlab_core::files::catalog::find("qwen3-8b").unwrap();
     let f = q.file(None).unwrap().file.clone();
-    let err = hub::download(&o, &q.repo, &f, &cancel, &mut |_| {})
+    let err = hub::download(&o, &q.repo, &f, &mut Job::new(&cancel, &mut |_| {}))
         .map_err(|e| draftlab_core::files::catalog::name_missing(&q.repo, &f, e))
         .unwrap_err();
     assert_eq!(err.code(), "hub_not_found", "{err}");
     assert!(err.to_string().contains("catalog entry qwen3-8b (Q4_K_M)"), "{err}");
     *hub.faults.token.lock().unwrap() = Some("secret".into());
-    let err = hub::download(&o, REPO, FILE, &cancel, &mut |_| {}).unwrap_err();
+    let err = hub::download(&o, REPO, FILE, &mut Job::new(&cancel, &mut |_| {})).unwrap_err();
     assert_eq!(err.code(), "hub_unauthorized", "{err}");
     assert!(err.hint().contains("HF_TOKEN"));
     let with_token = HubOptions { token: Some("secret".into()), ..opts(&hub, cache.path()) };
-    assert!(hub::download(&with_token, REPO, FILE, &cancel, &mut |_| {}).is_ok(), "gated repo with the token");
+    assert!(
+        hub::download(&with_token, REPO, FILE, &mut Job::new(&cancel, &mut |_| {})).is_ok(),
+        "gated repo with the token"
+    );
     // The token went to the hub only, never to the file storage it redirects to.
     assert!(hub.seen.resolves.load(Ordering::Relaxed) >= 3);
     assert_eq!(hub.seen.storage_auth.load(Ordering::Relaxed), 0);
     let offline =
         HubOptions { endpoint: Some("http://127.0.0.1:9".into()), ..opts(&hub, tempfile::tempdir().unwrap().path()) };
-    let err = hub::download(&offline, REPO, FILE, &cancel, &mut |_| {}).unwrap_err();
+    let err = hub::download(&offline, REPO, FILE, &mut Job::new(&cancel, &mut |_| {})).unwrap_err();
     assert_eq!(err.code(), "network", "{err}");
     // Not enough space: refused before anything is written.
     let err = hub::check_space(FILE, 10 << 30, Some(1 << 30), cache.path()).unwrap_err();
@@ -294,7 +303,7 @@ fn sentinel(dir: &Path) -> std::path::PathBuf {
 }
 
 fn download_as(o: &HubOptions, repo: &str, file: &str) -> Result<std::path::PathBuf, draftlab_core::Error> {
-    hub::download(o, repo, file, &AtomicBool::new(false), &mut |_| {})
+    hub::download(o, repo, file, &mut Job::uncancelled(&mut |_| {}))
 }
 
 #[test]

@@ -19,7 +19,7 @@ pub mod measuring;
 pub mod serving;
 
 // What this crate shares with the window process, from the crate without llama.cpp.
-pub use draftlab_core::{error, files, machine, paths, setting};
+pub use draftlab_core::{error, files, job, machine, paths, setting};
 /// Test helpers (model paths, a local hub-like server, the statistical checks that run models): for
 /// tests, examples and benchmark tools, not part of the shipped library.
 #[cfg(feature = "testing")]

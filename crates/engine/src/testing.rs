@@ -5,6 +5,7 @@ pub use draftlab_core::testing::*;
 
 use crate::decoding::draft::Strategy;
 use crate::decoding::session::Session;
+use crate::job::Job;
 
 /// The statistical check that speculative sampling keeps the target's distribution: over many
 /// seeds, the second generated token (the first one that speculation decides) must be distributed
@@ -28,7 +29,6 @@ pub fn second_token_distribution(
     use crate::decoding::sampling::{distribution, SamplingParams};
     use crate::decoding::settings::{Mode, Settings};
     use std::collections::HashMap;
-    use std::sync::atomic::AtomicBool;
     let prompt = p.prompt_tokens(text, true).expect("ok");
     let seeds = 300u64;
     let mut hist: [HashMap<i32, u64>; 2] = [HashMap::new(), HashMap::new()];
@@ -62,7 +62,7 @@ pub fn second_token_distribution(
         };
         for (i, mode) in [Mode::Baseline, Mode::Speculative].into_iter().enumerate() {
             let valid = s.clone().validate(mode).expect("valid settings");
-            let r = slots[i].run(mode, &input, &valid, false, &AtomicBool::new(false), &mut |_| {}).expect("run");
+            let r = slots[i].run(mode, &input, &valid, false, &mut Job::uncancelled(&mut |_| {})).expect("run");
             if r.tokens.len() < 2 {
                 assert!(
                     i == 0 && r.stop_reason == StopReason::EndOfGeneration,
@@ -153,8 +153,11 @@ pub fn two_turns_with(p: &Session, s: &crate::decoding::settings::ValidSettings,
     let cancel = AtomicBool::new(false);
     for turn in 0..2 {
         let input = ChatInput::Messages { messages: messages.clone() };
-        let spec = slot.run(Mode::Speculative, &input, s, false, &cancel, &mut |_| {}).expect("speculative turn");
-        let base = fresh.run(Mode::Baseline, &input, s, false, &cancel, &mut |_| {}).expect("baseline turn");
+        let spec = slot
+            .run(Mode::Speculative, &input, s, false, &mut Job::new(&cancel, &mut |_| {}))
+            .expect("speculative turn");
+        let base =
+            fresh.run(Mode::Baseline, &input, s, false, &mut Job::new(&cancel, &mut |_| {})).expect("baseline turn");
         assert_same_or_near_tie(&base, &spec, &format!("{what} chat, turn {turn}"));
         assert!(spec.drafted > 0, "{what}, turn {turn}: nothing drafted");
         if turn == 1 {

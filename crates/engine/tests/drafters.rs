@@ -5,7 +5,6 @@
 //! Gemma-4-style target with its `gemma4-assistant` MTP head in a file of its own.
 #![allow(clippy::unwrap_used)]
 
-use std::sync::atomic::AtomicBool;
 
 use draftlab_engine::decoding::draft::Strategy;
 use draftlab_engine::decoding::generate::Event;
@@ -13,6 +12,7 @@ use draftlab_engine::decoding::report::{Report, TokenSource};
 use draftlab_engine::decoding::session::Session;
 use draftlab_engine::decoding::settings::{Mode, Settings};
 use draftlab_engine::files::gguf::DrafterKind;
+use draftlab_engine::job::Job;
 use draftlab_engine::measuring::llama_cpp::server_command;
 use draftlab_engine::setting::Setting;
 use draftlab_engine::testing::{
@@ -56,7 +56,7 @@ fn run(p: &Session, mode: Mode, prompt: &str, s: &Settings) -> (Report, Vec<Even
     let tokens = p.prompt_tokens(prompt, false).unwrap();
     let valid = s.clone().validate(mode).unwrap();
     let mut events = Vec::new();
-    let r = p.run_with(mode, &tokens, &valid, &AtomicBool::new(false), &mut |e| events.push(e)).unwrap();
+    let r = p.run_with(mode, &tokens, &valid, &mut Job::uncancelled(&mut |e| events.push(e))).unwrap();
     (r, events)
 }
 
@@ -182,7 +182,7 @@ fn a_sweep_makes_each_drafter_file_a_row_of_its_own_strategy() {
     // A head strategy without its file among the drafts is refused with what it needs.
     let e = SweepSpec { strategies: vec![Strategy::Dflash], ..spec.clone() }.validate().unwrap_err();
     assert!(e.to_string().contains("needs a DFlash drafter among the drafts"), "{e}");
-    let results = sweep::run(&spec, dir.path(), &AtomicBool::new(false), &mut |_| {}).unwrap();
+    let results = sweep::run(&spec, dir.path(), &mut Job::uncancelled(&mut |_| {})).unwrap();
     assert!(results.complete);
     for c in &results.cells {
         let CellOutcome::Measured { identical, .. } = &c.outcome else { panic!("{:?}: {:?}", c.key, c.outcome) };

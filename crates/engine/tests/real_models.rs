@@ -11,6 +11,7 @@ use draftlab_engine::decoding::llama::{FlashAttn, GpuLayers, KvType, Logits, Mod
 use draftlab_engine::decoding::report::{Report, StopReason, TokenSource};
 use draftlab_engine::decoding::session::Session;
 use draftlab_engine::decoding::settings::{Mode, Settings};
+use draftlab_engine::job::Job;
 use draftlab_engine::setting::Setting;
 use draftlab_engine::testing::{
     assert_same_or_near_tie, model, second_token_distribution, two_turns_keep_the_targets_output, two_turns_with,
@@ -54,17 +55,16 @@ fn run_tokens(
     mode: Mode,
     tokens: &[Token],
     s: &Settings,
-    cancel: &AtomicBool,
-    on_event: &mut dyn FnMut(Event),
+    job: &mut Job<'_, Event>,
 ) -> Result<Report, Error> {
     let valid = s.clone().validate(mode)?;
-    p.run_with(mode, tokens, &valid, cancel, on_event)
+    p.run_with(mode, tokens, &valid, job)
 }
 
 fn run(pair: &Session, mode: Mode, prompt: &str, s: &Settings) -> (Report, Vec<Event>) {
     let tokens = pair.prompt_tokens(prompt, false).unwrap();
     let mut events = Vec::new();
-    let r = run_tokens(pair, mode, &tokens, s, &AtomicBool::new(false), &mut |e| events.push(e)).unwrap();
+    let r = run_tokens(pair, mode, &tokens, s, &mut Job::uncancelled(&mut |e| events.push(e))).unwrap();
     (r, events)
 }
 
@@ -163,14 +163,20 @@ fn cancel_returns_a_partial_report() {
     for mode in [Mode::Baseline, Mode::Speculative] {
         let cancel = AtomicBool::new(false);
         let mut seen = 0;
-        let r = run_tokens(&p, mode, &tokens, &settings(200, 3), &cancel, &mut |e| {
-            if let Event::Token { .. } = e {
-                seen += 1;
-                if seen == 5 {
-                    cancel.store(true, Ordering::Relaxed);
+        let r = run_tokens(
+            &p,
+            mode,
+            &tokens,
+            &settings(200, 3),
+            &mut Job::new(&cancel, &mut |e| {
+                if let Event::Token { .. } = e {
+                    seen += 1;
+                    if seen == 5 {
+                        cancel.store(true, Ordering::Relaxed);
+                    }
                 }
-            }
-        })
+            }),
+        )
         .unwrap();
         assert_eq!(r.stop_reason, StopReason::Cancelled, "{mode}");
         assert!(r.generated_tokens >= 5 && r.generated_tokens < 20, "{mode}: {}", r.generated_tokens);
@@ -194,19 +200,18 @@ fn bad_prompts_and_settings_are_clear_errors() {
     assert!(matches!(p.prompt_tokens("   ", false), Err(Error::InvalidPrompt(_))));
     let long = "word ".repeat(2000);
     let tokens = p.prompt_tokens(&long, true).unwrap();
-    let e = run_tokens(&p, Mode::Baseline, &tokens, &settings(8, 4), &AtomicBool::new(false), &mut |_| {}).unwrap_err();
+    let e = run_tokens(&p, Mode::Baseline, &tokens, &settings(8, 4), &mut Job::uncancelled(&mut |_| {})).unwrap_err();
     assert!(matches!(e, Error::InvalidPrompt(_)), "{e}");
     assert!(e.to_string().contains("raise the context size"), "{e}");
     let short = p.prompt_tokens("hi", false).unwrap();
     for n_draft in [0, 1000] {
-        let e = run_tokens(&p, Mode::Speculative, &short, &settings(8, n_draft), &AtomicBool::new(false), &mut |_| {})
+        let e = run_tokens(&p, Mode::Speculative, &short, &settings(8, n_draft), &mut Job::uncancelled(&mut |_| {}))
             .unwrap_err();
         assert!(e.to_string().contains("n_draft"), "{e}");
     }
     let baseline_only = pair(SMOLLM2, None);
-    let e =
-        run_tokens(&baseline_only, Mode::Speculative, &short, &settings(8, 4), &AtomicBool::new(false), &mut |_| {})
-            .unwrap_err();
+    let e = run_tokens(&baseline_only, Mode::Speculative, &short, &settings(8, 4), &mut Job::uncancelled(&mut |_| {}))
+        .unwrap_err();
     assert!(e.to_string().contains("draft model"), "{e}");
 }
 
@@ -278,8 +283,8 @@ fn a_prompt_the_draft_spells_longer_than_its_context_drafts_nothing_and_runs() {
     let n_ctx = (target_len + draft_len) as u32 / 2;
     let s = Settings { n_ctx, ..settings(6, 4) };
     let tokens = p.prompt_tokens(&text, true).unwrap();
-    let base = run_tokens(&p, Mode::Baseline, &tokens, &s, &AtomicBool::new(false), &mut |_| {}).unwrap();
-    let spec = run_tokens(&p, Mode::Speculative, &tokens, &s, &AtomicBool::new(false), &mut |_| {}).unwrap();
+    let base = run_tokens(&p, Mode::Baseline, &tokens, &s, &mut Job::uncancelled(&mut |_| {})).unwrap();
+    let spec = run_tokens(&p, Mode::Speculative, &tokens, &s, &mut Job::uncancelled(&mut |_| {})).unwrap();
     assert_eq!(spec.drafted, 0);
     assert_eq!(base.tokens, spec.tokens);
 }
@@ -668,7 +673,7 @@ fn foreign_and_broken_maps_are_refused_before_generation() {
     let attempt = |map: &Path| {
         let s = Settings { strategy: Strategy::NgramMap, ngram_map: Some(map.to_path_buf()), ..settings(8, 4) };
         let mut events = 0;
-        let r = run_tokens(&p, Mode::Speculative, &tokens, &s, &AtomicBool::new(false), &mut |_| events += 1);
+        let r = run_tokens(&p, Mode::Speculative, &tokens, &s, &mut Job::uncancelled(&mut |_| events += 1));
         assert_eq!(events, 0, "no generation with a bad map");
         let e = r.unwrap_err();
         assert_eq!(e.code(), ErrorCode::InvalidNgramMap, "{e}");
@@ -700,11 +705,14 @@ fn a_session_with_default_settings_runs_auto_adaptive_and_compares_both_modes() 
     let tokens = session.tokenize(PROMPTS[2]).unwrap();
     let mut modes = Vec::new();
     let both = session
-        .run_both(&tokens, &AtomicBool::new(false), &mut |mode, e| {
-            if matches!(e, Event::Done { .. }) {
-                modes.push(mode);
-            }
-        })
+        .run_both(
+            &tokens,
+            &mut Job::uncancelled(&mut |(mode, e)| {
+                if matches!(e, Event::Done { .. }) {
+                    modes.push(mode);
+                }
+            }),
+        )
         .unwrap();
     assert_eq!(modes, [Mode::Baseline, Mode::Speculative]);
     let spec = both.speculative.as_ref().expect("not cancelled");
@@ -806,8 +814,8 @@ fn a_hybrid_target_never_goes_back_to_a_state_it_lost() {
         let short = Settings { n_predict: 3, ..s.clone() }.validate(mode).unwrap();
         let mut slot = ChatSlot::new(&p);
         let input = ChatInput::Text { text: text.into() };
-        let first = slot.run(mode, &input, &short, false, &AtomicBool::new(false), &mut |_| {}).unwrap();
-        let again = slot.run(mode, &input, &short, false, &AtomicBool::new(false), &mut |_| {}).unwrap();
+        let first = slot.run(mode, &input, &short, false, &mut Job::uncancelled(&mut |_| {})).unwrap();
+        let again = slot.run(mode, &input, &short, false, &mut Job::uncancelled(&mut |_| {})).unwrap();
         assert_eq!(again.tokens, first.tokens, "{mode}: the second answer starts from the prompt's state");
         assert_eq!(again.prompt_reused, 0, "{mode}: the prompt was decoded again, not trimmed to");
     }

@@ -415,7 +415,7 @@ fn cycles(edges: &BTreeMap<Vec<String>, BTreeSet<Vec<String>>>) -> Vec<Vec<Vec<S
 pub fn workspace(root: &Path) -> Vec<(PathBuf, Rules)> {
     let llama = vec!["llama_cpp_2", "llama_cpp_sys_2", "draftlab_engine"];
     let core_layers = vec![
-        ("foundation", vec!["error", "setting", "paths", "machine"]),
+        ("foundation", vec!["error", "setting", "paths", "machine", "job"]),
         ("files", vec!["files"]),
         ("decoding", vec!["decoding"]),
         ("measuring", vec!["measuring"]),
@@ -429,7 +429,7 @@ pub fn workspace(root: &Path) -> Vec<(PathBuf, Rules)> {
             Rules {
                 layers: vec![
                     // The foundation, files and the words of a run are draftlab-core's, re-exported.
-                    ("foundation and files", vec!["error", "setting", "paths", "machine", "files"]),
+                    ("foundation and files", vec!["error", "setting", "paths", "machine", "job", "files"]),
                     ("decoding", vec!["decoding"]),
                     ("measuring", vec!["measuring"]),
                     ("serving", vec!["serving"]),

@@ -4,6 +4,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::atomic::AtomicBool;
 
+use draftlab_engine::job::Job;
 use draftlab_engine::measuring::bench::{self, BenchOptions};
 use draftlab_engine::paths::write_atomically;
 use draftlab_engine::setting::Setting;
@@ -38,7 +39,7 @@ pub(crate) fn bench_cmd(
         settings.p_min,
         settings.threads
     );
-    let b = bench::bench(&session, &prompt, &options, &cancel, &mut |s| eprintln!("  {s}"))?;
+    let b = bench::bench(&session, &prompt, &options, &mut Job::new(&cancel, &mut |s| eprintln!("  {s}")))?;
     let fmt = |s: &bench::Spread| format!("median {:.2} (min {:.2}, max {:.2})", s.median, s.min, s.max);
     println!("baseline     tok/s {}", fmt(&b.baseline));
     println!("speculative  tok/s {}", fmt(&b.speculative));

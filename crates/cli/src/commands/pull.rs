@@ -5,6 +5,7 @@ use std::process::ExitCode;
 use std::sync::atomic::AtomicBool;
 
 use draftlab_engine::files::{catalog, hub};
+use draftlab_engine::job::Job;
 use draftlab_engine::Error;
 
 use crate::print::gib;
@@ -36,45 +37,52 @@ pub(crate) fn pull_cmd(what: &[String], quant: Option<&str>, with_draft: bool) -
     let tty = std::io::stderr().is_terminal();
     for (repo, file) in jobs {
         let mut last_line = std::time::Instant::now();
-        let path = hub::download(&opts, &repo, &file, &cancel, &mut |e| match e {
-            hub::DownloadEvent::Started { total, resumed_from, .. } => {
-                eprintln!(
-                    "pull: {repo}/{file} ({}){}",
-                    gib(total),
-                    if resumed_from > 0 { format!(", resuming at {}", gib(resumed_from)) } else { String::new() }
-                );
-            }
-            hub::DownloadEvent::Progress { downloaded, total, bytes_per_s, eta_s } => {
-                let pct = if total > 0 { 100.0 * downloaded as f64 / total as f64 } else { 100.0 };
-                let line = format!(
-                    "  {pct:5.1} %  {} of {}  {:.1} MB/s  ETA {:.0} s",
-                    gib(downloaded),
-                    gib(total),
-                    bytes_per_s / 1e6,
-                    eta_s
-                );
-                if tty {
-                    eprint!("\r{line}   ");
-                } else if last_line.elapsed().as_secs() >= 5 || downloaded == total {
-                    eprintln!("{line}");
-                    last_line = std::time::Instant::now();
+        let path = hub::download(
+            &opts,
+            &repo,
+            &file,
+            &mut Job::new(&cancel, &mut |e| match e {
+                hub::DownloadEvent::Started { total, resumed_from, .. } => {
+                    eprintln!(
+                        "pull: {repo}/{file} ({}){}",
+                        gib(total),
+                        if resumed_from > 0 { format!(", resuming at {}", gib(resumed_from)) } else { String::new() }
+                    );
                 }
-            }
-            hub::DownloadEvent::Retrying { attempt, of, reason, wait_s } => {
-                if tty {
-                    eprintln!();
+                hub::DownloadEvent::Progress { downloaded, total, bytes_per_s, eta_s } => {
+                    let pct = if total > 0 { 100.0 * downloaded as f64 / total as f64 } else { 100.0 };
+                    let line = format!(
+                        "  {pct:5.1} %  {} of {}  {:.1} MB/s  ETA {:.0} s",
+                        gib(downloaded),
+                        gib(total),
+                        bytes_per_s / 1e6,
+                        eta_s
+                    );
+                    if tty {
+                        eprint!("\r{line}   ");
+                    } else if last_line.elapsed().as_secs() >= 5 || downloaded == total {
+                        eprintln!("{line}");
+                        last_line = std::time::Instant::now();
+                    }
                 }
-                eprintln!("  {reason}: retrying from where it stopped in {wait_s:.0} s ({attempt} of {of})");
-            }
-            hub::DownloadEvent::Verifying => {
-                if tty {
-                    eprintln!();
+                hub::DownloadEvent::Retrying { attempt, of, reason, wait_s } => {
+                    if tty {
+                        eprintln!();
+                    }
+                    eprintln!("  {reason}: retrying from where it stopped in {wait_s:.0} s ({attempt} of {of})");
                 }
-                eprintln!("  checking the SHA-256…");
-            }
-            hub::DownloadEvent::Done { already: true, .. } => eprintln!("pull: {repo}/{file} is already in the cache"),
-            hub::DownloadEvent::Done { .. } => {}
-        })
+                hub::DownloadEvent::Verifying => {
+                    if tty {
+                        eprintln!();
+                    }
+                    eprintln!("  checking the SHA-256…");
+                }
+                hub::DownloadEvent::Done { already: true, .. } => {
+                    eprintln!("pull: {repo}/{file} is already in the cache")
+                }
+                hub::DownloadEvent::Done { .. } => {}
+            }),
+        )
         .map_err(|e| catalog::name_missing(&repo, &file, e))?;
         println!("{}", path.display());
     }

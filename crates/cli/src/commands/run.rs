@@ -7,6 +7,7 @@ use std::sync::atomic::AtomicBool;
 use draftlab_engine::decoding::generate::Event;
 use draftlab_engine::decoding::report::Report;
 use draftlab_engine::decoding::settings::Mode;
+use draftlab_engine::job::Job;
 
 use crate::args::{RunArgs, RunMode};
 use crate::print::{summary, Printer};
@@ -35,11 +36,11 @@ pub(crate) fn run_cmd(args: RunArgs) -> anyhow::Result<ExitCode> {
     let out = match args.mode {
         RunMode::Baseline | RunMode::Speculative => {
             let mode = if args.mode == RunMode::Baseline { Mode::Baseline } else { Mode::Speculative };
-            let r = session.run(mode, &prompt, &cancel, &mut |e| show(mode, e))?;
+            let r = session.run(mode, &prompt, &mut Job::new(&cancel, &mut |e| show(mode, e)))?;
             serde_json::json!({ "reports": [r], "comparison": null, "speedup": null })
         }
         RunMode::Both => {
-            let both = session.run_both(&prompt, &cancel, &mut show)?;
+            let both = session.run_both(&prompt, &mut Job::new(&cancel, &mut |(mode, e)| show(mode, e)))?;
             if let (false, Some(comparison)) = (json, &both.comparison) {
                 match both.speedup {
                     Some(s) => eprintln!("speedup {s:.2}× (speculative ÷ baseline generation tokens/s)"),

@@ -6,6 +6,7 @@ use std::sync::atomic::AtomicBool;
 use draftlab_engine::decoding::draft::Strategy;
 use draftlab_engine::decoding::llama::{FlashAttn, GpuLayers, KvType};
 use draftlab_engine::decoding::settings::{Mode, Settings};
+use draftlab_engine::job::Job;
 use draftlab_engine::measuring::charts;
 use draftlab_engine::measuring::results::Results;
 use draftlab_engine::measuring::sweep::{self, CellOutcome, SweepEvent, SweepSpec, Variant};
@@ -94,40 +95,44 @@ pub(crate) fn sweep_cmd(args: SweepArgs) -> anyhow::Result<ExitCode> {
     );
     let cancel = AtomicBool::new(false);
     let started = std::time::Instant::now();
-    let results = sweep::run(&spec, &args.out, &cancel, &mut |e| match e {
-        SweepEvent::Resumed { done } => eprintln!("resuming: {done} of {total} cells already done"),
-        SweepEvent::Loading { target, draft } => {
-            eprintln!("loading {target}{}", draft.map(|d| format!(" + {d}")).unwrap_or_default())
-        }
-        SweepEvent::Predicted { cells } => {
-            let parts: Vec<String> =
-                cells.iter().map(|(k, p)| format!("{} k={}: {p:.2}×", k.strategy.name(), k.n_draft)).collect();
-            eprintln!("  predicted: {}", parts.join(", "));
-        }
-        SweepEvent::Cell { label, .. } => eprintln!("  measuring {label}"),
-        SweepEvent::Progress { done, total, eta_s, record } => {
-            let what = match &record.outcome {
-                CellOutcome::Measured { speedup, acceptance_rate, .. } => format!(
-                    "{:.2}× ({:.2}–{:.2}), acceptance {:.0} %{}",
-                    speedup.median,
-                    speedup.min,
-                    speedup.max,
-                    100.0 * acceptance_rate,
-                    record.predicted_speedup.map(|p| format!(", predicted {p:.2}×")).unwrap_or_default()
-                ),
-                CellOutcome::Incompatible { reason } => format!("incompatible: {reason}"),
-                CellOutcome::TooBig { reason } => format!("not run: {reason}"),
-                CellOutcome::Failed { error } => format!("failed: {}", error.message),
-            };
-            eprintln!(
-                "[{done}/{total}] {}: {what} · {:.0} s elapsed, ETA {:.0} s",
-                spec.label(&record.key),
-                started.elapsed().as_secs_f64(),
-                eta_s
-            );
-        }
-        SweepEvent::Planned { .. } | SweepEvent::Log { .. } => {}
-    })?;
+    let results = sweep::run(
+        &spec,
+        &args.out,
+        &mut Job::new(&cancel, &mut |e| match e {
+            SweepEvent::Resumed { done } => eprintln!("resuming: {done} of {total} cells already done"),
+            SweepEvent::Loading { target, draft } => {
+                eprintln!("loading {target}{}", draft.map(|d| format!(" + {d}")).unwrap_or_default())
+            }
+            SweepEvent::Predicted { cells } => {
+                let parts: Vec<String> =
+                    cells.iter().map(|(k, p)| format!("{} k={}: {p:.2}×", k.strategy.name(), k.n_draft)).collect();
+                eprintln!("  predicted: {}", parts.join(", "));
+            }
+            SweepEvent::Cell { label, .. } => eprintln!("  measuring {label}"),
+            SweepEvent::Progress { done, total, eta_s, record } => {
+                let what = match &record.outcome {
+                    CellOutcome::Measured { speedup, acceptance_rate, .. } => format!(
+                        "{:.2}× ({:.2}–{:.2}), acceptance {:.0} %{}",
+                        speedup.median,
+                        speedup.min,
+                        speedup.max,
+                        100.0 * acceptance_rate,
+                        record.predicted_speedup.map(|p| format!(", predicted {p:.2}×")).unwrap_or_default()
+                    ),
+                    CellOutcome::Incompatible { reason } => format!("incompatible: {reason}"),
+                    CellOutcome::TooBig { reason } => format!("not run: {reason}"),
+                    CellOutcome::Failed { error } => format!("failed: {}", error.message),
+                };
+                eprintln!(
+                    "[{done}/{total}] {}: {what} · {:.0} s elapsed, ETA {:.0} s",
+                    spec.label(&record.key),
+                    started.elapsed().as_secs_f64(),
+                    eta_s
+                );
+            }
+            SweepEvent::Planned { .. } | SweepEvent::Log { .. } => {}
+        }),
+    )?;
     for (kind, name) in [("heatmap", "heatmap"), ("draft-length", "draft-length"), ("bars", "best")] {
         let chart = Results::Sweep(Box::new(results.clone())).chart(kind)?;
         for ext in ["png", "svg"] {

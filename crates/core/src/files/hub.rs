@@ -4,7 +4,7 @@
 //! hf-hub 0.4.3's tokio API gives the HTTP client (token and user agent), the file URLs, the token
 //! lookup and the cache (`refs/`); the transfer itself is one ranged stream, written as it arrives
 //! and hashed on the way. (hf-hub's own `download_with_progress` holds each chunk in memory,
-//! resolves every chunk through the hub again and writes 2 MiB at a time: `scripts/bench-download`
+//! resolves every chunk through the hub again and writes 2 MiB at a time: `scripts/bench download`
 //! measures it beside this and curl.) On top: a clear error for 401/403, 404 and no network before
 //! anything is written; a free-disk check; progress with rate and ETA; retries after a dropped
 //! connection; cancel. The partial file is `blobs/<etag>.incomplete`, resumed from its length as
@@ -24,6 +24,7 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use crate::error::{Error, ErrorCode, Result};
+use crate::job::Job;
 
 /// Where and how to download.
 #[derive(Debug, Clone, Default)]
@@ -598,21 +599,16 @@ fn link_snapshot(repo_dir: &Path, commit: &str, file: &str, blob: &Path) -> Resu
 /// Downloads `repo`/`file` into the cache (or finds it there), reporting progress; returns the
 /// snapshot path. A dropped connection is retried from where it stopped; cancel (or a kill) keeps
 /// the part downloaded, and the next call resumes it.
-pub fn download(
-    opts: &HubOptions,
-    repo: &str,
-    file: &str,
-    cancel: &AtomicBool,
-    on_event: &mut dyn FnMut(DownloadEvent),
-) -> Result<PathBuf> {
+pub fn download(opts: &HubOptions, repo: &str, file: &str, job: &mut Job<'_, DownloadEvent>) -> Result<PathBuf> {
     check_repo(repo)?;
+    let cancel = job.cancel_flag();
     check_file(file)?;
     let cache_dir = opts.cache_dir();
     let cache = Cache::new(cache_dir.clone());
     let hf_repo = Repo::new(repo.to_string(), RepoType::Model);
     if let Some(path) = cache.repo(hf_repo.clone()).get(file) {
         if path.is_file() {
-            on_event(DownloadEvent::Done { path: path.clone(), already: true });
+            job.emit(DownloadEvent::Done { path: path.clone(), already: true });
             return Ok(path);
         }
     }
@@ -623,15 +619,15 @@ pub fn download(
     let repo_dir = cache_dir.join(hf_repo.folder_name());
     let blobs = repo_dir.join("blobs");
     let blob = blobs.join(&remote.etag);
-    let finish = |blob: &Path, already: bool, on_event: &mut dyn FnMut(DownloadEvent)| -> Result<PathBuf> {
+    let finish = |blob: &Path, already: bool, job: &mut Job<'_, DownloadEvent>| -> Result<PathBuf> {
         let path = link_snapshot(&repo_dir, &remote.commit, file, blob)?;
         cache.repo(hf_repo.clone()).create_ref(&remote.commit).map_err(|e| io_error(&cache_dir, e))?;
-        on_event(DownloadEvent::Done { path: path.clone(), already });
+        job.emit(DownloadEvent::Done { path: path.clone(), already });
         Ok(path)
     };
     // The same bytes are already here (another revision, or a link that went missing).
     if std::fs::metadata(&blob).is_ok_and(|m| m.is_file() && m.len() == remote.size) {
-        return finish(&blob, true, on_event);
+        return finish(&blob, true, job);
     }
     std::fs::create_dir_all(&blobs).map_err(|e| io_error(&blobs, e))?;
     crate::paths::ensure_under(&cache_dir, &blob)?;
@@ -663,7 +659,7 @@ pub fn download(
         resumed_from = 0;
     }
     check_space(file, remote.size - resumed_from, free_space(&blobs), &blobs)?;
-    on_event(DownloadEvent::Started { repo: repo.into(), file: file.into(), total: remote.size, resumed_from });
+    job.emit(DownloadEvent::Started { repo: repo.into(), file: file.into(), total: remote.size, resumed_from });
 
     let url = api.repo(hf_repo.clone()).url(file);
     let endpoint = opts.endpoint();
@@ -688,7 +684,7 @@ pub fn download(
                 let attempt = stream_once(api.client(), &url, remote.size, &mut offset, &tx, &http_error);
                 let report = || {
                     let secs = started.elapsed().as_secs_f64();
-                    on_event(progress(resumed_from, written.load(Ordering::Relaxed), remote.size, secs));
+                    job.emit(progress(resumed_from, written.load(Ordering::Relaxed), remote.size, secs));
                 };
                 let Some(stop) = unless_cancelled(attempt, &mut tick, cancel, report).await else {
                     return Err(cancelled());
@@ -711,7 +707,7 @@ pub fn download(
                     ));
                 }
                 let wait = first_wait.saturating_mul(1u32 << (failures - 1).min(5)).min(Duration::from_secs(30));
-                on_event(DownloadEvent::Retrying { attempt: failures, of: retries, reason, wait_s: wait.as_secs_f64() });
+                job.emit(DownloadEvent::Retrying { attempt: failures, of: retries, reason, wait_s: wait.as_secs_f64() });
                 if unless_cancelled(tokio::time::sleep(wait), &mut tick, cancel, || {}).await.is_none() {
                     return Err(cancelled());
                 }
@@ -728,7 +724,7 @@ pub fn download(
     let hashed = hashed?;
     // Every byte is written: the bar reaches the end.
     let done = written.load(Ordering::Relaxed);
-    on_event(progress(resumed_from, done, remote.size, started.elapsed().as_secs_f64()));
+    job.emit(progress(resumed_from, done, remote.size, started.elapsed().as_secs_f64()));
     let have = resumed_from + done;
     if have != remote.size {
         return Err(download_error(
@@ -740,7 +736,7 @@ pub fn download(
         ));
     }
     if is_hex(&remote.etag, 64) {
-        on_event(DownloadEvent::Verifying);
+        job.emit(DownloadEvent::Verifying);
         let actual = crate::files::gguf::hex(&hashed.finalize());
         if !actual.eq_ignore_ascii_case(&remote.etag) {
             // Never leave a corrupt file where a model is expected.
@@ -756,5 +752,5 @@ pub fn download(
     }
     std::fs::rename(&part, &blob).map_err(|e| io_error(&blob, e))?;
     drop(lock);
-    finish(&blob, false, on_event)
+    finish(&blob, false, job)
 }

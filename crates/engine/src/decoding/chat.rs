@@ -7,8 +7,6 @@
 //! A slot borrows its session (contexts borrow their models), so the worker keeps it while it
 //! serves chat requests for the same models and drops it before anything else.
 
-use std::sync::atomic::AtomicBool;
-
 pub use draftlab_core::decoding::chat::ChatInput;
 
 use crate::decoding::draft::model::ModelDrafter;
@@ -21,6 +19,7 @@ use crate::decoding::settings::{Mode, ValidSettings};
 use crate::decoding::speculative::NativeKind;
 use crate::decoding::target::Target;
 use crate::error::{Error, Result};
+use crate::job::Job;
 
 /// What a context was made with: another value needs another context.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -79,8 +78,7 @@ impl<'s> ChatSlot<'s> {
         input: &ChatInput,
         settings: &ValidSettings,
         open_ended: bool,
-        cancel: &AtomicBool,
-        on_event: &mut dyn FnMut(Event),
+        job: &mut Job<'_, Event>,
     ) -> Result<Report> {
         let prompt = self.session.chat_tokens(input, settings.raw)?;
         let n_ctx = settings.n_ctx as usize;
@@ -127,7 +125,7 @@ impl<'s> ChatSlot<'s> {
             };
         let cached = self.target.as_mut().expect("made above");
         let mut target = ReusingTarget { model: self.session.target(), cached, reused: 0 };
-        let result = self.session.run_on(&mut target, mode, &prompt, settings, model_drafter, cancel, on_event);
+        let result = self.session.run_on(&mut target, mode, &prompt, settings, model_drafter, job);
         let reused = target.reused;
         if result.is_err() {
             // The cache may hold half a batch: start afresh next time.

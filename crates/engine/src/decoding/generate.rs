@@ -6,7 +6,6 @@
 //! generation is the same loop with no drafter: one token per target pass. The target is a
 //! [`Target`], so the loop runs on llama.cpp and, in its unit tests, on a scripted model.
 
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 pub use draftlab_core::decoding::event::{Event, RunInfo};
@@ -21,13 +20,13 @@ use crate::decoding::settings::{Mode, ValidSettings};
 use crate::decoding::target::Target;
 use crate::decoding::verify::{argmax_with_margin, greedy_round};
 use crate::error::{Error, Result};
+use crate::job::Job;
 use crate::machine::MachineInfo;
 
 /// Runs one generation on `target` (a fresh context) with `drafters` (none: baseline). `scheduler`
 /// chooses each round's draft length (adaptive runs); without one, the first drafter with a
-/// proposal drafts the fixed length. `cancel` is checked between rounds; a cancelled run returns
-/// its partial report. Events go to `on_event` as they happen.
-#[allow(clippy::too_many_arguments)]
+/// proposal drafts the fixed length. The job's cancel is checked between rounds; a cancelled run
+/// returns its partial report. Events go to the job as they happen.
 pub fn generate(
     target: &mut dyn Target,
     drafters: &mut [Box<dyn Drafter + '_>],
@@ -35,15 +34,14 @@ pub fn generate(
     prompt: &[Token],
     settings: &ValidSettings,
     info: RunInfo,
-    cancel: &AtomicBool,
-    on_event: &mut dyn FnMut(Event),
+    job: &mut Job<'_, Event>,
 ) -> Result<Report> {
     settings.require(info.mode)?;
     check_room(prompt.len(), target.n_ctx(), info.mode, settings.n_draft)?;
     let started_at = crate::paths::now_secs();
-    let mut run = Loop::start(target, drafters, scheduler, prompt, settings, on_event)?;
+    let mut run = Loop::start(target, drafters, scheduler, prompt, settings, job)?;
     while run.stop.is_none() {
-        if let Some(stop) = run.interrupted(cancel) {
+        if let Some(stop) = run.interrupted() {
             run.stop = Some(stop);
             break;
         }
@@ -140,12 +138,12 @@ struct Tally {
 const STEADY_STEPS: usize = 3;
 
 /// The loop's state between rounds.
-struct Loop<'r, 'd> {
+struct Loop<'r, 'j, 'd> {
     target: &'r mut dyn Target,
     drafters: &'r mut [Box<dyn Drafter + 'd>],
     scheduler: Option<Scheduler>,
     settings: &'r ValidSettings,
-    on_event: &'r mut dyn FnMut(Event),
+    job: &'r mut Job<'j, Event>,
     rng: Rng,
     utf8: Utf8Stream,
     /// The prompt and every generated token.
@@ -163,7 +161,7 @@ struct Loop<'r, 'd> {
     shadows: Vec<Shadow>,
 }
 
-impl<'r, 'd> Loop<'r, 'd> {
+impl<'r, 'j, 'd> Loop<'r, 'j, 'd> {
     /// Prompt processing: once on the target (its last logits give the first token), once on the
     /// cheap drafters. With several drafters (`auto`) a model is the fallback: it reads the prompt
     /// when first asked to draft (its cache syncs to the context), not up front.
@@ -173,7 +171,7 @@ impl<'r, 'd> Loop<'r, 'd> {
         scheduler: Option<Scheduler>,
         prompt: &[Token],
         settings: &'r ValidSettings,
-        on_event: &'r mut dyn FnMut(Event),
+        job: &'r mut Job<'j, Event>,
     ) -> Result<Self> {
         let n = settings.n_draft;
         let tally = Tally {
@@ -218,7 +216,7 @@ impl<'r, 'd> Loop<'r, 'd> {
             drafters,
             scheduler,
             settings,
-            on_event,
+            job,
             rng,
             utf8: Utf8Stream::new(),
             context: prompt.to_vec(),
@@ -234,7 +232,7 @@ impl<'r, 'd> Loop<'r, 'd> {
         };
         let target_alone_tps =
             run.scheduler.as_ref().map(|s| s.costs().verify(1)).filter(|&v| v > 0.0).map(|v| 1e3 / v);
-        (run.on_event)(Event::Started {
+        run.job.emit(Event::Started {
             prompt_tokens: prompt.len(),
             reused_tokens: run.target.reused(),
             prompt_ms,
@@ -246,8 +244,8 @@ impl<'r, 'd> Loop<'r, 'd> {
     }
 
     /// Why the loop must stop before the next round, if it must.
-    fn interrupted(&self, cancel: &AtomicBool) -> Option<StopReason> {
-        if cancel.load(Ordering::Relaxed) {
+    fn interrupted(&self) -> Option<StopReason> {
+        if self.job.cancelled() {
             return Some(StopReason::Cancelled);
         }
         (self.n_past + 1 > self.target.n_ctx()).then_some(StopReason::ContextFull)
@@ -392,7 +390,7 @@ impl<'r, 'd> Loop<'r, 'd> {
         self.settle_shadows();
         let known_at = ms(self.t_gen.elapsed()) as f32;
         self.tally.token_ms.resize(self.tally.tokens.len(), known_at);
-        (self.on_event)(Event::Step {
+        self.job.emit(Event::Step {
             step: self.step,
             drafted: round.tokens.len(),
             accepted: v.accepted,
@@ -414,7 +412,7 @@ impl<'r, 'd> Loop<'r, 'd> {
         self.context.push(tok);
         let text = self.utf8.push(&self.target.piece(tok));
         t.text.push_str(&text);
-        (self.on_event)(Event::Token { text, token: tok, source, step: self.step, strategy });
+        self.job.emit(Event::Token { text, token: tok, source, step: self.step, strategy });
         (t.tokens.len() >= self.settings.n_predict).then_some(StopReason::MaxTokens)
     }
 
@@ -480,7 +478,7 @@ impl<'r, 'd> Loop<'r, 'd> {
             runtime: info.runtime,
             started_at,
         };
-        (self.on_event)(Event::Done { report: Box::new(report.clone()) });
+        self.job.emit(Event::Done { report: Box::new(report.clone()) });
         report
     }
 }

@@ -7,8 +7,6 @@
 //! Used by the tests that hold a drafter to what it reached on a real model's recorded output
 //! (`tests/replay.rs`; behind the `testing` feature, out of shipped builds).
 
-use std::sync::atomic::AtomicBool;
-
 use crate::decoding::costs::Costs;
 use crate::decoding::draft::Drafter;
 use crate::decoding::generate::{generate, RunInfo};
@@ -18,6 +16,7 @@ use crate::decoding::schedule::Scheduler;
 use crate::decoding::settings::{Mode, ValidSettings};
 use crate::decoding::target::Target;
 use crate::error::{Error, Result};
+use crate::job::Job;
 
 /// A target whose greedy choice after `prompt ++ output[..i]` is `output[i]` (and the end of the
 /// answer after the whole output). Its KV cache is a list kept in step with the loop.
@@ -148,8 +147,8 @@ pub fn replay(
     let mut target = ReplayTarget::new(prompt, output, settings.n_ctx as usize)?;
     let scheduler = settings.adaptive.then(|| Scheduler::new(costs.clone()));
     let info = RunInfo { mode: Mode::Speculative, target: replay_id(), draft: None, notes: Vec::new(), runtime: None };
-    let cancel = AtomicBool::new(false);
-    let report = generate(&mut target, drafters, scheduler, prompt, &settings, info, &cancel, &mut |_| {})?;
+    let report =
+        generate(&mut target, drafters, scheduler, prompt, &settings, info, &mut Job::uncancelled(&mut |_| {}))?;
     let time_ms = costs.run_ms(report.rounds.iter().map(|r| r.drafted), 0);
     // The target alone makes the same passes: one per token after the first, and one more that
     // finds the end of the answer when the run ended there.

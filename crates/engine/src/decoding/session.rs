@@ -6,7 +6,6 @@
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
 use crate::decoding::compare::{compare, Comparison};
@@ -31,6 +30,7 @@ use crate::decoding::target::{LlamaTarget, Target};
 use crate::error::{Error, Result};
 use crate::files::doctor::{self, Diagnosis, KvScale, Pairing, Placement, Topic, Verdict};
 use crate::files::gguf::{DrafterKind, GgufFile};
+use crate::job::Job;
 use crate::setting::Setting;
 use draftlab_core::decoding::chat::ChatInput;
 
@@ -436,25 +436,19 @@ impl Session {
     }
 
     /// Runs one generation with the session's settings.
-    pub fn run(
-        &self,
-        mode: Mode,
-        prompt: &[Token],
-        cancel: &AtomicBool,
-        on_event: &mut dyn FnMut(Event),
-    ) -> Result<Report> {
-        self.run_with(mode, prompt, &self.settings, cancel, on_event)
+    pub fn run(&self, mode: Mode, prompt: &[Token], job: &mut Job<'_, Event>) -> Result<Report> {
+        self.run_with(mode, prompt, &self.settings, job)
     }
 
     /// Runs one generation with other settings on the same models (a sweep's cells, a test's
-    /// variations). `cancel` is checked between rounds; a cancelled run returns its partial report.
+    /// variations). The job's cancel is checked between rounds; a cancelled run returns its
+    /// partial report.
     pub fn run_with(
         &self,
         mode: Mode,
         prompt: &[Token],
         settings: &ValidSettings,
-        cancel: &AtomicBool,
-        on_event: &mut dyn FnMut(Event),
+        job: &mut Job<'_, Event>,
     ) -> Result<Report> {
         let ctx = self.target_context(mode, settings)?;
         let mut target = LlamaTarget { model: &self.target, ctx };
@@ -462,12 +456,11 @@ impl Session {
             Mode::Speculative => self.model_drafter(settings)?,
             Mode::Baseline => None,
         };
-        self.run_on(&mut target, mode, prompt, settings, model_drafter, cancel, on_event)
+        self.run_on(&mut target, mode, prompt, settings, model_drafter, job)
     }
 
     /// Runs one generation on `target` (a fresh context, or a conversation's warm one) with
     /// `model_drafter` as the draft model's drafter when the strategy uses one.
-    #[allow(clippy::too_many_arguments)]
     pub fn run_on<'a>(
         &'a self,
         target: &mut dyn Target,
@@ -475,8 +468,7 @@ impl Session {
         prompt: &[Token],
         settings: &ValidSettings,
         model_drafter: Option<Box<dyn Drafter + 'a>>,
-        cancel: &AtomicBool,
-        on_event: &mut dyn FnMut(Event),
+        job: &mut Job<'_, Event>,
     ) -> Result<Report> {
         settings.require(mode)?;
         let mut notes = Vec::new();
@@ -506,7 +498,7 @@ impl Session {
         };
         let runtime = self.runtime_with(settings.threads, draft.as_ref().and(self.draft.as_ref()));
         let info = RunInfo { mode, target: self.target.id.clone(), draft, notes, runtime: Some(runtime) };
-        let mut report = generate(target, &mut drafters, scheduler, prompt, settings, info, cancel, on_event)?;
+        let mut report = generate(target, &mut drafters, scheduler, prompt, settings, info, job)?;
         // A cache saves what it learned; a failure to save costs the next run, not this one.
         let context: Vec<Token> = prompt.iter().chain(&report.tokens).copied().collect();
         for d in &mut drafters {
@@ -518,14 +510,9 @@ impl Session {
     }
 
     /// The target alone, then speculative, on the same prompt with the session's settings; their
-    /// comparison and the speedup. `on_event` hears each run's events with its mode.
-    pub fn run_both(
-        &self,
-        prompt: &[Token],
-        cancel: &AtomicBool,
-        on_event: &mut dyn FnMut(Mode, Event),
-    ) -> Result<Both> {
-        self.run_both_with(prompt, &self.settings, cancel, on_event)
+    /// comparison and the speedup. The job hears each run's events with its mode.
+    pub fn run_both(&self, prompt: &[Token], job: &mut Job<'_, (Mode, Event)>) -> Result<Both> {
+        self.run_both_with(prompt, &self.settings, job)
     }
 
     /// Both modes with other settings (checked for speculative runs) on the same models: the CLI's
@@ -535,16 +522,17 @@ impl Session {
         &self,
         prompt: &[Token],
         settings: &ValidSettings,
-        cancel: &AtomicBool,
-        on_event: &mut dyn FnMut(Mode, Event),
+        job: &mut Job<'_, (Mode, Event)>,
     ) -> Result<Both> {
         settings.require(Mode::Speculative)?;
-        let baseline = self.run_with(Mode::Baseline, prompt, settings, cancel, &mut |e| on_event(Mode::Baseline, e))?;
+        let run = |mode: Mode, job: &mut Job<'_, (Mode, Event)>| {
+            job.part(|e| (mode, e), |job| self.run_with(mode, prompt, settings, job))
+        };
+        let baseline = run(Mode::Baseline, job)?;
         if baseline.stop_reason == StopReason::Cancelled {
             return Ok(Both { baseline, speculative: None, comparison: None, speedup: None });
         }
-        let speculative =
-            self.run_with(Mode::Speculative, prompt, settings, cancel, &mut |e| on_event(Mode::Speculative, e))?;
+        let speculative = run(Mode::Speculative, job)?;
         Ok(Both {
             comparison: Some(compare(&baseline, &speculative)),
             speedup: speedup(&baseline, &speculative),

@@ -2,8 +2,6 @@
 //! the same machine load), medians and spread, and the predicted speedup next to the measured one
 //! (the reports and the prediction are `draftlab_core::measuring::bench`, re-exported here).
 
-use std::sync::atomic::AtomicBool;
-
 pub use draftlab_core::measuring::bench::*;
 
 use crate::decoding::compare::compare;
@@ -13,17 +11,18 @@ use crate::decoding::report::{speedup, Report};
 use crate::decoding::session::Session;
 use crate::decoding::settings::{Mode, ValidSettings};
 use crate::error::Result;
+use crate::job::Job;
 use crate::measuring::llama_cpp;
 
-/// Runs the benchmark of the session's settings. `progress` hears a line before each run.
+/// Runs the benchmark of the session's settings. The job hears a progress line before each run;
+/// its cancel ends each run early.
 pub fn bench(
     session: &Session,
     prompt: &[Token],
     options: &BenchOptions,
-    cancel: &AtomicBool,
-    progress: &mut dyn FnMut(&str),
+    job: &mut Job<'_, String>,
 ) -> Result<BenchReport> {
-    bench_with_costs(session, prompt, session.settings(), options, None, cancel, progress)
+    bench_with_costs(session, prompt, session.settings(), options, None, job)
 }
 
 /// `bench` with other settings on the session's models and with step costs already measured
@@ -35,13 +34,11 @@ pub fn bench_with_costs(
     settings: &ValidSettings,
     options: &BenchOptions,
     costs: Option<Costs>,
-    cancel: &AtomicBool,
-    progress: &mut dyn FnMut(&str),
+    job: &mut Job<'_, String>,
 ) -> Result<BenchReport> {
     settings.require(Mode::Speculative)?;
     let total = options.warmup + options.reps.max(1);
     let mut runs = Vec::new();
-    let mut ignore = |_| {};
     // Without costs given, they are measured before each counted pair (two repetitions each) and
     // the median taken: the machine's speed drifts (±10 % here), and costs measured once, apart
     // from the runs, can miss the state the runs saw.
@@ -50,14 +47,14 @@ pub fn bench_with_costs(
     for i in 0..total {
         let warm = i < options.warmup;
         if !warm && given.is_none() {
-            progress("measuring step costs");
+            job.emit("measuring step costs".into());
             measured.push(session.measure_costs(prompt, settings, settings.n_draft + 1, 2)?);
         }
         for mode in [Mode::Baseline, Mode::Speculative] {
             let label =
                 if warm { "warm-up".to_string() } else { format!("rep {}/{}", i - options.warmup + 1, options.reps) };
-            progress(&format!("{label}: {mode}"));
-            let r = session.run_with(mode, prompt, settings, cancel, &mut ignore)?;
+            job.emit(format!("{label}: {mode}"));
+            let r = job.quiet(|job| session.run_with(mode, prompt, settings, job))?;
             if !warm {
                 runs.push(r);
             }

@@ -4,7 +4,6 @@
 //! sweep that was killed resumes where it stopped.
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 pub use draftlab_core::measuring::sweep::*;
@@ -15,6 +14,7 @@ use crate::decoding::llama::Token;
 use crate::decoding::session::Session;
 use crate::decoding::settings::{Mode, Settings};
 use crate::error::{Error, Result};
+use crate::job::Job;
 use crate::measuring::bench::{self, BenchOptions};
 
 /// Runs (or resumes) a sweep, writing `<out>/results.json` after every cell. Returns the results;
@@ -23,16 +23,11 @@ use crate::measuring::bench::{self, BenchOptions};
 /// In phases: open (check the spec, resume what a folder holds), group the cells left by the
 /// models they load, ask the doctor about every pair (refusals are recorded at once), then each
 /// pair: load, predict its cells, measure them.
-pub fn run(
-    spec: &SweepSpec,
-    out: &Path,
-    cancel: &AtomicBool,
-    on_event: &mut dyn FnMut(SweepEvent),
-) -> Result<SweepResults> {
-    let mut sweep = Sweep::open(spec, out, cancel, on_event)?;
+pub fn run(spec: &SweepSpec, out: &Path, job: &mut Job<'_, SweepEvent>) -> Result<SweepResults> {
+    let mut sweep = Sweep::open(spec, out, job)?;
     let groups = sweep.groups();
     for (ids, keys) in sweep.check_pairs(groups)? {
-        if cancel.load(Ordering::Relaxed) {
+        if sweep.job.cancelled() {
             break;
         }
         sweep.run_pair(ids, keys)?;
@@ -42,15 +37,14 @@ pub fn run(
 
 /// A sweep in progress: its spec and cells, the results so far (saved after each cell), and the
 /// timing its estimate of the time left reads.
-struct Sweep<'a> {
+struct Sweep<'a, 'j> {
     spec: &'a SweepSpec,
     /// `<out>/results.json`.
     path: PathBuf,
     all: Vec<CellKey>,
     results: SweepResults,
     timing: Timing,
-    cancel: &'a AtomicBool,
-    on_event: &'a mut dyn FnMut(SweepEvent),
+    job: &'a mut Job<'j, SweepEvent>,
 }
 
 /// What a pair's predictions found: each cell's predicted speedup, and the pair's step costs.
@@ -59,15 +53,10 @@ struct Predictions {
     costs: Option<Costs>,
 }
 
-impl<'a> Sweep<'a> {
+impl<'a, 'j> Sweep<'a, 'j> {
     /// Checks the spec and its files, says how many cells it has, and resumes the results a folder
     /// holds (of the same sweep only).
-    fn open(
-        spec: &'a SweepSpec,
-        out: &Path,
-        cancel: &'a AtomicBool,
-        on_event: &'a mut dyn FnMut(SweepEvent),
-    ) -> Result<Self> {
+    fn open(spec: &'a SweepSpec, out: &Path, job: &'a mut Job<'j, SweepEvent>) -> Result<Self> {
         spec.validate()?;
         for p in spec.targets.iter().chain(&spec.drafts) {
             if !p.is_file() {
@@ -76,7 +65,7 @@ impl<'a> Sweep<'a> {
         }
         let all = spec.cells();
         let total = all.len();
-        on_event(SweepEvent::Planned { total });
+        job.emit(SweepEvent::Planned { total });
         let path = out.join(RESULTS_FILE);
         let mut results = if path.exists() {
             let r = SweepResults::load(&path)?;
@@ -87,14 +76,14 @@ impl<'a> Sweep<'a> {
                     out.display()
                 )));
             }
-            on_event(SweepEvent::Resumed { done: r.cells.len() });
+            job.emit(SweepEvent::Resumed { done: r.cells.len() });
             r
         } else {
             SweepResults::new(spec.clone())
         };
         results.complete = false;
         results.total = Some(total);
-        Ok(Sweep { spec, path, all, results, timing: Timing::default(), cancel, on_event })
+        Ok(Sweep { spec, path, all, results, timing: Timing::default(), job })
     }
 
     /// The cells not measured yet, grouped by the models they share, in order.
@@ -147,7 +136,7 @@ impl<'a> Sweep<'a> {
         let started = Instant::now();
         let target = &self.spec.targets[t];
         let draft = d.map(|d| self.spec.drafts[d].as_path());
-        (self.on_event)(SweepEvent::Loading { target: file_label(target), draft: draft.map(file_label) });
+        self.job.emit(SweepEvent::Loading { target: file_label(target), draft: draft.map(file_label) });
         // Loaded for the longest draft length (the costs and probes are measured at it);
         // `Session::load` checks again (memory now, before each pair loads).
         let max_k = keys.iter().map(|k| k.n_draft).max().unwrap_or(1);
@@ -164,7 +153,7 @@ impl<'a> Sweep<'a> {
         let weight = self.timing.weights.get(&ids).copied().unwrap_or_default();
         self.timing.overheads.push((started.elapsed().as_secs_f64(), weight));
         for key in keys {
-            if self.cancel.load(Ordering::Relaxed) {
+            if self.job.cancelled() {
                 break;
             }
             self.measure(&pair, &prompt, key, &predictions)?;
@@ -186,7 +175,7 @@ impl<'a> Sweep<'a> {
         let costs = match pair.costs(prompt, pair.settings()) {
             Ok(costs) => costs,
             Err(e) => {
-                (self.on_event)(SweepEvent::Log { message: format!("could not measure costs: {e}") });
+                self.job.emit(SweepEvent::Log { message: format!("could not measure costs: {e}") });
                 return Predictions { cells: Vec::new(), costs: None };
             }
         };
@@ -202,7 +191,7 @@ impl<'a> Sweep<'a> {
                         .validate(Mode::Speculative)
                 });
             let Ok(probe_settings) = probe_settings else { continue };
-            let probe = pair.run_with(Mode::Speculative, prompt, &probe_settings, self.cancel, &mut |_| {});
+            let probe = self.job.quiet(|job| pair.run_with(Mode::Speculative, prompt, &probe_settings, job));
             let Ok(probe) = probe else { continue };
             let model_drafts = pair.drafts_with_model(&probe_settings);
             for key in keys.iter().filter(|k| k.strategy == strategy) {
@@ -213,7 +202,7 @@ impl<'a> Sweep<'a> {
         if !cells.is_empty() {
             self.results.predictions.retain(|(k, _)| !cells.iter().any(|(p, _)| p == k));
             self.results.predictions.extend(cells.iter().copied());
-            (self.on_event)(SweepEvent::Predicted { cells: cells.clone() });
+            self.job.emit(SweepEvent::Predicted { cells: cells.clone() });
         }
         Predictions { cells, costs: Some(costs) }
     }
@@ -221,22 +210,22 @@ impl<'a> Sweep<'a> {
     /// Measures one cell (a bench of both modes) and records it; a cancelled cell is not recorded
     /// (a resume runs it again).
     fn measure(&mut self, pair: &Session, prompt: &[Token], key: CellKey, predictions: &Predictions) -> Result<()> {
-        (self.on_event)(SweepEvent::Cell { key, label: self.spec.label(&key) });
+        self.job.emit(SweepEvent::Cell { key, label: self.spec.label(&key) });
         let t0 = Instant::now();
         let options = BenchOptions { reps: self.spec.reps, warmup: self.spec.warmup };
         let settings = self.spec.cell_settings(&key);
         let cross = pair.is_cross_vocabulary() && settings.as_ref().is_ok_and(|s| pair.drafts_with_model(s));
-        let (cancel, on_event) = (self.cancel, &mut *self.on_event);
         let measured = settings.and_then(|settings| {
             // A draft model's token cost depends on whether the cell drafts with it; the pair's
             // costs were measured for the first strategy's case.
             let costs =
                 predictions.costs.clone().filter(|c| (c.draft_token_ms > 0.0) == pair.drafts_with_model(&settings));
-            bench::bench_with_costs(pair, prompt, &settings, &options, costs, cancel, &mut |m| {
-                on_event(SweepEvent::Log { message: m.to_string() })
-            })
+            self.job.part(
+                |message| SweepEvent::Log { message },
+                |job| bench::bench_with_costs(pair, prompt, &settings, &options, costs, job),
+            )
         });
-        if cancel.load(Ordering::Relaxed) {
+        if self.job.cancelled() {
             return Ok(());
         }
         let outcome = match measured {
@@ -277,7 +266,7 @@ impl<'a> Sweep<'a> {
         self.results.updated_at = crate::paths::now_secs();
         self.results.save(&self.path)?;
         let eta_s = self.timing.eta(&self.results, &self.all);
-        (self.on_event)(SweepEvent::Progress { done: self.results.cells.len(), total: self.all.len(), eta_s, record });
+        self.job.emit(SweepEvent::Progress { done: self.results.cells.len(), total: self.all.len(), eta_s, record });
         Ok(())
     }
 

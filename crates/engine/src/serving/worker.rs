@@ -20,6 +20,7 @@ use crate::decoding::generate::Event;
 use crate::decoding::session::Session;
 use crate::decoding::settings::{Mode, Settings, ValidSettings};
 use crate::error::{Error, ErrorCode, ErrorInfo};
+use crate::job::Job;
 
 /// The files a warm session was loaded from (with the context it was checked for).
 #[derive(Debug, Clone, PartialEq)]
@@ -189,24 +190,23 @@ pub fn serve<R: BufRead + Send + 'static, W: Write + Send + 'static>(input: R, o
             | Command::Discover { .. }) => out.send(id, answer_check(command)),
             Command::Sweep { spec, out: dir } => {
                 warm = None; // a sweep loads its own pairs; never hold two sets of models
-                let job = Job { id, out: &out, cancel: cancels.flag(id) };
-                match crate::measuring::sweep::run(&spec, &dir, &job.cancel, &mut |event| {
-                    job.send(Reply::Sweep { event })
-                }) {
+                let job = Running { id, out: &out, cancel: cancels.flag(id) };
+                match job.with_events(|event| Reply::Sweep { event }, |w| crate::measuring::sweep::run(&spec, &dir, w))
+                {
                     Ok(r) => job.send(Reply::SweepDone { complete: r.complete }),
                     Err(e) => job.send(Reply::Error { error: e.info() }),
                 }
                 cancels.forget(id);
             }
             Command::Run { target, draft, mode, prompt, settings } => {
-                let job = Job { id, out: &out, cancel: cancels.flag(id) };
+                let job = Running { id, out: &out, cancel: cancels.flag(id) };
                 if let Err(e) = run_job(&job, &mut warm, target, draft, Runs::One(mode), &prompt, settings) {
                     job.send(Reply::Error { error: e.info() });
                 }
                 cancels.forget(id);
             }
             Command::Both { target, draft, prompt, settings } => {
-                let job = Job { id, out: &out, cancel: cancels.flag(id) };
+                let job = Running { id, out: &out, cancel: cancels.flag(id) };
                 if let Err(e) = run_job(&job, &mut warm, target, draft, Runs::Both, &prompt, settings) {
                     job.send(Reply::Error { error: e.info() });
                 }
@@ -223,16 +223,22 @@ pub fn serve<R: BufRead + Send + 'static, W: Write + Send + 'static>(input: R, o
     }
 }
 
-/// A job's context: its id, where its replies go, and its cancel flag.
-struct Job<'a, W: Write> {
+/// A running job: its id, where its replies go, and its cancel flag.
+struct Running<'a, W: Write> {
     id: u64,
     out: &'a Output<W>,
     cancel: Arc<AtomicBool>,
 }
 
-impl<W: Write> Job<'_, W> {
+impl<W: Write> Running<'_, W> {
     fn send(&self, reply: Reply) {
         self.out.send(self.id, reply);
+    }
+
+    /// Runs `work` with this job's cancel flag, each of its events sent as `wrap(event)`.
+    fn with_events<E, R>(&self, wrap: impl Fn(E) -> Reply, work: impl FnOnce(&mut Job<'_, E>) -> R) -> R {
+        let mut send = |event| self.send(wrap(event));
+        work(&mut Job::new(&self.cancel, &mut send))
     }
 }
 
@@ -246,7 +252,7 @@ enum Runs {
 /// A `run` or `both` job: the pair loaded (or kept warm), the prompt tokenised, the runs' events
 /// sent as they come; a `both` job ends with the engine's comparison and speedup.
 fn run_job<W: Write>(
-    job: &Job<'_, W>,
+    job: &Running<'_, W>,
     warm: &mut Option<(LoadKey, Session)>,
     target: PathBuf,
     draft: Option<PathBuf>,
@@ -269,12 +275,13 @@ fn run_job<W: Write>(
     let tokens = session.prompt_tokens(prompt, settings.raw)?;
     match runs {
         Runs::One(mode) => {
-            session.run_with(mode, &tokens, &settings, &job.cancel, &mut |event| job.send(Reply::Event { event }))?;
+            job.with_events(|event| Reply::Event { event }, |w| session.run_with(mode, &tokens, &settings, w))?;
         }
         Runs::Both => {
-            let both = session.run_both_with(&tokens, &settings, &job.cancel, &mut |mode, event| {
-                job.send(Reply::RunEvent { mode, event })
-            })?;
+            let both = job.with_events(
+                |(mode, event)| Reply::RunEvent { mode, event },
+                |w| session.run_both_with(&tokens, &settings, w),
+            )?;
             job.send(Reply::Compared { comparison: both.comparison, speedup: both.speedup });
         }
     }
@@ -384,9 +391,8 @@ fn chat_jobs<W: Write>(
             Ok(settings) => session
                 .prepare(settings)
                 .and_then(|()| {
-                    slot.run(job.mode, &job.input, settings, job.open_ended, &cancel, &mut |event| {
-                        out.send(job.id, Reply::Event { event })
-                    })
+                    let mut send = |event| out.send(job.id, Reply::Event { event });
+                    slot.run(job.mode, &job.input, settings, job.open_ended, &mut Job::new(&cancel, &mut send))
                 })
                 .map(|_| ())
                 .map_err(|e| e.info()),

@@ -223,12 +223,14 @@ fn run_with(
     let mut drafters: Vec<Box<dyn Drafter>> = drafter.into_iter().map(|d| Box::new(d) as Box<dyn Drafter>).collect();
     let cancel = AtomicBool::new(false);
     let mut events = Vec::new();
-    let report = generate(&mut target, &mut drafters, scheduler, &PROMPT, s, info(mode), &cancel, &mut |e| {
+    let mut on_event = |e| {
         if matches!(e, Event::Token { .. }) && cancel_after.is_some_and(|n| events.len() + 1 >= n) {
             cancel.store(true, Ordering::Relaxed);
         }
         events.push(e);
-    })?;
+    };
+    let report =
+        generate(&mut target, &mut drafters, scheduler, &PROMPT, s, info(mode), &mut Job::new(&cancel, &mut on_event))?;
     Ok(Outcome { report, events, target })
 }
 
@@ -444,18 +446,11 @@ fn run_fed(target: ScriptedTarget, plain: Costs, fed: Costs, n_predict: usize) -
     let mut drafters: Vec<Box<dyn Drafter>> =
         vec![Box::new(crate::decoding::draft::mtp::MtpDrafter::for_strategy(Strategy::Eagle3, call))];
     let scheduler = Scheduler::new(plain).with_feed(fed);
-    let (mut target, cancel, mut events) = (target, AtomicBool::new(false), Vec::new());
-    let report = generate(
-        &mut target,
-        &mut drafters,
-        Some(scheduler),
-        &PROMPT,
-        &s,
-        info(Mode::Speculative),
-        &cancel,
-        &mut |e| events.push(e),
-    )
-    .unwrap();
+    let (mut target, mut events) = (target, Vec::new());
+    let mut on_event = |e| events.push(e);
+    let mut job = Job::uncancelled(&mut on_event);
+    let report =
+        generate(&mut target, &mut drafters, Some(scheduler), &PROMPT, &s, info(Mode::Speculative), &mut job).unwrap();
     Outcome { report, events, target }
 }
 
