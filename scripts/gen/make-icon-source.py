@@ -45,6 +45,6 @@ def chunk(kind, data):
 
 png = b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", N, N, 8, 6, 0, 0, 0))
 png += chunk(b"IDAT", zlib.compress(b"".join(rows), 9)) + chunk(b"IEND", b"")
-out = pathlib.Path(__file__).resolve().parent.parent / "icons" / "source.png"
+out = pathlib.Path(__file__).resolve().parents[2] / "icons" / "source.png"  # scripts/gen/ -> the root
 out.write_bytes(png)
 print(f"wrote {out} ({len(png)} bytes)")
