@@ -278,19 +278,22 @@ def upstream(a):
 # ---------------------------------------------------------------------------------------------
 # The speed table
 
+# Its speculative cases: (row, the CLI's flags).
+TABLE_CASES = [
+    ("draft model, k = 8", ["--strategy", "draft", "--n-draft", "8"]),
+    ("draft model, adaptive", ["--strategy", "draft", "--n-draft", "adaptive"]),
+    ("lookup, adaptive", ["--strategy", "lookup", "--n-draft", "adaptive"]),
+    ("n-gram cache, adaptive", ["--strategy", "ngram-cache", "--n-draft", "adaptive"]),
+    ("auto (the defaults)", []),
+]
+
 
 def speed_table(a):
     """Every strategy's speedup on the Qwen pair and each prompt, its prediction and error, the
     bounds; with an upstream folder, our runs against llama.cpp's tools, run for run."""
     runner = Runner("table")
     a.n = 256  # tokens per run, as in the README's table
-    cases = [
-        ("draft model, k = 8", ["--strategy", "draft", "--n-draft", "8"]),
-        ("draft model, adaptive", ["--strategy", "draft", "--n-draft", "adaptive"]),
-        ("lookup, adaptive", ["--strategy", "lookup", "--n-draft", "adaptive"]),
-        ("n-gram cache, adaptive", ["--strategy", "ngram-cache", "--n-draft", "adaptive"]),
-        ("auto (the defaults)", []),
-    ]
+    cases = TABLE_CASES
     # Our strategies: `draftlab bench` alternates baseline and speculative runs itself.
     ours = {}
     for p in PROMPTS:
@@ -842,6 +845,47 @@ def sweep_eta(a):
 
 
 # ---------------------------------------------------------------------------------------------
+# Two builds of the CLI
+
+
+def builds(a):
+    """Two builds of the CLI on the Qwen pair, run for run (the order turning every rep), over the
+    target alone and the speed table's cases: each build's tokens/s from its own report (the
+    engine's timers: loading excluded), and new ÷ old per pair of runs."""
+    cases = [("target alone", ["--mode", "baseline"])]
+    cases += [(name, ["--mode", "speculative"] + flags) for name, flags in TABLE_CASES]
+    commands = []
+
+    def tps(cli, prompt, flags):
+        cmd = [cli, "run", "-t", a.target, "-d", a.draft, "-f", prompt_file(prompt), "-n", a.n, "--threads",
+               a.threads, "--json"] + flags
+        commands.append(shlex.join(cmd))
+        return cli_report(run("builds", cmd, stderr=subprocess.DEVNULL).stdout)["tokens_per_s"]
+
+    rows, ratios_all = [], []
+    for p in a.prompts.split():
+        for name, flags in cases:
+            progress(f"{p}: {name}")
+            got = {"old": [], "new": []}
+            runs = {"old": lambda: tps(a.old, p, flags), "new": lambda: tps(a.new, p, flags)}
+            for _, r in alternating(a.reps, runs, rotate=True):
+                for k in got:
+                    got[k].append(r[k])
+            ratios = [n / o for o, n in zip(got["old"], got["new"])]
+            ratios_all += ratios
+            rows.append((p, name, statistics.median(got["old"]), statistics.median(got["new"]), summary(ratios)))
+    print(f"old: {a.old}\nnew: {a.new}\n{a.n} tokens, {a.threads} threads, {a.reps} alternating pairs per cell\n")
+    table_header("prompt", "case", "old tok/s", "new tok/s", "new ÷ old (min–max)")
+    for p, name, old, new, r in rows:
+        print(f"| {p} | {name} | {old:.2f} | {new:.2f} | {spread(r)} |")
+    print(f"\nevery pair of runs: new ÷ old median {statistics.median(ratios_all):.3f} "
+          f"({len(ratios_all)} pairs, min {min(ratios_all):.3f}, max {max(ratios_all):.3f})")
+    print("\nCommands (each run once per build and rep):")
+    for c in dict.fromkeys(commands):
+        print(f"  {c}")
+
+
+# ---------------------------------------------------------------------------------------------
 # Commands
 
 # COMMAND: (function, arguments). An argument is "--name" (a required option, a string),
@@ -850,6 +894,7 @@ COMMANDS = {
     "strategies-table": (strategies_table, ["folder"]),
     "draft-len-table": (draft_len_table, ["folder", "prompt", "strategy"]),
     "defaults-table": (defaults_table, [("files", "+")]),
+    "builds": (builds, ["--old", "--new", "--target", "--draft", ("--reps", int), "--threads", "--n", "--prompts"]),
     "upstream": (upstream, ["--draftlab", "--target", "--dir", ("--reps", int), "--threads"]),
     "table": (speed_table, ["--draftlab", "--target", "--draft", "--out", ("--reps", int), "--threads", "--upstream"]),
     "cross": (cross, ["--draftlab", "--qwen-target", "--qwen-draft", "--smollm2", "--gemma3", "--out", ("--reps", int),

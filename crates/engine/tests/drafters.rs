@@ -5,7 +5,6 @@
 //! Gemma-4-style target with its `gemma4-assistant` MTP head in a file of its own.
 #![allow(clippy::unwrap_used)]
 
-
 use draftlab_engine::decoding::draft::Strategy;
 use draftlab_engine::decoding::generate::Event;
 use draftlab_engine::decoding::report::{Report, TokenSource};
