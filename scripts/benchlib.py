@@ -54,6 +54,12 @@ def cli_report(text):
     return json_in(text)["reports"][0]
 
 
+def cli_tps(suite, cmd):
+    """Generation tokens/s of a `draftlab run … --json` command (the engine's timers: loading
+    excluded); a failure ends the suite with the end of its stderr."""
+    return cli_report(run(suite, cmd).stdout)["tokens_per_s"]
+
+
 def llama_bench_tps(text):
     """Tokens/s of `llama-bench -o json`'s (first) test."""
     return json_in(text, "[", "]")[0]["avg_ts"]
@@ -257,7 +263,7 @@ def upstream(a):
     def ours():
         cmd = [a.draftlab, "run", "-t", a.target, "-p", "Write a haiku about rivers.", "-n", "128", "--mode",
                "baseline", "--threads", a.threads, "--json"]
-        return cli_report(run("upstream", cmd, stderr=subprocess.DEVNULL).stdout)["tokens_per_s"]
+        return cli_tps("upstream", cmd)
 
     def theirs():
         cmd = [os.path.join(a.dir, "llama-bench"), "-m", a.target, "-n", "128", "-p", "0", "-t", a.threads, "-r", "1",
@@ -637,7 +643,7 @@ def rpc_mem(a):
         endpoints = ",".join(f"127.0.0.1:{port}" for _, port in pair)
         cmd = [a.draftlab, "run", "-t", a.model, "-p", "Write a short story about a lighthouse.", "-n", a.n,
                "--mode", "baseline", "--threads", "1", "--rpc", endpoints, "--json"]
-        return cli_report(run("rpc-mem", cmd).stdout)["tokens_per_s"]
+        return cli_tps("rpc-mem", cmd)
 
     speeds = {kind: [] for kind in servers}
     try:
@@ -860,20 +866,18 @@ def builds(a):
         cmd = [cli, "run", "-t", a.target, "-d", a.draft, "-f", prompt_file(prompt), "-n", a.n, "--threads",
                a.threads, "--json"] + flags
         commands.append(shlex.join(cmd))
-        return cli_report(run("builds", cmd, stderr=subprocess.DEVNULL).stdout)["tokens_per_s"]
+        return cli_tps("builds", cmd)
 
     rows, ratios_all = [], []
     for p in a.prompts.split():
         for name, flags in cases:
             progress(f"{p}: {name}")
-            got = {"old": [], "new": []}
             runs = {"old": lambda: tps(a.old, p, flags), "new": lambda: tps(a.new, p, flags)}
-            for _, r in alternating(a.reps, runs, rotate=True):
-                for k in got:
-                    got[k].append(r[k])
-            ratios = [n / o for o, n in zip(got["old"], got["new"])]
+            pairs = [r for _, r in alternating(a.reps, runs, rotate=True)]
+            ratios = [r["new"] / r["old"] for r in pairs]
             ratios_all += ratios
-            rows.append((p, name, statistics.median(got["old"]), statistics.median(got["new"]), summary(ratios)))
+            old, new = (statistics.median(r[k] for r in pairs) for k in ("old", "new"))
+            rows.append((p, name, old, new, summary(ratios)))
     print(f"old: {a.old}\nnew: {a.new}\n{a.n} tokens, {a.threads} threads, {a.reps} alternating pairs per cell\n")
     table_header("prompt", "case", "old tok/s", "new tok/s", "new ÷ old (min–max)")
     for p, name, old, new, r in rows:

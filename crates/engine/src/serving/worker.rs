@@ -381,9 +381,9 @@ fn chat_jobs<W: Write>(
     let mut slot = ChatSlot::new(session);
     let mut job = first;
     loop {
-        let cancel = cancels.flag(job.id);
+        let running = Running { id: job.id, out, cancel: cancels.flag(job.id) };
         let result = match &job.settings {
-            _ if cancel.load(Ordering::Relaxed) => Err(ErrorInfo::new(
+            _ if running.cancel.load(Ordering::Relaxed) => Err(ErrorInfo::new(
                 ErrorCode::Cancelled,
                 "the request was cancelled before it started",
                 "Nothing was generated.",
@@ -391,15 +391,17 @@ fn chat_jobs<W: Write>(
             Ok(settings) => session
                 .prepare(settings)
                 .and_then(|()| {
-                    let mut send = |event| out.send(job.id, Reply::Event { event });
-                    slot.run(job.mode, &job.input, settings, job.open_ended, &mut Job::new(&cancel, &mut send))
+                    running.with_events(
+                        |event| Reply::Event { event },
+                        |w| slot.run(job.mode, &job.input, settings, job.open_ended, w),
+                    )
                 })
                 .map(|_| ())
                 .map_err(|e| e.info()),
             Err(e) => Err(e.info()),
         };
         if let Err(error) = result {
-            out.send(job.id, Reply::Error { error });
+            running.send(Reply::Error { error });
         }
         cancels.forget(job.id);
         // The next request: a chat on the same models keeps the slot; a ping is answered here.
