@@ -133,6 +133,50 @@ def sweep_view(s, models, out):
     wait("a conversation with the pair", lambda: s.prop("chat-target", "value") == smol, timeout=10)
     print("e2e: Serve this pair, then Chat with this pair, carry the best setting across")
 
+def drafter_finder(s, models, out):
+    """The Run view's drafter finder on the test models (the target's own folder): the Qwen 0.5B
+    drafts with its vocabulary, SmolLM2 across vocabularies, the synthetic heads made for another
+    target are refused with the reason; "Use" fills the draft and the strategy."""
+    qwen = str(models / "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf")
+    s.set_value("target", qwen)
+    wait("the finder", lambda: s.exists("drafters") and s.attr("drafters", "data-for") == qwen, timeout=60)
+    text = s.text("drafters")
+    assert "qwen2.5-coder-0.5b-instruct.gguf" in text and "SmolLM2-135M-Instruct.Q4_1.gguf" in text, text
+    assert "lookup" in text and "ngram-mod" in text, text
+    s.script("document.querySelector('[data-testid=drafters-refused] summary').click()")
+    refused = s.text("drafters-refused")
+    assert "draftlab-synthetic-eagle3.gguf" in refused and "reads hidden states of 64 values, the target has 1536" in refused, refused
+    s.script(
+        "[...document.querySelectorAll('[data-testid=drafters] tr')]"
+        ".find(r => r.textContent.includes('qwen2.5-coder-0.5b-instruct.gguf')).querySelector('button').click()"
+    )
+    wait("the draft from the finder", lambda: s.prop("draft", "value").endswith("qwen2.5-coder-0.5b-instruct.gguf"), timeout=10)
+    assert s.prop("strategy", "value") == "draft", s.prop("strategy", "value")
+    s.screenshot(out / "drafter-finder.png")
+    print(f"e2e: the drafter finder: {s.text('drafters').splitlines()[0][:160]}; Use filled the draft")
+
+
+def bundle_download(s):
+    """The Models view's bundles: drafter entries and what drafts for each target; *With drafter*
+    fetches the target and its best drafter from the (mock) hub with one bar. The EAGLE-3 head the
+    catalog pins is served with other bytes here: refused by its hash before a byte moves, the
+    target kept."""
+    s.click("nav-models")
+    wait("the catalog", lambda: s.exists("catalog-qwen3-8b"), timeout=30)
+    assert "MTP head" in s.text("drafter-kind-qwen3.8-27b-mtp"), s.text("drafter-kind-qwen3.8-27b-mtp")
+    assert "qwen3-8b-eagle3 (eagle3)" in s.text("bundle-qwen3-8b"), s.text("bundle-qwen3-8b")
+    assert "itself (MTP layers)" in s.text("bundle-qwen3.6-27b-mtp"), s.text("bundle-qwen3.6-27b-mtp")
+    s.click("download-pair-qwen3-8b")
+    wait("the pinned head refused", lambda: s.exists("models-error") and "catalog checked" in s.text("models-error"), timeout=120)
+    message = s.text("models-error")
+    assert "nothing was downloaded" in message, message
+    cache = pathlib.Path(os.environ["HF_HUB_CACHE"])
+    assert list(cache.glob("models--Qwen--Qwen3-8B-GGUF/snapshots/*/Qwen3-8B-Q4_K_M.gguf")), list(cache.rglob("*"))
+    assert not list(cache.glob("models--williamliao--*/blobs/*")), list(cache.rglob("*"))
+    s.screenshot(out_dir[0] / "bundle-download.png")
+    print(f"e2e: With drafter fetched the target; the pinned head was refused: {message[:160]}")
+
+
 def models_view(s):
     """The Models view: the catalog with fit badges, a model found in the Hugging Face cache, and
     "Target" fills the Run view."""
@@ -418,6 +462,10 @@ def main():
         if os.environ.get("E2E_ONLY") == "installed":  # the app as a package installed it
             installed_app(s, smol, out)
             return
+        if os.environ.get("E2E_ONLY") == "finder":
+            drafter_finder(s, models, out)
+            bundle_download(s)
+            return
         if os.environ.get("E2E_ONLY") == "head":
             head_drafter(s, models, out)
             return
@@ -500,10 +548,13 @@ def main():
         print("e2e: a dropped non-GGUF file gets a clear message")
 
         head_drafter(s, models, out)
+        drafter_finder(s, models, out)
         bad_files(s, smol, out)
         chat_and_serve(s, smol, out)
         sweep_view(s, models, out)
         models_view(s)
+        if os.environ.get("HF_ENDPOINT"):
+            bundle_download(s)
     except BaseException:
         try:
             print("e2e: the page's uncaught errors:", s.script("return window.__errors || []"))

@@ -3,7 +3,7 @@
 //! `typescript_bindings_are_fresh` fails when it no longer matches the Rust side.
 
 use draftlab_core::decoding::{compare, options, report, sampling, settings, strategy, template};
-use draftlab_core::files::{catalog, discover, doctor, estimate, gguf, hub, memory};
+use draftlab_core::files::{catalog, discover, doctor, estimate, finder, gguf, hub, memory};
 use draftlab_core::measuring::sweep as engine_sweep;
 use draftlab_core::measuring::{bench, charts};
 use draftlab_core::{error, machine, setting};
@@ -127,12 +127,18 @@ pub fn typescript() -> String {
         discover::Source,
         discover::FoundModel,
         discover::VocabGroup,
+        finder::WayKind,
+        finder::Way,
+        finder::Refused,
+        finder::Drafters,
         estimate::Experts,
         estimate::Swa,
+        estimate::Linear,
         estimate::Arch,
         catalog::Evidence,
         catalog::CatalogFile,
         catalog::CatalogModel,
+        catalog::BundleDrafter,
         catalog::Fit,
         models::CatalogEntry,
         models::CatalogView,

@@ -143,6 +143,7 @@ fn follow(rx: &std::sync::mpsc::Receiver<Reply>, send: &mut dyn FnMut(ChatEvent)
             | Reply::Memory { .. }
             | Reply::SweepPlan { .. }
             | Reply::Discovered { .. }
+            | Reply::Drafters { .. }
             | Reply::RunEvent { .. }
             | Reply::Compared { .. } => {}
         }

@@ -21,6 +21,7 @@ pub const COMMANDS: &[&str] = &[
     "save_chart",
     "export_results",
     "models_on_disk",
+    "drafters",
     "catalog",
     "download",
     "cancel_download",

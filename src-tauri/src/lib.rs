@@ -43,6 +43,7 @@ pub use crate::state::{AppState, SaveAsk, SaveDialog};
 use crate::sweep::{SweepEntry, SweepOutcome, SweepRequest, SweepUiEvent, SweepView};
 use draftlab_core::decoding::settings::{Mode, Settings};
 use draftlab_core::files::discover::VocabGroup;
+use draftlab_core::files::finder::Drafters;
 use draftlab_core::files::hub::DownloadEvent;
 use draftlab_core::serving::client::{EngineStatus, UnloadOutcome, UnloadReason};
 use std::sync::atomic::Ordering;
@@ -305,6 +306,18 @@ async fn models_on_disk(state: State<'_, Arc<AppState>>, folders: Vec<PathBuf>) 
     blocking("scan", move || state.workers.discover(folders)).await?
 }
 
+/// Every way to draft for a target (a file or a catalog id): from the worker, which reads the
+/// files' headers.
+#[tauri::command]
+async fn drafters(
+    state: State<'_, Arc<AppState>>,
+    target: String,
+    folders: Vec<PathBuf>,
+) -> Result<Drafters, ApiError> {
+    let state = Arc::clone(&state);
+    blocking("drafters", move || state.workers.drafters(target, folders)).await?
+}
+
 /// The built-in catalog with what fits this machine.
 #[tauri::command]
 async fn catalog(state: State<'_, Arc<AppState>>) -> Result<CatalogView, ApiError> {
@@ -439,6 +452,7 @@ pub fn build_app<R: Runtime>(builder: tauri::Builder<R>, state: AppState) -> tau
             save_chart,
             export_results,
             models_on_disk,
+            drafters,
             catalog,
             download,
             cancel_download,

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
-use draftlab_core::files::catalog::{self, CatalogModel, Fit};
+use draftlab_core::files::catalog::{self, BundleDrafter, CatalogModel, Fit};
 use draftlab_core::files::hub::{self, DownloadEvent, HubOptions};
 use draftlab_core::job::Job;
 use draftlab_core::serving::client::Workers;
@@ -21,6 +21,13 @@ use crate::error::ApiError;
 pub struct CatalogEntry {
     pub model: CatalogModel,
     pub fit: Fit,
+    /// Everything in the catalog that drafts for it, best first (its own MTP layers, drafters made
+    /// for it, draft models).
+    pub bundle: Vec<BundleDrafter>,
+    /// What *With drafter* fetches: the first of the bundle that fits beside it on this machine.
+    pub drafter: Option<BundleDrafter>,
+    /// Why there is none (nothing drafts for it, or nothing fits beside it).
+    pub no_drafter: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize, ts_rs::TS)]
@@ -41,7 +48,21 @@ pub fn catalog_view(workers: &Workers) -> Result<CatalogView, ApiError> {
     let fits = catalog::fit(&models, &mem);
     let (limit, limit_reason) = catalog::limit(&mem);
     Ok(CatalogView {
-        models: models.into_iter().zip(fits).map(|(model, fit)| CatalogEntry { model, fit }).collect(),
+        models: models
+            .iter()
+            .zip(fits)
+            .map(|(model, fit)| {
+                let best = (model.drafter.is_none()).then(|| catalog::best_drafter_in(model, &models, None, &mem));
+                let (drafter, no_drafter) = match best {
+                    Some(Ok(b)) => (Some(b), None),
+                    // The reason alone (the page says "no drafter:").
+                    Some(Err(draftlab_core::Error::InvalidSettings(why))) => (None, Some(why)),
+                    Some(Err(e)) => (None, Some(e.to_string())),
+                    None => (None, None),
+                };
+                CatalogEntry { bundle: catalog::bundle(model, &models), model: model.clone(), fit, drafter, no_drafter }
+            })
+            .collect(),
         limit,
         limit_reason,
         context: catalog::FIT_CONTEXT,
@@ -86,7 +107,8 @@ pub fn download(
 ) -> Result<PathBuf, ApiError> {
     let key = format!("{repo}/{file}");
     let cancel = downloads.start(&key)?;
-    let r = hub::download(opts, repo, file, &mut Job::new(&cancel, send));
+    // A file the catalog lists comes from the revision it was checked against, with its hash.
+    let r = hub::download_pinned(opts, repo, file, &catalog::pin_of(repo, file), &mut Job::new(&cancel, send));
     downloads.finish(&key);
     Ok(r.map_err(|e| catalog::name_missing(repo, file, e))?)
 }

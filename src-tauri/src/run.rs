@@ -233,7 +233,8 @@ impl Following {
                 | Reply::Diagnosis { .. }
                 | Reply::Memory { .. }
                 | Reply::SweepPlan { .. }
-                | Reply::Discovered { .. } => continue,
+                | Reply::Discovered { .. }
+                | Reply::Drafters { .. } => continue,
             };
             if mode != self.mode {
                 // A `both` job's speculative run: on the models already loaded.

@@ -135,6 +135,19 @@ pub(crate) enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Every way a target can be drafted for: files on disk (its folder, the Hugging Face cache,
+    /// LM Studio, Ollama, --folder), the catalog's drafters for it, its own MTP layers and the
+    /// n-gram strategies; each with its memory fit beside the target and its cost, and what cannot
+    /// draft for it with the reason.
+    Drafters {
+        /// A GGUF file, or a catalog id.
+        target: String,
+        /// Also look in this folder (repeatable).
+        #[arg(long)]
+        folder: Vec<PathBuf>,
+        #[arg(long)]
+        json: bool,
+    },
     /// Download a model into the Hugging Face cache: a catalog id (`draftlab models --catalog`),
     /// or a hub repo and a file. Progress on stderr; an interrupted download resumes; the SHA-256
     /// is checked. Honours HF_ENDPOINT (mirrors), HF_TOKEN (gated repos) and HF_HOME.
@@ -145,9 +158,11 @@ pub(crate) enum Command {
         /// The quantisation of a catalog model (default Q4_K_M).
         #[arg(long)]
         quant: Option<String>,
-        /// Also download the catalog model's first recommended draft.
-        #[arg(long)]
-        with_draft: bool,
+        /// Also download what drafts for it best and fits beside it on this machine (its own MTP
+        /// layers need nothing more; then MTP heads, EAGLE-3, DFlash and DSpark drafters made for
+        /// it; then draft models), or the kind named: mtp, eagle3, dflash, dspark, draft.
+        #[arg(long, num_args = 0..=1, default_missing_value = "best", value_name = "KIND")]
+        with_draft: Option<String>,
     },
     /// An OpenAI-compatible server on the same engine: /v1/chat/completions and /v1/completions
     /// (streamed over SSE or not), /v1/models, /health. Each request may choose its speculation

@@ -13,8 +13,8 @@ use draftlab_engine::Error;
 
 use crate::args::{Cli, Command, NgramCommand};
 use crate::commands::{
-    bench_cmd, chart_cmd, doctor_cmd, export_cmd, inspect, models_cmd, ngram_build, ngram_info, pull_cmd, run_cmd,
-    serve_cmd, sweep_cmd,
+    bench_cmd, chart_cmd, doctor_cmd, drafters_cmd, export_cmd, inspect, models_cmd, ngram_build, ngram_info, pull_cmd,
+    run_cmd, serve_cmd, sweep_cmd,
 };
 
 fn main() -> ExitCode {
@@ -83,7 +83,8 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Chart { results, kind, out, width, height } => chart_cmd(results, &kind, out, width, height),
         Command::Export { results, out } => export_cmd(results, out),
         Command::Models { folder, catalog, on_disk, json } => models_cmd(&folder, !on_disk, !catalog, json),
-        Command::Pull { what, quant, with_draft } => pull_cmd(&what, quant.as_deref(), with_draft),
+        Command::Drafters { target, folder, json } => drafters_cmd(&target, &folder, json),
+        Command::Pull { what, quant, with_draft } => pull_cmd(&what, quant.as_deref(), with_draft.as_deref()),
         Command::Serve(args) => serve_cmd(args),
         Command::RpcServer { host, port, threads, mem } => {
             let mem = match mem {

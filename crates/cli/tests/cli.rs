@@ -763,3 +763,46 @@ fn sweep_compares_cache_setups() {
     bad.extend(["--grid-cache-type", "q4_0", "--flash-attn", "off", "--out", s(&other)]);
     assert_clear_error(&draftlab(&bad), "cache");
 }
+
+/// `drafters`: a target file's folder is looked through (the Qwen 0.5B drafts with its vocabulary,
+/// SmolLM2 across; the n-gram strategies always), a catalog id gets its bundle; `pull --with-draft`
+/// says why there is nothing to fetch, before any download.
+#[test]
+fn drafters_finds_every_way_and_pull_with_draft_says_why_not() {
+    let home = tempfile::tempdir().unwrap();
+    let dir = home.path().join("models");
+    std::fs::create_dir_all(&dir).unwrap();
+    for m in [QWEN_TARGET, QWEN_DRAFT, SMOLLM2] {
+        std::os::unix::fs::symlink(model(m), dir.join(m)).unwrap();
+    }
+    let run = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_draftlab"))
+            .args(args)
+            .env("HOME", home.path())
+            .env("NO_COLOR", "1")
+            .env_remove("HF_HUB_CACHE")
+            .env_remove("HF_HOME")
+            .env_remove("OLLAMA_MODELS")
+            .env("HF_ENDPOINT", "http://127.0.0.1:9")
+            .output()
+            .unwrap()
+    };
+    let target = dir.join(QWEN_TARGET);
+    let o = run(&["drafters", s(&target), "--json"]);
+    assert!(o.status.success(), "{:?}", text(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let ways = v["ways"].as_array().unwrap();
+    let kind_of = |name: &str| ways.iter().find(|w| w["name"] == name).map(|w| w["kind"].as_str().unwrap().to_string());
+    assert_eq!(kind_of(QWEN_DRAFT).as_deref(), Some("same-vocabulary"), "{v}");
+    assert_eq!(kind_of(SMOLLM2).as_deref(), Some("cross-vocabulary"), "{v}");
+    assert_eq!(ways.last().unwrap()["strategy"], "ngram-mod");
+    let o = run(&["drafters", s(&target)]);
+    let (out, _) = text(&o);
+    assert!(out.contains("draft model, same vocabulary") && out.contains("--draft "), "{out}");
+    let o = run(&["drafters", "qwen3.8-27b"]);
+    let (out, _) = text(&o);
+    assert!(o.status.success() && out.contains("qwen3.8-27b-mtp") && out.contains("MTP head"), "{out}");
+    assert_clear_error(&run(&["drafters", "no-such-model"]), "no catalog model");
+    assert_clear_error(&run(&["pull", "qwen3-0.6b", "--with-draft"]), "n-gram");
+    assert_clear_error(&run(&["pull", "qwen3.8-27b", "--with-draft", "dflash"]), "no dflash drafter");
+}

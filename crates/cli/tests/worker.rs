@@ -326,3 +326,31 @@ fn the_worker_counts_a_sweeps_cells_and_refuses_a_spec_the_sweep_would() {
     w.send(&json!({"id": 3, "cmd": "shutdown"}));
     assert_eq!(w.next()["type"], "bye");
 }
+
+/// The drafter finder through the worker (the app's Drafters panel asks it): a target file gets
+/// the drafts in its folder and the n-gram strategies; a catalog id its bundle; an unknown id an
+/// error, and the worker goes on.
+#[test]
+fn the_worker_finds_drafters_for_a_file_and_a_catalog_id() {
+    use draftlab_engine::testing::{QWEN_DRAFT, QWEN_TARGET};
+    let dir = tempfile::tempdir().unwrap();
+    for m in [QWEN_TARGET, QWEN_DRAFT] {
+        std::os::unix::fs::symlink(model(m), dir.path().join(m)).unwrap();
+    }
+    let target = dir.path().join(QWEN_TARGET);
+    let mut w = Worker::start();
+    w.send(&json!({"id": 1, "cmd": "drafters", "target": target}));
+    let m = w.next();
+    assert_eq!((m["id"].as_u64(), m["type"].as_str()), (Some(1), Some("drafters")), "{m}");
+    let ways = m["drafters"]["ways"].as_array().unwrap();
+    assert!(ways.iter().any(|x| x["name"] == QWEN_DRAFT && x["kind"] == "same-vocabulary"), "{m}");
+    assert!(ways.iter().any(|x| x["strategy"] == "lookup"), "{m}");
+    w.send(&json!({"id": 2, "cmd": "drafters", "target": "qwen3.8-27b"}));
+    let m = w.next();
+    assert!(m["drafters"]["ways"].as_array().unwrap().iter().any(|x| x["name"] == "qwen3.8-27b-mtp"), "{m}");
+    w.send(&json!({"id": 3, "cmd": "drafters", "target": "no-such-model"}));
+    let m = w.next();
+    assert_eq!((m["type"].as_str(), m["error"]["code"].as_str()), (Some("error"), Some("invalid_settings")), "{m}");
+    w.send(&json!({"id": 4, "cmd": "shutdown"}));
+    assert_eq!(w.next()["type"], "bye");
+}

@@ -1,16 +1,24 @@
 //! Serves files the way the Hugging Face hub does, on a local port, until killed: for
-//! `scripts/bench download` (the real hf-hub client against curl on the same server).
-//! Usage: mock_hub REPO FILE PATH   (prints the server's URL on stdout)
+//! `scripts/bench download` (the real hf-hub client against curl on the same server) and the
+//! end-to-end test's catalog downloads.
+//! Usage: mock_hub [--any-commit] REPO FILE PATH [REPO FILE PATH …]   (prints the server's URL on stdout)
+//! `--any-commit`: every 40-hex revision serves the files as that commit (a catalog's pins).
 
 use draftlab_core::testing::mock_hub::MockHub;
 
 fn main() {
-    let args: Vec<String> = std::env::args().collect();
-    if args.len() != 4 {
-        eprintln!("usage: mock_hub REPO FILE PATH");
+    let mut args: Vec<String> = std::env::args().skip(1).collect();
+    let any_commit = args.first().is_some_and(|a| a == "--any-commit");
+    if any_commit {
+        args.remove(0);
+    }
+    if args.is_empty() || !args.len().is_multiple_of(3) {
+        eprintln!("usage: mock_hub [--any-commit] REPO FILE PATH [REPO FILE PATH …]");
         std::process::exit(2);
     }
-    let hub = MockHub::start(vec![(args[1].clone(), args[2].clone(), args[3].clone().into())]);
+    let files = args.chunks(3).map(|c| (c[0].clone(), c[1].clone(), c[2].clone().into())).collect();
+    let hub = MockHub::start(files);
+    hub.faults.any_commit.store(any_commit, std::sync::atomic::Ordering::Relaxed);
     println!("{}", hub.url);
     loop {
         std::thread::park();

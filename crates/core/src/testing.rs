@@ -70,6 +70,9 @@ pub mod mock_hub {
         pub etag: Mutex<Option<String>>,
         /// The hub answers with this commit instead of [`COMMIT`].
         pub commit: Mutex<Option<String>>,
+        /// The hub has every commit: `resolve/<any 40-hex>/…` serves the file as that commit (a
+        /// catalog's pinned revisions, for the end-to-end test).
+        pub any_commit: AtomicBool,
     }
 
     /// What the server saw.
@@ -101,7 +104,7 @@ pub mod mock_hub {
     }
 
     struct Shared {
-        /// `/{repo}/resolve/main/{name}` → the file.
+        /// `/{repo}/resolve/main/{name}` and `/{repo}/resolve/{COMMIT}/{name}` → the file.
         by_url: HashMap<String, Arc<File>>,
         /// `/lfs/{sha}` → the file.
         by_sha: HashMap<String, Arc<File>>,
@@ -130,6 +133,7 @@ pub mod mock_hub {
                 let len = std::fs::metadata(&path).expect("served file").len();
                 let f = Arc::new(File { path, sha: sha.clone(), len });
                 by_url.insert(format!("/{repo}/resolve/main/{name}"), Arc::clone(&f));
+                by_url.insert(format!("/{repo}/resolve/{COMMIT}/{name}"), Arc::clone(&f));
                 by_sha.insert(format!("/lfs/{sha}"), f);
             }
             let faults = Arc::new(Faults::default());
@@ -209,11 +213,23 @@ pub mod mock_hub {
                             continue;
                         }
                     }
-                    match shared.by_url.get(&target) {
+                    // With `any_commit`, a 40-hex revision is looked up as `main` and answered as itself.
+                    let pinned = target.split('/').nth(4).filter(|r| {
+                        faults.any_commit.load(Ordering::Relaxed)
+                            && r.len() == 40
+                            && r.bytes().all(|b| b.is_ascii_hexdigit())
+                    });
+                    let key = match pinned {
+                        Some(r) => target.replacen(&format!("/resolve/{r}/"), "/resolve/main/", 1),
+                        None => target.clone(),
+                    };
+                    match shared.by_url.get(&key) {
                         Some(f) => {
                             let get = |m: &Mutex<Option<String>>| m.lock().unwrap_or_else(|e| e.into_inner()).clone();
                             let etag = get(&faults.etag).unwrap_or_else(|| f.sha.clone());
-                            let commit = get(&faults.commit).unwrap_or_else(|| COMMIT.to_string());
+                            let commit = get(&faults.commit)
+                                .or_else(|| pinned.map(str::to_string))
+                                .unwrap_or_else(|| COMMIT.to_string());
                             write!(
                                 out,
                                 "HTTP/1.1 302 Found\r\ncontent-length: 0\r\nlocation: {}/lfs/{}?signature=x\r\n\

@@ -2,18 +2,26 @@
 //! models are the types the estimate plans, and the catalog's shapes are the headers' shapes.
 
 use draftlab_core::files::catalog;
-use draftlab_core::files::estimate::Arch;
+use draftlab_core::files::estimate::{Arch, Linear};
 use draftlab_core::files::gguf::{ggml_type_name, GgufFile};
 use draftlab_core::files::memory::Footprint;
-use draftlab_core::testing::{model, GEMMA3, QWEN_DRAFT, QWEN_TARGET};
+use draftlab_core::testing::{model, GEMMA3, MTP_SYNTHETIC, QWEN_DRAFT, QWEN_TARGET};
 
 /// The shape a header states.
 fn arch_of(f: &GgufFile) -> Arch {
     let get = |k: &str| f.arch_u64(k).unwrap_or_else(|| panic!("{k}"));
     let heads = get("attention.head_count");
     let has_output = f.tensors.iter().any(|t| t.name == "output.weight");
+    let mtp_layers = f.arch_u64("nextn_predict_layers").unwrap_or(0);
+    let linear = f.arch_u64("full_attention_interval").map(|every| Linear {
+        full_every: every,
+        k_heads: get("ssm.group_count"),
+        v_heads: get("ssm.time_step_rank"),
+        head_dim: get("ssm.state_size"),
+        conv: get("ssm.conv_kernel"),
+    });
     Arch {
-        layers: get("block_count"),
+        layers: get("block_count") - mtp_layers,
         embd: get("embedding_length"),
         ff: get("feed_forward_length"),
         heads,
@@ -24,6 +32,8 @@ fn arch_of(f: &GgufFile) -> Arch {
         experts: None,
         swa: None,
         sentencepiece: f.get_str("tokenizer.ggml.model") == Some("llama"),
+        linear,
+        mtp_layers,
     }
 }
 
@@ -57,7 +67,7 @@ fn qwen_target_types_and_size_are_planned_exactly() {
     let arch = arch_of(&f);
     // The catalog's entry for this model has the header's shape.
     let entry = catalog::find("qwen2.5-coder-1.5b-instruct").expect("in the catalog");
-    assert_eq!(entry.arch, arch);
+    assert_eq!(entry.arch.as_ref(), Some(&arch));
     check_types(&f, &arch, "Q4_K_M");
     let est = arch.file_size("Q4_K_M").expect("size") as f64;
     assert!((est / f.file_size as f64 - 1.0).abs() < 0.005, "estimate {est} vs file {}", f.file_size);
@@ -78,7 +88,7 @@ fn qwen_target_types_and_size_are_planned_exactly() {
 #[test]
 fn qwen_draft_shape_is_the_catalogs() {
     let f = GgufFile::open(model(QWEN_DRAFT)).expect("opens");
-    assert_eq!(catalog::find("qwen2.5-coder-0.5b-instruct").expect("in the catalog").arch, arch_of(&f));
+    assert_eq!(catalog::find("qwen2.5-coder-0.5b-instruct").expect("in the catalog").arch, Some(arch_of(&f)));
 }
 
 #[test]
@@ -90,4 +100,33 @@ fn gemma_small_rows_fall_back_as_planned() {
     check_types(&f, &arch, "Q4_K_M");
     let est = arch.file_size("Q4_K_M").expect("size") as f64;
     assert!((est / f.file_size as f64 - 1.0).abs() < 0.03, "estimate {est} vs file {}", f.file_size);
+}
+
+/// A hybrid (Qwen3.5's layout: Gated DeltaNet layers, a full-attention layer every
+/// `full_attention_interval`, a multi-token-prediction block): the plan has the file's tensors with
+/// their shapes, and the memory model counts a KV cache for the full-attention and MTP blocks only,
+/// the recurrent state for the others — from the plan and from the header alike.
+#[test]
+fn a_hybrids_plan_and_footprint_match_its_file() {
+    let f = GgufFile::open(model(MTP_SYNTHETIC)).expect("opens");
+    let arch = arch_of(&f);
+    let l = arch.linear.clone().expect("a hybrid");
+    assert_eq!((arch.layers, arch.mtp_layers, l.full_every), (2, 1, 2), "{arch:?}");
+    // Every tensor of the file is planned, with its shape (the file is F32 but for the embeddings).
+    let plan = arch.tensors("F16").expect("plan");
+    for t in &f.tensors {
+        let p = plan.iter().find(|p| p.name == t.name).unwrap_or_else(|| panic!("{} not planned", t.name));
+        assert_eq!(p.dims, t.dims, "{}", t.name);
+    }
+    assert_eq!(plan.len(), f.tensors.len());
+    let from_file = Footprint::of_gguf(&f);
+    let planned = arch.footprint("F16", f.file_size).expect("footprint");
+    // One full-attention layer and the MTP block: 2 KV heads of 16, K and V, f16.
+    assert_eq!(from_file.kv_per_token, 2 * (2 * 16 * 2 * 2));
+    assert_eq!(planned.kv_per_token, from_file.kv_per_token);
+    // One Gated DeltaNet layer: a 3-input convolution window over 128 channels and 4 heads' 16 × 16
+    // state, f32.
+    assert_eq!(from_file.recurrent_state, (3 * 128 + 4 * 16 * 16) * 4);
+    assert_eq!(planned.recurrent_state, from_file.recurrent_state);
+    assert_eq!(from_file.kv_bytes(0), from_file.recurrent_state);
 }

@@ -422,3 +422,87 @@ fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
     }
     files
 }
+
+fn fetch_pinned(o: &HubOptions, pin: &hub::Pin) -> Result<std::path::PathBuf, draftlab_core::Error> {
+    hub::download_pinned(o, REPO, FILE, pin, &mut Job::uncancelled(&mut |_| {}))
+}
+
+/// A catalog pin: the recorded commit is what is fetched (a commit the hub does not have is a
+/// clear "not on the hub"), `refs/main` is left alone, and a SHA-256 other than the pinned one is
+/// refused before a byte is transferred.
+#[test]
+fn a_pinned_download_fetches_its_commit_and_refuses_another_hash() {
+    let hub = server();
+    let cache = tempfile::tempdir().unwrap();
+    let o = opts(&hub, cache.path());
+    let pin = hub::Pin { revision: Some(COMMIT.into()), sha256: Some(original_sha()) };
+    let path = fetch_pinned(&o, &pin).unwrap();
+    assert_eq!(path, cache.path().join(format!("models--test--smol/snapshots/{COMMIT}/{FILE}")));
+    assert_eq!(hub::sha256_file(&path).unwrap(), original_sha());
+    assert!(!cache.path().join("models--test--smol/refs/main").exists(), "a pinned commit is not the branch head");
+    // Found next time without asking the hub.
+    let asked = hub.seen.resolves.load(Ordering::Relaxed);
+    assert_eq!(fetch_pinned(&o, &pin).unwrap(), path);
+    assert_eq!(hub.seen.resolves.load(Ordering::Relaxed), asked);
+
+    // A commit the hub does not have.
+    let cache = tempfile::tempdir().unwrap();
+    let o = opts(&hub, cache.path());
+    let gone = hub::Pin { revision: Some("f".repeat(40)), sha256: None };
+    let err = fetch_pinned(&o, &gone).unwrap_err();
+    assert_eq!(err.code(), "hub_not_found", "{err}");
+    // The hub's file is not the one the catalog checked: nothing is transferred or written.
+    let served = hub.seen.bytes_served.load(Ordering::Relaxed);
+    let other = hub::Pin { revision: Some(COMMIT.into()), sha256: Some("ab".repeat(32)) };
+    let err = fetch_pinned(&o, &other).unwrap_err();
+    assert_eq!(err.code(), "checksum_mismatch", "{err}");
+    assert!(err.to_string().contains("not the") && err.to_string().contains("catalog checked"), "{err}");
+    assert_eq!(hub.seen.bytes_served.load(Ordering::Relaxed), served);
+    assert!(walk(cache.path()).is_empty(), "{:?}", walk(cache.path()));
+    // A pin that is not a commit or a hash is refused before any request.
+    let bad = hub::Pin { revision: Some("main/../x".into()), sha256: None };
+    assert_eq!(fetch_pinned(&o, &bad).unwrap_err().code(), "download_failed");
+    // The hub answering with another commit than the one pinned.
+    *hub.faults.commit.lock().unwrap() = Some("e".repeat(40));
+    let err = fetch_pinned(&o, &pin).unwrap_err();
+    assert!(err.to_string().contains("answered with"), "{err}");
+}
+
+/// A pin whose hash the hub does not state (a file kept in git: its etag is a git blob id) is
+/// checked on the bytes: a mismatch deletes the file and says so. The git blob id itself is
+/// checked too: the right one passes, a wrong one deletes the file.
+#[test]
+fn git_etags_and_pinned_hashes_are_checked_on_the_bytes() {
+    let hub = server();
+    let git_id = hub::git_blob_id(&model(SMOLLM2)).unwrap();
+    assert_eq!(git_id.len(), 40);
+    // `git hash-object` of a known text: the id is git's.
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("hello"), "hello\n").unwrap();
+    assert_eq!(hub::git_blob_id(&dir.path().join("hello")).unwrap(), "ce013625030ba8dba906f756967f9e9ca394464a");
+
+    *hub.faults.etag.lock().unwrap() = Some(git_id.clone());
+    let cache = tempfile::tempdir().unwrap();
+    let o = opts(&hub, cache.path());
+    let path = fetch_pinned(&o, &hub::Pin::default()).unwrap();
+    assert_eq!(hub::sha256_file(&path).unwrap(), original_sha());
+
+    // The right git id, but not the pinned SHA-256: deleted after the transfer.
+    let cache = tempfile::tempdir().unwrap();
+    let o = opts(&hub, cache.path());
+    let err = fetch_pinned(&o, &hub::Pin { revision: None, sha256: Some("cd".repeat(32)) }).unwrap_err();
+    assert_eq!(err.code(), "checksum_mismatch", "{err}");
+    assert!(
+        err.to_string().contains("the SHA-256 the catalog checked") && err.to_string().contains("deleted"),
+        "{err}"
+    );
+    assert!(walk(cache.path()).is_empty(), "{:?}", walk(cache.path()));
+
+    // A git id that is not the bytes'.
+    *hub.faults.etag.lock().unwrap() = Some("0".repeat(40));
+    let cache = tempfile::tempdir().unwrap();
+    let err = fetch_pinned(&opts(&hub, cache.path()), &hub::Pin::default()).unwrap_err();
+    assert_eq!(err.code(), "checksum_mismatch", "{err}");
+    assert!(err.to_string().contains("git blob id"), "{err}");
+    assert!(walk(cache.path()).is_empty(), "{:?}", walk(cache.path()));
+}

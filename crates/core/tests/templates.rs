@@ -12,10 +12,13 @@ use draftlab_core::files::catalog;
 const PINNED: u64 = 1_736_899_200;
 
 /// Template fixture → BOS and EOS token texts of that family's tokenizer.
-const FIXTURES: [(&str, &str, &str); 11] = [
+const FIXTURES: [(&str, &str, &str); 14] = [
     ("qwen2.5", "<|endoftext|>", "<|im_end|>"),
     ("qwen3", "<|endoftext|>", "<|im_end|>"),
     ("qwen3-coder", "<|endoftext|>", "<|im_end|>"),
+    ("qwen3.5", "<|endoftext|>", "<|im_end|>"),
+    ("qwen3.6", "<|endoftext|>", "<|im_end|>"),
+    ("qwen3.8", "<|endoftext|>", "<|im_end|>"),
     ("llama3.1", "<|begin_of_text|>", "<|eot_id|>"),
     ("llama3.2", "<|begin_of_text|>", "<|eot_id|>"),
     ("gemma3", "<bos>", "<eos>"),
@@ -31,6 +34,9 @@ fn fixtures_of(family: &str) -> &'static [&'static str] {
     match family {
         "qwen2.5-instruct" | "qwen2.5-coder" => &["qwen2.5"],
         "qwen3" => &["qwen3", "qwen3-coder"],
+        "qwen3.5" => &["qwen3.5"],
+        "qwen3.6" => &["qwen3.6"],
+        "qwen3.8" => &["qwen3.8"],
         "llama3" => &["llama3.1", "llama3.2"],
         "gemma3" => &["gemma3"],
         "gemma3n" => &["gemma3n"],

@@ -2,6 +2,7 @@
 // runs in a plain browser against `FakeBackend` (tests, and design work with `npm run dev`; the
 // production bundle leaves the fake out).
 import type {
+  Drafters,
   ApiError, CatalogView, Chart, Diagnosis, Mode, Settings, DownloadEvent, ExportSource, VocabGroup, HistoryEntry, HistoryRun, RunEvent, RunOutcome, RunRequest, SweepEntry, SweepOutcome,
   SweepRequest, SweepSpec, SweepUiEvent, SweepView, OpenedRun, EngineStatus, UnloadOutcome,
   ChatAnswer, ChatEntry, ChatEvent, ChatRequest, Conversation, ServerRequest, ServerStatus,
@@ -43,6 +44,8 @@ export interface Backend {
   exportResults(source: ExportSource, name: string, format: "csv" | "json"): Promise<boolean>;
   /// GGUF files already on disk (Hugging Face cache, LM Studio, Ollama, `folders`), by vocabulary.
   modelsOnDisk(folders: string[]): Promise<VocabGroup[]>;
+  /// Every way to draft for a target (a file or a catalog id), and what cannot with the reason.
+  drafters(target: string, folders: string[]): Promise<Drafters>;
   catalog(): Promise<CatalogView>;
   /// Downloads into the Hugging Face cache (resuming a partial file); resolves to the model's path.
   download(repo: string, file: string, onEvent: (e: DownloadEvent) => void): Promise<string>;
@@ -128,6 +131,7 @@ export async function tauriBackend(): Promise<Backend> {
     exportResults: async (source, name, format) =>
       (await invoke<string | null>("export_results", { source, name, format })) !== null,
     modelsOnDisk: (folders) => invoke<VocabGroup[]>("models_on_disk", { folders }),
+    drafters: (target, folders) => invoke<Drafters>("drafters", { target, folders }),
     catalog: () => invoke<CatalogView>("catalog"),
     download: (repo, file, onEvent) => {
       const channel = new Channel<DownloadEvent>();

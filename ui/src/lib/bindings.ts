@@ -819,6 +819,69 @@ fingerprint: string, tokenizer: string, vocab_size: number,
  */
 models: Array<FoundModel>, };
 
+export type WayKind = "own-mtp" | "mtp-head" | "eagle3" | "dflash" | "dspark" | "same-vocabulary" | "cross-vocabulary" | "ngram";
+
+export type Way = { kind: WayKind, 
+/**
+ * The kind in words ("draft model, same vocabulary", "EAGLE-3 head", …).
+ */
+label: string, 
+/**
+ * `--strategy` for it.
+ */
+strategy: string, 
+/**
+ * The file's label where it was found, the catalog id, or the strategy.
+ */
+name: string, 
+/**
+ * The file to give as `--draft` (none: nothing to give, or not downloaded yet).
+ */
+path: string | null, 
+/**
+ * Where it is: "Hugging Face cache", "LM Studio", "folder", "catalog", "the target", "built in".
+ */
+source: string, 
+/**
+ * Its catalog id, when the catalog lists it.
+ */
+catalog_id: string | null, 
+/**
+ * Bytes to download first (0 when it is on disk or needs no file).
+ */
+download: number, 
+/**
+ * Memory the target needs with it, and the verdict (the doctor's estimate at [`FINDER_CONTEXT`]).
+ */
+needed: number, memory: MemoryVerdict, 
+/**
+ * Its cost per token against the target's: measured by a run on this machine when one has
+ * (`cost_measured`), else by the parameters a token passes through (a rough guide: the
+ * cheaper, the more a draft of the same acceptance saves). None when unknown.
+ */
+cost: number | null, cost_measured: boolean, 
+/**
+ * What the doctor says of the pair (warnings included), in words.
+ */
+note: string, };
+
+export type Refused = { name: string, path: string | null, source: string, reason: string, };
+
+export type Drafters = { 
+/**
+ * The target, as given (a path or a catalog id).
+ */
+target: string, 
+/**
+ * Best first: own MTP layers, drafter files, same-vocabulary drafts (cheapest first),
+ * cross-vocabulary drafts, then the n-gram strategies; on disk before the catalog's.
+ */
+ways: Array<Way>, refused: Array<Refused>, 
+/**
+ * One line on what was found (and, when only n-grams are left, why).
+ */
+summary: string, };
+
 export type Experts = { count: number, used: number, 
 /**
  * Feed-forward width of one expert.
@@ -831,6 +894,8 @@ shared_ff: number, };
 
 export type Swa = { window: number, full_every: number, };
 
+export type Linear = { full_every: number, k_heads: number, v_heads: number, head_dim: number, conv: number, };
+
 export type Arch = { layers: number, embd: number, 
 /**
  * Dense feed-forward width (for MoE models: of a dense layer, unused when every layer is MoE).
@@ -839,7 +904,17 @@ ff: number, heads: number, kv_heads: number, head_dim: number, vocab: number, ti
 /**
  * A SentencePiece vocabulary (Gemma): no merge table in the header, unlike BPE.
  */
-sentencepiece: boolean, };
+sentencepiece: boolean, 
+/**
+ * A hybrid (Qwen3.5, Qwen3.6, Qwen3-Next): Gated DeltaNet layers with a fixed-size recurrent
+ * state and no KV cache, and one full-attention layer every `full_every`.
+ */
+linear?: Linear | null, 
+/**
+ * Multi-token-prediction layers the file carries after its `layers` (`nextn_predict_layers`:
+ * the `-MTP` builds of Qwen3.6): full-attention blocks llama.cpp drafts with.
+ */
+mtp_layers?: number, };
 
 export type Evidence = { 
 /**
@@ -864,7 +939,12 @@ export type CatalogFile = { quant: string, file: string,
  * Bytes: exact when a public source states it, else computed from the tensor types the
  * quantisation uses (`size_estimated`). The hub says the exact size when the download starts.
  */
-size: number, size_estimated: boolean, sha256: string | null, };
+size: number, size_estimated: boolean, sha256: string | null, 
+/**
+ * The repository commit the size and hash were checked against: downloads fetch this
+ * revision, not the branch head.
+ */
+revision: string | null, };
 
 export type CatalogModel = { 
 /**
@@ -872,7 +952,16 @@ export type CatalogModel = {
  */
 id: string, family: string, family_name: string, 
 /**
- * All parameters.
+ * What drafts with it, when it is a drafter rather than a model (an MTP head, EAGLE-3,
+ * DFlash, DSpark).
+ */
+drafter: DrafterKind | null, 
+/**
+ * A drafter's targets (catalog ids).
+ */
+drafts_for: Array<string>, 
+/**
+ * All parameters (0 for a drafter whose shape the catalog does not state).
  */
 params: number, 
 /**
@@ -892,9 +981,31 @@ repo: string,
  */
 files: Array<CatalogFile>, 
 /**
- * Recommended drafts (catalog ids, best first).
+ * Recommended draft models (catalog ids, best first): same vocabulary, smaller.
  */
-drafts: Array<string>, arch: Arch, source: Evidence, notes: string | null, };
+drafts: Array<string>, 
+/**
+ * The shape (absent for a drafter head the catalog knows by its stated size only).
+ */
+arch: Arch | null, source: Evidence, notes: string | null, };
+
+export type BundleDrafter = { 
+/**
+ * The catalog id of the drafter (the target's own id when it drafts for itself).
+ */
+id: string, 
+/**
+ * Draftlab's strategy for it (`--strategy`).
+ */
+strategy: string, 
+/**
+ * A file of its own to fetch (false: the target's own MTP layers).
+ */
+separate: boolean, 
+/**
+ * Bytes to fetch for it (0 when it is the target itself).
+ */
+size: number, };
 
 export type Fit = { id: string, 
 /**
@@ -910,7 +1021,20 @@ fits: boolean,
  */
 draft: string | null, needed_with_draft: number | null, with_draft: MemoryVerdict | null, fits_with_draft: boolean | null, };
 
-export type CatalogEntry = { model: CatalogModel, fit: Fit, };
+export type CatalogEntry = { model: CatalogModel, fit: Fit, 
+/**
+ * Everything in the catalog that drafts for it, best first (its own MTP layers, drafters made
+ * for it, draft models).
+ */
+bundle: Array<BundleDrafter>, 
+/**
+ * What *With drafter* fetches: the first of the bundle that fits beside it on this machine.
+ */
+drafter: BundleDrafter | null, 
+/**
+ * Why there is none (nothing drafts for it, or nothing fits beside it).
+ */
+no_drafter: string | null, };
 
 export type CatalogView = { models: Array<CatalogEntry>, 
 /**

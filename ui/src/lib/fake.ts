@@ -1,7 +1,7 @@
 // A backend without Tauri: canned models and a simulated generation, for UI tests and for working
 // on the UI in a plain browser. It follows the same event order as the real one.
 import type { Backend, FileKind } from "./backend";
-import type { ApiError, CatalogView, DownloadEvent, ErrorCode, Settings, VocabGroup } from "./types";
+import type { ApiError, CatalogView, DownloadEvent, Drafters, ErrorCode, Settings, VocabGroup } from "./types";
 import type { EngineStatus, OpenedRun, UnloadOutcome } from "./types";
 import type { ChatAnswer, ChatEntry, ChatEvent, ChatRequest, Conversation, ServerRequest, ServerStatus } from "./types";
 import type { Chart, ExportSource, SweepEntry, SweepOutcome, SweepRequest, SweepSpec, SweepUiEvent, SweepView } from "./types";
@@ -270,6 +270,14 @@ export class FakeBackend implements Backend {
 
   async catalog(): Promise<CatalogView> {
     return this.catalogView;
+  }
+
+  /// What `drafters` answers for each target (nothing known: the n-gram strategies only).
+  drafterLists: Record<string, Drafters> = {};
+
+  async drafters(target: string): Promise<Drafters> {
+    const ngram = (s: string) => ({ kind: "ngram" as const, label: "n-gram", strategy: s, name: s, path: null, source: "built in", catalog_id: null, download: 0, needed: 1e9, memory: "fits" as const, cost: 0, cost_measured: false, note: "no file" });
+    return this.drafterLists[target] ?? { target, ways: ["lookup", "ngram-cache", "ngram-mod"].map(ngram), refused: [], summary: `nothing on disk or in the catalog drafts for ${target}` };
   }
 
   async download(repo: string, file: string, onEvent: (e: DownloadEvent) => void): Promise<string> {

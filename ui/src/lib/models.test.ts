@@ -74,6 +74,17 @@ describe("a pair download", () => {
     expect(s.downloaded).toBe(s.total);
   });
 
+  it("downloads a target that drafts for itself (its MTP layers) alone, with no draft path", async () => {
+    const backend = new FakeBackend();
+    const s = newPairDownload();
+    const paths = await downloadPair(backend, target, null, s);
+    expect(backend.downloads).toEqual(["org/big-GGUF/big-Q4_K_M.gguf"]);
+    expect(paths.target).toContain("big-Q4_K_M.gguf");
+    expect(paths.draft).toBeNull();
+    expect(s.status).toBe("done");
+    expect(s.downloaded).toBe(s.total);
+  });
+
   it("stops at a cancel of either file, keeps what it has, and says which file it was on", async () => {
     const backend = new FakeBackend({ frameMs: 2 });
     const s = newPairDownload();
@@ -90,7 +101,7 @@ describe("a pair download", () => {
   });
 
   it("takes the draft's file in the target's quantisation when it has one, else its first", () => {
-    const m = { repo: "org/r", files: [{ quant: "Q8_0", file: "r-Q8_0.gguf", size: 5, size_estimated: true, sha256: null }, { quant: "Q4_K_M", file: "r-Q4_K_M.gguf", size: 3, size_estimated: true, sha256: null }] } as CatalogModel;
+    const m = { repo: "org/r", files: [{ quant: "Q8_0", file: "r-Q8_0.gguf", size: 5, size_estimated: true, sha256: null, revision: null }, { quant: "Q4_K_M", file: "r-Q4_K_M.gguf", size: 3, size_estimated: true, sha256: null, revision: null }] } as CatalogModel;
     expect(fileJob(m, "Q4_K_M")).toEqual({ repo: "org/r", file: "r-Q4_K_M.gguf", approxSize: 3 });
     expect(fileJob(m, "IQ2_XS")?.file).toBe("r-Q8_0.gguf");
     expect(fileJob({ ...m, files: [] }, "Q8_0")).toBeNull();

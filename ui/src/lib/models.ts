@@ -79,42 +79,45 @@ export function fileJob(m: CatalogModel, quant: string | undefined): FileJob | n
 }
 
 /// The state of a pair download: one progress for both files, the file being downloaded (for
-/// cancel), and the two paths when both are there.
+/// cancel), and the two paths when both are there (no draft path for a target that drafts for
+/// itself).
 export interface PairDownload extends DownloadState {
   current: FileJob | null;
-  paths: { target: string; draft: string } | null;
+  paths: { target: string; draft: string | null } | null;
 }
 
 export function newPairDownload(): PairDownload {
   return { ...newDownload(), current: null, paths: null };
 }
 
-/// Downloads a target and then its draft, updating `s` as one download of both files (the draft's
-/// size counts as the catalog's estimate until its download starts). Resolves to both paths; a
-/// failure or cancel of either rejects with its error (what was downloaded is kept: downloading
-/// the pair again resumes).
-export async function downloadPair(backend: Backend, target: FileJob, draft: FileJob, s: PairDownload): Promise<{ target: string; draft: string }> {
+/// Downloads a target and then its drafter's file (none: the target drafts for itself), updating
+/// `s` as one download of both files (the drafter's size counts as the catalog's estimate until its
+/// download starts). Resolves to both paths; a failure or cancel of either rejects with its error
+/// (what was downloaded is kept: downloading the pair again resumes).
+export async function downloadPair(backend: Backend, target: FileJob, draft: FileJob | null, s: PairDownload): Promise<{ target: string; draft: string | null }> {
   s.status = "downloading";
   s.paths = null;
-  const sizes = [target.approxSize, draft.approxSize];
-  const got = [0, 0];
+  const jobs = draft ? [target, draft] : [target];
+  const sizes = jobs.map((j) => j.approxSize);
+  const got = jobs.map(() => 0);
   const paths: string[] = [];
-  for (const [i, job] of [target, draft].entries()) {
+  const sum = (xs: number[]) => xs.reduce((a, b) => a + (b ?? 0), 0);
+  for (const [i, job] of jobs.entries()) {
     s.current = job;
     const one = newDownload();
     const path = await backend.download(job.repo, job.file, (e) => {
       applyDownloadEvent(one, e);
       if (e.type === "started" || e.type === "progress") sizes[i] = one.total || sizes[i] || 0;
       got[i] = one.downloaded;
-      s.total = (sizes[0] ?? 0) + (sizes[1] ?? 0);
-      s.downloaded = (got[0] ?? 0) + (got[1] ?? 0);
+      s.total = sum(sizes);
+      s.downloaded = sum(got);
       s.rate = one.rate;
       s.notice = one.notice;
       s.resumedFrom = i === 0 ? one.resumedFrom : s.resumedFrom;
       // The time left: this file's, then the next one's at this rate.
-      const rest = i === 0 ? (sizes[1] ?? 0) : 0;
+      const rest = sum(sizes.slice(i + 1));
       s.etaS = one.etaS + (one.rate > 0 ? rest / one.rate : 0);
-      s.status = e.type === "verifying" && i === 1 ? "verifying" : "downloading";
+      s.status = e.type === "verifying" && i === jobs.length - 1 ? "verifying" : "downloading";
     });
     got[i] = sizes[i] ?? got[i] ?? 0;
     paths.push(path);
@@ -122,7 +125,7 @@ export async function downloadPair(backend: Backend, target: FileJob, draft: Fil
   s.current = null;
   s.downloaded = s.total;
   s.status = "done";
-  s.paths = { target: paths[0] ?? "", draft: paths[1] ?? "" };
+  s.paths = { target: paths[0] ?? "", draft: paths[1] ?? null };
   s.path = s.paths.target;
   return s.paths;
 }

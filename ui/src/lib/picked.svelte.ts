@@ -12,12 +12,15 @@ export interface PairChoice {
 export const picked = $state<{
   target: string | null;
   draft: string | null;
+  /// The strategy the picked drafter runs as (a catalog bundle's drafter: mtp, eagle3, …).
+  strategy: string | null;
   rerun: RunRequest | null;
   chat: PairChoice | null;
   serve: PairChoice | null;
 }>({
   target: null,
   draft: null,
+  strategy: null,
   rerun: null,
   chat: null,
   serve: null,

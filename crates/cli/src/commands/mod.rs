@@ -2,6 +2,7 @@
 
 mod bench;
 mod doctor;
+mod drafters;
 mod inspect;
 mod models;
 mod ngram;
@@ -13,6 +14,7 @@ mod sweep;
 
 pub(crate) use bench::bench_cmd;
 pub(crate) use doctor::doctor_cmd;
+pub(crate) use drafters::drafters_cmd;
 pub(crate) use inspect::inspect;
 pub(crate) use models::models_cmd;
 pub(crate) use ngram::{ngram_build, ngram_info};

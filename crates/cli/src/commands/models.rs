@@ -77,7 +77,7 @@ pub(crate) fn models_cmd(
     if show_catalog {
         println!(
             "Catalog (default file at context {}; ✓ fits, ~ fits if other programs close, ✗ too big; \
-             +draft: fits together with its first draft).\nJudged against {limit_reason}.",
+             +draft: fits together with its first draft model).\nJudged against {limit_reason}.",
             catalog::FIT_CONTEXT
         );
         let mut family = "";
@@ -86,10 +86,15 @@ pub(crate) fn models_cmd(
                 family = &m.family_name;
                 println!("\n  {family}");
             }
-            let params = match m.active_params {
-                Some(a) => format!("{:.1}B-A{:.1}B", m.params as f64 / 1e9, a as f64 / 1e9),
-                None => format!("{:.1}B", m.params as f64 / 1e9),
+            let params = match (m.drafter, m.active_params) {
+                (Some(k), _) => k.strategy_name().to_string() + " head",
+                (None, Some(a)) => format!("{:.1}B-A{:.1}B", m.params as f64 / 1e9, a as f64 / 1e9),
+                (None, None) => format!("{:.1}B", m.params as f64 / 1e9),
             };
+            let drafted_by: Vec<String> = catalog::bundle(m, &all)
+                .into_iter()
+                .map(|b| if b.id == m.id { "itself (mtp)".to_string() } else { format!("{} ({})", b.id, b.strategy) })
+                .collect();
             let mark = |v: MemoryVerdict| match v {
                 MemoryVerdict::Fits => "✓",
                 MemoryVerdict::Tight => "~",
@@ -113,10 +118,14 @@ pub(crate) fn models_cmd(
                         },
                     None => "",
                 },
-                if m.drafts.is_empty() { "-".to_string() } else { m.drafts.join(", ") }
+                match (m.drafter, drafted_by.is_empty()) {
+                    (Some(_), _) => format!("for {}", m.drafts_for.join(", ")),
+                    (None, true) => "-".to_string(),
+                    (None, false) => drafted_by.join(", "),
+                }
             );
         }
-        println!("\nDownload: draftlab pull ID [--quant Q8_0]");
+        println!("\nDownload: draftlab pull ID [--quant Q8_0] [--with-draft [KIND]]; every way to draft for one: draftlab drafters ID");
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -10,22 +10,30 @@ use draftlab_engine::Error;
 
 use crate::print::gib;
 
-pub(crate) fn pull_cmd(what: &[String], quant: Option<&str>, with_draft: bool) -> anyhow::Result<ExitCode> {
+pub(crate) fn pull_cmd(what: &[String], quant: Option<&str>, with_draft: Option<&str>) -> anyhow::Result<ExitCode> {
     let mut jobs: Vec<(String, String)> = Vec::new();
     match what {
         [id] => {
             let m = catalog::find(id)?;
             jobs.push((m.repo.clone(), m.file(quant)?.file.clone()));
-            if with_draft {
-                let Some(d) = m.drafts.first() else {
-                    return Err(Error::InvalidSettings(format!("{} has no recommended draft", m.id)).into());
-                };
-                let d = catalog::find(d)?;
-                jobs.push((d.repo.clone(), d.file(quant).or_else(|_| d.file(None))?.file.clone()));
+            if let Some(kind) = with_draft {
+                let want = Some(kind).filter(|k| *k != "best");
+                let mem = draftlab_engine::decoding::llama::memory_info();
+                let best = catalog::best_drafter(&m, want, &mem)?;
+                if best.separate {
+                    let d = catalog::find(&best.id)?;
+                    eprintln!("pull: {} drafts for {} (--strategy {})", d.id, m.id, best.strategy);
+                    jobs.push((d.repo.clone(), d.file(quant).or_else(|_| d.file(None))?.file.clone()));
+                } else {
+                    eprintln!(
+                        "pull: {} drafts for itself with its own MTP layers (--strategy mtp): nothing more to fetch",
+                        m.id
+                    );
+                }
             }
         }
         [repo, file] => {
-            if quant.is_some() || with_draft {
+            if quant.is_some() || with_draft.is_some() {
                 return Err(Error::InvalidSettings("--quant and --with-draft are for catalog ids".into()).into());
             }
             jobs.push((repo.clone(), file.clone()));
@@ -37,10 +45,13 @@ pub(crate) fn pull_cmd(what: &[String], quant: Option<&str>, with_draft: bool) -
     let tty = std::io::stderr().is_terminal();
     for (repo, file) in jobs {
         let mut last_line = std::time::Instant::now();
-        let path = hub::download(
+        // A file the catalog lists comes from the revision it was checked against, with its hash.
+        let pin = catalog::pin_of(&repo, &file);
+        let path = hub::download_pinned(
             &opts,
             &repo,
             &file,
+            &pin,
             &mut Job::new(&cancel, &mut |e| match e {
                 hub::DownloadEvent::Started { total, resumed_from, .. } => {
                     eprintln!(

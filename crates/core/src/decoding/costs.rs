@@ -140,6 +140,27 @@ impl CostsCache {
             .then(|| e.costs.clone())
     }
 
+    /// The draft's measured cost per token against the target's (`c`), from the newest fresh
+    /// measurement of this pair under any settings (a drafter head's too): what the drafter finder
+    /// shows when a run has measured it. Files are known by path, size and modification time, as
+    /// the runs that measured them knew them.
+    pub fn measured_ratio(&self, target: &std::path::Path, draft: &std::path::Path) -> Option<f64> {
+        let id = |p: &std::path::Path| {
+            let m = std::fs::metadata(p).ok()?;
+            let mtime = m.modified().ok()?.duration_since(std::time::UNIX_EPOCH).ok()?.as_secs();
+            Some(format!("{}:{}:{mtime}", p.display(), m.len()))
+        };
+        let prefix = format!("v1|{}|{}|", id(target)?, id(draft)?);
+        let now = crate::paths::now_secs();
+        self.entries
+            .range(prefix.clone()..)
+            .take_while(|(k, _)| k.starts_with(&prefix))
+            .map(|(_, e)| e)
+            .filter(|e| now.saturating_sub(e.measured_at) < COSTS_MAX_AGE_S && e.costs.c.is_finite() && e.costs.c > 0.0)
+            .max_by_key(|e| e.measured_at)
+            .map(|e| e.costs.c)
+    }
+
     /// Adds an entry and writes the file (atomically); failures only cost a re-measurement later.
     pub fn store(key: &str, costs: &Costs) {
         let mut cache = CostsCache::load();
@@ -155,6 +176,40 @@ impl CostsCache {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The finder's lookup: the newest fresh measurement of the pair, under any settings; another
+    /// draft, a changed file or an old entry is not it.
+    #[test]
+    fn the_measured_ratio_of_a_pair_is_its_newest_fresh_entry() {
+        let dir = tempfile::tempdir().unwrap();
+        let (t, d, other) = (dir.path().join("t.gguf"), dir.path().join("d.gguf"), dir.path().join("o.gguf"));
+        for p in [&t, &d, &other] {
+            std::fs::write(p, b"x").unwrap();
+        }
+        let id = |p: &std::path::Path| {
+            let m = std::fs::metadata(p).unwrap();
+            let mtime = m.modified().unwrap().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs();
+            ModelId { path: p.to_path_buf(), file_size: m.len(), mtime, ..model("x") }
+        };
+        let now = crate::paths::now_secs();
+        let costs = |c: f64| Costs { verify_ms: vec![10.0], draft_token_ms: c * 10.0, c };
+        let mut cache = CostsCache::default();
+        let s = Settings::default();
+        let s2 = Settings { n_ctx: 8192, ..Settings::default() };
+        let put = |cache: &mut CostsCache, key: String, c: f64, at: u64| {
+            cache.entries.insert(key, CachedCosts { costs: costs(c), measured_at: at });
+        };
+        assert_eq!(cache.measured_ratio(&t, &d), None);
+        put(&mut cache, costs_key(&id(&t), Some(&id(&d)), &s, 9), 0.2, now - 100);
+        put(&mut cache, costs_key(&id(&t), Some(&id(&d)), &s2, 9), 0.25, now - 10);
+        put(&mut cache, format!("{}|fed:draft-eagle3", costs_key(&id(&t), Some(&id(&other)), &s, 9)), 0.05, now);
+        put(&mut cache, costs_key(&id(&t), Some(&id(&other)), &s2, 9), 0.5, now - COSTS_MAX_AGE_S - 1);
+        assert_eq!(cache.measured_ratio(&t, &d), Some(0.25));
+        assert_eq!(cache.measured_ratio(&t, &other), Some(0.05));
+        assert_eq!(cache.measured_ratio(&d, &t), None);
+        std::fs::write(&d, b"changed").unwrap();
+        assert_eq!(cache.measured_ratio(&t, &d), None, "another size: another file");
+    }
 
     fn model(path: &str) -> ModelId {
         ModelId {

@@ -231,7 +231,14 @@ fn drafter_findings(
             }
         }
         DrafterKind::Eagle3 | DrafterKind::Dflash | DrafterKind::Dspark => {
-            if let (Some(h), Some(t)) = (head.arch_u64("target_hidden_size"), t_embd) {
+            // EAGLE-3 states the width it reads; a DFlash (or DSpark) drafter works at the target's
+            // own width (llama.cpp: its input is `target_layers` × its `embedding_length`).
+            let reads = head.arch_u64("target_hidden_size").or_else(|| {
+                matches!(kind, DrafterKind::Dflash | DrafterKind::Dspark)
+                    .then(|| head.arch_u64("embedding_length"))
+                    .flatten()
+            });
+            if let (Some(h), Some(t)) = (reads, t_embd) {
                 if h != t {
                     wrong(format!("it reads hidden states of {h} values, the target has {t}"));
                 }

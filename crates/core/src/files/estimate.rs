@@ -32,6 +32,51 @@ pub struct Arch {
     /// A SentencePiece vocabulary (Gemma): no merge table in the header, unlike BPE.
     #[serde(default)]
     pub sentencepiece: bool,
+    /// A hybrid (Qwen3.5, Qwen3.6, Qwen3-Next): Gated DeltaNet layers with a fixed-size recurrent
+    /// state and no KV cache, and one full-attention layer every `full_every`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub linear: Option<Linear>,
+    /// Multi-token-prediction layers the file carries after its `layers` (`nextn_predict_layers`:
+    /// the `-MTP` builds of Qwen3.6): full-attention blocks llama.cpp drafts with.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub mtp_layers: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
+/// The linear-attention layers of a hybrid, as its `config.json` states them (`linear_num_key_heads`,
+/// `linear_num_value_heads`, `linear_key_head_dim` = `linear_value_head_dim`, `linear_conv_kernel_dim`,
+/// `full_attention_interval`).
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Linear {
+    pub full_every: u64,
+    pub k_heads: u64,
+    pub v_heads: u64,
+    pub head_dim: u64,
+    pub conv: u64,
+}
+
+impl Linear {
+    /// Width of the fused q, k, v projection (and of the convolution).
+    pub fn conv_dim(&self) -> u64 {
+        2 * self.k_heads * self.head_dim + self.v_heads * self.head_dim
+    }
+
+    /// Bytes of one layer's recurrent state (f32): the convolution's last `conv - 1` inputs and one
+    /// `head_dim` × `head_dim` matrix per value head. llama.cpp's `n_embd_r` and `n_embd_s`.
+    pub fn state_bytes(&self) -> u64 {
+        (self.conv.saturating_sub(1) * self.conv_dim() + self.v_heads * self.head_dim * self.head_dim) * 4
+    }
+
+    /// Of `n` layers, those with full attention (llama.cpp: layer `i` is recurrent unless
+    /// `(i + 1) % full_every == 0`).
+    pub fn full_layers(&self, n: u64) -> u64 {
+        n.checked_div(self.full_every).unwrap_or(0)
+    }
 }
 
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
@@ -65,7 +110,7 @@ impl Arch {
     pub fn active_params(&self) -> u64 {
         match &self.experts {
             None => self.params(),
-            Some(e) => self.params() - self.layers * 3 * self.embd * e.ff * (e.count - e.used),
+            Some(e) => self.params() - (self.layers + self.mtp_layers) * 3 * self.embd * e.ff * (e.count - e.used),
         }
     }
 
@@ -84,14 +129,69 @@ impl Arch {
             vec![self.embd, self.vocab],
             if self.tied_embeddings { output_type } else { recipe.fallback(recipe.base, self.embd) },
         );
-        for i in 0..n {
+        // llama-quantize counts every block, the multi-token-prediction ones included.
+        let all = n + self.mtp_layers;
+        let base = |cols: u64| recipe.fallback(recipe.base, cols);
+        for i in 0..all {
             let b = |s: &str| format!("blk.{i}.{s}");
             push(b("attn_norm.weight"), vec![self.embd], F32);
-            push(b("attn_q.weight"), vec![self.embd, q], recipe.fallback(recipe.base, self.embd));
-            push(b("attn_k.weight"), vec![self.embd, kv], recipe.fallback(recipe.base, self.embd));
-            push(b("attn_v.weight"), vec![self.embd, kv], recipe.fallback(recipe.attn_v(i, n, self), self.embd));
-            push(b("attn_output.weight"), vec![q, self.embd], recipe.fallback(recipe.base, q));
-            push(b("ffn_norm.weight"), vec![self.embd], F32);
+            let linear = self.linear.as_ref().filter(|l| i < n && !(i + 1).is_multiple_of(l.full_every.max(1)));
+            match (&self.linear, linear) {
+                (_, Some(l)) => {
+                    // Gated DeltaNet: a fused q/k/v projection (quantised like attn_v), a gate, the
+                    // convolution (never quantised), decay and mixing vectors, the output.
+                    let value = l.v_heads * l.head_dim;
+                    push(
+                        b("attn_qkv.weight"),
+                        vec![self.embd, l.conv_dim()],
+                        recipe.fallback(recipe.attn_v(i, all, self), self.embd),
+                    );
+                    push(b("attn_gate.weight"), vec![self.embd, value], base(self.embd));
+                    push(b("ssm_conv1d.weight"), vec![l.conv, l.conv_dim()], F32);
+                    push(b("ssm_dt.bias"), vec![l.v_heads], F32);
+                    push(b("ssm_a"), vec![l.v_heads], F32);
+                    push(b("ssm_beta.weight"), vec![self.embd, l.v_heads], base(self.embd));
+                    push(b("ssm_alpha.weight"), vec![self.embd, l.v_heads], base(self.embd));
+                    push(b("ssm_norm.weight"), vec![l.head_dim], F32);
+                    // The output of the linear attention: one type above the base in the
+                    // published Qwen3.5 K-quant files (fitted, not read from llama-quantize: it
+                    // brings all five stated Q4_K_M and Q6_K sizes from 0.6–1.7 % under to
+                    // within 0.15 %; the test of stated sizes checks it).
+                    push(b("ssm_out.weight"), vec![value, self.embd], recipe.fallback(recipe.one_up(), value));
+                }
+                (Some(_), None) => {
+                    // A hybrid's full attention: gated (the query projection also yields the gate),
+                    // with q and k norms.
+                    push(b("attn_q.weight"), vec![self.embd, 2 * q], base(self.embd));
+                    push(b("attn_k.weight"), vec![self.embd, kv], base(self.embd));
+                    push(
+                        b("attn_v.weight"),
+                        vec![self.embd, kv],
+                        recipe.fallback(recipe.attn_v(i, all, self), self.embd),
+                    );
+                    push(b("attn_output.weight"), vec![q, self.embd], base(q));
+                    push(b("attn_q_norm.weight"), vec![self.head_dim], F32);
+                    push(b("attn_k_norm.weight"), vec![self.head_dim], F32);
+                }
+                (None, _) => {
+                    push(b("attn_q.weight"), vec![self.embd, q], base(self.embd));
+                    push(b("attn_k.weight"), vec![self.embd, kv], base(self.embd));
+                    push(
+                        b("attn_v.weight"),
+                        vec![self.embd, kv],
+                        recipe.fallback(recipe.attn_v(i, all, self), self.embd),
+                    );
+                    push(b("attn_output.weight"), vec![q, self.embd], base(q));
+                }
+            }
+            let norm = if self.linear.is_some() { "post_attention_norm.weight" } else { "ffn_norm.weight" };
+            push(b(norm), vec![self.embd], F32);
+            if i >= n {
+                push(b("nextn.eh_proj.weight"), vec![2 * self.embd, self.embd], base(2 * self.embd));
+                for t in ["nextn.enorm.weight", "nextn.hnorm.weight", "nextn.shared_head_norm.weight"] {
+                    push(b(t), vec![self.embd], F32);
+                }
+            }
             match &self.experts {
                 None => {
                     push(b("ffn_gate.weight"), vec![self.embd, self.ff], recipe.fallback(recipe.base, self.embd));
@@ -99,7 +199,7 @@ impl Arch {
                     push(
                         b("ffn_down.weight"),
                         vec![self.ff, self.embd],
-                        recipe.fallback(recipe.ffn_down(i, n), self.ff),
+                        recipe.fallback(recipe.ffn_down(i, all), self.ff),
                     );
                 }
                 Some(e) => {
@@ -107,7 +207,7 @@ impl Arch {
                     let ex = recipe.expert_type();
                     push(b("ffn_gate_exps.weight"), vec![self.embd, e.ff, e.count], recipe.fallback(ex, self.embd));
                     push(b("ffn_up_exps.weight"), vec![self.embd, e.ff, e.count], recipe.fallback(ex, self.embd));
-                    let down = if recipe.mxfp4 { ex } else { recipe.ffn_down(i, n) };
+                    let down = if recipe.mxfp4 { ex } else { recipe.ffn_down(i, all) };
                     push(b("ffn_down_exps.weight"), vec![e.ff, self.embd, e.count], recipe.fallback(down, e.ff));
                     if e.shared_ff > 0 {
                         let base = recipe.fallback(recipe.base, self.embd);
@@ -116,8 +216,11 @@ impl Arch {
                         push(
                             b("ffn_down_shexp.weight"),
                             vec![e.shared_ff, self.embd],
-                            recipe.fallback(recipe.ffn_down(i, n), e.shared_ff),
+                            recipe.fallback(recipe.ffn_down(i, all), e.shared_ff),
                         );
+                        if self.linear.is_some() {
+                            push(b("ffn_gate_inp_shexp.weight"), vec![self.embd], F32);
+                        }
                     }
                 }
             }
@@ -143,7 +246,15 @@ impl Arch {
         let swa = self.swa.as_ref().map(|s| (s.window, s.full_every));
         let input_weights =
             crate::files::memory::input_only_weights(tensors.iter().map(|t| (t.name.as_str(), t.n_bytes())));
-        Ok(Footprint { input_weights, ..Footprint::new(file_size, layer_weights, self.layers, kv_per_layer, swa) })
+        let all = self.layers + self.mtp_layers;
+        let fp = Footprint { input_weights, ..Footprint::new(file_size, layer_weights, all, kv_per_layer, swa) };
+        Ok(match &self.linear {
+            None => fp,
+            Some(l) => {
+                let full = l.full_layers(self.layers) + self.mtp_layers;
+                fp.hybrid(full, kv_per_layer, (self.layers - l.full_layers(self.layers)) * l.state_bytes())
+            }
+        })
     }
 }
 
@@ -154,6 +265,7 @@ const SPM_HEADER_BYTES_PER_TOKEN: u64 = 25;
 
 const F32: u32 = 0;
 const F16: u32 = 1;
+const Q4_0: u32 = 2;
 const Q5_0: u32 = 6;
 const Q5_1: u32 = 7;
 const Q8_0: u32 = 8;
@@ -187,17 +299,21 @@ struct Recipe {
 
 impl Recipe {
     fn of(quant: &str) -> Result<Recipe> {
-        let (base, k_m, mxfp4) = match quant.to_ascii_uppercase().as_str() {
+        // unsloth's "dynamic" builds (UD-Q4_K_M, …) start from the named recipe and give some
+        // tensors more bits: planned as that recipe (their catalog entries state their sizes).
+        let upper = quant.to_ascii_uppercase();
+        let (base, k_m, mxfp4) = match upper.strip_prefix("UD-").unwrap_or(&upper) {
             "Q4_K_M" => (Q4_K, true, false),
             "Q5_K_M" => (Q5_K, true, false),
             "Q6_K" => (Q6_K, false, false),
             "Q8_0" => (Q8_0, false, false),
+            "Q4_0" => (Q4_0, false, false),
             "MXFP4" | "MXFP4_MOE" => (Q8_0, false, true),
             "F16" => (F16, false, false),
             other => {
                 return Err(Error::InvalidSettings(format!(
-                    "no size estimate for quantisation {other} (Q4_K_M, Q5_K_M, Q6_K, Q8_0, MXFP4_MOE, F16 have one)"
-                )))
+                "no size estimate for quantisation {other} (Q4_K_M, Q5_K_M, Q6_K, Q4_0, Q8_0, MXFP4_MOE, F16 have one)"
+            )))
             }
         };
         Ok(Recipe { base, k_m, mxfp4 })
@@ -239,6 +355,16 @@ impl Recipe {
             Q6_K
         } else {
             self.base
+        }
+    }
+
+    /// The next K-quant up (Q4_K → Q5_K → Q6_K → Q8_0); other types stay.
+    fn one_up(&self) -> u32 {
+        match self.base {
+            Q4_K => Q5_K,
+            Q5_K => Q6_K,
+            Q6_K => Q8_0,
+            other => other,
         }
     }
 
@@ -290,6 +416,8 @@ mod tests {
             experts: None,
             swa: None,
             sentencepiece: false,
+            linear: None,
+            mtp_layers: 0,
         }
     }
 
@@ -329,6 +457,8 @@ mod tests {
             experts: Some(Experts { count: 128, used: 8, ff: 768, shared_ff: 0 }),
             swa: None,
             sentencepiece: false,
+            linear: None,
+            mtp_layers: 0,
         };
         // Qwen3-30B-A3B: 30.5 B total, 3.3 B active (its model card).
         assert!((30.0e9..31.0e9).contains(&(moe.params() as f64)), "{}", moe.params());

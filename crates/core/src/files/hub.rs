@@ -9,8 +9,10 @@
 //! anything is written; a free-disk check; progress with rate and ETA; retries after a dropped
 //! connection; cancel. The partial file is `blobs/<etag>.incomplete`, resumed from its length as
 //! huggingface-cli does (a download one of them started, the other finishes), and the SHA-256 is
-//! checked against the hub's LFS etag: a file that does not match is deleted, never presented as a
-//! model.
+//! checked against the hub's LFS etag (a file kept in git, whose etag is its 40-hex git blob id, is
+//! checked against that): a file that does not match is deleted, never presented as a model. A
+//! [`Pin`] (the catalog's checked revision and SHA-256) fetches that revision, not the branch head,
+//! and holds the bytes to that hash.
 
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom, Write};
@@ -40,6 +42,16 @@ pub struct HubOptions {
     pub retries: Option<u32>,
     /// The first wait before a retry, doubled each time (default 1 s).
     pub retry_wait: Option<Duration>,
+}
+
+/// What a download must be: the repository commit to fetch (instead of `main`) and the SHA-256 the
+/// bytes must have. The catalog records both for the files it checked ([`crate::files::catalog::pin_of`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Pin {
+    /// A 40-hex commit id.
+    pub revision: Option<String>,
+    /// A 64-hex SHA-256.
+    pub sha256: Option<String>,
 }
 
 /// Retries after a dropped connection, each from the byte where it stopped.
@@ -255,9 +267,15 @@ fn http_error(status: u16, repo: &str, file: &str, endpoint: &str, with_token: b
 
 /// Asks the hub about a file (a one-byte ranged GET, as hf-hub and huggingface-cli do), turning
 /// HTTP failures into clear errors: 401/403 (gated or private: a token is needed), 404, no network.
-async fn metadata(opts: &HubOptions, token: Option<&str>, repo: &str, file: &str) -> Result<RemoteFile> {
+async fn metadata(
+    opts: &HubOptions,
+    token: Option<&str>,
+    repo: &str,
+    revision: &str,
+    file: &str,
+) -> Result<RemoteFile> {
     let endpoint = opts.endpoint();
-    let url = format!("{endpoint}/{repo}/resolve/main/{file}");
+    let url = format!("{endpoint}/{repo}/resolve/{revision}/{file}");
     // The hub's own redirects (a renamed repo) are followed; the redirect of an LFS file to the
     // file storage is not: that answer carries the etag, the commit and the size.
     let same_host = reqwest::redirect::Policy::custom(|attempt| {
@@ -412,6 +430,25 @@ fn hash_from(r: &mut impl Read, limit: u64, h: &mut Sha256) -> std::io::Result<u
         done += n as u64;
     }
     Ok(done)
+}
+
+/// The git blob id of a file (SHA-1 of `blob <length>\0` and the bytes), hex: the hub's etag for a
+/// file kept in git rather than LFS.
+pub fn git_blob_id(path: &Path) -> Result<String> {
+    use sha1::{Digest as _, Sha1};
+    let mut f = File::open(path).map_err(|e| io_error(path, e))?;
+    let len = f.metadata().map_err(|e| io_error(path, e))?.len();
+    let mut h = Sha1::new();
+    h.update(format!("blob {len}\0").as_bytes());
+    let mut buf = vec![0u8; 1 << 20];
+    loop {
+        let n = f.read(&mut buf).map_err(|e| io_error(path, e))?;
+        if n == 0 {
+            break;
+        }
+        h.update(&buf[..n]);
+    }
+    Ok(crate::files::gguf::hex(&h.finalize()))
 }
 
 /// SHA-256 of a file, hex.
@@ -600,28 +637,78 @@ fn link_snapshot(repo_dir: &Path, commit: &str, file: &str, blob: &Path) -> Resu
 /// snapshot path. A dropped connection is retried from where it stopped; cancel (or a kill) keeps
 /// the part downloaded, and the next call resumes it.
 pub fn download(opts: &HubOptions, repo: &str, file: &str, job: &mut Job<'_, DownloadEvent>) -> Result<PathBuf> {
+    download_pinned(opts, repo, file, &Pin::default(), job)
+}
+
+/// [`download`] of the revision and bytes `pin` names: the file at that commit (the hub is asked
+/// for it, not for `main`), refused before any transfer when the hub's SHA-256 for it is not the
+/// pinned one, and deleted after it when the bytes are not.
+pub fn download_pinned(
+    opts: &HubOptions,
+    repo: &str,
+    file: &str,
+    pin: &Pin,
+    job: &mut Job<'_, DownloadEvent>,
+) -> Result<PathBuf> {
     check_repo(repo)?;
     let cancel = job.cancel_flag();
     check_file(file)?;
+    if let Some(r) = &pin.revision {
+        check_hex_name("pinned revision", r, &[40], "a git commit id", repo)?;
+    }
+    if let Some(h) = &pin.sha256 {
+        check_hex_name("pinned SHA-256", h, &[64], "a SHA-256", repo)?;
+    }
     let cache_dir = opts.cache_dir();
     let cache = Cache::new(cache_dir.clone());
-    let hf_repo = Repo::new(repo.to_string(), RepoType::Model);
-    if let Some(path) = cache.repo(hf_repo.clone()).get(file) {
-        if path.is_file() {
-            job.emit(DownloadEvent::Done { path: path.clone(), already: true });
-            return Ok(path);
-        }
+    let hf_repo = match &pin.revision {
+        Some(r) => Repo::with_revision(repo.to_string(), RepoType::Model, r.clone()),
+        None => Repo::new(repo.to_string(), RepoType::Model),
+    };
+    let repo_dir = cache_dir.join(hf_repo.folder_name());
+    // Already here: the pinned revision's snapshot, or the branch head's.
+    let cached = match &pin.revision {
+        Some(r) => Some(repo_dir.join("snapshots").join(r).join(file)).filter(|p| p.is_file()),
+        None => cache.repo(hf_repo.clone()).get(file).filter(|p| p.is_file()),
+    };
+    if let Some(path) = cached {
+        job.emit(DownloadEvent::Done { path: path.clone(), already: true });
+        return Ok(path);
     }
     let token = opts.token(&cache);
     let api = opts.api(&cache, token.clone())?;
     let rt = runtime()?;
-    let remote = rt.block_on(metadata(opts, token.as_deref(), repo, file))?;
-    let repo_dir = cache_dir.join(hf_repo.folder_name());
+    let revision = pin.revision.as_deref().unwrap_or("main");
+    let remote = rt.block_on(metadata(opts, token.as_deref(), repo, revision, file))?;
+    if pin.revision.as_deref().is_some_and(|r| !r.eq_ignore_ascii_case(&remote.commit)) {
+        return Err(download_error(
+            ErrorCode::DownloadFailed,
+            format!(
+                "{repo}/{file}: asked for commit {revision}, the hub answered with {}; nothing was written",
+                remote.commit
+            ),
+        ));
+    }
+    if let Some(want) = &pin.sha256 {
+        if is_hex(&remote.etag, 64) && !remote.etag.eq_ignore_ascii_case(want) {
+            return Err(download_error(
+                ErrorCode::ChecksumMismatch,
+                format!(
+                    "{repo}/{file} at {revision}: the hub's SHA-256 is {}, not the {want} the catalog checked; \
+                     nothing was downloaded (the file changed: `draftlab pull {repo} {file}` takes it as it is now)",
+                    remote.etag
+                ),
+            ));
+        }
+    }
     let blobs = repo_dir.join("blobs");
     let blob = blobs.join(&remote.etag);
     let finish = |blob: &Path, already: bool, job: &mut Job<'_, DownloadEvent>| -> Result<PathBuf> {
         let path = link_snapshot(&repo_dir, &remote.commit, file, blob)?;
-        cache.repo(hf_repo.clone()).create_ref(&remote.commit).map_err(|e| io_error(&cache_dir, e))?;
+        // A pinned commit is not the branch head: `refs/main` stays as it is.
+        if pin.revision.is_none() {
+            cache.repo(hf_repo.clone()).create_ref(&remote.commit).map_err(|e| io_error(&cache_dir, e))?;
+        }
         job.emit(DownloadEvent::Done { path: path.clone(), already });
         Ok(path)
     };
@@ -735,19 +822,27 @@ pub fn download(opts: &HubOptions, repo: &str, file: &str, job: &mut Job<'_, Dow
             ),
         ));
     }
-    if is_hex(&remote.etag, 64) {
-        job.emit(DownloadEvent::Verifying);
-        let actual = crate::files::gguf::hex(&hashed.finalize());
-        if !actual.eq_ignore_ascii_case(&remote.etag) {
-            // Never leave a corrupt file where a model is expected.
-            let _ = std::fs::remove_file(&part);
-            return Err(download_error(
-                ErrorCode::ChecksumMismatch,
-                format!(
-                    "{file}: the downloaded bytes do not match the hub's SHA-256 ({actual} ≠ {}); the file was deleted",
-                    remote.etag
-                ),
-            ));
+    job.emit(DownloadEvent::Verifying);
+    let actual = crate::files::gguf::hex(&hashed.finalize());
+    // What the bytes must hash to: the hub's SHA-256 (LFS), the pinned one, and for a file kept in
+    // git its blob id. Never leave a file that fails one where a model is expected.
+    let mismatch = |what: &str, actual: &str, want: &str| {
+        let _ = std::fs::remove_file(&part);
+        Err(download_error(
+            ErrorCode::ChecksumMismatch,
+            format!("{file}: the downloaded bytes do not match {what} ({actual} ≠ {want}); the file was deleted"),
+        ))
+    };
+    if is_hex(&remote.etag, 64) && !actual.eq_ignore_ascii_case(&remote.etag) {
+        return mismatch("the hub's SHA-256", &actual, &remote.etag);
+    }
+    if let Some(want) = pin.sha256.as_deref().filter(|w| !actual.eq_ignore_ascii_case(w)) {
+        return mismatch("the SHA-256 the catalog checked", &actual, want);
+    }
+    if is_hex(&remote.etag, 40) {
+        let id = git_blob_id(&part)?;
+        if !id.eq_ignore_ascii_case(&remote.etag) {
+            return mismatch("the hub's git blob id", &id, &remote.etag);
         }
     }
     std::fs::rename(&part, &blob).map_err(|e| io_error(&blob, e))?;

@@ -36,6 +36,9 @@ pub struct Footprint {
     /// f16 K and V bytes per token over the sliding-window layers, and their window.
     pub swa_kv_per_token: u64,
     pub swa_window: u64,
+    /// A hybrid's recurrent state (its linear-attention layers), whatever the context: f32, so the
+    /// cache type does not change it.
+    pub recurrent_state: u64,
 }
 
 impl Footprint {
@@ -52,6 +55,19 @@ impl Footprint {
             kv_per_token: (n_layer - sliding).saturating_mul(kv_per_layer),
             swa_kv_per_token: sliding.saturating_mul(kv_per_layer),
             swa_window: if sliding > 0 { window } else { 0 },
+            recurrent_state: 0,
+        }
+    }
+
+    /// A hybrid: only `full_layers` keep a KV cache (`kv_per_layer` bytes per token each); the
+    /// others keep `state` bytes of recurrent state in all.
+    pub fn hybrid(self, full_layers: u64, kv_per_layer: u64, state: u64) -> Self {
+        Footprint {
+            kv_per_token: full_layers.saturating_mul(kv_per_layer),
+            swa_kv_per_token: 0,
+            swa_window: 0,
+            recurrent_state: state,
+            ..self
         }
     }
 
@@ -65,15 +81,15 @@ impl Footprint {
             .fold(0, u64::saturating_add);
         let window = f.arch_u64("attention.sliding_window").unwrap_or(0);
         let swa = full_attention_every(f.architecture().unwrap_or("")).map(|every| (window, every));
-        Footprint {
+        let blocks = f.arch_u64("block_count").unwrap_or(0);
+        let kv_per_layer = f.kv_bytes_per_layer_token().unwrap_or(0);
+        let fp = Footprint {
             input_weights: input_only_weights(f.tensors.iter().map(|t| (t.name.as_str(), t.n_bytes().unwrap_or(0)))),
-            ..Footprint::new(
-                f.file_size,
-                layers,
-                f.arch_u64("block_count").unwrap_or(0),
-                f.kv_bytes_per_layer_token().unwrap_or(0),
-                swa,
-            )
+            ..Footprint::new(f.file_size, layers, blocks, kv_per_layer, swa)
+        };
+        match hybrid_of_gguf(f, blocks) {
+            Some((full, state)) => fp.hybrid(full, kv_per_layer, state),
+            None => fp,
         }
     }
 
@@ -81,7 +97,10 @@ impl Footprint {
     /// wrapped small one).
     pub fn kv_bytes(&self, ctx: u64) -> u64 {
         let swa_tokens = ctx.min(self.swa_window.saturating_add(SWA_EXTRA_TOKENS));
-        self.kv_per_token.saturating_mul(ctx).saturating_add(self.swa_kv_per_token.saturating_mul(swa_tokens))
+        self.kv_per_token
+            .saturating_mul(ctx)
+            .saturating_add(self.swa_kv_per_token.saturating_mul(swa_tokens))
+            .saturating_add(self.recurrent_state)
     }
 
     /// The share of the repeating layers on the GPU with `gpu_layers` offloaded (None: all).
@@ -103,6 +122,30 @@ impl Footprint {
         // llama.cpp offloads the last `n` repeating layers.
         (self.layer_weights as f64 * self.gpu_fraction(gpu_layers)) as u64
     }
+}
+
+/// A hybrid's header (`full_attention_interval` and the `ssm.*` shape, as Qwen3.5 and Qwen3-Next
+/// write them): how many of its `blocks` keep a KV cache (the full-attention ones and the
+/// multi-token-prediction blocks), and the bytes of recurrent state the others keep. Counted, not
+/// iterated: a corrupt header's counts cost nothing.
+fn hybrid_of_gguf(f: &GgufFile, blocks: u64) -> Option<(u64, u64)> {
+    let every = f.arch_u64("full_attention_interval").filter(|&e| e > 0)?;
+    let d_state = f.arch_u64("ssm.state_size")?;
+    let nextn = f.arch_u64("nextn_predict_layers").unwrap_or(0).min(blocks);
+    let trunk = blocks - nextn;
+    let full = trunk / every + nextn;
+    let linear = trunk - trunk / every;
+    let conv = f.arch_u64("ssm.conv_kernel").unwrap_or(0).saturating_sub(1);
+    let conv_dim = f
+        .arch_u64("ssm.inner_size")
+        .unwrap_or(0)
+        .saturating_add(f.arch_u64("ssm.group_count").unwrap_or(0).saturating_mul(d_state).saturating_mul(2));
+    let v_heads = f.arch_u64("ssm.time_step_rank").unwrap_or(0);
+    let per_layer = conv
+        .saturating_mul(conv_dim)
+        .saturating_add(v_heads.saturating_mul(d_state).saturating_mul(d_state))
+        .saturating_mul(4);
+    Some((full, linear.saturating_mul(per_layer)))
 }
 
 /// Sliding-window architectures (llama.cpp's patterns): one full-attention layer every this many.
@@ -443,6 +486,7 @@ mod tests {
             kv_per_token: 100_000,
             swa_kv_per_token: 0,
             swa_window: 0,
+            recurrent_state: 0,
         }
     }
 

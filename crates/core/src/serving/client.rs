@@ -392,6 +392,14 @@ impl Workers {
         }
     }
 
+    /// Every way to draft for `target`, from the worker (see [`Command::Drafters`]).
+    pub fn drafters(&self, target: String, folders: Vec<PathBuf>) -> Result<crate::files::finder::Drafters, ApiError> {
+        match self.ask(Command::Drafters { target, folders })? {
+            Reply::Drafters { drafters } => Ok(*drafters),
+            other => Err(unexpected("drafters", &other)),
+        }
+    }
+
     /// Asks job `job` to stop between rounds.
     pub fn cancel(&self, job: u64) {
         let mut current = lock(&self.current);

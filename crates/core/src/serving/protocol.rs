@@ -127,6 +127,14 @@ pub enum Command {
         #[serde(default)]
         folders: Vec<PathBuf>,
     },
+    /// Every way to draft for `target` (a GGUF file or a catalog id), from the files on disk (its
+    /// folder, the usual places, `folders`) and the catalog, and what cannot with the reason
+    /// (answered with `drafters`). Outside bytes again: read here.
+    Drafters {
+        target: String,
+        #[serde(default)]
+        folders: Vec<PathBuf>,
+    },
 }
 
 impl Command {
@@ -141,6 +149,7 @@ impl Command {
                 | Command::Memory
                 | Command::SweepPlan { .. }
                 | Command::Discover { .. }
+                | Command::Drafters { .. }
         )
     }
 
@@ -148,7 +157,7 @@ impl Command {
     pub fn answers_beside_jobs(&self) -> bool {
         match self {
             Command::Doctor { settings, .. } | Command::Check { settings, .. } => settings.rpc.is_empty(),
-            Command::Memory | Command::SweepPlan { .. } | Command::Discover { .. } => true,
+            Command::Memory | Command::SweepPlan { .. } | Command::Discover { .. } | Command::Drafters { .. } => true,
             _ => false,
         }
     }
@@ -229,6 +238,10 @@ pub enum Reply {
     /// The GGUF files found on disk, by vocabulary (`discover`).
     Discovered {
         groups: Vec<VocabGroup>,
+    },
+    /// Every way to draft for a target (`drafters`).
+    Drafters {
+        drafters: Box<crate::files::finder::Drafters>,
     },
 }
 

@@ -95,6 +95,12 @@ fn answer_check(command: Command) -> Reply {
                 groups: discover::group_by_vocab(discover::scan(&discover::default_roots(&folders))),
             })
         }
+        Command::Drafters { target, folders } => {
+            let costs = crate::decoding::costs::CostsCache::load();
+            let mem = crate::decoding::llama::memory_info();
+            crate::files::finder::find(&target, &folders, &mem, &|t, d| costs.measured_ratio(t, d))
+                .map(|d| Reply::Drafters { drafters: Box::new(d) })
+        }
         other => return Reply::Error { error: bad_request(format!("{other:?} is not a check")) },
     };
     result.unwrap_or_else(|e| Reply::Error { error: e.info() })
@@ -187,7 +193,8 @@ pub fn serve<R: BufRead + Send + 'static, W: Write + Send + 'static>(input: R, o
             | Command::Check { .. }
             | Command::Memory
             | Command::SweepPlan { .. }
-            | Command::Discover { .. }) => out.send(id, answer_check(command)),
+            | Command::Discover { .. }
+            | Command::Drafters { .. }) => out.send(id, answer_check(command)),
             Command::Sweep { spec, out: dir } => {
                 warm = None; // a sweep loads its own pairs; never hold two sets of models
                 let job = Running { id, out: &out, cancel: cancels.flag(id) };
