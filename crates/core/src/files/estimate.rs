@@ -136,8 +136,8 @@ impl Arch {
             let b = |s: &str| format!("blk.{i}.{s}");
             push(b("attn_norm.weight"), vec![self.embd], F32);
             let linear = self.linear.as_ref().filter(|l| i < n && !(i + 1).is_multiple_of(l.full_every.max(1)));
-            match (&self.linear, linear) {
-                (_, Some(l)) => {
+            match linear {
+                Some(l) => {
                     // Gated DeltaNet: a fused q/k/v projection (quantised like attn_v), a gate, the
                     // convolution (never quantised), decay and mixing vectors, the output.
                     let value = l.v_heads * l.head_dim;
@@ -159,10 +159,11 @@ impl Arch {
                     // within 0.15 %; the test of stated sizes checks it).
                     push(b("ssm_out.weight"), vec![value, self.embd], recipe.fallback(recipe.one_up(), value));
                 }
-                (Some(_), None) => {
-                    // A hybrid's full attention: gated (the query projection also yields the gate),
-                    // with q and k norms.
-                    push(b("attn_q.weight"), vec![self.embd, 2 * q], base(self.embd));
+                None => {
+                    // Full attention; a hybrid's is gated (the query projection also yields the
+                    // gate) and has q and k norms.
+                    let gated = self.linear.is_some();
+                    push(b("attn_q.weight"), vec![self.embd, if gated { 2 * q } else { q }], base(self.embd));
                     push(b("attn_k.weight"), vec![self.embd, kv], base(self.embd));
                     push(
                         b("attn_v.weight"),
@@ -170,18 +171,10 @@ impl Arch {
                         recipe.fallback(recipe.attn_v(i, all, self), self.embd),
                     );
                     push(b("attn_output.weight"), vec![q, self.embd], base(q));
-                    push(b("attn_q_norm.weight"), vec![self.head_dim], F32);
-                    push(b("attn_k_norm.weight"), vec![self.head_dim], F32);
-                }
-                (None, _) => {
-                    push(b("attn_q.weight"), vec![self.embd, q], base(self.embd));
-                    push(b("attn_k.weight"), vec![self.embd, kv], base(self.embd));
-                    push(
-                        b("attn_v.weight"),
-                        vec![self.embd, kv],
-                        recipe.fallback(recipe.attn_v(i, all, self), self.embd),
-                    );
-                    push(b("attn_output.weight"), vec![q, self.embd], base(q));
+                    if gated {
+                        push(b("attn_q_norm.weight"), vec![self.head_dim], F32);
+                        push(b("attn_k_norm.weight"), vec![self.head_dim], F32);
+                    }
                 }
             }
             let norm = if self.linear.is_some() { "post_attention_norm.weight" } else { "ffn_norm.weight" };
