@@ -2,10 +2,10 @@
 //! models are the types the estimate plans, and the catalog's shapes are the headers' shapes.
 
 use draftlab_core::files::catalog;
-use draftlab_core::files::estimate::{Arch, Linear};
+use draftlab_core::files::estimate::{Arch, Global, Linear, Swa};
 use draftlab_core::files::gguf::{ggml_type_name, GgufFile};
 use draftlab_core::files::memory::Footprint;
-use draftlab_core::testing::{model, GEMMA3, MTP_SYNTHETIC, QWEN_DRAFT, QWEN_TARGET};
+use draftlab_core::testing::{model, GEMMA3, GEMMA4_SYNTHETIC, MTP_SYNTHETIC, QWEN_DRAFT, QWEN_TARGET};
 
 /// The shape a header states.
 fn arch_of(f: &GgufFile) -> Arch {
@@ -34,6 +34,7 @@ fn arch_of(f: &GgufFile) -> Arch {
         sentencepiece: f.get_str("tokenizer.ggml.model") == Some("llama"),
         linear,
         mtp_layers,
+        ..Default::default()
     }
 }
 
@@ -129,4 +130,50 @@ fn a_hybrids_plan_and_footprint_match_its_file() {
     assert_eq!(from_file.recurrent_state, (3 * 128 + 4 * 16 * 16) * 4);
     assert_eq!(planned.recurrent_state, from_file.recurrent_state);
     assert_eq!(from_file.kv_bytes(0), from_file.recurrent_state);
+}
+
+/// Gemma 4's layout (a sliding-window layer with 16-wide heads, then a full-attention layer with
+/// 32-wide ones; q and k norms, post-norms, a layer scale, one rotary table): the plan has the
+/// file's tensors with their shapes, and the memory model reads the header's per-layer pattern
+/// (`sliding_window_pattern`, `key_length_swa`) as the plan counts it.
+#[test]
+fn a_gemma4_plan_and_footprint_match_its_file() {
+    let f = GgufFile::open(model(GEMMA4_SYNTHETIC)).expect("opens");
+    let get = |k: &str| f.arch_u64(k).unwrap_or_else(|| panic!("{k}"));
+    let arch = Arch {
+        layers: get("block_count"),
+        embd: get("embedding_length"),
+        ff: get("feed_forward_length"),
+        heads: get("attention.head_count"),
+        kv_heads: get("attention.head_count_kv"),
+        head_dim: get("attention.key_length_swa"),
+        vocab: f.tokens().expect("tokens").len() as u64,
+        tied_embeddings: false,
+        swa: Some(Swa { window: get("attention.sliding_window"), full_every: 2 }),
+        global: Some(Global {
+            head_dim: get("attention.key_length"),
+            kv_heads: get("attention.head_count_kv"),
+            k_eq_v: false,
+        }),
+        ..Default::default()
+    };
+    let plan = arch.tensors("F16").expect("plan");
+    for t in &f.tensors {
+        let p = plan.iter().find(|p| p.name == t.name).unwrap_or_else(|| panic!("{} not planned", t.name));
+        assert_eq!(p.dims, t.dims, "{}", t.name);
+    }
+    assert_eq!(plan.len(), f.tensors.len());
+    let from_file = Footprint::of_gguf(&f);
+    let planned = arch.footprint("F16", f.file_size).expect("footprint");
+    // Layer 0: one KV head of 16 in a 128-token window; layer 1: one of 32 over the whole context.
+    assert_eq!(
+        (from_file.swa_kv_per_token, from_file.kv_per_token, from_file.swa_window),
+        (16 * 2 * 2, 32 * 2 * 2, 128)
+    );
+    assert_eq!(
+        (planned.swa_kv_per_token, planned.kv_per_token, planned.swa_window),
+        (from_file.swa_kv_per_token, from_file.kv_per_token, from_file.swa_window)
+    );
+    // `draftlab inspect` says the same per token (window aside).
+    assert_eq!(f.summary().kv_bytes_per_token, Some(16 * 2 * 2 + 32 * 2 * 2));
 }

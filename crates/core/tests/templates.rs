@@ -12,10 +12,11 @@ use draftlab_core::files::catalog;
 const PINNED: u64 = 1_736_899_200;
 
 /// Template fixture → BOS and EOS token texts of that family's tokenizer.
-const FIXTURES: [(&str, &str, &str); 14] = [
+const FIXTURES: [(&str, &str, &str); 17] = [
     ("qwen2.5", "<|endoftext|>", "<|im_end|>"),
     ("qwen3", "<|endoftext|>", "<|im_end|>"),
     ("qwen3-coder", "<|endoftext|>", "<|im_end|>"),
+    ("qwen3-coder-next", "<|endoftext|>", "<|im_end|>"),
     ("qwen3.5", "<|endoftext|>", "<|im_end|>"),
     ("qwen3.6", "<|endoftext|>", "<|im_end|>"),
     ("qwen3.8", "<|endoftext|>", "<|im_end|>"),
@@ -23,10 +24,12 @@ const FIXTURES: [(&str, &str, &str); 14] = [
     ("llama3.2", "<|begin_of_text|>", "<|eot_id|>"),
     ("gemma3", "<bos>", "<eos>"),
     ("gemma3n", "<bos>", "<eos>"),
+    ("gemma4", "<bos>", "<eos>"),
     ("gpt-oss", "<|startoftext|>", "<|return|>"),
     ("mistral-small-3.2", "<s>", "</s>"),
     ("devstral-small", "<s>", "</s>"),
     ("smollm2", "<|im_start|>", "<|im_end|>"),
+    ("glm-4.7-flash", "[gMASK]", "<|endoftext|>"),
 ];
 
 /// Catalog family → the fixtures of its models' templates.
@@ -37,9 +40,12 @@ fn fixtures_of(family: &str) -> &'static [&'static str] {
         "qwen3.5" => &["qwen3.5"],
         "qwen3.6" => &["qwen3.6"],
         "qwen3.8" => &["qwen3.8"],
+        "qwen3-coder-next" => &["qwen3-coder-next"],
+        "glm-4.7" => &["glm-4.7-flash"],
         "llama3" => &["llama3.1", "llama3.2"],
         "gemma3" => &["gemma3"],
         "gemma3n" => &["gemma3n"],
+        "gemma4" => &["gemma4"],
         "gpt-oss" => &["gpt-oss"],
         "mistral" => &["mistral-small-3.2", "devstral-small"],
         "smollm2" => &["smollm2"],
@@ -107,6 +113,19 @@ fn family_details_that_legacy_matching_loses() {
     assert!(
         r("gemma3", "<bos>", "<eos>").starts_with("<bos><start_of_turn>user\nYou are a helpful assistant.\n\nHello!")
     );
+    // Gemma 4: a system turn of its own, <|think|> at its top while thinking is on, and an empty
+    // thought channel opening the answer when it is off.
+    let g4 = r("gemma4", "<bos>", "<eos>");
+    assert!(
+        g4.starts_with("<bos><|turn>system\n<|think|>You are a helpful assistant.<turn|>\n<|turn>user\nHello!"),
+        "{g4:?}"
+    );
+    let vars = TemplateVars { now: PINNED, enable_thinking: false, ..TemplateVars::new("<bos>", "<eos>", false) };
+    let g4 = render(&data("gemma4.jinja"), &probe(), &vars).expect("renders");
+    assert!(g4.ends_with("<|turn>model\n<|channel>thought\n<channel|>") && !g4.contains("<|think|>"), "{g4:?}");
+    // GLM-4.7: the template writes its own [gMASK]<sop> prefix and opens a think block.
+    let glm = r("glm-4.7-flash", "[gMASK]", "<|endoftext|>");
+    assert_eq!(glm, "[gMASK]<sop><|system|>You are a helpful assistant.<|user|>Hello!<|assistant|><think>");
     // Mistral Small 3.2: [SYSTEM_PROMPT] blocks.
     assert!(
         r("mistral-small-3.2", "<s>", "</s>").contains("[SYSTEM_PROMPT]You are a helpful assistant.[/SYSTEM_PROMPT]")

@@ -8,7 +8,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
-use crate::files::estimate::Arch;
+use crate::files::estimate::{Arch, Quantisation};
 use crate::files::gguf::DrafterKind;
 use crate::files::memory::{self, Footprint, KvScale, MemoryFit, MemoryVerdict, Placement};
 use crate::machine::MemoryInfo;
@@ -71,6 +71,8 @@ struct RawFile {
     sha256: Option<String>,
     #[serde(default)]
     revision: Option<String>,
+    #[serde(default)]
+    pure: bool,
 }
 
 /// Where an entry's facts come from: public pages or files that name them exactly.
@@ -104,6 +106,16 @@ pub struct CatalogFile {
     /// The repository commit the size and hash were checked against: downloads fetch this
     /// revision, not the branch head.
     pub revision: Option<String>,
+    /// Made with `llama-quantize --pure` (every matrix in the quantisation's own type, the token
+    /// embeddings Q8_0), not with the quantisation's usual mix.
+    pub pure: bool,
+}
+
+impl CatalogFile {
+    /// How the file was quantised, for the size plan.
+    pub fn quantisation(&self) -> Quantisation<'_> {
+        Quantisation { name: &self.quant, pure: self.pure }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -153,7 +165,7 @@ impl CatalogModel {
     pub fn footprint(&self, quant: Option<&str>) -> Result<Footprint> {
         let f = self.file(quant)?;
         match &self.arch {
-            Some(a) => a.footprint(&f.quant, f.size),
+            Some(a) => a.footprint(f.quantisation(), f.size),
             None => Ok(Footprint::new(f.size, f.size, 1, 0, None)),
         }
     }
@@ -176,7 +188,8 @@ pub fn models() -> Vec<CatalogModel> {
                 .files
                 .into_iter()
                 .map(|r| {
-                    let estimate = m.arch.as_ref().and_then(|a| a.file_size(&r.quant).ok()).unwrap_or(0);
+                    let q = Quantisation { name: &r.quant, pure: r.pure };
+                    let estimate = m.arch.as_ref().and_then(|a| a.file_size(q).ok()).unwrap_or(0);
                     CatalogFile {
                         size: r.size.unwrap_or(estimate),
                         size_estimated: r.size.is_none(),
@@ -184,6 +197,7 @@ pub fn models() -> Vec<CatalogModel> {
                         file: r.file,
                         sha256: r.sha256,
                         revision: r.revision,
+                        pure: r.pure,
                     }
                 })
                 .collect();
@@ -416,11 +430,11 @@ mod tests {
     #[test]
     fn the_catalog_parses_and_is_consistent() {
         let all = models();
-        assert!(all.len() >= 53, "{} entries", all.len());
+        assert!(all.len() >= 60, "{} entries", all.len());
         let families: std::collections::BTreeSet<&str> = all.iter().map(|m| m.family.as_str()).collect();
-        assert!(families.len() >= 11, "{families:?}");
+        assert!(families.len() >= 14, "{families:?}");
         // The 2026 families, each with targets.
-        for f in ["qwen3.5", "qwen3.6", "qwen3.8"] {
+        for f in ["qwen3.5", "qwen3.6", "qwen3.8", "gemma4", "qwen3-coder-next", "glm-4.7"] {
             assert!(all.iter().any(|m| m.family == f && m.drafter.is_none()), "{f}");
         }
         let mut ids = std::collections::HashSet::new();
@@ -493,6 +507,25 @@ mod tests {
         assert!(moe.params > 33 * GB && moe.active_params.expect("MoE") < 4 * GB, "{moe:?}");
         let moe = find("gpt-oss-120b").expect("found");
         assert!(moe.params > 110 * GB && moe.active_params.expect("MoE") < 7 * GB, "{moe:?}");
+        // Gemma 4 26B-A4B: experts beside a dense MLP; GLM-4.7-Flash: latent attention, a dense
+        // first layer (its Hub page counts 29,943,393,920 parameters in the GGUF).
+        let moe = find("gemma-4-26b-a4b-it").expect("found");
+        assert!((25 * GB..27 * GB).contains(&moe.params) && moe.active_params.expect("MoE") < 5 * GB, "{moe:?}");
+        let moe = find("glm-4.7-flash").expect("found");
+        assert_eq!(moe.params, 29_943_393_920);
+        assert!(moe.active_params.expect("MoE") < 4 * GB, "{moe:?}");
+        let moe = find("qwen3-coder-next").expect("found");
+        assert!((79 * GB..81 * GB).contains(&moe.params) && moe.active_params.expect("MoE") < 4 * GB, "{moe:?}");
+        // Gemma 4's KV cache as llama.cpp lays it out: the 31B keeps 4 KV heads of 512 on its 10
+        // full-attention layers and 16 of 256 on its 50 sliding-window ones (V cached even where it
+        // is the K projection); E2B's last 20 layers keep none (3 full, 12 sliding of its own).
+        let fp = find("gemma-4-31b-it").expect("found").footprint(None).expect("footprint");
+        assert_eq!((fp.kv_per_token, fp.swa_kv_per_token, fp.swa_window), (10 * 4 * 512 * 4, 50 * 16 * 256 * 4, 1024));
+        let fp = find("gemma-4-e2b-it").expect("found").footprint(None).expect("footprint");
+        assert_eq!((fp.kv_per_token, fp.swa_kv_per_token), (3 * 512 * 4, 12 * 256 * 4));
+        // GLM-4.7-Flash: one compressed row of 512 and its 64 rotary values per layer.
+        let fp = find("glm-4.7-flash").expect("found").footprint(None).expect("footprint");
+        assert_eq!(fp.kv_per_token, 47 * (2 * 512 + 64) * 2);
         // Every drafter kind the catalog has so far, and a draft model across families (Qwen3.5
         // drafts for Qwen3.6 and 3.8: one tokenizer).
         let kinds: std::collections::BTreeSet<&str> =
@@ -562,7 +595,7 @@ mod tests {
             // A drafter head with no stated shape, or unsloth's own mixes (UD-*), have no estimate.
             let Some(arch) = &m.arch else { continue };
             for f in m.files.iter().filter(|f| !f.size_estimated && !f.quant.starts_with("UD-")) {
-                let est = arch.file_size(&f.quant).expect("estimate") as f64;
+                let est = arch.file_size(f.quantisation()).expect("estimate") as f64;
                 let err = est / f.size as f64 - 1.0;
                 eprintln!(
                     "{:<36} {:<9} estimate {est:>14} stated {:>14} ({:+.2} %)",
@@ -587,6 +620,8 @@ mod tests {
         let f = m.file(None).expect("default");
         let a = m.arch.as_ref()?;
         let name = match (a.swa.as_ref().map(|s| s.full_every), &a.linear, &a.experts) {
+            _ if a.global.is_some() => "gemma4",
+            _ if a.mla.is_some() => "deepseek2",
             (Some(6), ..) => "gemma3",
             (Some(2), ..) => "gpt-oss",
             (_, Some(_), None) => "qwen35",
@@ -597,12 +632,39 @@ mod tests {
             .str("general.architecture", name)
             .u32(&format!("{name}.block_count"), (a.layers + a.mtp_layers) as u32)
             .u32(&format!("{name}.embedding_length"), a.embd as u32)
-            .u32(&format!("{name}.attention.head_count"), a.heads as u32)
-            .u32(&format!("{name}.attention.head_count_kv"), a.kv_heads as u32)
-            .u32(&format!("{name}.attention.key_length"), a.head_dim as u32)
-            .u32(&format!("{name}.attention.value_length"), a.head_dim as u32);
+            .u32(&format!("{name}.attention.head_count"), a.heads as u32);
+        if a.global.is_none() && a.mla.is_none() {
+            b = b
+                .u32(&format!("{name}.attention.head_count_kv"), a.kv_heads as u32)
+                .u32(&format!("{name}.attention.key_length"), a.head_dim as u32)
+                .u32(&format!("{name}.attention.value_length"), a.head_dim as u32);
+        }
         if let Some(s) = &a.swa {
             b = b.u32(&format!("{name}.attention.sliding_window"), s.window as u32);
+        }
+        if let Some(g) = &a.global {
+            // Gemma 4 as its converter writes it: the full layers' width as key_length, the
+            // sliding-window layers' as key_length_swa, a per-layer pattern and KV-head count.
+            let every = a.swa.as_ref().map_or(1, |s| s.full_every.max(1));
+            let sliding: Vec<bool> = (0..a.layers).map(|i| !(i + 1).is_multiple_of(every)).collect();
+            let kv: Vec<u32> = sliding.iter().map(|&s| if s { a.kv_heads } else { g.kv_heads } as u32).collect();
+            b = b
+                .u32(&format!("{name}.attention.key_length"), g.head_dim as u32)
+                .u32(&format!("{name}.attention.value_length"), g.head_dim as u32)
+                .u32(&format!("{name}.attention.key_length_swa"), a.head_dim as u32)
+                .u32(&format!("{name}.attention.value_length_swa"), a.head_dim as u32)
+                .bools(&format!("{name}.attention.sliding_window_pattern"), &sliding)
+                .u32s(&format!("{name}.attention.head_count_kv"), &kv)
+                .u32(&format!("{name}.attention.shared_kv_layers"), a.kv_shared_layers as u32);
+        }
+        if let Some(m) = &a.mla {
+            // DeepSeek-V2's latent attention as llama.cpp's converter writes it: one KV head, the
+            // compressed row (and its rotary part) as K, the compressed row as V.
+            b = b
+                .u32(&format!("{name}.attention.head_count_kv"), 1)
+                .u32(&format!("{name}.attention.key_length"), (m.kv_lora + m.rope) as u32)
+                .u32(&format!("{name}.attention.value_length"), m.kv_lora as u32)
+                .u32(&format!("{name}.attention.kv_lora_rank"), m.kv_lora as u32);
         }
         if let Some(l) = &a.linear {
             b = b
@@ -616,7 +678,7 @@ mod tests {
         if a.mtp_layers > 0 {
             b = b.u32(&format!("{name}.nextn_predict_layers"), a.mtp_layers as u32);
         }
-        for t in a.tensors(&f.quant).expect("tensors") {
+        for t in a.tensors(f.quantisation()).expect("tensors") {
             b = b.tensor(&t.name, &t.dims, t.ggml_type);
         }
         Some(GgufFile::open(b.write_sparse(dir, &format!("{}.gguf", m.id), f.size)).expect("opens"))

@@ -13,7 +13,7 @@ use crate::files::memory::Footprint;
 
 /// A model's shape, as its `config.json` (or GGUF metadata) states it.
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Arch {
     pub layers: u64,
     pub embd: u64,
@@ -40,6 +40,62 @@ pub struct Arch {
     /// the `-MTP` builds of Qwen3.6): full-attention blocks llama.cpp drafts with.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub mtp_layers: u64,
+    /// Gemma 4: the full-attention layers' own heads (`global_head_dim`,
+    /// `num_global_key_value_heads`, `attention_k_eq_v`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub global: Option<Global>,
+    /// Gemma 4 E2B/E4B (`num_kv_shared_layers`): the last this-many layers read the KV cache of an
+    /// earlier layer of their kind, so they have no K and V projections and no cache of their own.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub kv_shared_layers: u64,
+    /// The feed-forward width of those layers, when it differs (E2B's double-wide MLP).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub kv_shared_ff: u64,
+    /// Gemma 4 E2B/E4B (`hidden_size_per_layer_input`): a per-layer embedding of this width for
+    /// every layer, looked up per token like the token embeddings.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub per_layer_input: u64,
+    /// Multi-head latent attention (DeepSeek-V2's, GLM-4.7-Flash's): low-rank queries and one
+    /// compressed KV row per token and layer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mla: Option<Mla>,
+    /// Bytes of tokenizer header per vocabulary entry, where measured on the family's files
+    /// (Gemma 4: 60, GLM-4.7: 61); 0 for the tokenizer kind's usual size.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub header_per_token: u64,
+}
+
+/// Gemma 4's full-attention layers: heads of their own width and number; with `k_eq_v` they have
+/// no V projection (V is the normed K projection, still cached at full width).
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Global {
+    pub head_dim: u64,
+    pub kv_heads: u64,
+    #[serde(default)]
+    pub k_eq_v: bool,
+}
+
+/// Multi-head latent attention, as `config.json` states it (`q_lora_rank`, `kv_lora_rank`,
+/// `qk_rope_head_dim`, `qk_nope_head_dim`, `v_head_dim`).
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Mla {
+    pub q_lora: u64,
+    pub kv_lora: u64,
+    pub rope: u64,
+    pub nope: u64,
+    pub v_head_dim: u64,
+}
+
+impl Mla {
+    /// f16 bytes per token and layer: llama.cpp caches the compressed row and its rotary part as K
+    /// (`key_length` = kv_lora + rope) and the compressed row as V (`value_length` = kv_lora).
+    pub fn kv_per_layer(&self) -> u64 {
+        (2 * self.kv_lora + self.rope) * 2
+    }
 }
 
 fn is_zero(n: &u64) -> bool {
@@ -89,6 +145,13 @@ pub struct Experts {
     /// Width of the shared expert (0: none).
     #[serde(default)]
     pub shared_ff: u64,
+    /// Gemma 4 26B-A4B: every layer runs the dense MLP (`ff` wide) beside the experts, whose gate
+    /// and up projections are one tensor.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub beside_dense: bool,
+    /// DeepSeek's `first_k_dense_replace`: the first this-many layers are dense (`ff` wide).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub dense_layers: u64,
 }
 
 /// Sliding-window attention: `window` tokens, one full-attention layer every `full_every` layers.
@@ -99,6 +162,39 @@ pub struct Swa {
     pub full_every: u64,
 }
 
+/// How a file was quantised: a `llama-quantize` file type (Q4_K_M, Q4_0, …) and whether it was
+/// made `--pure` (every matrix in the file type's own type, the token embeddings Q8_0: how
+/// ggml-org's Gemma 4 Q4_0 files are made) rather than with the file type's mix.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Quantisation<'a> {
+    pub name: &'a str,
+    pub pure: bool,
+}
+
+impl<'a> From<&'a str> for Quantisation<'a> {
+    fn from(name: &'a str) -> Self {
+        Quantisation { name, pure: false }
+    }
+}
+
+impl<'a> From<&'a String> for Quantisation<'a> {
+    fn from(name: &'a String) -> Self {
+        Quantisation { name, pure: false }
+    }
+}
+
+/// One layer's attention, as the plan and the memory model see it.
+struct LayerAttention {
+    /// A full-attention layer of a sliding-window model (every layer of a model without one).
+    full: bool,
+    head_dim: u64,
+    kv_heads: u64,
+    /// It has K and V projections and a cache of its own (not a KV-shared layer).
+    owns_kv: bool,
+    /// K and V come from one projection (Gemma 4's full layers).
+    k_eq_v: bool,
+}
+
 impl Arch {
     /// Parameters in all weights.
     pub fn params(&self) -> u64 {
@@ -106,29 +202,59 @@ impl Arch {
     }
 
     /// Parameters a token passes through (MoE: the used experts only), embeddings included: model
-    /// cards often leave those out (gpt-oss-20b's card says 3.6 B active, this counts 4.2 B).
+    /// cards often leave those out (gpt-oss-20b's card says 3.6 B active, this counts 4.2 B). The
+    /// per-layer embeddings are looked up, not multiplied: counted in full all the same.
     pub fn active_params(&self) -> u64 {
         match &self.experts {
             None => self.params(),
-            Some(e) => self.params() - (self.layers + self.mtp_layers) * 3 * self.embd * e.ff * (e.count - e.used),
+            Some(e) => {
+                let moe_layers = (self.layers + self.mtp_layers).saturating_sub(e.dense_layers);
+                self.params() - moe_layers * 3 * self.embd * e.ff * (e.count - e.used)
+            }
         }
     }
 
-    /// The tensors of a GGUF file of this model in `quant` (Q4_K_M, Q5_K_M, Q6_K, Q8_0, MXFP4_MOE,
-    /// F16), with their types.
-    pub fn tensors(&self, quant: &str) -> Result<Vec<PlannedTensor>> {
-        let recipe = Recipe::of(quant)?;
+    /// Layer `i`'s attention: sliding-window or full, its heads, whether it keeps a cache.
+    fn attention(&self, i: u64) -> LayerAttention {
+        let full = self.swa.as_ref().is_none_or(|s| (i + 1).is_multiple_of(s.full_every.max(1)));
+        let owns_kv = i < self.layers.saturating_sub(self.kv_shared_layers) || i >= self.layers;
+        match self.global.as_ref().filter(|_| full) {
+            Some(g) => LayerAttention { full, head_dim: g.head_dim, kv_heads: g.kv_heads, owns_kv, k_eq_v: g.k_eq_v },
+            None => LayerAttention { full, head_dim: self.head_dim, kv_heads: self.kv_heads, owns_kv, k_eq_v: false },
+        }
+    }
+
+    /// The tensors of a GGUF file of this model in `quant` (Q4_K_M, Q5_K_M, Q6_K, Q4_0, Q8_0,
+    /// MXFP4_MOE, F16), with their types.
+    pub fn tensors<'a>(&self, quant: impl Into<Quantisation<'a>>) -> Result<Vec<PlannedTensor>> {
+        let quant = quant.into();
+        let recipe = Recipe::of(quant.name, quant.pure)?;
         let n = self.layers;
-        let q = self.heads * self.head_dim;
-        let kv = self.kv_heads * self.head_dim;
+        let gemma4 = self.global.is_some();
         let mut out = Vec::new();
         let mut push = |name: String, dims: Vec<u64>, ty: u32| out.push(PlannedTensor { name, dims, ggml_type: ty });
-        let output_type = recipe.output(self.embd);
+        // A latent-attention model's output matrix is Q8_0 in a mixed quantisation (as attn_k_b).
+        let output_type = if self.mla.is_some() && recipe.mixed() { Q8_0 } else { recipe.output(self.embd) };
         push(
             "token_embd.weight".into(),
             vec![self.embd, self.vocab],
-            if self.tied_embeddings { output_type } else { recipe.fallback(recipe.base, self.embd) },
+            if recipe.pure {
+                Q8_0
+            } else if self.tied_embeddings {
+                output_type
+            } else {
+                recipe.fallback(recipe.base, self.embd)
+            },
         );
+        if self.per_layer_input > 0 {
+            // Per-layer embeddings: looked up like the token embeddings (the output type in a
+            // mixed file, the base type in a pure one); their projection is never quantised.
+            let width = self.per_layer_input * n;
+            let ty = if recipe.pure { recipe.base } else { output_type };
+            push("per_layer_token_embd.weight".into(), vec![width, self.vocab], recipe.fallback(ty, width));
+            push("per_layer_model_proj.weight".into(), vec![self.embd, width], F16);
+            push("per_layer_proj_norm.weight".into(), vec![self.per_layer_input], F32);
+        }
         // llama-quantize counts every block, the multi-token-prediction ones included.
         let all = n + self.mtp_layers;
         let base = |cols: u64| recipe.fallback(recipe.base, cols);
@@ -136,8 +262,8 @@ impl Arch {
             let b = |s: &str| format!("blk.{i}.{s}");
             push(b("attn_norm.weight"), vec![self.embd], F32);
             let linear = self.linear.as_ref().filter(|l| i < n && !(i + 1).is_multiple_of(l.full_every.max(1)));
-            match linear {
-                Some(l) => {
+            match (linear, &self.mla) {
+                (Some(l), _) => {
                     // Gated DeltaNet: a fused q/k/v projection (quantised like attn_v), a gate, the
                     // convolution (never quantised), decay and mixing vectors, the output.
                     let value = l.v_heads * l.head_dim;
@@ -159,49 +285,114 @@ impl Arch {
                     // within 0.15 %; the test of stated sizes checks it).
                     push(b("ssm_out.weight"), vec![value, self.embd], recipe.fallback(recipe.one_up(), value));
                 }
-                None => {
-                    // Full attention; a hybrid's is gated (the query projection also yields the
-                    // gate) and has q and k norms.
-                    let gated = self.linear.is_some();
-                    push(b("attn_q.weight"), vec![self.embd, if gated { 2 * q } else { q }], base(self.embd));
-                    push(b("attn_k.weight"), vec![self.embd, kv], base(self.embd));
+                (None, Some(m)) => {
+                    // Latent attention: low-rank queries, one compressed KV projection (with the
+                    // rotary part), and per-head matrices that expand it into K and V.
+                    push(b("attn_q_a.weight"), vec![self.embd, m.q_lora], base(self.embd));
+                    push(b("attn_q_a_norm.weight"), vec![m.q_lora], F32);
+                    push(b("attn_q_b.weight"), vec![m.q_lora, self.heads * (m.nope + m.rope)], base(m.q_lora));
+                    push(b("attn_kv_a_mqa.weight"), vec![self.embd, m.kv_lora + m.rope], base(self.embd));
+                    push(b("attn_kv_a_norm.weight"), vec![m.kv_lora], F32);
+                    // Q8_0 in a mixed quantisation (read from the header of ggml-org's GLM-4.7-Flash
+                    // Q4_K_M file; the stated-size test checks it).
+                    let k_b = if recipe.mixed() { Q8_0 } else { base(m.nope) };
+                    push(b("attn_k_b.weight"), vec![m.nope, m.kv_lora, self.heads], k_b);
+                    push(b("attn_v_b.weight"), vec![m.kv_lora, m.v_head_dim, self.heads], base(m.kv_lora));
                     push(
-                        b("attn_v.weight"),
-                        vec![self.embd, kv],
-                        recipe.fallback(recipe.attn_v(i, all, self), self.embd),
+                        b("attn_output.weight"),
+                        vec![self.heads * m.v_head_dim, self.embd],
+                        base(self.heads * m.v_head_dim),
                     );
+                }
+                (None, None) => {
+                    // Full (or sliding-window) attention; a hybrid's is gated (the query
+                    // projection also yields the gate) and has q and k norms, as Gemma 4's has.
+                    let gated = self.linear.is_some();
+                    let a = self.attention(i);
+                    let q = self.heads * a.head_dim;
+                    let kv = a.kv_heads * a.head_dim;
+                    push(b("attn_q.weight"), vec![self.embd, if gated { 2 * q } else { q }], base(self.embd));
+                    if a.owns_kv {
+                        push(b("attn_k.weight"), vec![self.embd, kv], base(self.embd));
+                        if !a.k_eq_v {
+                            push(
+                                b("attn_v.weight"),
+                                vec![self.embd, kv],
+                                recipe.fallback(recipe.attn_v(i, all, self), self.embd),
+                            );
+                        }
+                    }
                     push(b("attn_output.weight"), vec![q, self.embd], base(q));
-                    if gated {
-                        push(b("attn_q_norm.weight"), vec![self.head_dim], F32);
-                        push(b("attn_k_norm.weight"), vec![self.head_dim], F32);
+                    if gated || gemma4 {
+                        push(b("attn_q_norm.weight"), vec![a.head_dim], F32);
+                        if a.owns_kv {
+                            push(b("attn_k_norm.weight"), vec![a.head_dim], F32);
+                        }
                     }
                 }
             }
-            let norm = if self.linear.is_some() { "post_attention_norm.weight" } else { "ffn_norm.weight" };
+            let norm = if self.linear.is_some() || gemma4 { "post_attention_norm.weight" } else { "ffn_norm.weight" };
             push(b(norm), vec![self.embd], F32);
+            if gemma4 {
+                push(b("ffn_norm.weight"), vec![self.embd], F32);
+                push(b("post_ffw_norm.weight"), vec![self.embd], F32);
+                push(b("layer_output_scale.weight"), vec![1], F32);
+            }
+            if self.per_layer_input > 0 {
+                push(b("inp_gate.weight"), vec![self.embd, self.per_layer_input], base(self.embd));
+                push(b("proj.weight"), vec![self.per_layer_input, self.embd], base(self.per_layer_input));
+                push(b("post_norm.weight"), vec![self.embd], F32);
+            }
             if i >= n {
                 push(b("nextn.eh_proj.weight"), vec![2 * self.embd, self.embd], base(2 * self.embd));
                 for t in ["nextn.enorm.weight", "nextn.hnorm.weight", "nextn.shared_head_norm.weight"] {
                     push(b(t), vec![self.embd], F32);
                 }
             }
-            match &self.experts {
-                None => {
-                    push(b("ffn_gate.weight"), vec![self.embd, self.ff], recipe.fallback(recipe.base, self.embd));
-                    push(b("ffn_up.weight"), vec![self.embd, self.ff], recipe.fallback(recipe.base, self.embd));
-                    push(
-                        b("ffn_down.weight"),
-                        vec![self.ff, self.embd],
-                        recipe.fallback(recipe.ffn_down(i, all), self.ff),
-                    );
-                }
+            let dense_ff = match &self.experts {
+                None => Some(if i >= n.saturating_sub(self.kv_shared_layers) && self.kv_shared_ff > 0 && i < n {
+                    self.kv_shared_ff
+                } else {
+                    self.ff
+                }),
+                Some(e) if e.beside_dense || i < e.dense_layers => Some(self.ff),
+                Some(_) => None,
+            };
+            if let Some(ff) = dense_ff {
+                push(b("ffn_gate.weight"), vec![self.embd, ff], base(self.embd));
+                push(b("ffn_up.weight"), vec![self.embd, ff], base(self.embd));
+                push(b("ffn_down.weight"), vec![ff, self.embd], recipe.fallback(recipe.ffn_down(i, all), ff));
+            }
+            match self.experts.as_ref().filter(|e| i >= e.dense_layers) {
+                None => {}
                 Some(e) => {
                     push(b("ffn_gate_inp.weight"), vec![self.embd, e.count], F32);
                     let ex = recipe.expert_type();
-                    push(b("ffn_gate_exps.weight"), vec![self.embd, e.ff, e.count], recipe.fallback(ex, self.embd));
-                    push(b("ffn_up_exps.weight"), vec![self.embd, e.ff, e.count], recipe.fallback(ex, self.embd));
+                    if e.beside_dense {
+                        // Gemma 4: a router scale, the experts' own norms, gate and up in one
+                        // tensor, a per-expert output scale.
+                        push(b("ffn_gate_inp.scale"), vec![self.embd], F32);
+                        for t in ["pre_ffw_norm_2.weight", "post_ffw_norm_1.weight", "post_ffw_norm_2.weight"] {
+                            push(b(t), vec![self.embd], F32);
+                        }
+                        push(
+                            b("ffn_gate_up_exps.weight"),
+                            vec![self.embd, 2 * e.ff, e.count],
+                            recipe.fallback(ex, self.embd),
+                        );
+                    } else {
+                        push(b("ffn_gate_exps.weight"), vec![self.embd, e.ff, e.count], recipe.fallback(ex, self.embd));
+                        push(b("ffn_up_exps.weight"), vec![self.embd, e.ff, e.count], recipe.fallback(ex, self.embd));
+                    }
                     let down = if recipe.mxfp4 { ex } else { recipe.ffn_down(i, all) };
                     push(b("ffn_down_exps.weight"), vec![e.ff, self.embd, e.count], recipe.fallback(down, e.ff));
+                    if e.beside_dense {
+                        push(b("ffn_down_exps.scale"), vec![e.count], F32);
+                    }
+                    if self.mla.is_some() {
+                        // DeepSeek-V3's router bias.
+                        push(b("exp_probs_b.bias"), vec![e.count], F32);
+                    }
                     if e.shared_ff > 0 {
                         let base = recipe.fallback(recipe.base, self.embd);
                         push(b("ffn_gate_shexp.weight"), vec![self.embd, e.shared_ff], base);
@@ -219,6 +410,10 @@ impl Arch {
             }
         }
         push("output_norm.weight".into(), vec![self.embd], F32);
+        if let Some(g) = &self.global {
+            // One rotary frequency table for the full-attention layers (partial rotation).
+            push("rope_freqs.weight".into(), vec![g.head_dim / 2], F32);
+        }
         if !self.tied_embeddings {
             push("output.weight".into(), vec![self.embd, self.vocab], output_type);
         }
@@ -226,27 +421,51 @@ impl Arch {
     }
 
     /// Bytes of a GGUF file in `quant`: its tensors plus the header (tokenizer tables).
-    pub fn file_size(&self, quant: &str) -> Result<u64> {
-        let per_token = if self.sentencepiece { SPM_HEADER_BYTES_PER_TOKEN } else { BPE_HEADER_BYTES_PER_TOKEN };
+    pub fn file_size<'a>(&self, quant: impl Into<Quantisation<'a>>) -> Result<u64> {
+        let per_token = match (self.header_per_token, self.sentencepiece) {
+            (0, true) => SPM_HEADER_BYTES_PER_TOKEN,
+            (0, false) => BPE_HEADER_BYTES_PER_TOKEN,
+            (measured, _) => measured,
+        };
         Ok(self.tensors(quant)?.iter().map(PlannedTensor::n_bytes).sum::<u64>() + self.vocab * per_token)
     }
 
     /// What the memory model needs, for a file of `file_size` bytes in `quant`.
-    pub fn footprint(&self, quant: &str, file_size: u64) -> Result<Footprint> {
+    pub fn footprint<'a>(&self, quant: impl Into<Quantisation<'a>>, file_size: u64) -> Result<Footprint> {
         let tensors = self.tensors(quant)?;
         let layer_weights = tensors.iter().filter(|t| t.name.starts_with("blk.")).map(PlannedTensor::n_bytes).sum();
-        let kv_per_layer = self.kv_heads * self.head_dim * 2 * 2;
+        let kv_per_layer = match &self.mla {
+            Some(m) => m.kv_per_layer(),
+            None => self.kv_heads * self.head_dim * 2 * 2,
+        };
         let swa = self.swa.as_ref().map(|s| (s.window, s.full_every));
         let input_weights =
             crate::files::memory::input_only_weights(tensors.iter().map(|t| (t.name.as_str(), t.n_bytes())));
         let all = self.layers + self.mtp_layers;
         let fp = Footprint { input_weights, ..Footprint::new(file_size, layer_weights, all, kv_per_layer, swa) };
-        Ok(match &self.linear {
-            None => fp,
-            Some(l) => {
-                let full = l.full_layers(self.layers) + self.mtp_layers;
-                fp.hybrid(full, kv_per_layer, (self.layers - l.full_layers(self.layers)) * l.state_bytes())
+        if let Some(l) = &self.linear {
+            let full = l.full_layers(self.layers) + self.mtp_layers;
+            return Ok(fp.hybrid(full, kv_per_layer, (self.layers - l.full_layers(self.layers)) * l.state_bytes()));
+        }
+        if self.global.is_none() && self.kv_shared_layers == 0 {
+            return Ok(fp);
+        }
+        // Layers of two widths, some without a cache of their own: counted layer by layer (K and
+        // V, f16; V is cached even where it comes from the K projection).
+        let (mut full, mut sliding) = (0, 0);
+        for a in (0..all).map(|i| self.attention(i)).filter(|a| a.owns_kv) {
+            let bytes = a.kv_heads * a.head_dim * 2 * 2;
+            if a.full {
+                full += bytes;
+            } else {
+                sliding += bytes;
             }
+        }
+        Ok(Footprint {
+            kv_per_token: full,
+            swa_kv_per_token: sliding,
+            swa_window: if sliding > 0 { fp.swa_window } else { 0 },
+            ..fp
         })
     }
 }
@@ -285,13 +504,15 @@ impl PlannedTensor {
 /// `llama-quantize`'s choices for one file type.
 struct Recipe {
     base: u32,
+    /// `--pure`: every matrix in `base`, the token embeddings Q8_0.
+    pure: bool,
     /// `*_K_M`: more bits for attn_v and ffn_down in some layers.
     k_m: bool,
     mxfp4: bool,
 }
 
 impl Recipe {
-    fn of(quant: &str) -> Result<Recipe> {
+    fn of(quant: &str, pure: bool) -> Result<Recipe> {
         // unsloth's "dynamic" builds (UD-Q4_K_M, …) start from the named recipe and give some
         // tensors more bits: planned as that recipe (their catalog entries state their sizes).
         let upper = quant.to_ascii_uppercase();
@@ -309,17 +530,24 @@ impl Recipe {
             )))
             }
         };
-        Ok(Recipe { base, k_m, mxfp4 })
+        Ok(Recipe { base, pure, k_m: k_m && !pure, mxfp4 })
     }
 
     fn quantized(&self) -> bool {
         self.base != F16
     }
 
+    /// A quantised file with the file type's usual mix of types (not `--pure`).
+    fn mixed(&self) -> bool {
+        self.quantized() && !self.pure
+    }
+
     /// The output matrix (and tied embeddings): Q8_0 when the row does not divide the block or for
     /// Q8_0/MXFP4 files, otherwise Q6_K.
     fn output(&self, embd: u64) -> u32 {
-        if !self.quantized() {
+        if self.pure {
+            self.fallback(self.base, embd)
+        } else if !self.quantized() {
             F16
         } else if self.mxfp4 || self.base == Q8_0 || !embd.is_multiple_of(block(self.base)) {
             Q8_0
@@ -333,6 +561,9 @@ impl Recipe {
     }
 
     fn attn_v(&self, i: u64, n: u64, arch: &Arch) -> u32 {
+        if self.pure {
+            return self.base;
+        }
         if self.k_m && Self::more_bits(i, n) {
             return Q6_K;
         }
@@ -353,6 +584,9 @@ impl Recipe {
 
     /// The next K-quant up (Q4_K → Q5_K → Q6_K → Q8_0); other types stay.
     fn one_up(&self) -> u32 {
+        if self.pure {
+            return self.base;
+        }
         match self.base {
             Q4_K => Q5_K,
             Q5_K => Q6_K,
@@ -408,9 +642,7 @@ mod tests {
             tied_embeddings: false,
             experts: None,
             swa: None,
-            sentencepiece: false,
-            linear: None,
-            mtp_layers: 0,
+            ..Default::default()
         }
     }
 
@@ -447,11 +679,8 @@ mod tests {
             head_dim: 128,
             vocab: 151936,
             tied_embeddings: false,
-            experts: Some(Experts { count: 128, used: 8, ff: 768, shared_ff: 0 }),
-            swa: None,
-            sentencepiece: false,
-            linear: None,
-            mtp_layers: 0,
+            experts: Some(Experts { count: 128, used: 8, ff: 768, shared_ff: 0, beside_dense: false, dense_layers: 0 }),
+            ..Default::default()
         };
         // Qwen3-30B-A3B: 30.5 B total, 3.3 B active (its model card).
         assert!((30.0e9..31.0e9).contains(&(moe.params() as f64)), "{}", moe.params());

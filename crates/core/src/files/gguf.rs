@@ -534,10 +534,15 @@ impl GgufFile {
         self.get_u64(&format!("{arch}.{key}"))
     }
 
+    /// An architecture-scoped key's value, whatever its type.
+    pub fn arch_value(&self, key: &str) -> Option<&Value> {
+        let arch = self.architecture()?;
+        self.get(&format!("{arch}.{key}"))
+    }
+
     /// `<arch>.<key>` as a list of unsigned integers (empty when absent or of another type).
     pub fn arch_u64s(&self, key: &str) -> Vec<u64> {
-        let Some(arch) = self.architecture() else { return Vec::new() };
-        self.get(&format!("{arch}.{key}"))
+        self.arch_value(key)
             .and_then(Value::as_array)
             .map(|a| a.iter().filter_map(Value::as_u64).collect())
             .unwrap_or_default()
@@ -576,6 +581,33 @@ impl GgufFile {
         Some(n_head_kv.saturating_mul(k.saturating_add(v)).saturating_mul(2))
     }
 
+    /// A header that states its attention layer by layer (Gemma 4: `sliding_window_pattern`, the
+    /// sliding-window layers' own `key_length_swa`, a per-layer `head_count_kv`, `shared_kv_layers`
+    /// that keep no cache of their own): f16 K and V bytes per token over the full-attention layers
+    /// and over the sliding-window ones. None without a pattern. Bounded by the pattern the header
+    /// already holds.
+    pub fn per_layer_kv(&self, blocks: u64) -> Option<(u64, u64)> {
+        let pattern = self.arch_value("attention.sliding_window_pattern")?.as_array()?;
+        let k_full = self.arch_u64("attention.key_length")?;
+        let v_full = self.arch_u64("attention.value_length").unwrap_or(k_full);
+        let k_swa = self.arch_u64("attention.key_length_swa").unwrap_or(k_full);
+        let v_swa = self.arch_u64("attention.value_length_swa").unwrap_or(k_swa);
+        let heads = self.arch_u64s("attention.head_count_kv");
+        let one =
+            self.arch_u64("attention.head_count_kv").or_else(|| self.arch_u64("attention.head_count")).unwrap_or(0);
+        let owned = blocks.saturating_sub(self.arch_u64("attention.shared_kv_layers").unwrap_or(0));
+        let (mut full, mut sliding) = (0u64, 0u64);
+        for (i, p) in pattern.iter().enumerate().take(usize::try_from(owned).unwrap_or(usize::MAX)) {
+            let kv = heads.get(i).copied().unwrap_or(one);
+            if p.as_bool() == Some(true) {
+                sliding = sliding.saturating_add(kv.saturating_mul(k_swa.saturating_add(v_swa)).saturating_mul(2));
+            } else {
+                full = full.saturating_add(kv.saturating_mul(k_full.saturating_add(v_full)).saturating_mul(2));
+            }
+        }
+        Some((full, sliding))
+    }
+
     /// The summary shown by `draftlab inspect` and used by the doctor.
     pub fn summary(&self) -> ModelSummary {
         let vocab = self.vocab_summary();
@@ -593,9 +625,16 @@ impl GgufFile {
             n_layer,
             n_embd: self.arch_u64("embedding_length"),
             n_head,
-            n_head_kv: self.arch_u64("attention.head_count_kv").or(n_head),
-            // f16 K and V for every layer.
-            kv_bytes_per_token: n_layer.zip(self.kv_bytes_per_layer_token()).map(|(l, b)| l * b),
+            // A per-layer count (Gemma 4): the largest.
+            n_head_kv: self
+                .arch_u64("attention.head_count_kv")
+                .or_else(|| self.arch_u64s("attention.head_count_kv").into_iter().max())
+                .or(n_head),
+            // f16 K and V for every layer that keeps a cache, each at its own width.
+            kv_bytes_per_token: match n_layer.and_then(|l| self.per_layer_kv(l)) {
+                Some((full, sliding)) => Some(full.saturating_add(sliding)),
+                None => n_layer.zip(self.kv_bytes_per_layer_token()).map(|(l, b)| l.saturating_mul(b)),
+            },
             n_tensors: self.tensors.len() as u64,
             has_chat_template: self.get("tokenizer.chat_template").is_some(),
             mtp_layers: self.arch_u64("nextn_predict_layers").filter(|&n| n > 0),
@@ -808,6 +847,22 @@ pub(crate) mod tests {
         pub(crate) fn bool(mut self, k: &str, v: bool) -> Self {
             self.key(k, 7);
             self.kv.push(v as u8);
+            self
+        }
+        pub(crate) fn bools(mut self, k: &str, v: &[bool]) -> Self {
+            self.key(k, 9);
+            self.kv.extend(7u32.to_le_bytes());
+            self.kv.extend((v.len() as u64).to_le_bytes());
+            self.kv.extend(v.iter().map(|&b| b as u8));
+            self
+        }
+        pub(crate) fn u32s(mut self, k: &str, v: &[u32]) -> Self {
+            self.key(k, 9);
+            self.kv.extend(4u32.to_le_bytes());
+            self.kv.extend((v.len() as u64).to_le_bytes());
+            for x in v {
+                self.kv.extend(x.to_le_bytes());
+            }
             self
         }
         pub(crate) fn strs(mut self, k: &str, v: &[&str]) -> Self {

@@ -87,6 +87,14 @@ impl Footprint {
             input_weights: input_only_weights(f.tensors.iter().map(|t| (t.name.as_str(), t.n_bytes().unwrap_or(0)))),
             ..Footprint::new(f.file_size, layers, blocks, kv_per_layer, swa)
         };
+        if let Some((full, sliding)) = f.per_layer_kv(blocks) {
+            return Footprint {
+                kv_per_token: full,
+                swa_kv_per_token: sliding,
+                swa_window: if sliding > 0 { window } else { 0 },
+                ..fp
+            };
+        }
         match hybrid_of_gguf(f, blocks) {
             Some((full, state)) => fp.hybrid(full, kv_per_layer, state),
             None => fp,
