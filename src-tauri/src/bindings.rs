@@ -134,6 +134,8 @@ pub fn typescript() -> String {
         estimate::Experts,
         estimate::Swa,
         estimate::Linear,
+        estimate::Global,
+        estimate::Mla,
         estimate::Arch,
         catalog::Evidence,
         catalog::CatalogFile,

@@ -103,6 +103,18 @@ fn gemma_small_rows_fall_back_as_planned() {
     assert!((est / f.file_size as f64 - 1.0).abs() < 0.03, "estimate {est} vs file {}", f.file_size);
 }
 
+/// Every tensor of `f` is planned with its shape, and nothing more; the memory model's footprint
+/// from the header and from the plan.
+fn plan_is_the_file(f: &GgufFile, arch: &Arch) -> (Footprint, Footprint) {
+    let plan = arch.tensors("F16").expect("plan");
+    for t in &f.tensors {
+        let p = plan.iter().find(|p| p.name == t.name).unwrap_or_else(|| panic!("{} not planned", t.name));
+        assert_eq!(p.dims, t.dims, "{}", t.name);
+    }
+    assert_eq!(plan.len(), f.tensors.len());
+    (Footprint::of_gguf(f), arch.footprint("F16", f.file_size).expect("footprint"))
+}
+
 /// A hybrid (Qwen3.5's layout: Gated DeltaNet layers, a full-attention layer every
 /// `full_attention_interval`, a multi-token-prediction block): the plan has the file's tensors with
 /// their shapes, and the memory model counts a KV cache for the full-attention and MTP blocks only,
@@ -114,14 +126,7 @@ fn a_hybrids_plan_and_footprint_match_its_file() {
     let l = arch.linear.clone().expect("a hybrid");
     assert_eq!((arch.layers, arch.mtp_layers, l.full_every), (2, 1, 2), "{arch:?}");
     // Every tensor of the file is planned, with its shape (the file is F32 but for the embeddings).
-    let plan = arch.tensors("F16").expect("plan");
-    for t in &f.tensors {
-        let p = plan.iter().find(|p| p.name == t.name).unwrap_or_else(|| panic!("{} not planned", t.name));
-        assert_eq!(p.dims, t.dims, "{}", t.name);
-    }
-    assert_eq!(plan.len(), f.tensors.len());
-    let from_file = Footprint::of_gguf(&f);
-    let planned = arch.footprint("F16", f.file_size).expect("footprint");
+    let (from_file, planned) = plan_is_the_file(&f, &arch);
     // One full-attention layer and the MTP block: 2 KV heads of 16, K and V, f16.
     assert_eq!(from_file.kv_per_token, 2 * (2 * 16 * 2 * 2));
     assert_eq!(planned.kv_per_token, from_file.kv_per_token);
@@ -157,14 +162,7 @@ fn a_gemma4_plan_and_footprint_match_its_file() {
         }),
         ..Default::default()
     };
-    let plan = arch.tensors("F16").expect("plan");
-    for t in &f.tensors {
-        let p = plan.iter().find(|p| p.name == t.name).unwrap_or_else(|| panic!("{} not planned", t.name));
-        assert_eq!(p.dims, t.dims, "{}", t.name);
-    }
-    assert_eq!(plan.len(), f.tensors.len());
-    let from_file = Footprint::of_gguf(&f);
-    let planned = arch.footprint("F16", f.file_size).expect("footprint");
+    let (from_file, planned) = plan_is_the_file(&f, &arch);
     // Layer 0: one KV head of 16 in a 128-token window; layer 1: one of 32 over the whole context.
     assert_eq!(
         (from_file.swa_kv_per_token, from_file.kv_per_token, from_file.swa_window),

@@ -890,11 +890,24 @@ ff: number,
 /**
  * Width of the shared expert (0: none).
  */
-shared_ff: number, };
+shared_ff: number, 
+/**
+ * Gemma 4 26B-A4B: every layer runs the dense MLP (`ff` wide) beside the experts, whose gate
+ * and up projections are one tensor.
+ */
+beside_dense?: boolean, 
+/**
+ * DeepSeek's `first_k_dense_replace`: the first this-many layers are dense (`ff` wide).
+ */
+dense_layers?: number, };
 
 export type Swa = { window: number, full_every: number, };
 
 export type Linear = { full_every: number, k_heads: number, v_heads: number, head_dim: number, conv: number, };
+
+export type Global = { head_dim: number, kv_heads: number, k_eq_v: boolean, };
+
+export type Mla = { q_lora: number, kv_lora: number, rope: number, nope: number, v_head_dim: number, };
 
 export type Arch = { layers: number, embd: number, 
 /**
@@ -914,7 +927,36 @@ linear?: Linear | null,
  * Multi-token-prediction layers the file carries after its `layers` (`nextn_predict_layers`:
  * the `-MTP` builds of Qwen3.6): full-attention blocks llama.cpp drafts with.
  */
-mtp_layers?: number, };
+mtp_layers?: number, 
+/**
+ * Gemma 4: the full-attention layers' own heads (`global_head_dim`,
+ * `num_global_key_value_heads`, `attention_k_eq_v`).
+ */
+global?: Global | null, 
+/**
+ * Gemma 4 E2B/E4B (`num_kv_shared_layers`): the last this-many layers read the KV cache of an
+ * earlier layer of their kind, so they have no K and V projections and no cache of their own.
+ */
+kv_shared_layers?: number, 
+/**
+ * The feed-forward width of those layers, when it differs (E2B's double-wide MLP).
+ */
+kv_shared_ff?: number, 
+/**
+ * Gemma 4 E2B/E4B (`hidden_size_per_layer_input`): a per-layer embedding of this width for
+ * every layer, looked up per token like the token embeddings.
+ */
+per_layer_input?: number, 
+/**
+ * Multi-head latent attention (DeepSeek-V2's, GLM-4.7-Flash's): low-rank queries and one
+ * compressed KV row per token and layer.
+ */
+mla?: Mla | null, 
+/**
+ * Bytes of tokenizer header per vocabulary entry, where measured on the family's files
+ * (Gemma 4: 60, GLM-4.7: 61); 0 for the tokenizer kind's usual size.
+ */
+header_per_token?: number, };
 
 export type Evidence = { 
 /**
@@ -944,7 +986,17 @@ size: number, size_estimated: boolean, sha256: string | null,
  * The repository commit the size and hash were checked against: downloads fetch this
  * revision, not the branch head.
  */
-revision: string | null, };
+revision: string | null, 
+/**
+ * Made with `llama-quantize --pure` (every matrix in the quantisation's own type, the token
+ * embeddings Q8_0), not with the quantisation's usual mix.
+ */
+pure: boolean, 
+/**
+ * The publisher's own mix of types (unsloth's `UD-*` files, and their dynamic builds under
+ * plain names): planned as the named quantisation, so only the stated size is exact.
+ */
+own_mix: boolean, };
 
 export type CatalogModel = { 
 /**

@@ -73,6 +73,8 @@ struct RawFile {
     revision: Option<String>,
     #[serde(default)]
     pure: bool,
+    #[serde(default)]
+    own_mix: bool,
 }
 
 /// Where an entry's facts come from: public pages or files that name them exactly.
@@ -109,6 +111,9 @@ pub struct CatalogFile {
     /// Made with `llama-quantize --pure` (every matrix in the quantisation's own type, the token
     /// embeddings Q8_0), not with the quantisation's usual mix.
     pub pure: bool,
+    /// The publisher's own mix of types (unsloth's `UD-*` files, and their dynamic builds under
+    /// plain names): planned as the named quantisation, so only the stated size is exact.
+    pub own_mix: bool,
 }
 
 impl CatalogFile {
@@ -190,12 +195,14 @@ pub fn models() -> Vec<CatalogModel> {
                 .map(|r| {
                     let q = Quantisation { name: &r.quant, pure: r.pure };
                     let estimate = m.arch.as_ref().and_then(|a| a.file_size(q).ok()).unwrap_or(0);
+                    let own_mix = r.own_mix || r.quant.to_ascii_uppercase().starts_with("UD-");
                     CatalogFile {
                         size: r.size.unwrap_or(estimate),
                         size_estimated: r.size.is_none(),
                         quant: r.quant,
                         file: r.file,
                         sha256: r.sha256,
+                        own_mix,
                         revision: r.revision,
                         pure: r.pure,
                     }
@@ -453,8 +460,8 @@ mod tests {
                     "{}: {f:?}",
                     m.id
                 );
-                // unsloth's own mixes are planned as their base recipe: only a stated size is exact.
-                assert!(!f.quant.starts_with("UD-") || !f.size_estimated, "{}: {f:?}", m.id);
+                // A publisher's own mix is planned as its base recipe: only a stated size is exact.
+                assert!(!f.own_mix || !f.size_estimated, "{}: {f:?}", m.id);
                 // A pinned revision is what the size and hash were checked against.
                 assert!(f.revision.is_none() || !f.size_estimated, "{}: pinned without a stated size", m.id);
             }
@@ -592,9 +599,10 @@ mod tests {
     fn estimates_match_the_sizes_sources_state() {
         let (mut checked, mut off) = (0, Vec::new());
         for m in models() {
-            // A drafter head with no stated shape, or unsloth's own mixes (UD-*), have no estimate.
+            // A drafter head with no stated shape, or a publisher's own mix (UD-*, own_mix), have no
+            // estimate to check.
             let Some(arch) = &m.arch else { continue };
-            for f in m.files.iter().filter(|f| !f.size_estimated && !f.quant.starts_with("UD-")) {
+            for f in m.files.iter().filter(|f| !f.size_estimated && !f.own_mix) {
                 let est = arch.file_size(f.quantisation()).expect("estimate") as f64;
                 let err = est / f.size as f64 - 1.0;
                 eprintln!(
