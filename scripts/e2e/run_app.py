@@ -14,6 +14,7 @@ import subprocess
 import sys
 import os
 import time
+import urllib.error
 import urllib.request
 
 DRIVER = "http://127.0.0.1:4444"
@@ -368,7 +369,17 @@ def chat_and_serve(s, smol, out):
     url = s.text("serve-url")
     model = pathlib.Path(smol).stem
     body = json.dumps({"model": model, "messages": [{"role": "user", "content": "Say hi."}], "max_tokens": 8}).encode()
+    # A random key by default, shown in the page and in its examples: without it, refused.
+    key = s.prop("serve-key", "value")
+    assert key.startswith("dl-") and len(key) > 30 and key in s.text("serve-curl"), key
     req = urllib.request.Request(url + "/chat/completions", data=body, headers={"Content-Type": "application/json"})
+    try:
+        urllib.request.urlopen(req, timeout=60)
+        raise AssertionError("a request without the key was answered")
+    except urllib.error.HTTPError as e:
+        assert e.code == 401, e.code
+    req = urllib.request.Request(url + "/chat/completions", data=body,
+                                 headers={"Content-Type": "application/json", "Authorization": f"Bearer {key}"})
     with urllib.request.urlopen(req, timeout=240) as r:
         v = json.loads(r.read())
     assert v["choices"][0]["message"]["content"], v

@@ -97,6 +97,8 @@ pub async fn start(state: Arc<AppState>, request: ServerRequest) -> Result<Serve
         queue: ServeConfig::DEFAULT_QUEUE,
         max_body_bytes: ServeConfig::DEFAULT_MAX_BODY,
         log_requests: false,
+        allowed_hosts: Vec::new(),
+        allowed_origins: Vec::new(),
     };
     let model = config.model_id();
     let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, request.port));

@@ -400,12 +400,20 @@ pub(crate) struct ServeArgs {
     /// Requests must carry `Authorization: Bearer KEY`.
     #[arg(long, env = "DRAFTLAB_API_KEY", hide_env_values = true)]
     pub(crate) api_key: Option<String>,
-    /// Requests that may wait while one is answered; more are refused with 429.
+    /// Requests that may wait while one is answered; more are refused with 429 (at most 256).
     #[arg(long, default_value_t = 8)]
     pub(crate) queue: usize,
-    /// The largest request body in bytes (larger ones are refused with 413).
+    /// The largest request body in bytes (larger ones are refused with 413; at most 8 MiB).
     #[arg(long, default_value_t = draftlab_server::ServeConfig::DEFAULT_MAX_BODY)]
     pub(crate) max_body: usize,
+    /// A host name requests may name besides localhost and 127.0.0.1 (repeatable), e.g. this
+    /// machine's `.local` name; other names are refused while listening on a loopback address.
+    #[arg(long = "allow-host", value_name = "NAME")]
+    pub(crate) allow_hosts: Vec<String>,
+    /// A web page's origin allowed to call the server (repeatable), e.g. http://localhost:5173;
+    /// requests from any other page are refused.
+    #[arg(long = "allow-origin", value_name = "ORIGIN")]
+    pub(crate) allow_origins: Vec<String>,
     /// The default draft length (see `run --n-draft`).
     #[arg(long, default_value_t = default_n_draft())]
     pub(crate) n_draft: String,

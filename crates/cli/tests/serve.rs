@@ -58,9 +58,10 @@ fn serve(extra: &[&str]) -> Server {
     server
 }
 
-/// An HTTP response: status, and the body.
+/// An HTTP response: status, headers (lower case), and the body.
 struct Response {
     status: u16,
+    head: String,
     body: String,
 }
 
@@ -73,10 +74,10 @@ impl Response {
 fn request(port: u16, method: &str, path: &str, headers: &[(&str, &str)], body: &[u8]) -> Response {
     let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
     s.set_read_timeout(Some(Duration::from_secs(300))).unwrap();
-    let mut head = format!(
-        "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\nContent-Length: {}\r\n",
-        body.len()
-    );
+    let mut head = format!("{method} {path} HTTP/1.1\r\nConnection: close\r\nContent-Length: {}\r\n", body.len());
+    if !headers.iter().any(|(k, _)| k.eq_ignore_ascii_case("host")) {
+        head.push_str("Host: 127.0.0.1\r\n");
+    }
     for (k, v) in headers {
         head.push_str(&format!("{k}: {v}\r\n"));
     }
@@ -89,7 +90,7 @@ fn request(port: u16, method: &str, path: &str, headers: &[(&str, &str)], body: 
     let (head, body) = raw.split_once("\r\n\r\n").unwrap_or((&raw, ""));
     let status = head.split(' ').nth(1).unwrap().parse().unwrap();
     let chunked = head.to_ascii_lowercase().contains("transfer-encoding: chunked");
-    Response { status, body: if chunked { dechunk(body) } else { body.to_string() } }
+    Response { status, head: head.to_ascii_lowercase(), body: if chunked { dechunk(body) } else { body.to_string() } }
 }
 
 /// The body of a chunked response.
@@ -316,7 +317,7 @@ fn start_and_hang_up(port: u16, body: &Value) {
     let mut c = TcpStream::connect(("127.0.0.1", port)).unwrap();
     let body = body.to_string();
     let head = format!(
-        "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
+        "POST /v1/chat/completions HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
         body.len()
     );
     c.write_all(head.as_bytes()).unwrap();
@@ -372,4 +373,74 @@ fn a_client_that_hangs_up_cancels_its_answer_and_a_full_queue_is_429() {
     }
     let h = request(s.port, "GET", "/health", &[], b"").json();
     assert_eq!(h["refused_busy"], 4);
+}
+
+/// What a web page could send is refused before anything runs: a "simple" text/plain POST, a
+/// request from a page's origin, a name pointed at this machine by DNS rebinding; a page the user
+/// allowed gets its preflight and CORS headers. Slow and idle connections are closed, bounds on
+/// the queue and body are enforced, and `/v1/models` shows file names, not paths.
+#[test]
+fn a_web_page_cannot_use_the_server() {
+    let s = serve(&["--allow-origin", "http://localhost:5173", "--allow-host", "box.local"]);
+    let body = chat(json!([{"role": "user", "content": "hi"}]), json!({"max_tokens": 2})).to_string();
+    let served = || request(s.port, "GET", "/health", &[], b"").json()["served"].as_u64().unwrap();
+    let error = |r: Response, status: u16| -> Value {
+        assert_eq!(r.status, status, "{}", r.body);
+        r.json()["error"].clone()
+    };
+    // A form or fetch() with text/plain needs no preflight: refused, nothing generated.
+    let plain = request(s.port, "POST", "/v1/chat/completions", &[("Content-Type", "text/plain")], body.as_bytes());
+    assert_eq!(error(plain, 415)["code"], "unsupported_media_type");
+    let none = request(s.port, "POST", "/v1/completions", &[], body.as_bytes());
+    assert_eq!(error(none, 415)["code"], "unsupported_media_type");
+    // A page's origin, even with a JSON body.
+    let page = [("Content-Type", "application/json"), ("Origin", "https://attacker.example")];
+    let e = error(request(s.port, "POST", "/v1/chat/completions", &page, body.as_bytes()), 403);
+    assert_eq!(e["code"], "origin_not_allowed");
+    assert!(e["message"].as_str().unwrap().contains("--allow-origin"), "{e}");
+    // DNS rebinding: the page's own name, pointed at 127.0.0.1.
+    let host = format!("attacker.example:{}", s.port);
+    for (method, path) in [("GET", "/v1/models"), ("GET", "/health"), ("POST", "/v1/chat/completions")] {
+        let rebound = [("Host", host.as_str()), ("Content-Type", "application/json")];
+        assert_eq!(error(request(s.port, method, path, &rebound, body.as_bytes()), 403)["code"], "host_not_allowed");
+    }
+    assert_eq!(served(), 0, "nothing refused was generated");
+    // Names and pages the user allowed.
+    assert_eq!(request(s.port, "GET", "/health", &[("Host", "box.local:8080")], b"").status, 200);
+    let preflight = [
+        ("Origin", "http://localhost:5173"),
+        ("Access-Control-Request-Method", "POST"),
+        ("Access-Control-Request-Headers", "content-type"),
+    ];
+    let r = request(s.port, "OPTIONS", "/v1/chat/completions", &preflight, b"");
+    assert_eq!(r.status, 204);
+    assert!(r.head.contains("access-control-allow-origin: http://localhost:5173"), "{}", r.head);
+    let ok = [("Content-Type", "application/json"), ("Origin", "http://localhost:5173")];
+    let r = request(s.port, "POST", "/v1/chat/completions", &ok, body.as_bytes());
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert!(r.head.contains("access-control-allow-origin: http://localhost:5173"), "{}", r.head);
+    assert_eq!(served(), 1);
+    // File names only.
+    let m = request(s.port, "GET", "/v1/models", &[], b"").json();
+    assert_eq!(m["data"][0]["draftlab"]["target"], SMOLLM2, "{m}");
+    // Headers that never end, and a connection that sends nothing: closed, not held.
+    let t0 = Instant::now();
+    let mut slow = TcpStream::connect(("127.0.0.1", s.port)).unwrap();
+    slow.write_all(b"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\n").unwrap();
+    let idle = TcpStream::connect(("127.0.0.1", s.port)).unwrap();
+    for mut c in [slow, idle] {
+        c.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+        let mut buf = Vec::new();
+        let _ = c.read_to_end(&mut buf);
+        assert!(t0.elapsed() < Duration::from_secs(25), "held for {:?}", t0.elapsed());
+    }
+    // Bounds on the queue and the body, said before anything loads.
+    for (flag, value, says) in [("--queue", "100000", "256"), ("--max-body", "100000000", "8388608")] {
+        let out = Command::new(env!("CARGO_BIN_EXE_draftlab"))
+            .args(["serve", "-t", model(SMOLLM2).to_str().unwrap(), "--port", "0", flag, value])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success() && err.contains(says), "{flag} {value}: {err}");
+    }
 }

@@ -8,8 +8,9 @@ use draftlab_core::ErrorCode;
 
 use crate::openai::{ErrorBody, ErrorObject};
 
+#[derive(Debug)]
 pub(crate) struct ApiError {
-    status: StatusCode,
+    pub(crate) status: StatusCode,
     pub(crate) body: ErrorBody,
 }
 

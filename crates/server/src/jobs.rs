@@ -120,19 +120,7 @@ impl Job {
             return Err(ApiError::invalid(Some("model"), "You must provide a model parameter."));
         }
         let (settings, mode, open_ended) = request_settings(&s.config.settings, &self.common, self.endpoint)?;
-        let Ok(permit) = Arc::clone(&s.places).try_acquire_owned() else {
-            s.counters.refused_busy.fetch_add(1, Ordering::Relaxed);
-            return Err(ApiError::new(
-                StatusCode::TOO_MANY_REQUESTS,
-                "server_busy",
-                Some("queue_full"),
-                None,
-                format!(
-                    "The server is busy: one request is being answered and {} are waiting. Retry shortly.",
-                    s.config.queue
-                ),
-            ));
-        };
+        let Ok(permit) = Arc::clone(&s.places).try_acquire_owned() else { return Err(busy(&s)) };
         let command = Command::Chat {
             target: s.config.target.clone(),
             draft: s.config.draft.clone(),
@@ -177,4 +165,16 @@ fn forward(replies: std::sync::mpsc::Receiver<Reply>, permit: OwnedSemaphorePerm
         }
     });
     rx
+}
+
+/// The answer when every place in the queue is taken (counted).
+pub(crate) fn busy(s: &Shared) -> ApiError {
+    s.counters.refused_busy.fetch_add(1, Ordering::Relaxed);
+    ApiError::new(
+        StatusCode::TOO_MANY_REQUESTS,
+        "server_busy",
+        Some("queue_full"),
+        None,
+        format!("The server is busy: one request is being answered and {} are waiting. Retry shortly.", s.config.queue),
+    )
 }

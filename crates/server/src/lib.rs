@@ -12,13 +12,20 @@
 //! is answered 429 at once. A client that disconnects — while waiting or while its answer is being
 //! generated — cancels its job (between rounds), so an abandoned request never holds the queue.
 //!
-//! Rooms: here the configuration, the router and the listener; `routes` (key, body, request →
+//! **Who may call.** `guard` refuses what a web page could send (a `Host` that is not this machine's,
+//! a browser `Origin` not allowed, a body that is not JSON) before any route runs; the listener
+//! bounds connections (at most [`MAX_CONNECTIONS`], headers within [`HEADER_TIMEOUT`], bodies within
+//! [`BODY_TIMEOUT`]).
+//!
+//! Rooms: here the configuration, the router and the listener; `guard` (Host, Origin, Content-Type),
+//! `routes` (key, body, request →
 //! job), `jobs` (the request's settings, its place in the queue, the worker's job), `answers`
 //! (the replies as OpenAI's response, whole or streamed, and `usage`), `errors` (OpenAI's error
 //! shape), `openai` (the request and response types), `stop` (stop strings).
 
 mod answers;
 mod errors;
+pub mod guard;
 mod jobs;
 pub mod openai;
 mod routes;
@@ -30,7 +37,6 @@ use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use axum::extract::DefaultBodyLimit;
 use axum::routing::{get, post};
 use axum::Router;
 use draftlab_core::decoding::settings::Settings;
@@ -56,11 +62,61 @@ pub struct ServeConfig {
     pub max_body_bytes: usize,
     /// Print one line per answered request on stderr.
     pub log_requests: bool,
+    /// Host names requests may name besides `localhost` and loopback addresses, while the server
+    /// listens on a loopback address.
+    pub allowed_hosts: Vec<String>,
+    /// Browser origins (`http://localhost:5173`) whose pages may call the server; requests from any
+    /// other page are refused.
+    pub allowed_origins: Vec<String>,
 }
 
 impl ServeConfig {
     pub const DEFAULT_QUEUE: usize = 8;
     pub const DEFAULT_MAX_BODY: usize = 4 << 20;
+    /// The most requests that may wait.
+    pub const MAX_QUEUE: usize = 256;
+    /// The largest body that may be asked for: a request travels to the engine worker as one line
+    /// of at most 16 MiB, and its text may grow when written again as JSON.
+    pub const MAX_BODY: usize = 8 << 20;
+
+    /// The settings a server can run with, or why not.
+    pub fn validate(&self) -> Result<(), ErrorInfo> {
+        let bad = |message: String, hint: &str| Err(ErrorInfo::new(ErrorCode::InvalidSettings, message, hint));
+        if self.queue > Self::MAX_QUEUE {
+            return bad(
+                format!("a queue of {} places is more than {}", self.queue, Self::MAX_QUEUE),
+                "One request is answered at a time; a long queue only makes clients wait. Use --queue 256 or less.",
+            );
+        }
+        if !(1024..=Self::MAX_BODY).contains(&self.max_body_bytes) {
+            return bad(
+                format!(
+                    "a largest body of {} bytes is outside 1 KiB to {} MiB",
+                    self.max_body_bytes,
+                    Self::MAX_BODY >> 20
+                ),
+                "Use --max-body between 1024 and 8388608 bytes.",
+            );
+        }
+        if self.api_key.as_deref().is_some_and(|k| k.trim().is_empty()) {
+            return bad("the API key is empty".into(), "Give a key, or none for no key.");
+        }
+        for h in &self.allowed_hosts {
+            if h.is_empty() || !h.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'.' || b == b'-') {
+                return bad(format!("{h:?} is not a host name"), "Give a name such as my-mac.local, without a port.");
+            }
+        }
+        for o in &self.allowed_origins {
+            let rest = o.strip_prefix("http://").or_else(|| o.strip_prefix("https://"));
+            if rest.is_none_or(|r| r.is_empty() || r.trim_end_matches('/').contains('/')) {
+                return bad(
+                    format!("{o:?} is not an origin"),
+                    "Give the page's scheme, host and port, such as http://localhost:5173.",
+                );
+            }
+        }
+        Ok(())
+    }
 
     /// The name clients use in `model`: the target's file name without `.gguf`.
     pub fn model_id(&self) -> String {
@@ -107,11 +163,17 @@ impl ServerHandle {
     }
 }
 
-/// The router (tests drive it directly).
-pub fn router(config: ServeConfig, workers: Arc<Workers>) -> (Router, Arc<Counters>) {
+/// Connections served at once; more are closed as they arrive.
+pub const MAX_CONNECTIONS: usize = 64;
+/// A client has this long to send a request's headers (and, between requests, to start the next).
+pub const HEADER_TIMEOUT: Duration = Duration::from_secs(10);
+/// And this long to send its body.
+pub const BODY_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The router (tests drive it directly), behind `guard`.
+pub fn router(config: ServeConfig, workers: Arc<Workers>, guard: guard::Guard) -> (Router, Arc<Counters>) {
     let counters = Arc::new(Counters::default());
     let places = Arc::new(Semaphore::new(config.queue + 1));
-    let max_body = config.max_body_bytes;
     let shared = Arc::new(Shared {
         model_id: config.model_id(),
         config,
@@ -127,13 +189,14 @@ pub fn router(config: ServeConfig, workers: Arc<Workers>) -> (Router, Arc<Counte
         .route("/v1/chat/completions", post(chat_completions))
         .route("/v1/completions", post(completions))
         .fallback(not_found)
-        .layer(DefaultBodyLimit::max(max_body))
-        .with_state(shared);
+        .with_state(shared)
+        .layer(axum::middleware::from_fn_with_state(Arc::new(guard), guard::guard));
     (router, counters)
 }
 
 /// Binds `addr` and serves until [`ServerHandle::stop`]. Must run inside a Tokio runtime.
 pub async fn start(config: ServeConfig, workers: Arc<Workers>, addr: SocketAddr) -> Result<ServerHandle, ErrorInfo> {
+    config.validate()?;
     let listener = tokio::net::TcpListener::bind(addr).await.map_err(|e| {
         ErrorInfo::new(
             ErrorCode::Io,
@@ -142,16 +205,46 @@ pub async fn start(config: ServeConfig, workers: Arc<Workers>, addr: SocketAddr)
         )
     })?;
     let addr = listener.local_addr().map_err(|e| ErrorInfo::new(ErrorCode::Io, e.to_string(), ""))?;
-    let (router, counters) = router(config, workers);
+    let guard = guard::Guard::new(addr.ip().is_loopback(), &config.allowed_hosts, &config.allowed_origins);
+    let (router, counters) = router(config, workers, guard);
     let (tx, rx) = tokio::sync::oneshot::channel::<()>();
-    let task = tokio::spawn(async move {
-        let _ = axum::serve(listener, router)
-            .with_graceful_shutdown(async move {
-                let _ = rx.await;
-            })
-            .await;
-    });
+    let task = tokio::spawn(serve(listener, router, rx));
     Ok(ServerHandle { addr, counters, shutdown: Some(tx), task })
+}
+
+/// Accepts connections until `shutdown`, each served with a header timeout, at most
+/// [`MAX_CONNECTIONS`] at once; then waits for those still answering (the caller cuts them off).
+async fn serve(listener: tokio::net::TcpListener, router: Router, mut shutdown: tokio::sync::oneshot::Receiver<()>) {
+    let places = Arc::new(Semaphore::new(MAX_CONNECTIONS));
+    let mut connections = tokio::task::JoinSet::new();
+    loop {
+        tokio::select! {
+            _ = &mut shutdown => break,
+            Some(_) = connections.join_next(), if !connections.is_empty() => {}
+            accepted = listener.accept() => {
+                let stream = match accepted {
+                    Ok((stream, _)) => stream,
+                    // Out of file descriptors, or a connection reset before it was taken: wait a
+                    // moment rather than spin.
+                    Err(_) => {
+                        tokio::time::sleep(Duration::from_millis(50)).await;
+                        continue;
+                    }
+                };
+                // Past the cap, the connection is closed at once.
+                let Ok(place) = Arc::clone(&places).try_acquire_owned() else { continue };
+                let service = hyper_util::service::TowerToHyperService::new(router.clone());
+                connections.spawn(async move {
+                    let _place = place;
+                    let mut http = hyper::server::conn::http1::Builder::new();
+                    http.timer(hyper_util::rt::TokioTimer::new()).header_read_timeout(HEADER_TIMEOUT);
+                    let _ = http.serve_connection(hyper_util::rt::TokioIo::new(stream), service).await;
+                });
+            }
+        }
+    }
+    drop(listener);
+    while connections.join_next().await.is_some() {}
 }
 
 /// Which API a request came through: chat messages, or a raw prompt to complete.

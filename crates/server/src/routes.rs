@@ -4,8 +4,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::UNIX_EPOCH;
 
-use axum::body::Bytes;
-use axum::extract::rejection::BytesRejection;
+use axum::body::Body;
 use axum::extract::State;
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::Response;
@@ -17,7 +16,8 @@ use serde_json::{json, Value};
 use crate::errors::ApiError;
 use crate::jobs::Job;
 use crate::openai::{ChatRequest, CompletionRequest, Content, Prompt};
-use crate::{Endpoint, Shared};
+use crate::{Endpoint, Shared, BODY_TIMEOUT};
+use http_body_util::BodyExt as _;
 
 pub(crate) async fn not_found() -> ApiError {
     ApiError::new(
@@ -36,7 +36,7 @@ fn check_key(shared: &Shared, headers: &HeaderMap) -> Result<(), ApiError> {
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.strip_prefix("Bearer "))
         .map(str::trim);
-    if given == Some(key) {
+    if given.is_some_and(|g| crate::guard::same_key(g, key)) {
         Ok(())
     } else {
         Err(ApiError::new(
@@ -53,21 +53,36 @@ fn check_key(shared: &Shared, headers: &HeaderMap) -> Result<(), ApiError> {
     }
 }
 
-/// The body as JSON of type `T`: 413 past the size limit, 400 for anything that is not `T`.
-fn parse_body<T: serde::de::DeserializeOwned>(body: Result<Bytes, BytesRejection>) -> Result<T, ApiError> {
-    let bytes = body.map_err(|e| {
-        if e.status() == StatusCode::PAYLOAD_TOO_LARGE {
-            ApiError::new(
+/// The body as JSON of type `T`, read only while a place in the queue is free: 429 when none is,
+/// 413 past the size limit, 408 when it does not arrive within [`BODY_TIMEOUT`], 400 for anything
+/// that is not `T`.
+async fn parse_body<T: serde::de::DeserializeOwned>(s: &Shared, body: Body) -> Result<T, ApiError> {
+    if s.places.available_permits() == 0 {
+        return Err(crate::jobs::busy(s));
+    }
+    let limited = http_body_util::Limited::new(body, s.config.max_body_bytes);
+    let bytes = match tokio::time::timeout(BODY_TIMEOUT, limited.collect()).await {
+        Err(_) => {
+            return Err(ApiError::new(
+                StatusCode::REQUEST_TIMEOUT,
+                "invalid_request_error",
+                Some("request_timeout"),
+                None,
+                format!("The request body did not arrive within {} s.", BODY_TIMEOUT.as_secs()),
+            ))
+        }
+        Ok(Err(e)) if e.downcast_ref::<http_body_util::LengthLimitError>().is_some() => {
+            return Err(ApiError::new(
                 StatusCode::PAYLOAD_TOO_LARGE,
                 "invalid_request_error",
                 Some("request_too_large"),
                 None,
-                "The request body is too large.",
-            )
-        } else {
-            ApiError::invalid(None, format!("The request body could not be read: {e}"))
+                format!("The request body is larger than this server takes ({} bytes).", s.config.max_body_bytes),
+            ))
         }
-    })?;
+        Ok(Err(e)) => return Err(ApiError::invalid(None, format!("The request body could not be read: {e}"))),
+        Ok(Ok(collected)) => collected.to_bytes(),
+    };
     serde_json::from_slice(&bytes).map_err(|e| {
         let what = if serde_json::from_slice::<Value>(&bytes).is_ok() {
             "The request body does not match the API"
@@ -106,9 +121,10 @@ pub(crate) async fn models(State(s): State<Arc<Shared>>, headers: HeaderMap) -> 
             "object": "model",
             "created": created_secs(&s.config.target),
             "owned_by": "draftlab",
+            // File names, not paths: a client learns nothing of this machine's folders.
             "draftlab": {
-                "target": s.config.target,
-                "draft": s.config.draft,
+                "target": file_name(&s.config.target),
+                "draft": s.config.draft.as_deref().map(file_name),
                 "strategy": s.config.settings.strategy.name(),
                 "adaptive": s.config.settings.adaptive,
                 "n_draft": s.config.settings.n_draft,
@@ -121,10 +137,10 @@ pub(crate) async fn models(State(s): State<Arc<Shared>>, headers: HeaderMap) -> 
 pub(crate) async fn chat_completions(
     State(s): State<Arc<Shared>>,
     headers: HeaderMap,
-    body: Result<Bytes, BytesRejection>,
+    body: Body,
 ) -> Result<Response, ApiError> {
     check_key(&s, &headers)?;
-    let req: ChatRequest = parse_body(body)?;
+    let req: ChatRequest = parse_body(&s, body).await?;
     let mut messages = Vec::with_capacity(req.messages.len());
     for (i, m) in req.messages.iter().enumerate() {
         let role = match m.role.as_str() {
@@ -169,10 +185,10 @@ pub(crate) async fn chat_completions(
 pub(crate) async fn completions(
     State(s): State<Arc<Shared>>,
     headers: HeaderMap,
-    body: Result<Bytes, BytesRejection>,
+    body: Body,
 ) -> Result<Response, ApiError> {
     check_key(&s, &headers)?;
-    let req: CompletionRequest = parse_body(body)?;
+    let req: CompletionRequest = parse_body(&s, body).await?;
     let text = match req.prompt {
         Prompt::One(t) => t,
         Prompt::Many(mut v) if v.len() == 1 => v.remove(0),
@@ -185,6 +201,10 @@ pub(crate) async fn completions(
     }
     let job = Job { input: ChatInput::Text { text }, common: req.common, endpoint: Endpoint::Completion };
     job.run(s).await
+}
+
+fn file_name(path: &std::path::Path) -> String {
+    path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default()
 }
 
 fn created_secs(path: &std::path::Path) -> u64 {

@@ -45,7 +45,11 @@ pub(crate) fn serve_cmd(args: ServeArgs) -> anyhow::Result<ExitCode> {
         queue: args.queue,
         max_body_bytes: args.max_body,
         log_requests: !args.quiet,
+        allowed_hosts: args.allow_hosts.clone(),
+        allowed_origins: args.allow_origins.clone(),
     };
+    // Bounds before anything loads.
+    config.validate().map_err(|e| Error::InvalidSettings(format!("{} ({})", e.message, e.hint)))?;
     let model = config.model_id();
     warm_up(&workers, &config)?;
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
