@@ -640,11 +640,11 @@ fn models_on_disk_the_catalog_and_downloads_with_cancel() {
 fn a_worker_that_writes_garbage_is_survived() {
     use draftlab_core::serving::client::Workers;
     use draftlab_core::serving::protocol::{Command, Reply};
-    // A stand-in worker: before each answer it writes garbage, bytes that are not UTF-8, a reply
-    // of an unknown type and a line over the bound; then the right `pong`.
+    // A stand-in worker: before each answer it writes garbage, bytes that are not UTF-8 and a line
+    // over the bound (none of them names a job: skipped); then the right `pong`.
     let script = r#"while IFS= read -r line; do
         id=$(printf '%s' "$line" | sed 's/.*"id":\([0-9]*\).*/\1/')
-        printf 'garbage\n\377\376\n{"id":%s,"type":"nonsense"}\n' "$id"
+        printf 'garbage\n\377\376\n'
         head -c 17000000 /dev/zero | tr '\0' 'a'; echo
         printf '{"id":%s,"type":"pong"}\n' "$id"
     done"#;
@@ -653,6 +653,24 @@ fn a_worker_that_writes_garbage_is_survived() {
         let (_, rx) = w.submit(Command::Ping).unwrap();
         let reply = rx.recv_timeout(Duration::from_secs(60)).unwrap();
         assert!(matches!(reply, Reply::Pong), "{reply:?}");
+    }
+    // A reply that names its job but cannot be read (an unknown type; a line over the bound): that
+    // job ends with an error saying so, instead of waiting for a reply that will not come.
+    for bad in [
+        r#"printf '{"id":%s,"type":"nonsense"}\n' "$id""#,
+        r#"printf '{"id":%s,"type":"pong","x":"' "$id"; head -c 17000000 /dev/zero | tr '\0' 'a'; echo '"}'"#,
+    ] {
+        let script = format!(
+            "while IFS= read -r line; do id=$(printf '%s' \"$line\" | sed 's/.*\"id\":\\([0-9]*\\).*/\\1/'); {bad}; done"
+        );
+        let w = Workers::new("/bin/sh".into(), vec!["-c".into(), script]);
+        let (_, rx) = w.submit(Command::Ping).unwrap();
+        match rx.recv_timeout(Duration::from_secs(60)).unwrap() {
+            Reply::Error { error } => {
+                assert!(error.message.contains("a reply from the engine"), "{error}");
+            }
+            other => panic!("{other:?}"),
+        }
     }
     // One that writes garbage and exits: its job ends with `worker_died`, and nothing hangs.
     let w = Workers::new("/bin/sh".into(), vec!["-c".into(), "read -r line; printf 'junk\\n\\377\\n'; exit 3".into()]);

@@ -274,6 +274,8 @@ fn over_long_lines_bytes_that_are_not_utf8_and_garbage_are_errors_not_a_dead_wor
         }
         assert_eq!((m["type"].as_str(), m["error"]["code"].as_str()), (Some("error"), Some("bad_request")), "{m}");
         errors.push(m["error"]["message"].as_str().unwrap().to_string());
+        // A request that cannot be parsed is answered with the id it named (0 when none).
+        assert_eq!(m["id"], if errors.last().unwrap().contains("explode") { 5 } else { 0 }, "{m}");
     }
     assert_eq!(errors.len(), 4, "{errors:?}");
     assert!(errors[0].contains("over the limit"), "{}", errors[0]);

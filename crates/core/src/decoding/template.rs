@@ -5,7 +5,12 @@
 //! methods. llama.cpp's legacy matcher (`llama_chat_apply_template`) only recognises known
 //! templates by fragments: it drops Llama 3.1's date header, gpt-oss's system header and
 //! Mistral's `[SYSTEM_PROMPT]`, so it is the fallback, not the rule.
+//!
+//! A template comes with a downloaded file, so it runs on a budget: [`TEMPLATE_FUEL`] steps of
+//! work and [`TEMPLATE_MAX_OUTPUT`] bytes of prompt; past either it stops with an error that says
+//! so, rather than hanging the engine or filling its memory with output.
 
+use std::io;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use minijinja::{Environment, Error as JinjaError, ErrorKind, Value};
@@ -55,9 +60,35 @@ impl TemplateVars {
     }
 }
 
+/// The work a chat template may do (minijinja's fuel, about one unit per instruction). The
+/// templates of the catalog's families use well under a hundred thousand for a long conversation;
+/// a loop that would not end stops here, within seconds.
+pub const TEMPLATE_FUEL: u64 = 50_000_000;
+
+/// The longest prompt a template may write, in bytes: far more than any context holds.
+pub const TEMPLATE_MAX_OUTPUT: usize = 16 << 20;
+
+/// The rendered prompt, refusing to grow past its cap.
+struct Capped(Vec<u8>);
+
+impl io::Write for Capped {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        if self.0.len() + buf.len() > TEMPLATE_MAX_OUTPUT {
+            return Err(io::Error::other("over the output cap"));
+        }
+        self.0.extend_from_slice(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
 /// Renders `template` for `messages`, ending with the assistant's turn opened.
 pub fn render(template: &str, messages: &[ChatMessage], vars: &TemplateVars) -> Result<String> {
     let mut env = Environment::new();
+    env.set_fuel(Some(TEMPLATE_FUEL));
     // llama.cpp's Jinja lexer trims blocks, as Hugging Face's apply_chat_template does.
     let syntax = minijinja::syntax::SyntaxConfig::builder().trim_blocks(true).lstrip_blocks(true).build();
     env.set_syntax(syntax.map_err(|e| Error::InvalidPrompt(format!("template syntax: {e}")))?);
@@ -68,8 +99,17 @@ pub fn render(template: &str, messages: &[ChatMessage], vars: &TemplateVars) -> 
     let now = vars.now;
     env.add_function("strftime_now", move |fmt: String| strftime(&fmt, now));
     let bad = |e: JinjaError| {
+        let why = match e.kind() {
+            ErrorKind::OutOfFuel => format!(
+                "it did more work than any chat template needs ({TEMPLATE_FUEL} steps): a loop that does not end?"
+            ),
+            ErrorKind::WriteFailure => {
+                format!("it wrote more than {} MiB of prompt", TEMPLATE_MAX_OUTPUT >> 20)
+            }
+            _ => e.to_string(),
+        };
         Error::InvalidPrompt(format!(
-            "the model's chat template cannot be rendered ({e}); send the prompt as it is with --raw \
+            "the model's chat template cannot be rendered ({why}); send the prompt as it is with --raw \
              (the Raw switch in the app)"
         ))
     };
@@ -84,7 +124,11 @@ pub fn render(template: &str, messages: &[ChatMessage], vars: &TemplateVars) -> 
         datetime => strftime("%b %d %Y", now),
         tools => Value::UNDEFINED,
     };
-    let out = env.get_template("chat").and_then(|t| t.render(ctx)).map_err(bad)?;
+    let mut out = Capped(Vec::new());
+    env.get_template("chat").and_then(|t| t.render_captured_to(ctx, &mut out)).map_err(bad)?;
+    // minijinja writes whole UTF-8 strings, so the bytes are text.
+    let out = String::from_utf8(out.0)
+        .map_err(|e| Error::InvalidPrompt(format!("the chat template wrote bytes that are not UTF-8: {e}")))?;
     Ok(match out.strip_prefix(vars.bos_token.as_str()) {
         Some(rest) if vars.tokenizer_adds_bos && !vars.bos_token.is_empty() => rest.to_string(),
         _ => out,
@@ -173,6 +217,25 @@ mod tests {
         assert_eq!(render(tmpl, &msgs, &vars).unwrap(), "[user]hi");
         vars.tokenizer_adds_bos = false;
         assert_eq!(render(tmpl, &msgs, &vars).unwrap(), "<s>[user]hi");
+    }
+
+    /// A template that would hang the engine or fill its memory stops, and says why.
+    #[test]
+    fn templates_run_on_a_budget() {
+        let vars = TemplateVars::new("", "", false);
+        let msgs = [ChatMessage::new("user", "hi")];
+        let hang = "{% for i in range(100000) %}{% for j in range(100000) %}{{ '' }}{% endfor %}{% endfor %}";
+        let e = render(hang, &msgs, &vars).unwrap_err().to_string();
+        assert!(e.contains("more work than any chat template needs") && e.contains("--raw"), "{e}");
+        // 2^25 bytes by doubling (a few steps), then written out: past the cap.
+        let flood =
+            "{% set s = namespace(t='xx') %}{% for i in range(24) %}{% set s.t = s.t ~ s.t %}{% endfor %}{{ s.t }}";
+        let e = render(flood, &msgs, &vars).unwrap_err().to_string();
+        assert!(e.contains("more than 16 MiB of prompt"), "{e}");
+        // Under both, a long conversation renders.
+        let many: Vec<ChatMessage> = (0..2000).map(|i| ChatMessage::new("user", &format!("message {i}"))).collect();
+        let tmpl = "{% for m in messages %}<|{{ m.role }}|>{{ m.content | trim }}{% endfor %}";
+        assert!(render(tmpl, &many, &vars).unwrap().ends_with("message 1999"));
     }
 
     #[test]

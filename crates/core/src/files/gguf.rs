@@ -22,6 +22,14 @@ const MAX_METADATA: u64 = 1 << 20;
 const MAX_STRING: u64 = 64 << 20;
 const MAX_DIMS: u32 = 4;
 const MAX_ARRAY_DEPTH: u32 = 3;
+/// Arrays kept in memory besides the token texts: per-layer settings and the like. Longer ones
+/// (merges, scores, token types, or a hostile file's filler) are stepped over, not materialised:
+/// a one-byte item would cost a 32-byte [`Value`].
+const KEEP_ARRAY: u64 = 1 << 16;
+/// The token texts are kept up to this many (vocabularies have a few hundred thousand).
+const MAX_VOCAB: u64 = 1 << 22;
+/// Items kept over the whole header.
+const MAX_KEPT_ITEMS: u64 = 1 << 23;
 const DEFAULT_ALIGNMENT: u64 = 32;
 
 /// A metadata value.
@@ -40,6 +48,8 @@ pub enum Value {
     Bool(bool),
     String(String),
     Array(Vec<Value>),
+    /// An array nobody reads, stepped over: its length only.
+    Omitted(u64),
 }
 
 impl Value {
@@ -238,6 +248,8 @@ struct Cursor<R> {
     pos: u64,
     len: u64,
     path: PathBuf,
+    /// Array items that may still be kept ([`MAX_KEPT_ITEMS`] in all).
+    items_left: u64,
 }
 
 impl<R: Read> Cursor<R> {
@@ -279,6 +291,75 @@ impl<R: Read> Cursor<R> {
         Ok(u64::from_le_bytes(self.bytes(what)?))
     }
 
+    /// Steps over `n` bytes (checked against what is left) without keeping them.
+    fn skip(&mut self, n: u64, what: &str) -> Result<(), Error> {
+        if n > self.remaining() {
+            return Err(self.truncated(what));
+        }
+        let copied = std::io::copy(&mut (&mut self.inner).take(n), &mut std::io::sink())
+            .map_err(|e| Error::Io { path: self.path.clone(), source: e })?;
+        if copied < n {
+            return Err(self.truncated(what));
+        }
+        self.pos += n;
+        Ok(())
+    }
+
+    /// Steps over `n` array items of type `ty`.
+    fn skip_items(&mut self, ty: u32, n: u64, key: &str, depth: u32) -> Result<(), Error> {
+        let fixed = match ty {
+            0 | 1 | 7 => Some(1),
+            2 | 3 => Some(2),
+            4..=6 => Some(4),
+            10..=12 => Some(8),
+            _ => None,
+        };
+        if let Some(size) = fixed {
+            return self.skip(n.saturating_mul(size), key);
+        }
+        for _ in 0..n {
+            match ty {
+                8 => {
+                    let len = self.u64(key)?;
+                    if len > MAX_STRING {
+                        return Err(self.bad(format!("{key} claims a string of {len} bytes (corrupt length field)")));
+                    }
+                    self.skip(len, key)?;
+                }
+                _ => {
+                    // An array of arrays (the type was checked by the caller).
+                    if depth >= MAX_ARRAY_DEPTH {
+                        return Err(self.bad(format!("metadata `{key}` nests arrays too deeply")));
+                    }
+                    let (item_ty, m) = self.array_head(key)?;
+                    self.skip_items(item_ty, m, key, depth + 1)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// An array's item type and count, the count checked against the bytes left.
+    fn array_head(&mut self, key: &str) -> Result<(u32, u64), Error> {
+        let item_ty = self.u32(key)?;
+        let n = self.u64(key)?;
+        let min_item = match item_ty {
+            0 | 1 | 7 => 1,
+            2 | 3 => 2,
+            4..=6 => 4,
+            8..=12 => 8,
+            _ => return Err(self.bad(format!("metadata `{key}` has unknown array item type {item_ty}"))),
+        };
+        if n.saturating_mul(min_item) > self.remaining() {
+            return Err(self.bad(format!(
+                "metadata `{key}` claims {n} items, more than the {} bytes left in the file: it is \
+                 truncated, or the count is corrupt",
+                self.remaining()
+            )));
+        }
+        Ok((item_ty, n))
+    }
+
     fn string(&mut self, what: &str) -> Result<String, Error> {
         let n = self.u64(what)?;
         if n > MAX_STRING {
@@ -312,22 +393,13 @@ impl<R: Read> Cursor<R> {
                 if depth >= MAX_ARRAY_DEPTH {
                     return Err(self.bad(format!("metadata `{key}` nests arrays too deeply")));
                 }
-                let item_ty = self.u32(key)?;
-                let n = self.u64(key)?;
-                let min_item = match item_ty {
-                    0 | 1 | 7 => 1,
-                    2 | 3 => 2,
-                    4..=6 => 4,
-                    8..=12 => 8,
-                    _ => return Err(self.bad(format!("metadata `{key}` has unknown array item type {item_ty}"))),
-                };
-                if n.saturating_mul(min_item) > self.remaining() {
-                    return Err(self.bad(format!(
-                        "metadata `{key}` claims {n} items, more than the {} bytes left in the file: it is \
-                         truncated, or the count is corrupt",
-                        self.remaining()
-                    )));
+                let (item_ty, n) = self.array_head(key)?;
+                let limit = if depth == 0 && key == "tokenizer.ggml.tokens" { MAX_VOCAB } else { KEEP_ARRAY };
+                if n > limit || n > self.items_left {
+                    self.skip_items(item_ty, n, key, depth + 1)?;
+                    return Ok(Value::Omitted(n));
                 }
+                self.items_left -= n;
                 let mut items = Vec::with_capacity(n as usize);
                 for _ in 0..n {
                     items.push(self.value(item_ty, key, depth + 1)?);
@@ -368,7 +440,7 @@ impl GgufFile {
     /// Reads and validates a GGUF header from `reader`, a file of `len` bytes (`path` names it in
     /// errors). [`GgufFile::open`] reads files with it; the fuzzer, bytes.
     pub fn read_from(path: PathBuf, reader: impl Read, len: u64) -> Result<Self, Error> {
-        let mut c = Cursor { inner: reader, pos: 0, len, path: path.clone() };
+        let mut c = Cursor { inner: reader, pos: 0, len, path: path.clone(), items_left: MAX_KEPT_ITEMS };
 
         if len < 24 {
             return Err(c.bad(format!("the file has only {len} bytes; a GGUF header alone needs 24")));
@@ -985,6 +1057,28 @@ pub(crate) mod tests {
             None
         );
         assert_eq!(DrafterKind::Dspark.spec_type(), "draft-dspark");
+    }
+
+    /// Arrays nobody reads are stepped over, not kept: a file of 20 MB of one-byte items would ask
+    /// for 640 MB of values; the token texts and per-layer arrays are kept, and what follows the
+    /// skipped arrays (strings, nested arrays) is read in place.
+    #[test]
+    fn long_arrays_nobody_reads_cost_no_memory() {
+        let dir = tempfile::tempdir().unwrap();
+        let filler = vec![true; 20_000_000];
+        let merges: Vec<String> = (0..70_000).map(|i| format!("a{i} b")).collect();
+        let merges: Vec<&str> = merges.iter().map(String::as_str).collect();
+        let b = llama_like(&["<unk>", "<s>", "</s>", "a"])
+            .bools("llama.filler", &filler)
+            .strs("tokenizer.ggml.merges", &merges)
+            .bools("llama.attention.sliding_window_pattern", &[true, false])
+            .u32("llama.after", 7);
+        let f = GgufFile::open(b.write(dir.path(), "f.gguf")).unwrap();
+        assert_eq!(f.arch_value("filler"), Some(&Value::Omitted(20_000_000)));
+        assert_eq!(f.get("tokenizer.ggml.merges"), Some(&Value::Omitted(70_000)));
+        assert_eq!(f.arch_value("attention.sliding_window_pattern").and_then(Value::as_array).map(<[_]>::len), Some(2));
+        assert_eq!(f.arch_u64("after"), Some(7));
+        assert_eq!(f.tokens().unwrap().len(), 4);
     }
 
     #[test]

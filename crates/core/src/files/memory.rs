@@ -241,8 +241,7 @@ pub fn spread(target: &Footprint, ctx: u64, kv_scale: f64, gpu_layers: Option<u3
         return shares;
     }
     let n = target.n_layer;
-    let offloaded = gpu_layers.map_or(n + 1, |g| u64::from(g).min(n + 1));
-    let first = n + 1 - offloaded;
+    let offloaded = gpu_layers.map_or(n.saturating_add(1), |g| u64::from(g).min(n.saturating_add(1)));
     let total_free: f64 = holders.iter().map(|h| h.free as f64).sum();
     // Cumulative split points; with nothing reported free, an even split.
     let mut points = Vec::with_capacity(holders.len());
@@ -255,11 +254,34 @@ pub fn spread(target: &Footprint, ctx: u64, kv_scale: f64, gpu_layers: Option<u3
     let kv_per_layer = if n > 0 { ((target.kv_bytes(ctx) as f64 * kv_scale) / n as f64).ceil() as u64 } else { 0 };
     // The output layer's device holds what is neither a block nor the input layer.
     let other = target.weights.saturating_sub(target.layer_weights).saturating_sub(target.input_weights);
-    for layer in first..=n {
-        let at = (layer - first) as f64 / offloaded as f64;
-        let i = points.iter().position(|&p| p > at).unwrap_or(holders.len() - 1);
-        shares[i].layers += 1;
-        shares[i].bytes += if layer == n { other } else { per_layer + kv_per_layer };
+    // Offloaded layer k (0-based; the last is the output layer) goes to the first holder whose
+    // split point is above k / offloaded: counted per holder, not layer by layer (a header may
+    // claim any number of layers).
+    let below = |p: f64| -> u64 {
+        // How many k in 0..offloaded have k / offloaded < p (the float test the split uses).
+        let at = |k: u64| k as f64 / offloaded as f64;
+        let mut k = ((p * offloaded as f64).ceil().max(0.0) as u64).min(offloaded);
+        while k > 0 && at(k - 1) >= p {
+            k -= 1;
+        }
+        while k < offloaded && at(k) < p {
+            k += 1;
+        }
+        k
+    };
+    let mut start = 0;
+    for (i, share) in shares.iter_mut().enumerate() {
+        let end = if i + 1 == holders.len() { offloaded } else { below(points[i]).max(start) };
+        let count = end - start;
+        let holds_output = offloaded > 0 && start < offloaded && offloaded <= end;
+        let blocks = count - u64::from(holds_output);
+        share.layers = count;
+        share.bytes = blocks.saturating_mul(per_layer.saturating_add(kv_per_layer)).saturating_add(if holds_output {
+            other
+        } else {
+            0
+        });
+        start = end;
     }
     shares
 }
@@ -548,6 +570,57 @@ mod tests {
         assert_eq!(sliding("gemma3", 26, 512), 22);
         assert_eq!(sliding("gpt-oss", 24, 128), 12);
         assert_eq!(sliding("llama", 32, 4096), 0);
+    }
+
+    /// The split is counted per holder, so a header claiming billions of layers costs nothing; it
+    /// gives each layer where the layer-by-layer walk gave it.
+    #[test]
+    fn the_split_is_counted_not_walked() {
+        let walk = |t: &Footprint, gpu: Option<u32>, holders: &[Holder]| -> Vec<(u64, u64)> {
+            let n = t.n_layer;
+            let offloaded = gpu.map_or(n + 1, |g| u64::from(g).min(n + 1));
+            let first = n + 1 - offloaded;
+            let total: f64 = holders.iter().map(|h| h.free as f64).sum();
+            let mut acc = 0.0;
+            let points: Vec<f64> = holders
+                .iter()
+                .enumerate()
+                .map(|(i, h)| {
+                    acc += if total > 0.0 { h.free as f64 / total } else { 1.0 / holders.len() as f64 };
+                    if i + 1 == holders.len() {
+                        1.0
+                    } else {
+                        acc
+                    }
+                })
+                .collect();
+            let per = t.layer_weights.checked_div(n).unwrap_or(0);
+            let other = t.weights - t.layer_weights - t.input_weights;
+            let mut out = vec![(0, 0); holders.len()];
+            for layer in first..=n {
+                let at = (layer - first) as f64 / offloaded as f64;
+                let i = points.iter().position(|&p| p > at).unwrap_or(holders.len() - 1);
+                out[i].0 += 1;
+                out[i].1 += if layer == n { other } else { per };
+            }
+            out
+        };
+        let h = |free: u64| Holder { name: "x".into(), free, total: free };
+        for n in [0u64, 1, 2, 7, 32, 61, 80, 127] {
+            let t = Footprint::new(n * 1000 + 777, n * 1000, n, 0, None);
+            for frees in [vec![1], vec![3, 9], vec![1, 1, 1], vec![0, 0], vec![5, 0, 7, 2], vec![1, 1000]] {
+                let holders: Vec<Holder> = frees.iter().map(|&f| h(f)).collect();
+                for gpu in [None, Some(0), Some(1), Some(8), Some(1000)] {
+                    let got: Vec<(u64, u64)> =
+                        spread(&t, 0, 1.0, gpu, &holders).iter().map(|s| (s.layers, s.bytes)).collect();
+                    assert_eq!(got, walk(&t, gpu, &holders), "n {n}, frees {frees:?}, gpu {gpu:?}");
+                }
+            }
+        }
+        // A header's absurd layer count: answered at once, saturating.
+        let absurd = Footprint::new(u64::MAX, u64::MAX / 2, u64::MAX / 4, 1 << 20, None);
+        let s = spread(&absurd, 4096, 1.0, None, &[h(1), h(1)]);
+        assert_eq!(s.iter().map(|s| s.layers).fold(0u64, u64::saturating_add), u64::MAX / 4 + 1);
     }
 
     #[test]

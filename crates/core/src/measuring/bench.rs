@@ -392,21 +392,6 @@ mod tests {
     }
 
     fn fake_report(hist: Vec<u64>, accepted: usize, passes: usize, evals: u64) -> Report {
-        let json = serde_json::json!({
-            "mode": "speculative", "strategy": "draft", "prompt_tokens": 1, "prompt_ms": 1.0,
-            "generated_tokens": 1, "wall_ms": 1.0, "generation_ms": 1.0, "tokens_per_s": 1.0,
-            "e2e_tokens_per_s": 1.0, "target_passes": passes, "drafted": 0, "accepted": accepted,
-            "acceptance_rate": 0.0, "mean_accepted_len": 0.0, "tokens_per_pass": 0.0, "draft_ms": 0.0,
-            "verify_ms": 0.0, "draft_decoded_tokens": evals, "drafted_by_position": [],
-            "accepted_by_position": [], "draft_len_histogram": hist, "stop_reason": "max_tokens",
-            "text": "", "tokens": [], "margins": [], "sources": [],
-            "target": {"path": "t", "name": "t", "architecture": "a", "quantization": "q", "n_params": 1, "file_size": 1, "mtime": 0},
-            "draft": null,
-            "settings": serde_json::to_value(crate::decoding::settings::Settings::default()).unwrap(),
-            "machine": {"cpu": "x", "arch": "x", "physical_cores": 1, "logical_cores": 1, "memory_total": 1,
-                        "memory_available": 1, "os": "x", "gpu_backend": "cpu"},
-            "started_at": 0
-        });
-        serde_json::from_value(json).unwrap()
+        Report::fake(hist, accepted, passes, evals)
     }
 }

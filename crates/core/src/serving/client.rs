@@ -17,7 +17,8 @@ use serde::Serialize;
 
 use super::enginelog::{self, EngineLog, Tail};
 use super::lines::{self, Line};
-use super::protocol::{parse_message, Command, Reply, Request};
+pub use super::protocol::is_final;
+use super::protocol::{id_of, parse_message, Command, Reply, Request};
 use crate::decoding::options::Runtime;
 use crate::decoding::settings::Settings;
 use crate::error::{ErrorCode, ErrorInfo};
@@ -172,21 +173,14 @@ fn unexpected(what: &str, reply: &Reply) -> ApiError {
     )
 }
 
-/// Whether a reply ends its job.
-pub fn is_final(reply: &Reply) -> bool {
-    matches!(
-        reply,
-        Reply::Error { .. }
-            | Reply::Bye
-            | Reply::SweepDone { .. }
-            | Reply::Pong
-            | Reply::Unloaded { .. }
-            | Reply::Diagnosis { .. }
-            | Reply::Memory { .. }
-            | Reply::SweepPlan { .. }
-            | Reply::Discovered { .. }
-            | Reply::Compared { .. }
-    ) || matches!(reply, Reply::Event { event: crate::decoding::event::Event::Done { .. } })
+/// The error a job gets for a reply of its that cannot be read.
+fn unreadable(id: u64, why: String) -> Option<super::protocol::Message> {
+    let error = ErrorInfo::new(
+        ErrorCode::Internal,
+        format!("a reply from the engine {why}"),
+        "Report this as a bug, with the models and settings that caused it.",
+    );
+    Some(super::protocol::Message { id, reply: Reply::Error { error } })
 }
 
 impl Workers {
@@ -220,7 +214,7 @@ impl Workers {
                 let line = match lines::read_line(&mut stderr, 64 << 10) {
                     Line::End => break,
                     Line::Text(l) => l,
-                    Line::TooLong { bytes } => format!("({bytes} bytes in one line, left out)"),
+                    Line::TooLong { bytes, .. } => format!("({bytes} bytes in one line, left out)"),
                     Line::NotUtf8 { bytes } => format!("({bytes} bytes that are not text, left out)"),
                 };
                 lock(&log).append(&line);
@@ -263,12 +257,21 @@ impl Workers {
             std::thread::spawn(move || {
                 let mut stdout = BufReader::new(stdout);
                 loop {
-                    // A line that is not a reply (garbage, not UTF-8, over the bound) is skipped: only
-                    // the end of the worker's output ends its jobs.
+                    // A line that is not a reply (garbage, not UTF-8, over the bound) is skipped; one
+                    // that names a job waiting for it ends that job with an error, so no caller waits
+                    // for a reply that cannot arrive.
                     let msg = match lines::read_line(&mut stdout, lines::MAX_LINE) {
                         Line::End => break,
-                        Line::Text(line) => parse_message(&line),
-                        Line::TooLong { .. } | Line::NotUtf8 { .. } => None,
+                        Line::Text(line) => parse_message(&line).or_else(|| {
+                            unreadable(id_of(&line)?, format!("could not be read ({})", lines::excerpt(&line)))
+                        }),
+                        Line::TooLong { bytes, head } => id_of(&head).and_then(|id| {
+                            unreadable(
+                                id,
+                                format!("is {bytes} bytes, over the {} bytes a line may hold", lines::MAX_LINE),
+                            )
+                        }),
+                        Line::NotUtf8 { .. } => None,
                     };
                     let Some(msg) = msg else { continue };
                     lock(&held).follow(&msg.reply);

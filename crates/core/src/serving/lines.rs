@@ -12,18 +12,23 @@ pub const MAX_LINE: usize = 16 << 20;
 pub enum Line {
     /// A whole line (without its `\n`, or `\r\n`), valid UTF-8.
     Text(String),
-    /// A line longer than the bound: its bytes were skipped up to the next `\n`.
-    TooLong { bytes: usize },
+    /// A line longer than the bound: its bytes were skipped up to the next `\n`; its first
+    /// [`HEAD`] bytes are kept (lossily), so a reply's `id` can still be read.
+    TooLong { bytes: usize, head: String },
     /// A line that is not UTF-8 (its length).
     NotUtf8 { bytes: usize },
     /// The end of the input.
     End,
 }
 
+/// How much of a line over the bound is kept.
+pub const HEAD: usize = 64;
+
 /// Reads the next line of at most `max` bytes. Longer lines are consumed to their end without being
 /// kept. I/O errors (a closed pipe) end the input.
 pub fn read_line(input: &mut impl BufRead, max: usize) -> Line {
     let mut line = Vec::new();
+    let mut head = Vec::new();
     let (mut bytes, mut any) = (0usize, false);
     loop {
         let chunk = match input.fill_buf() {
@@ -41,6 +46,7 @@ pub fn read_line(input: &mut impl BufRead, max: usize) -> Line {
         any = true;
         let newline = chunk.iter().position(|&b| b == b'\n');
         let piece = &chunk[..newline.unwrap_or(chunk.len())];
+        head.extend_from_slice(&piece[..piece.len().min(HEAD.saturating_sub(head.len()))]);
         bytes += piece.len();
         if bytes <= max {
             line.extend_from_slice(piece);
@@ -54,7 +60,7 @@ pub fn read_line(input: &mut impl BufRead, max: usize) -> Line {
         }
     }
     if bytes > max {
-        return Line::TooLong { bytes };
+        return Line::TooLong { bytes, head: String::from_utf8_lossy(&head).into_owned() };
     }
     if line.last() == Some(&b'\r') {
         line.pop();
@@ -95,10 +101,10 @@ mod tests {
         assert_eq!(all(b"a\nbb\r\n\nlast", 10), [text("a"), text("bb"), text(""), text("last")]);
         // A line over the bound is skipped to its end; the next line reads as usual.
         let long = [vec![b'x'; 100], b"\nok\n".to_vec()].concat();
-        assert_eq!(all(&long, 10), [Line::TooLong { bytes: 100 }, text("ok")]);
+        assert_eq!(all(&long, 10), [Line::TooLong { bytes: 100, head: "x".repeat(HEAD) }, text("ok")]);
         // Exactly the bound is fine; one more is not.
         assert_eq!(all(b"0123456789\n", 10), [text("0123456789")]);
-        assert_eq!(all(b"0123456789a\n", 10), [Line::TooLong { bytes: 11 }]);
+        assert_eq!(all(b"0123456789a\n", 10), [Line::TooLong { bytes: 11, head: "0123456789a".into() }]);
         assert_eq!(all(b"\xff\xfe\nok", 10), [Line::NotUtf8 { bytes: 2 }, text("ok")]);
         assert_eq!(all(b"", 10), []);
         assert_eq!(excerpt(&"y".repeat(200)).chars().count(), 83);

@@ -265,3 +265,127 @@ pub fn parse_request(line: &str) -> Result<Request, ErrorInfo> {
 pub fn parse_message(line: &str) -> Option<Message> {
     serde_json::from_str::<Message>(line).ok()
 }
+
+/// The `id` a request or reply line starts with (both sides write it first), read from a line
+/// that is not otherwise one, or from the head of a line too long to keep: so its error can go to
+/// its job instead of vanishing.
+pub fn id_of(text: &str) -> Option<u64> {
+    let rest = text.trim_start().strip_prefix('{')?.trim_start().strip_prefix("\"id\"")?;
+    let rest = rest.trim_start().strip_prefix(':')?.trim_start();
+    let digits: &str = &rest[..rest.bytes().take_while(u8::is_ascii_digit).count()];
+    let after = rest[digits.len()..].trim_start();
+    // The whole number, not the head of a longer one cut off.
+    if after.is_empty() || !(after.starts_with(',') || after.starts_with('}')) {
+        return None;
+    }
+    digits.parse().ok()
+}
+
+/// The last reply of a request: its job or check is over.
+pub fn is_final(reply: &Reply) -> bool {
+    matches!(
+        reply,
+        Reply::Error { .. }
+            | Reply::Bye
+            | Reply::SweepDone { .. }
+            | Reply::Pong
+            | Reply::Unloaded { .. }
+            | Reply::Diagnosis { .. }
+            | Reply::Memory { .. }
+            | Reply::SweepPlan { .. }
+            | Reply::Discovered { .. }
+            | Reply::Drafters { .. }
+            | Reply::Compared { .. }
+    ) || matches!(reply, Reply::Event { event: crate::decoding::event::Event::Done { .. } })
+}
+
+/// A reply as the line the worker writes. A reply that would not read back — a value JSON cannot
+/// carry (NaN or infinity becomes `null`), or a line over [`lines::MAX_LINE`] — is never written as
+/// it is: a job's last reply becomes an error for that job (so the caller never waits for a reply
+/// that cannot arrive), a progress reply is left out (None).
+pub fn encode(id: u64, reply: Reply) -> Option<String> {
+    let what = match &reply {
+        Reply::Event { event } | Reply::RunEvent { event, .. } => event_name(event),
+        other => serde_json::to_value(other)
+            .ok()
+            .and_then(|v| v.get("type").and_then(|t| t.as_str()).map(str::to_string))
+            .unwrap_or_default(),
+    };
+    let last = is_final(&reply);
+    let msg = Message { id, reply };
+    let line = serde_json::to_string(&msg).unwrap_or_default();
+    let why = if line.len() > lines::MAX_LINE {
+        format!("is {} bytes, over the {} bytes a line may hold", line.len(), lines::MAX_LINE)
+    } else if parse_message(&line).is_none() {
+        "holds a value that is not a number (NaN or infinity)".to_string()
+    } else {
+        return Some(line);
+    };
+    if !last {
+        return None;
+    }
+    let error = ErrorInfo::new(
+        ErrorCode::Internal,
+        format!("the engine's `{what}` reply {why}, so it could not be sent"),
+        "Report this as a bug, with the models and settings that caused it.",
+    );
+    serde_json::to_string(&Message { id, reply: Reply::Error { error } }).ok()
+}
+
+fn event_name(event: &Event) -> String {
+    serde_json::to_value(event)
+        .ok()
+        .and_then(|v| v.get("type").or_else(|| v.get("kind")).and_then(|t| t.as_str()).map(str::to_string))
+        .unwrap_or_else(|| "event".into())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_are_read_from_the_head_of_any_line() {
+        assert_eq!(id_of(r#"{"id":12,"cmd":"explode"}"#), Some(12));
+        assert_eq!(id_of(r#"  { "id" : 7 , "type":"nonsense""#), Some(7));
+        assert_eq!(id_of(r#"{"id":3}"#), Some(3));
+        // Not first, not a whole number, or not JSON at all: no id.
+        for no in [r#"{"type":"pong","id":4}"#, r#"{"id":12"#, r#"{"id":-1,"#, "[1,2,3]", "garbage", ""] {
+            assert_eq!(id_of(no), None, "{no}");
+        }
+    }
+
+    /// Replies that would not read back are never written as they are: the job's last one becomes
+    /// an error for that job (read back, same id), a progress reply is left out; the rest round-trip.
+    #[test]
+    fn a_reply_that_cannot_be_read_back_becomes_an_error_for_its_job() {
+        let back = |line: Option<String>| parse_message(&line.expect("a line")).expect("reads back");
+        let m = back(encode(9, Reply::Compared { comparison: None, speedup: Some(1.25) }));
+        assert!(matches!((m.id, m.reply), (9, Reply::Compared { speedup: Some(s), .. }) if s == 1.25));
+        for bad in [f64::NAN, f64::INFINITY, f64::NEG_INFINITY] {
+            // An optional number that is not one reads back as none.
+            let m = back(encode(9, Reply::Compared { comparison: None, speedup: Some(bad) }));
+            assert!(matches!((m.id, m.reply), (9, Reply::Compared { speedup: None, .. })));
+            let target = ModelId {
+                path: "t.gguf".into(),
+                name: "t".into(),
+                architecture: "llama".into(),
+                quantization: "Q4_K_M".into(),
+                n_params: 1,
+                file_size: 1,
+                mtime: 0,
+            };
+            let progress = Reply::Loaded { target, draft: None, load_ms: bad, warm: false, runtime: None };
+            assert!(encode(9, progress).is_none());
+        }
+        // A plain number that is not one, in a job's last reply: an error for that job.
+        let mut report = crate::decoding::report::Report::fake(vec![], 0, 1, 0);
+        report.tokens_per_s = f64::NAN;
+        let m = back(encode(5, Reply::Event { event: Event::Done { report: Box::new(report) } }));
+        let Reply::Error { error } = m.reply else { panic!("{m:?}") };
+        assert!(m.id == 5 && error.message.contains("not a number"), "{error}");
+        let huge = Reply::Error { error: ErrorInfo::new(ErrorCode::Internal, "x".repeat(lines::MAX_LINE), "") };
+        let m = back(encode(4, huge));
+        let Reply::Error { error } = m.reply else { panic!("{m:?}") };
+        assert!(error.message.contains("over the") && m.id == 4, "{error}");
+    }
+}

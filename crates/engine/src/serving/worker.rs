@@ -22,6 +22,10 @@ use crate::decoding::settings::{Mode, Settings, ValidSettings};
 use crate::error::{Error, ErrorCode, ErrorInfo};
 use crate::job::Job;
 
+/// A request as read: parsed, or the error to answer it with and the id it named (0 when none
+/// could be read), so the error reaches its job.
+type Incoming = Result<Request, (u64, ErrorInfo)>;
+
 /// The files a warm session was loaded from (with the context it was checked for).
 #[derive(Debug, Clone, PartialEq)]
 struct LoadKey {
@@ -67,9 +71,8 @@ impl<W: Write> Output<W> {
             reply,
             Reply::Event { event: Event::Step { .. } } | Reply::RunEvent { event: Event::Step { .. }, .. }
         );
-        let msg = Message { id, reply };
-        // Serialising our own types cannot fail; a closed stdout means the app is gone: stop.
-        let line = serde_json::to_string(&msg).expect("replies serialise");
+        // A reply that would not read back is an error for its job, or left out (`encode`).
+        let Some(line) = encode(id, reply) else { return };
         let mut out = self.out.lock().unwrap_or_else(|e| e.into_inner());
         if writeln!(out, "{line}").and_then(|()| if flush { out.flush() } else { Ok(()) }).is_err() {
             std::process::exit(0);
@@ -123,7 +126,7 @@ pub fn serve_stdio() {
 pub fn serve<R: BufRead + Send + 'static, W: Write + Send + 'static>(input: R, output: W) {
     let out = Arc::new(Output::new(output));
     let cancels = Arc::new(CancelFlags::default());
-    let (tx, rx) = mpsc::channel::<Result<Request, ErrorInfo>>();
+    let (tx, rx) = mpsc::channel::<Incoming>();
     {
         let cancels = Arc::clone(&cancels);
         let out = Arc::clone(&out);
@@ -133,13 +136,16 @@ pub fn serve<R: BufRead + Send + 'static, W: Write + Send + 'static>(input: R, o
                 let request = match lines::read_line(&mut input, lines::MAX_LINE) {
                     Line::End => break,
                     Line::Text(line) if line.trim().is_empty() => continue,
-                    Line::Text(line) => parse_request(&line),
-                    Line::TooLong { bytes } => Err(bad_request(format!(
-                        "a request line of {bytes} bytes is over the limit of {} bytes; it was skipped",
-                        lines::MAX_LINE
-                    ))),
+                    Line::Text(line) => parse_request(&line).map_err(|e| (id_of(&line).unwrap_or(0), e)),
+                    Line::TooLong { bytes, head } => Err((
+                        id_of(&head).unwrap_or(0),
+                        bad_request(format!(
+                            "a request line of {bytes} bytes is over the limit of {} bytes; it was skipped",
+                            lines::MAX_LINE
+                        )),
+                    )),
                     Line::NotUtf8 { bytes } => {
-                        Err(bad_request(format!("a request line of {bytes} bytes is not UTF-8; it was skipped")))
+                        Err((0, bad_request(format!("a request line of {bytes} bytes is not UTF-8; it was skipped"))))
                     }
                 };
                 match request {
@@ -159,7 +165,7 @@ pub fn serve<R: BufRead + Send + 'static, W: Write + Send + 'static>(input: R, o
     }
     let mut warm: Option<(LoadKey, Session)> = None;
     // A request read while serving chats that is not one of them: handled next.
-    let mut pending: Option<Result<Request, ErrorInfo>> = None;
+    let mut pending: Option<Incoming> = None;
     loop {
         let request = match pending.take() {
             Some(r) => r,
@@ -170,8 +176,8 @@ pub fn serve<R: BufRead + Send + 'static, W: Write + Send + 'static>(input: R, o
         };
         let request = match request {
             Ok(r) => r,
-            Err(error) => {
-                out.send(0, Reply::Error { error });
+            Err((id, error)) => {
+                out.send(id, Reply::Error { error });
                 continue;
             }
         };
@@ -370,11 +376,11 @@ impl ChatJob {
 /// same models; returns the first request that is not one (`None` when the input ended).
 fn chat_jobs<W: Write>(
     out: &Output<W>,
-    rx: &mpsc::Receiver<Result<Request, ErrorInfo>>,
+    rx: &mpsc::Receiver<Incoming>,
     cancels: &CancelFlags,
     warm: &mut Option<(LoadKey, Session)>,
     first: ChatJob,
-) -> Option<Result<Request, ErrorInfo>> {
+) -> Option<Incoming> {
     let loaded = match &first.settings {
         Ok(settings) => load(out, first.id, warm, &first.key, settings).map_err(|e| e.info()),
         Err(e) => Err(e.info()),
