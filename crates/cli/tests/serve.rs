@@ -246,6 +246,9 @@ fn models_health_and_every_error_in_openai_shape() {
     assert_eq!(e["code"], "context_length_exceeded");
     let msg = e["message"].as_str().unwrap();
     assert!(msg.contains("256") && msg.contains("100 for the answer"), "{msg}");
+    // An answer as long as a number can say: refused the same way, not wrapped past the check.
+    let huge = json!({"model": model_id(), "messages": [{"role": "user", "content": "hi"}], "max_tokens": u64::MAX});
+    assert_eq!(error(post(s2.port, "/v1/chat/completions", &huge), 400)["code"], "context_length_exceeded");
     drop(s2);
     let no_model = post(s.port, "/v1/chat/completions", &json!({"messages": [{"role": "user", "content": "hi"}]}));
     assert_eq!(error(no_model, 400)["param"], "model");

@@ -67,25 +67,90 @@ pub fn ensure_under(root: &Path, path: &Path) -> Result<()> {
     Ok(())
 }
 
+/// Moves a saved file that cannot be read out of the way (`NAME.unreadable-SECONDS`), so that
+/// what replaces it does not destroy it: the user can still look at it, or send it with a bug.
+pub fn set_aside(path: &Path) -> std::io::Result<PathBuf> {
+    let name = path.file_name().map_or_else(|| "file".into(), |n| n.to_string_lossy().into_owned());
+    let aside = path.with_file_name(format!("{name}.unreadable-{}", now_secs()));
+    std::fs::rename(path, &aside)?;
+    Ok(aside)
+}
+
 /// Writes `bytes` to `path` through a temporary file in the same folder and a rename.
+/// The temporary file has a name of its own (process, counter, clock) and is created new, so two
+/// writers never share one and a link planted at its name is never followed; the rename replaces
+/// a link at `path` itself, not what it points to; the folder is synced after the rename.
 pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     let io = |e: std::io::Error| Error::Io { path: path.to_path_buf(), source: e };
     let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
     std::fs::create_dir_all(dir).map_err(io)?;
-    let mut tmp = PathBuf::from(path);
-    tmp.set_file_name(format!(
-        ".{}.{}.tmp",
-        path.file_name().map_or_else(|| "out".into(), |n| n.to_string_lossy().into_owned()),
-        std::process::id()
-    ));
+    let name = path.file_name().map_or_else(|| "out".into(), |n| n.to_string_lossy().into_owned());
+    let (tmp, mut f) = (0..8)
+        .find_map(|_| {
+            let nanos =
+                std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.subsec_nanos());
+            let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            let tmp = dir.join(format!(".{name}.{}.{n}.{nanos:08x}.tmp", std::process::id()));
+            let f = std::fs::OpenOptions::new().write(true).create_new(true).open(&tmp).ok()?;
+            Some((tmp, f))
+        })
+        .ok_or_else(|| io(std::io::Error::other("cannot create a temporary file beside it")))?;
     let result = (|| {
-        let mut f = std::fs::File::create(&tmp)?;
         f.write_all(bytes)?;
         f.sync_all()?;
-        std::fs::rename(&tmp, path)
+        drop(f);
+        std::fs::rename(&tmp, path)?;
+        // The rename itself outlives a crash once the folder is synced (where folders can be).
+        #[cfg(unix)]
+        std::fs::File::open(dir)?.sync_all()?;
+        Ok(())
     })();
     if result.is_err() {
         let _ = std::fs::remove_file(&tmp);
     }
     result.map_err(io)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Writers at once never share a temporary file (the result is one whole write), and a link
+    /// at the path is replaced, not followed.
+    #[test]
+    fn atomic_writes_race_and_links_safely() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("costs.json");
+        let writers: Vec<_> = (0..8u8)
+            .map(|i| {
+                let path = path.clone();
+                std::thread::spawn(move || {
+                    for _ in 0..50 {
+                        write_atomically(&path, &vec![b'a' + i; 4096]).unwrap();
+                    }
+                })
+            })
+            .collect();
+        for w in writers {
+            w.join().unwrap();
+        }
+        let got = std::fs::read(&path).unwrap();
+        assert!(got.len() == 4096 && got.iter().all(|&b| b == got[0]), "a torn write");
+        // No temporary file is left behind.
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+        #[cfg(unix)]
+        {
+            let elsewhere = dir.path().join("elsewhere.txt");
+            std::fs::write(&elsewhere, b"keep me").unwrap();
+            let link = dir.path().join("link.json");
+            std::os::unix::fs::symlink(&elsewhere, &link).unwrap();
+            write_atomically(&link, b"new").unwrap();
+            assert_eq!(std::fs::read(&elsewhere).unwrap(), b"keep me");
+            assert!(std::fs::symlink_metadata(&link).unwrap().file_type().is_file());
+        }
+        // A file that cannot be read is kept aside, not overwritten.
+        let aside = set_aside(&path).unwrap();
+        assert!(aside.to_string_lossy().contains("costs.json.unreadable-") && aside.exists() && !path.exists());
+    }
 }

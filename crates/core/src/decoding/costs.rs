@@ -129,7 +129,18 @@ impl CostsCache {
     }
 
     pub fn load() -> CostsCache {
-        std::fs::read(Self::path()).ok().and_then(|b| serde_json::from_slice(&b).ok()).unwrap_or_default()
+        let path = Self::path();
+        let Ok(bytes) = std::fs::read(&path) else { return CostsCache::default() };
+        serde_json::from_slice(&bytes).unwrap_or_else(|e| {
+            // Not overwritten by the next save: kept aside, and said.
+            let aside = crate::paths::set_aside(&path);
+            eprintln!(
+                "warning: {} cannot be read ({e}); measured costs start afresh{}",
+                path.display(),
+                aside.map_or_else(|_| String::new(), |a| format!(" (the file is kept as {})", a.display()))
+            );
+            CostsCache::default()
+        })
     }
 
     /// The costs kept under `key`, if measured less than `max_age_s` ago.

@@ -105,8 +105,19 @@ impl SweepResults {
         }
         let results: SweepResults =
             serde_json::from_value(value).map_err(|e| bad(format!("sweep results that do not parse: {e}")))?;
-        // Cells name targets, drafts and setups by index into the spec: each must be there.
+        // Cells name targets, drafts and setups by index into the spec: each must be there. A spec
+        // whose grid no sweep could have measured is not one this Draftlab wrote.
         let spec = &results.spec;
+        if spec.cell_bound() > crate::measuring::sweep::SweepSpec::MAX_CELLS
+            || results.cells.len() as u64 > crate::measuring::sweep::SweepSpec::MAX_CELLS
+        {
+            return Err(bad(format!(
+                "a sweep of up to {} cells with {} measured, more than any sweep may have ({})",
+                spec.cell_bound(),
+                results.cells.len(),
+                crate::measuring::sweep::SweepSpec::MAX_CELLS
+            )));
+        }
         let variants = spec.variants().len();
         for (i, c) in results.cells.iter().enumerate() {
             let k = &c.key;
@@ -195,10 +206,37 @@ pub fn json_value(path: &Path, text: &str) -> Result<serde_json::Value> {
         .map_err(|e| Error::InvalidResults { path: path.to_path_buf(), reason: format!("not JSON ({e})") })
 }
 
+/// A text cell for a spreadsheet: quoted when it holds a separator, a quote or a line break (CR
+/// too), and a text that a spreadsheet would run as a formula (`=`, `+`, `-`, `@`, a tab or a CR
+/// first: a model's name comes from a file anyone can write) is kept as text with a leading `'`.
 pub(crate) fn csv_field(s: &str) -> String {
-    if s.contains([',', '"', '\n']) {
+    let guarded;
+    let s = if s.starts_with(['=', '+', '-', '@', '\t', '\r']) {
+        guarded = format!("'{s}");
+        guarded.as_str()
+    } else {
+        s
+    };
+    if s.contains([',', '"', '\n', '\r']) {
         format!("\"{}\"", s.replace('"', "\"\""))
     } else {
         s.to_string()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn csv_cells_are_quoted_and_never_formulas() {
+        assert_eq!(csv_field("qwen3-8b"), "qwen3-8b");
+        assert_eq!(csv_field("a,b"), "\"a,b\"");
+        assert_eq!(csv_field("say \"hi\""), "\"say \"\"hi\"\"\"");
+        assert_eq!(csv_field("one\rtwo"), "\"one\rtwo\"");
+        assert_eq!(csv_field("=HYPERLINK(\"http://x\")"), "\"'=HYPERLINK(\"\"http://x\"\")\"");
+        for f in ["+1", "-1+2", "@SUM(A1)", "\tx"] {
+            assert!(csv_field(f).starts_with('\'') || csv_field(f).starts_with("\"'"), "{f}");
+        }
     }
 }

@@ -239,8 +239,46 @@ pub enum SweepEvent {
 }
 
 impl SweepSpec {
+    /// The most cells a sweep may have: a few thousand already take a day on a laptop.
+    pub const MAX_CELLS: u64 = 20_000;
+    /// The most repetitions of a cell.
+    pub const MAX_REPS: usize = 100;
+
+    /// At least as many cells as the sweep has, counted from the lists' lengths alone (no file is
+    /// read, nothing is built): what [`SweepSpec::validate`] and a saved sweep's loader bound.
+    pub fn cell_bound(&self) -> u64 {
+        [
+            self.variants().len(),
+            self.targets.len(),
+            self.drafts.len() + 1,
+            self.strategies.len() + 1,
+            self.n_drafts.len().max(1),
+        ]
+        .iter()
+        .fold(1u64, |acc, &n| acc.saturating_mul(n as u64))
+    }
+
     pub fn validate(&self) -> Result<()> {
         let bad = |setting: Setting, m: &str| Err(Error::InvalidSetting { setting, reason: m.to_string() });
+        if self.cell_bound() > Self::MAX_CELLS {
+            return bad(
+                Setting::Strategies,
+                &format!(
+                    "make up to {} cells ({} setups × {} targets × {} drafts and none × {} strategies × {} lengths), \
+                     more than the {} a sweep may measure: choose fewer",
+                    self.cell_bound(),
+                    self.variants().len(),
+                    self.targets.len(),
+                    self.drafts.len(),
+                    self.strategies.len(),
+                    self.n_drafts.len(),
+                    Self::MAX_CELLS
+                ),
+            );
+        }
+        if self.reps > Self::MAX_REPS {
+            return bad(Setting::Reps, &format!("is {}, more than {}", self.reps, Self::MAX_REPS));
+        }
         if self.targets.is_empty() {
             return bad(Setting::Targets, "is empty, but a sweep needs at least one target");
         }
@@ -571,5 +609,29 @@ mod tests {
         let old: CellKey =
             serde_json::from_str(r#"{"target":0,"draft":null,"strategy":"lookup","n_draft":2}"#).unwrap();
         assert_eq!(old.variant, 0);
+    }
+
+    /// A grid past what a sweep may measure is refused by its size alone (no file read, no cell
+    /// built), in validation and when saved results are loaded.
+    #[test]
+    fn grids_are_bounded() {
+        let mut big = spec(Vec::new());
+        big.targets = (0..100).map(|i| format!("t{i}.gguf").into()).collect();
+        big.drafts = (0..100).map(|i| format!("d{i}.gguf").into()).collect();
+        big.n_drafts = (1..=16).collect();
+        assert!(big.cell_bound() > SweepSpec::MAX_CELLS);
+        let e = big.validate().unwrap_err().to_string();
+        assert!(e.contains("more than the 20000 a sweep may measure"), "{e}");
+        let mut reps = spec(Vec::new());
+        reps.reps = 1_000_000;
+        assert!(reps.validate().unwrap_err().to_string().contains("more than 100"));
+        // Saved results whose spec is that grid: refused before anything is counted.
+        let machine = serde_json::json!({"cpu": "x", "arch": "x", "physical_cores": 1, "logical_cores": 1,
+            "memory_total": 1, "memory_available": 1, "os": "x", "gpu_backend": "cpu"});
+        let value = serde_json::json!({"version": VERSION, "spec": big, "machine": machine, "started_at": 0,
+            "updated_at": 0, "cells": [], "complete": false});
+        let e = SweepResults::from_value(std::path::Path::new("r.json"), value).unwrap_err().to_string();
+        assert!(e.contains("more than any sweep may have"), "{e}");
+        assert!(spec(Vec::new()).validate().is_ok());
     }
 }

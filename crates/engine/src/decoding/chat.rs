@@ -95,7 +95,8 @@ impl<'s> ChatSlot<'s> {
             fitted = s.validate(mode)?;
             &fitted
         } else {
-            if prompt.len() + settings.n_predict > n_ctx || prompt.len() + reserve > n_ctx {
+            // Saturating: a huge `max_tokens` must not wrap past the check.
+            if prompt.len().saturating_add(settings.n_predict) > n_ctx || prompt.len() + reserve > n_ctx {
                 return Err(Error::ContextTooLong { prompt: prompt.len(), answer: settings.n_predict, n_ctx });
             }
             settings

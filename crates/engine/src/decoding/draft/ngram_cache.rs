@@ -61,7 +61,12 @@ impl NgramCache {
                         header.sources = h.sources;
                     }
                 }
-                Err(e) => warning = Some(format!("{e}; starting afresh")),
+                Err(e) => {
+                    // Kept aside, not replaced by this run's save.
+                    let kept = crate::paths::set_aside(&path)
+                        .map_or_else(|_| String::new(), |a| format!(" (the file is kept as {})", a.display()));
+                    warning = Some(format!("{e}; starting afresh{kept}"));
+                }
             }
         }
         cache.persist = Some((path, header));
@@ -154,8 +159,17 @@ mod tests {
         // A corrupt file: a warning, an empty cache, and a good file again after the run.
         std::fs::write(&path, b"DLNGRAM\0garbage").unwrap();
         let (mut c, warn) = NgramCache::persistent(1, 2, path.clone(), header.clone()).unwrap();
-        assert!(warn.unwrap().contains("starting afresh"));
+        let warn = warn.unwrap();
+        assert!(warn.contains("starting afresh") && warn.contains("kept as"), "{warn}");
         c.finish(&[1, 2, 1, 2]).unwrap();
         assert!(NgramTable::load(&path).is_ok());
+        // The unreadable file is still there, beside the new one.
+        let kept: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .filter_map(|e| e.ok())
+            .filter(|e| e.file_name().to_string_lossy().contains(".unreadable-"))
+            .collect();
+        assert_eq!(kept.len(), 1);
+        assert_eq!(std::fs::read(kept[0].path()).unwrap(), b"DLNGRAM\0garbage");
     }
 }
