@@ -729,6 +729,19 @@ def server(a):
     cold, _ = post("/chat/completions", {"model": model, "messages": turn2, "max_tokens": 8, "temperature": 0})
     w, c = warm["usage"], cold["usage"]
 
+    # Per-request speculation on one loaded pair: requests alternating none / lookup / draft (a
+    # reload would show as a slow first request after each switch).
+    # The first round is a warm-up: a strategy's first request measures the step costs its adaptive
+    # length needs (once, then cached), which is not a reload.
+    switching = {"none": [], "lookup": [], "draft": []}
+    for rnd in range(2 * a.reps + 1):
+        for strategy, times in switching.items():
+            t0 = time.time()
+            post("/chat/completions", {"model": model, "messages": [{"role": "user", "content": "Say hi."}],
+                                       "max_tokens": 8, "temperature": 0, "draftlab": {"strategy": strategy}})
+            if rnd > 0:
+                times.append((time.time() - t0) * 1e3)
+
     def new(u):
         return u["prompt_tokens"] - u["draftlab"]["prompt_tokens_reused"]
 
@@ -746,6 +759,10 @@ def server(a):
     print(f"| turn 2 prompt: warm {w['draftlab']['prompt_ms']:.0f} ms ({new(w)} new tokens, "
           f"{w['draftlab']['prompt_tokens_reused']} kept) vs cold {c['draftlab']['prompt_ms']:.0f} ms ({new(c)} new) | "
           f"{w['draftlab']['prompt_ms'] / c['draftlab']['prompt_ms']:.3f}× |")
+    print("| requests alternating strategies (8 tokens each), median (max) per strategy: "
+          + ", ".join(f"{k} {statistics.median(v):.0f} ms ({max(v):.0f})" for k, v in switching.items())
+          + f", {sum(len(v) for v in switching.values())} requests | slowest ÷ median "
+          f"{max(sum(switching.values(), [])) / statistics.median(sum(switching.values(), [])):.2f} (a reload would be several) |")
 
 
 def memory(a):

@@ -71,6 +71,44 @@ fn run_request(id: u64, n: usize, prompt: &str) -> Value {
     })
 }
 
+/// Requests that choose their own speculation on one pair (as the server's do) never reload it:
+/// the draft loaded for a `draft` request stays for `none` and `lookup` ones, and serves the next
+/// `draft` request warm.
+#[test]
+fn switching_strategies_between_requests_reloads_nothing() {
+    let mut w = Worker::start();
+    let smol = model(SMOLLM2);
+    let chat = |id: u64, mode: &str, strategy: &str| {
+        json!({
+            "id": id, "cmd": "chat", "target": smol, "draft": smol, "mode": mode,
+            "input": {"kind": "messages", "messages": [{"role": "user", "content": "Count to five."}]},
+            "settings": { "n_predict": 6, "n_draft": 4, "p_min": 0.75, "n_ctx": 2048, "n_batch": 512, "threads": 2,
+                          "raw": false, "gpu_layers": "all", "strategy": strategy }
+        })
+    };
+    let mut warm = Vec::new();
+    for (id, mode, strategy) in [
+        (1, "speculative", "draft"),
+        (2, "baseline", "draft"),
+        (3, "speculative", "lookup"),
+        (4, "speculative", "draft"),
+        (5, "speculative", "ngram-cache"),
+        (6, "speculative", "draft"),
+    ] {
+        w.send(&chat(id, mode, strategy));
+        let replies = w.until_end(id, |_| {});
+        let loaded = replies.iter().find(|m| m["type"] == "loaded").unwrap_or_else(|| panic!("{replies:?}"));
+        assert!(replies.last().unwrap()["event"]["type"] == "done", "{:?}", replies.last());
+        warm.push(loaded["warm"].as_bool().unwrap());
+        if id > 1 {
+            assert!(replies.iter().all(|m| m["type"] != "loading"), "request {id} ({mode}, {strategy}) reloaded");
+        }
+    }
+    assert_eq!(warm, [false, true, true, true, true, true]);
+    w.send(&json!({"id": 9, "cmd": "shutdown"}));
+    assert_eq!(w.next()["type"], "bye");
+}
+
 #[test]
 fn worker_runs_jobs_keeps_models_warm_cancels_and_survives_errors() {
     let mut w = Worker::start();

@@ -34,6 +34,17 @@ struct LoadKey {
     n_ctx: u32,
 }
 
+impl LoadKey {
+    /// Models loaded for `self` serve a request for `wanted`: the same target and context, and the
+    /// draft it needs, if any (a draft loaded for an earlier request stays, unused, so alternating
+    /// `none`, `lookup` and `draft` requests never reload).
+    fn serves(&self, wanted: &LoadKey) -> bool {
+        self.target == wanted.target
+            && self.n_ctx == wanted.n_ctx
+            && (wanted.draft.is_none() || wanted.draft == self.draft)
+    }
+}
+
 /// Cancel flags by job id; a cancel that arrives before its job starts is kept for it.
 #[derive(Default)]
 struct CancelFlags(Mutex<HashMap<u64, Arc<AtomicBool>>>);
@@ -309,7 +320,7 @@ fn load<W: Write>(
     settings: &ValidSettings,
 ) -> Result<(), Error> {
     let t0 = Instant::now();
-    let reuse = matches!(warm.as_ref(), Some((k, session)) if k == key && session.serves(settings));
+    let reuse = matches!(warm.as_ref(), Some((k, session)) if k.serves(key) && session.serves(settings));
     if !reuse {
         *warm = None; // free the old pair before loading the new one
         out.send(id, Reply::Loading { target: key.target.clone(), draft: key.draft.clone() });
@@ -429,7 +440,7 @@ fn chat_jobs<W: Write>(
                             out.send(id, Reply::Error { error: e.info() });
                             continue;
                         }
-                        Ok(s) => next.key == *key && session.serves(s),
+                        Ok(s) => key.serves(&next.key) && session.serves(s),
                     };
                     if !same {
                         return Some(Ok(next.into_request()));
