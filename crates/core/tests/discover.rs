@@ -6,7 +6,7 @@ use std::os::unix::fs::symlink;
 use std::path::Path;
 
 use draftlab_core::files::discover::{self, Source};
-use draftlab_core::testing::{model, QWEN_DRAFT, QWEN_TARGET, SMOLLM2};
+use draftlab_core::testing::{model, GEMMA3, QWEN_DRAFT, QWEN_TARGET, SMOLLM2};
 
 fn link(from: &Path, to: &Path) {
     std::fs::create_dir_all(to.parent().unwrap()).unwrap();
@@ -42,6 +42,13 @@ fn models_in_the_hf_cache_lm_studio_ollama_and_folders_are_found_and_grouped_by_
     let m = ollama.join("manifests/registry.ollama.ai/library/qwen2.5-coder/0.5b");
     std::fs::create_dir_all(m.parent().unwrap()).unwrap();
     std::fs::write(&m, manifest.to_string()).unwrap();
+    // A manifest whose digest is a path (here the absolute path of a model file) names nothing.
+    let hostile = serde_json::json!({"layers": [
+        { "mediaType": "application/vnd.ollama.image.model", "digest": model(GEMMA3), "size": 1 }
+    ]});
+    let m = ollama.join("manifests/registry.ollama.ai/library/evil/latest");
+    std::fs::create_dir_all(m.parent().unwrap()).unwrap();
+    std::fs::write(&m, hostile.to_string()).unwrap();
     // A folder the user added: a broken .gguf, a text file, and the Qwen target again (a link).
     let folder = h.join("my-models");
     std::fs::create_dir_all(&folder).unwrap();

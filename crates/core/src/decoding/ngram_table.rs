@@ -27,6 +27,8 @@ use sha2::{Digest, Sha256};
 use crate::decoding::options::Token;
 use crate::error::{Error, Result};
 
+/// The largest n-gram file read (a map built from a large corpus is a few hundred MB).
+pub const MAX_FILE_BYTES: u64 = 4 << 30;
 const MAGIC: &[u8; 8] = b"DLNGRAM\0";
 pub const FORMAT_VERSION: u32 = 1;
 const ENTRY_BYTES: usize = 20;
@@ -219,11 +221,28 @@ impl NgramTable {
 
     /// Reads a table file, checking its magic, version, checksum and layout. The caller checks the
     /// vocabulary against its model.
+    /// A regular file of at most [`MAX_FILE_BYTES`] (a device such as `/dev/zero`, a pipe or a
+    /// file past the bound is refused before anything is read).
     pub fn load(path: &Path) -> Result<(NgramTable, NgramHeader)> {
-        let bytes = std::fs::read(path).map_err(|e| match e.kind() {
+        use std::io::Read as _;
+        let io = |e: std::io::Error| match e.kind() {
             std::io::ErrorKind::NotFound => Error::NotFound { path: path.to_path_buf() },
             _ => Error::Io { path: path.to_path_buf(), source: e },
-        })?;
+        };
+        let bad = |reason: String| Error::InvalidNgramMap { path: path.to_path_buf(), reason };
+        let file = std::fs::File::open(path).map_err(io)?;
+        let meta = file.metadata().map_err(io)?;
+        if !meta.is_file() {
+            return Err(bad("not a regular file (a device, a pipe or a folder)".into()));
+        }
+        if meta.len() > MAX_FILE_BYTES {
+            return Err(bad(format!("{} bytes, more than the {} an n-gram file may have", meta.len(), MAX_FILE_BYTES)));
+        }
+        let mut bytes = Vec::new();
+        file.take(MAX_FILE_BYTES + 1).read_to_end(&mut bytes).map_err(io)?;
+        if bytes.len() as u64 > MAX_FILE_BYTES {
+            return Err(bad(format!("grew past {MAX_FILE_BYTES} bytes while it was read")));
+        }
         Self::from_bytes(path, &bytes)
     }
 
@@ -381,6 +400,13 @@ mod tests {
         v2[8] = 2;
         assert!(msg(&v2).contains("version 2"));
         assert!(msg(&good[..12]).contains("truncated"));
+        // A device that never ends, and a folder: refused before anything is read.
+        #[cfg(unix)]
+        {
+            let e = NgramTable::load(Path::new("/dev/zero")).unwrap_err();
+            assert!(e.to_string().contains("not a regular file"), "{e}");
+        }
+        assert!(NgramTable::load(dir.path()).unwrap_err().to_string().contains("not a regular file"));
         // A foreign vocabulary.
         let e = header().check_vocab(&path, "ffff", "other").unwrap_err();
         assert!(e.to_string().contains("vocabulary ffff"), "{e}");

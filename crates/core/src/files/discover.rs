@@ -169,6 +169,10 @@ fn ollama(root: &Path) -> Vec<(PathBuf, String)> {
     collect_files(&manifests, 4, &mut files);
     files.sort();
     for manifest in files {
+        // A manifest is a few hundred bytes; anything large is not one.
+        if std::fs::metadata(&manifest).map_or(true, |m| m.len() > 1 << 20) {
+            continue;
+        }
         let Ok(text) = std::fs::read_to_string(&manifest) else { continue };
         let Ok(v) = serde_json::from_str::<serde_json::Value>(&text) else { continue };
         let Some(layers) = v.get("layers").and_then(|l| l.as_array()) else { continue };
@@ -180,6 +184,16 @@ fn ollama(root: &Path) -> Vec<(PathBuf, String)> {
         else {
             continue;
         };
+        // `algorithm:hex`, nothing else: a digest that names a path (`sha256:../../x`) leads nowhere.
+        let well_formed = digest.split_once(':').is_some_and(|(alg, hex)| {
+            !alg.is_empty()
+                && alg.bytes().all(|b| b.is_ascii_alphanumeric())
+                && !hex.is_empty()
+                && hex.bytes().all(|b| b.is_ascii_hexdigit())
+        });
+        if !well_formed {
+            continue;
+        }
         let blob = root.join("blobs").join(digest.replacen(':', "-", 1));
         if !blob.is_file() {
             continue;
