@@ -304,14 +304,6 @@ pub fn is_final(reply: &Reply) -> bool {
 /// it is: a job's last reply becomes an error for that job (so the caller never waits for a reply
 /// that cannot arrive), a progress reply is left out (None).
 pub fn encode(id: u64, reply: Reply) -> Option<String> {
-    let what = match &reply {
-        Reply::Event { event } | Reply::RunEvent { event, .. } => event_name(event),
-        other => serde_json::to_value(other)
-            .ok()
-            .and_then(|v| v.get("type").and_then(|t| t.as_str()).map(str::to_string))
-            .unwrap_or_default(),
-    };
-    let last = is_final(&reply);
     let msg = Message { id, reply };
     let line = serde_json::to_string(&msg).unwrap_or_default();
     let why = if line.len() > lines::MAX_LINE {
@@ -321,9 +313,17 @@ pub fn encode(id: u64, reply: Reply) -> Option<String> {
     } else {
         return Some(line);
     };
-    if !last {
+    // Only a reply that cannot go out is looked at again (its name, whether it ends its job).
+    if !is_final(&msg.reply) {
         return None;
     }
+    let what = match &msg.reply {
+        Reply::Event { event } | Reply::RunEvent { event, .. } => event_name(event),
+        other => serde_json::to_value(other)
+            .ok()
+            .and_then(|v| v.get("type").and_then(|t| t.as_str()).map(str::to_string))
+            .unwrap_or_default(),
+    };
     let error = ErrorInfo::new(
         ErrorCode::Internal,
         format!("the engine's `{what}` reply {why}, so it could not be sent"),
