@@ -148,3 +148,24 @@ fn every_catalog_family_has_a_checked_template() {
         }
     }
 }
+
+/// The fuel that stops template bombs leaves room for real conversations: every fixture renders a
+/// long chat (1,000 turns of about 2 KB each, as an agent's session would send) within it.
+#[test]
+fn every_family_renders_a_long_conversation_within_the_budget() {
+    let text = "A line of a long conversation, with code: `fn main() {}` and some prose. ".repeat(28);
+    let mut messages = vec![ChatMessage::new("system", "You are a helpful assistant.")];
+    for i in 0..1000 {
+        let role = if i % 2 == 0 { "user" } else { "assistant" };
+        messages.push(ChatMessage::new(role, &format!("{i}: {text}")));
+    }
+    messages.push(ChatMessage::new("user", "The last question."));
+    for (name, bos, eos) in FIXTURES {
+        let mut vars = TemplateVars::new(bos, eos, false);
+        vars.now = PINNED;
+        let out = render(&data(&format!("{name}.jinja")), &messages, &vars)
+            .unwrap_or_else(|e| panic!("{name}: a 1,000-turn chat does not render: {e}"));
+        assert!(out.contains("999: A line") && out.contains("The last question."), "{name}");
+        assert!(out.len() > 1000 * text.len(), "{name}");
+    }
+}

@@ -8,8 +8,9 @@ use draftlab_core::ErrorCode;
 
 use crate::openai::{ErrorBody, ErrorObject};
 
+/// A refused request: its status and OpenAI's error object.
 #[derive(Debug)]
-pub(crate) struct ApiError {
+pub struct ApiError {
     pub(crate) status: StatusCode,
     pub(crate) body: ErrorBody,
 }

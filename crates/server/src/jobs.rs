@@ -104,7 +104,29 @@ fn request_settings(base: &Settings, c: &Common, endpoint: Endpoint) -> Result<(
     Ok((s, mode, open_ended))
 }
 
+/// What a request asks for, checked: its settings and mode, whether it runs until the answer ends,
+/// and its stop strings.
+pub struct Asked {
+    pub settings: Settings,
+    pub mode: Mode,
+    pub open_ended: bool,
+    pub stops: StopFilter,
+}
+
 impl Job {
+    /// The server's settings `base` with what this request asks for, or why it cannot run.
+    pub(crate) fn asked(&self, base: &Settings) -> Result<Asked, ApiError> {
+        let (settings, mode, open_ended) = request_settings(base, &self.common, self.endpoint)?;
+        let stops = self.common.stop.as_ref().map(|s| s.list()).unwrap_or_default();
+        if stops.len() > StopFilter::MAX_STOPS {
+            return Err(ApiError::invalid(
+                Some("stop"),
+                format!("`stop` holds {} strings; give at most {}.", stops.len(), StopFilter::MAX_STOPS),
+            ));
+        }
+        Ok(Asked { settings, mode, open_ended, stops: StopFilter::new(stops) })
+    }
+
     pub(crate) async fn run(self, s: Arc<Shared>) -> Result<Response, ApiError> {
         if let Some(m) = self.common.model.as_deref() {
             if m != s.model_id && m != format!("{}.gguf", s.model_id) {
@@ -119,7 +141,7 @@ impl Job {
         } else {
             return Err(ApiError::invalid(Some("model"), "You must provide a model parameter."));
         }
-        let (settings, mode, open_ended) = request_settings(&s.config.settings, &self.common, self.endpoint)?;
+        let Asked { settings, mode, open_ended, stops } = self.asked(&s.config.settings)?;
         let Ok(permit) = Arc::clone(&s.places).try_acquire_owned() else { return Err(busy(&s)) };
         let command = Command::Chat {
             target: s.config.target.clone(),
@@ -136,11 +158,10 @@ impl Job {
             .map_err(|e| ApiError::engine(&e))?;
         let guard = CancelGuard::new(Arc::clone(&s.workers), job, Arc::clone(&s.counters));
         let rx = forward(replies, permit);
-        let stops = self.common.stop.as_ref().map(|s| s.list()).unwrap_or_default();
         let stream = self.common.stream;
         let usage_chunk = self.common.stream_options.as_ref().is_some_and(|o| o.include_usage);
         let timings = self.common.draftlab.as_ref().is_some_and(|x| x.timings);
-        let answer = Answer::new(s, self.endpoint, rx, guard, StopFilter::new(stops));
+        let answer = Answer::new(s, self.endpoint, rx, guard, stops);
         if stream {
             answer.stream(usage_chunk, timings).await
         } else {
@@ -177,4 +198,29 @@ pub(crate) fn busy(s: &Shared) -> ApiError {
         None,
         format!("The server is busy: one request is being answered and {} are waiting. Retry shortly.", s.config.queue),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::{read_request, Endpoint};
+    use draftlab_core::decoding::settings::Settings;
+
+    fn param(body: &str, endpoint: Endpoint) -> Option<String> {
+        read_request(&Settings::default(), endpoint, body.as_bytes()).err().map(|e| e.body.error.param.unwrap_or_default())
+    }
+
+    #[test]
+    fn requests_are_read_as_the_routes_read_them() {
+        let ok = r#"{"model":"m","messages":[{"role":"user","content":"hi"}],"stop":["a","b"],"max_tokens":3}"#;
+        let asked = read_request(&Settings::default(), Endpoint::Chat, ok.as_bytes()).unwrap();
+        assert_eq!((asked.settings.n_predict, asked.open_ended), (3, false));
+        let stops: Vec<String> = (0..17).map(|i| format!("\"s{i}\"")).collect();
+        let many = format!(r#"{{"messages":[{{"role":"user","content":"hi"}}],"stop":[{}]}}"#, stops.join(","));
+        assert_eq!(param(&many, Endpoint::Chat).as_deref(), Some("stop"));
+        assert_eq!(param(r#"{"messages":[{"role":"tool","content":"x"}]}"#, Endpoint::Chat).as_deref(), Some("messages[0].role"));
+        assert_eq!(param(r#"{"messages":[]}"#, Endpoint::Chat).as_deref(), Some("messages"));
+        assert_eq!(param(r#"{"prompt":["a","b"]}"#, Endpoint::Completion).as_deref(), Some("prompt"));
+        assert_eq!(param(r#"{"prompt":"a","temperature":9}"#, Endpoint::Completion).as_deref(), Some("temperature"));
+        assert_eq!(param("not json", Endpoint::Chat).as_deref(), Some(""));
+    }
 }

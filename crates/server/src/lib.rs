@@ -29,7 +29,10 @@ pub mod guard;
 mod jobs;
 pub mod openai;
 mod routes;
-mod stop;
+pub mod stop;
+
+pub use errors::ApiError;
+pub use jobs::Asked;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -247,9 +250,15 @@ async fn serve(listener: tokio::net::TcpListener, router: Router, mut shutdown: 
     while connections.join_next().await.is_some() {}
 }
 
+/// A request body as the endpoint's route reads it (JSON, messages or prompt, then the settings
+/// and stop strings it asks for over `base`), without running it: what the fuzzer drives.
+pub fn read_request(base: &Settings, endpoint: Endpoint, body: &[u8]) -> Result<Asked, ApiError> {
+    routes::read_request(endpoint, body)?.asked(base)
+}
+
 /// Which API a request came through: chat messages, or a raw prompt to complete.
-#[derive(Clone, Copy, PartialEq)]
-enum Endpoint {
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Endpoint {
     Chat,
     Completion,
 }

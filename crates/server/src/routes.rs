@@ -15,7 +15,7 @@ use serde_json::{json, Value};
 
 use crate::errors::ApiError;
 use crate::jobs::Job;
-use crate::openai::{ChatRequest, CompletionRequest, Content, Prompt};
+use crate::openai::{ChatRequest, CompletionRequest, Content, Message, Prompt};
 use crate::{Endpoint, Shared, BODY_TIMEOUT};
 use http_body_util::BodyExt as _;
 
@@ -53,10 +53,9 @@ fn check_key(shared: &Shared, headers: &HeaderMap) -> Result<(), ApiError> {
     }
 }
 
-/// The body as JSON of type `T`, read only while a place in the queue is free: 429 when none is,
-/// 413 past the size limit, 408 when it does not arrive within [`BODY_TIMEOUT`], 400 for anything
-/// that is not `T`.
-async fn parse_body<T: serde::de::DeserializeOwned>(s: &Shared, body: Body) -> Result<T, ApiError> {
+/// The body's bytes, read only while a place in the queue is free: 429 when none is, 413 past the
+/// size limit, 408 when it does not arrive within [`BODY_TIMEOUT`].
+async fn read_body(s: &Shared, body: Body) -> Result<axum::body::Bytes, ApiError> {
     if s.places.available_permits() == 0 {
         return Err(crate::jobs::busy(s));
     }
@@ -83,8 +82,13 @@ async fn parse_body<T: serde::de::DeserializeOwned>(s: &Shared, body: Body) -> R
         Ok(Err(e)) => return Err(ApiError::invalid(None, format!("The request body could not be read: {e}"))),
         Ok(Ok(collected)) => collected.to_bytes(),
     };
-    serde_json::from_slice(&bytes).map_err(|e| {
-        let what = if serde_json::from_slice::<Value>(&bytes).is_ok() {
+    Ok(bytes)
+}
+
+/// A body's bytes as JSON of type `T` (400 for anything else).
+fn parse_json<T: serde::de::DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
+    serde_json::from_slice(bytes).map_err(|e| {
+        let what = if serde_json::from_slice::<Value>(bytes).is_ok() {
             "The request body does not match the API"
         } else {
             "The request body is not valid JSON"
@@ -140,9 +144,49 @@ pub(crate) async fn chat_completions(
     body: Body,
 ) -> Result<Response, ApiError> {
     check_key(&s, &headers)?;
-    let req: ChatRequest = parse_body(&s, body).await?;
-    let mut messages = Vec::with_capacity(req.messages.len());
-    for (i, m) in req.messages.iter().enumerate() {
+    let bytes = read_body(&s, body).await?;
+    read_request(Endpoint::Chat, &bytes)?.run(s).await
+}
+
+pub(crate) async fn completions(
+    State(s): State<Arc<Shared>>,
+    headers: HeaderMap,
+    body: Body,
+) -> Result<Response, ApiError> {
+    check_key(&s, &headers)?;
+    let bytes = read_body(&s, body).await?;
+    read_request(Endpoint::Completion, &bytes)?.run(s).await
+}
+
+/// A request body as `endpoint` reads it: the messages (or prompt) and what the request asks for.
+pub(crate) fn read_request(endpoint: Endpoint, bytes: &[u8]) -> Result<Job, ApiError> {
+    match endpoint {
+        Endpoint::Chat => {
+            let req: ChatRequest = parse_json(bytes)?;
+            let input = ChatInput::Messages { messages: chat_messages(&req.messages)? };
+            Ok(Job { input, common: req.common, endpoint })
+        }
+        Endpoint::Completion => {
+            let req: CompletionRequest = parse_json(bytes)?;
+            let text = match req.prompt {
+                Prompt::One(t) => t,
+                Prompt::Many(mut v) if v.len() == 1 => v.remove(0),
+                Prompt::Many(_) => {
+                    return Err(ApiError::invalid(Some("prompt"), "This server completes one prompt per request."));
+                }
+            };
+            if text.is_empty() {
+                return Err(ApiError::invalid(Some("prompt"), "`prompt` is empty."));
+            }
+            Ok(Job { input: ChatInput::Text { text }, common: req.common, endpoint })
+        }
+    }
+}
+
+/// OpenAI's messages as the chat template reads them.
+fn chat_messages(given: &[Message]) -> Result<Vec<ChatMessage>, ApiError> {
+    let mut messages = Vec::with_capacity(given.len());
+    for (i, m) in given.iter().enumerate() {
         let role = match m.role.as_str() {
             "system" | "developer" => "system",
             "user" => "user",
@@ -178,29 +222,7 @@ pub(crate) async fn chat_completions(
     if messages.is_empty() {
         return Err(ApiError::invalid(Some("messages"), "`messages` must hold at least one message."));
     }
-    let job = Job { input: ChatInput::Messages { messages }, common: req.common, endpoint: Endpoint::Chat };
-    job.run(s).await
-}
-
-pub(crate) async fn completions(
-    State(s): State<Arc<Shared>>,
-    headers: HeaderMap,
-    body: Body,
-) -> Result<Response, ApiError> {
-    check_key(&s, &headers)?;
-    let req: CompletionRequest = parse_body(&s, body).await?;
-    let text = match req.prompt {
-        Prompt::One(t) => t,
-        Prompt::Many(mut v) if v.len() == 1 => v.remove(0),
-        Prompt::Many(_) => {
-            return Err(ApiError::invalid(Some("prompt"), "This server completes one prompt per request."));
-        }
-    };
-    if text.is_empty() {
-        return Err(ApiError::invalid(Some("prompt"), "`prompt` is empty."));
-    }
-    let job = Job { input: ChatInput::Text { text }, common: req.common, endpoint: Endpoint::Completion };
-    job.run(s).await
+    Ok(messages)
 }
 
 fn file_name(path: &std::path::Path) -> String {

@@ -60,10 +60,12 @@ impl TemplateVars {
     }
 }
 
-/// The work a chat template may do (minijinja's fuel, about one unit per instruction). The
-/// templates of the catalog's families use well under a hundred thousand for a long conversation;
-/// a loop that would not end stops here, within seconds.
-pub const TEMPLATE_FUEL: u64 = 50_000_000;
+/// The work a chat template may do (minijinja's fuel: one unit per instruction, and one per 64
+/// bytes of every string or list it makes). A loop that would not end stops here within a second,
+/// and a template makes at most 256 MiB of data in all (a string doubled in a loop stops there),
+/// while every catalog family renders a 1,000-turn conversation well within it
+/// (tests/templates.rs).
+pub const TEMPLATE_FUEL: u64 = 4_000_000;
 
 /// The longest prompt a template may write, in bytes: far more than any context holds.
 pub const TEMPLATE_MAX_OUTPUT: usize = 16 << 20;
@@ -232,6 +234,14 @@ mod tests {
             "{% set s = namespace(t='xx') %}{% for i in range(24) %}{% set s.t = s.t ~ s.t %}{% endfor %}{{ s.t }}";
         let e = render(flood, &msgs, &vars).unwrap_err().to_string();
         assert!(e.contains("more than 16 MiB of prompt"), "{e}");
+        // A string doubled 64 times, never written: the data it makes runs out of fuel first
+        // (before, 2^64 bytes were asked of the allocator).
+        let bomb = "{% set s = namespace(t='xx') %}{% for i in range(64) %}{% set s.t = s.t ~ s.t %}{% endfor %}{{ s.t | length }}";
+        let e = render(bomb, &msgs, &vars).unwrap_err().to_string();
+        assert!(e.contains("more work than any chat template needs"), "{e}");
+        let repeat = "{{ ('x' * 1000000000) | length }}";
+        let e = render(repeat, &msgs, &vars).unwrap_err().to_string();
+        assert!(e.contains("more work than any chat template needs"), "{e}");
         // Under both, a long conversation renders.
         let many: Vec<ChatMessage> = (0..2000).map(|i| ChatMessage::new("user", &format!("message {i}"))).collect();
         let tmpl = "{% for m in messages %}<|{{ m.role }}|>{{ m.content | trim }}{% endfor %}";
