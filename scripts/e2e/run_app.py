@@ -359,6 +359,22 @@ def chat_and_serve(s, smol, out):
     wait("the saved conversation", lambda: s.script(answers) == 3)
     print("e2e: chat: stop keeps the answer so far; the conversation is saved and re-opened")
 
+    # The message is saved before its answer starts; deleting the conversation while it streams
+    # stops the answer and the conversation stays deleted.
+    s.click("chat-new")
+    s.set_value("chat-max-tokens", "1000")
+    s.set_value("chat-input", "Tell a long tale about apples.")
+    s.click("chat-send")
+    titles = "return [...document.querySelectorAll('[data-testid=chat-entry]')].map(e => e.textContent)"
+    wait("streaming, the message saved", lambda: s.exists("chat-stop") and any(
+        "Tell a long tale" in e for e in s.script(titles)), timeout=240)
+    s.script("[...document.querySelectorAll('[data-testid=chat-entry]')].find(e => e.textContent.includes("
+             "'Tell a long tale')).parentElement.querySelector('[data-testid=chat-delete]').click()")
+    wait("the answer stopped", lambda: not s.exists("chat-stop"), timeout=60)
+    time.sleep(1.5)
+    assert not any("Tell a long tale" in e for e in s.script(titles)), s.script(titles)
+    print("e2e: chat: a message is saved before its answer; a conversation deleted mid-answer stops it and stays deleted")
+
     # The local server, on and off.
     s.click("nav-serve")
     s.set_value("serve-target", smol)

@@ -150,9 +150,11 @@ fn follow(rx: &std::sync::mpsc::Receiver<Reply>, send: &mut dyn FnMut(ChatEvent)
     }
 }
 
-/// Asks the answer in progress to stop (between rounds: the answer so far is kept).
+/// Asks the answer in progress to stop (between rounds: the answer so far is kept); its engine
+/// process is stopped when it has not within
+/// [`CANCEL_GRACE`](draftlab_core::serving::client::CANCEL_GRACE).
 pub fn cancel(state: &AppState) {
     if let Some(job) = *state.current_chat.lock().unwrap_or_else(|e| e.into_inner()) {
-        state.workers.cancel(job);
+        state.workers.cancel_or_stop(job);
     }
 }

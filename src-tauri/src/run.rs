@@ -22,9 +22,6 @@ use crate::rendered::{self, pair_chart, speculative_charts, Frame, LiveStats, Re
 use crate::requests::RunRequest;
 use crate::state::AppState;
 
-/// A cancelled run that has not stopped after this long has its engine process stopped.
-pub const CANCEL_GRACE: Duration = Duration::from_secs(5);
-
 /// How often the live tokens/s chart is redrawn.
 pub const CHART_EVERY: Duration = Duration::from_millis(500);
 
@@ -309,19 +306,9 @@ impl Following {
     }
 }
 
-/// Asks the run in progress to stop; stops its engine process if it has not after `CANCEL_GRACE`.
+/// Asks the run in progress to stop; stops its engine process if it has not after
+/// [`CANCEL_GRACE`](draftlab_core::serving::client::CANCEL_GRACE).
 pub fn cancel(state: &std::sync::Arc<AppState>) {
     let Some(job) = *state.current_job.lock().unwrap_or_else(|e| e.into_inner()) else { return };
-    state.workers.cancel(job);
-    let state = std::sync::Arc::clone(state);
-    std::thread::spawn(move || {
-        let until = Instant::now() + CANCEL_GRACE;
-        while Instant::now() < until {
-            if !state.workers.is_running(job) {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        state.workers.kill();
-    });
+    state.workers.cancel_or_stop(job);
 }

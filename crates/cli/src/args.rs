@@ -170,7 +170,9 @@ pub(crate) enum Command {
     /// defaults. `usage` in every answer says what was drafted and accepted.
     Serve(ServeArgs),
     /// Serve this machine's GPU (or CPU) to other machines' Draftlab (`--rpc host:port`) or
-    /// llama.cpp (`--rpc`): llama.cpp's RPC protocol, which has no authentication or encryption.
+    /// llama.cpp (`--rpc`): llama.cpp's RPC protocol, which has no authentication or encryption: a
+    /// client can read and write the memory it is given and run graphs, and a malicious one may run
+    /// code here.
     /// Listens on loopback unless --host says otherwise; runs until stopped (Ctrl-C).
     RpcServer {
         /// The address to listen on. Anything but loopback exposes this machine to its network.

@@ -26,18 +26,18 @@ fn main() -> ExitCode {
             // Engine messages name settings; the CLI names the flag that sets them.
             match e.downcast_ref::<Error>() {
                 Some(Error::InvalidSetting { setting, reason }) => {
-                    let _ =
-                        writeln!(out, "error: invalid setting: {} {reason}", setting.flag().unwrap_or(setting.name()));
+                    let flag = setting.flag().unwrap_or(setting.name());
+                    let _ = writeln!(out, "error: invalid setting: {flag} {}", print::clean(reason));
                 }
                 _ => {
-                    let _ = writeln!(out, "error: {e}");
+                    let _ = writeln!(out, "error: {}", print::clean(&e.to_string()));
                 }
             }
             if let Some(err) = e.downcast_ref::<Error>() {
-                let _ = writeln!(out, "hint: {}", err.hint());
+                let _ = writeln!(out, "hint: {}", print::clean(err.hint()));
             } else if let Some(info) = e.downcast_ref::<draftlab_engine::error::ErrorInfo>() {
                 if !info.hint.is_empty() {
-                    let _ = writeln!(out, "hint: {}", info.hint);
+                    let _ = writeln!(out, "hint: {}", print::clean(&info.hint));
                 }
             }
             ExitCode::from(2)
@@ -97,8 +97,10 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             let loopback = host == "localhost" || host.parse::<std::net::IpAddr>().is_ok_and(|a| a.is_loopback());
             if !loopback {
                 eprintln!(
-                    "warning: listening on {host}: the RPC protocol has no authentication or encryption; anyone who \
-                     can reach port {port} can use this machine's memory and compute. Use it only on a network you trust."
+                    "warning: listening on {host}: llama.cpp's RPC server has no authentication or encryption, and \
+                     anyone who can reach port {port} can read and write the memory it gives out and send it tensors \
+                     and graphs to run; a malicious client may run code on this machine. Use it only on a network \
+                     where you trust every machine, never on a public or shared one."
                 );
             }
             let threads = threads.unwrap_or(draftlab_engine::decoding::settings::Settings::default().threads);

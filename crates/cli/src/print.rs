@@ -7,14 +7,50 @@ use draftlab_engine::decoding::generate::Event;
 use draftlab_engine::decoding::report::{decision_counts, Decision, Report, TokenSource};
 use draftlab_engine::decoding::settings::Mode;
 
+/// Text from outside (a model's name or output, a file name, a server's message) made safe for a
+/// terminal: control characters other than newline and tab (an escape sequence can rewrite the
+/// screen, set the window title or the clipboard) and Unicode's bidirectional overrides are
+/// written as escapes (`\u{1b}`) instead of being sent to it.
+pub(crate) fn clean(text: &str) -> std::borrow::Cow<'_, str> {
+    let unsafe_char = |c: char| {
+        (c.is_control() && c != '\n' && c != '\t') || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+    };
+    if !text.chars().any(unsafe_char) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        if unsafe_char(c) {
+            out.push_str(&format!("\\u{{{:x}}}", u32::from(c)));
+        } else {
+            out.push(c);
+        }
+    }
+    std::borrow::Cow::Owned(out)
+}
+
+/// A path, cleaned for the terminal (see [`clean`]).
+pub(crate) fn clean_path(p: &std::path::Path) -> String {
+    clean(&p.display().to_string()).into_owned()
+}
+
 pub(crate) fn gib(b: u64) -> String {
     format!("{:.2} GiB", b as f64 / (1u64 << 30) as f64)
 }
 
 /// Streams tokens to stdout; accepted draft tokens are coloured when stdout is a terminal: green
-/// from a draft model, cyan from an n-gram strategy.
+/// from a draft model, cyan from an n-gram strategy. On a terminal, what the model writes is
+/// [`clean`]ed (a model can write escape sequences); into a pipe or a file it goes as it is.
 pub(crate) struct Printer {
     pub(crate) color: bool,
+    pub(crate) terminal: bool,
+}
+
+impl Printer {
+    pub(crate) fn new(color: bool) -> Self {
+        use std::io::IsTerminal;
+        Printer { color, terminal: std::io::stdout().is_terminal() }
+    }
 }
 
 impl Printer {
@@ -28,6 +64,7 @@ impl Printer {
                 }
                 _ => Some(36),
             };
+            let text = if self.terminal { clean(text) } else { std::borrow::Cow::Borrowed(text.as_str()) };
             let _ = match colour {
                 Some(c) => write!(out, "\x1b[{c}m{text}\x1b[0m"),
                 None => write!(out, "{text}"),
@@ -90,7 +127,23 @@ pub(crate) fn summary(r: &Report) {
         }
     }
     for n in &r.notes {
-        line.push_str(&format!("\nnote: {n}"));
+        line.push_str(&format!("\nnote: {}", clean(n)));
     }
     eprintln!("{line}");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn escape_sequences_never_reach_the_terminal() {
+        assert_eq!(clean("plain text\nwith\ttabs, café"), "plain text\nwith\ttabs, café");
+        // OSC 52 (set the clipboard), a title change, a colour, a carriage return, C1 CSI, bidi.
+        let hostile = "a\u{1b}]52;c;ZXZpbA==\u{7}b\u{1b}[31mc\rd\u{9b}2Je\u{202e}f";
+        let out = clean(hostile);
+        assert!(!out.chars().any(|c| c.is_control() && c != '\n' && c != '\t'), "{out:?}");
+        assert!(!out.contains('\u{202e}'));
+        assert_eq!(out, "a\\u{1b}]52;c;ZXZpbA==\\u{7}b\\u{1b}[31mc\\u{d}d\\u{9b}2Je\\u{202e}f");
+    }
 }

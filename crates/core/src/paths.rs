@@ -67,6 +67,78 @@ pub fn ensure_under(root: &Path, path: &Path) -> Result<()> {
     Ok(())
 }
 
+/// Creates the folder `dir` under `root` (and `root` itself, a folder the user chose), one part at
+/// a time, checking each part before anything is made in it: a link planted on the way (in a
+/// shared cache) that leads outside `root` is refused before any folder is created through it.
+/// Links that stay inside `root` are followed, as the Hugging Face cache's own are.
+pub fn create_dir_under(root: &Path, dir: &Path) -> Result<()> {
+    let io = |p: &Path, e: std::io::Error| Error::Io { path: p.to_path_buf(), source: e };
+    let escape = |why: &str| Error::InvalidName {
+        what: "path",
+        name: dir.display().to_string(),
+        reason: format!("{why} (it must stay under {})", root.display()),
+    };
+    std::fs::create_dir_all(root).map_err(|e| io(root, e))?;
+    let root_real = root.canonicalize().map_err(|e| io(root, e))?;
+    let rel = dir.strip_prefix(root).map_err(|_| escape("it is not inside its folder"))?;
+    let mut at = root.to_path_buf();
+    for part in rel.components() {
+        let std::path::Component::Normal(name) = part else {
+            return Err(escape("it is not made of plain folder names"));
+        };
+        at.push(name);
+        match std::fs::symlink_metadata(&at) {
+            Ok(m) if m.is_dir() => {}
+            Ok(m) if m.file_type().is_symlink() => {
+                let real = at.canonicalize().map_err(|e| io(&at, e))?;
+                if !real.starts_with(&root_real) {
+                    return Err(escape(&format!("{} is a link that leads outside it", at.display())));
+                }
+                if !real.is_dir() {
+                    return Err(escape(&format!("{} is not a folder", at.display())));
+                }
+            }
+            Ok(_) => return Err(escape(&format!("{} is not a folder", at.display()))),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => match std::fs::create_dir(&at) {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && at.is_dir() => {}
+                Err(e) => return Err(io(&at, e)),
+            },
+            Err(e) => return Err(io(&at, e)),
+        }
+    }
+    Ok(())
+}
+
+/// Opens `path` for reading and writing, creating it when missing, without following a link at
+/// it (a planted link is an error, not a way to write elsewhere), and only when it is a regular
+/// file (a FIFO or a device is refused).
+pub fn open_regular_rw(path: &Path) -> std::io::Result<std::fs::File> {
+    let mut options = std::fs::OpenOptions::new();
+    options.read(true).write(true).create(true).truncate(false);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        // (Opened for reading and writing, a FIFO does not block the open; it is refused below.)
+        options.custom_flags(libc::O_NOFOLLOW);
+    }
+    #[cfg(not(unix))]
+    if std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink()) {
+        return Err(std::io::Error::other("it is a link"));
+    }
+    let f = options.open(path).map_err(|e| {
+        if std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink()) {
+            std::io::Error::other(format!("it is a link, not a file ({e}); delete it and try again"))
+        } else {
+            e
+        }
+    })?;
+    if !f.metadata()?.is_file() {
+        return Err(std::io::Error::other("it is not a regular file; delete it and try again"));
+    }
+    Ok(f)
+}
+
 /// Moves a saved file that cannot be read out of the way (`NAME.unreadable-SECONDS`), so that
 /// what replaces it does not destroy it: the user can still look at it, or send it with a bug.
 pub fn set_aside(path: &Path) -> std::io::Result<PathBuf> {

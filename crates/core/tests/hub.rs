@@ -281,20 +281,6 @@ fn the_same_bytes_already_in_the_cache_are_linked_not_downloaded() {
 
 /// A disk that fills up during the download (writes fail with ENOSPC: Linux's /dev/full).
 #[cfg(target_os = "linux")]
-#[test]
-fn a_full_disk_mid_download_is_a_clear_error() {
-    let hub = server();
-    let cache = tempfile::tempdir().unwrap();
-    let part = part(cache.path());
-    std::os::unix::fs::symlink("/dev/full", &part).unwrap();
-    let (r, _) = fetch(&opts(&hub, cache.path()), None);
-    let err = r.unwrap_err();
-    assert_eq!(err.code(), "disk_full", "{err}");
-    assert!(err.to_string().contains("disk is full") && err.hint().contains("Free some space"), "{err}");
-    assert!(!blob(cache.path()).exists());
-    assert!(!cache.path().join(format!("models--test--smol/snapshots/{COMMIT}/{FILE}")).exists());
-}
-
 /// A sentinel beside the cache: any write, delete or link outside the cache would touch it.
 fn sentinel(dir: &Path) -> std::path::PathBuf {
     let s = dir.join("sentinel.gguf");
@@ -408,6 +394,62 @@ fn a_snapshot_folder_linked_outside_the_cache_is_never_written_through() {
     assert_eq!(e.code(), "invalid_name", "{e}");
     assert!(e.to_string().contains("outside"), "{e}");
     assert_eq!(std::fs::read_dir(&outside).unwrap().count(), 0, "nothing was linked outside the cache");
+}
+
+/// Links planted in a shared cache, where a download writes: the partial file, hf-hub's partial
+/// file, `refs/main` and the `blobs` folder. None is written through; each is refused with an
+/// error that says so, or replaced rather than followed.
+#[test]
+fn planted_links_in_the_cache_are_never_written_through() {
+    let hub = server();
+    let root = tempfile::tempdir().unwrap();
+    let cache = root.path().join("cache");
+    let victim = root.path().join("victim.txt");
+    let o = opts(&hub, &cache);
+    let untouched = |what: &str| {
+        assert_eq!(std::fs::read(&victim).unwrap(), b"keep me", "{what}: the link's target was written");
+    };
+    std::fs::write(&victim, b"keep me").unwrap();
+
+    // `<blob>.incomplete` linked to a file outside: refused, the target untouched.
+    let incomplete = part(&cache);
+    std::os::unix::fs::symlink(&victim, &incomplete).unwrap();
+    let e = fetch(&o, None).0.unwrap_err();
+    assert!(e.to_string().contains("link"), "{e}");
+    untouched(".incomplete");
+    std::fs::remove_file(&incomplete).unwrap();
+
+    // hf-hub's `<blob>.sync.part` linked outside: not adopted (it would have been cut to its
+    // committed length and renamed); the download starts afresh and succeeds.
+    let sync_part = blob(&cache).with_extension("sync.part");
+    std::os::unix::fs::symlink(&victim, &sync_part).unwrap();
+    // A `refs/main` linked outside: replaced by the commit, not written through.
+    let refs = cache.join("models--test--smol/refs");
+    std::fs::create_dir_all(&refs).unwrap();
+    std::os::unix::fs::symlink(&victim, refs.join("main")).unwrap();
+    let path = fetch(&o, None).0.unwrap();
+    assert_eq!(hub::sha256_file(&path).unwrap(), original_sha());
+    untouched(".sync.part and refs/main");
+    assert!(!std::fs::symlink_metadata(refs.join("main")).unwrap().file_type().is_symlink());
+    assert_eq!(std::fs::read_to_string(refs.join("main")).unwrap(), COMMIT);
+
+    // A `blobs` folder linked outside the cache: refused before any folder or file is made there.
+    let cache2 = root.path().join("cache2");
+    let outside = root.path().join("outside");
+    std::fs::create_dir_all(&outside).unwrap();
+    std::fs::create_dir_all(cache2.join("models--test--smol")).unwrap();
+    std::os::unix::fs::symlink(&outside, cache2.join("models--test--smol/blobs")).unwrap();
+    let e = fetch(&opts(&hub, &cache2), None).0.unwrap_err();
+    assert_eq!(e.code(), "invalid_name", "{e}");
+    assert!(e.to_string().contains("outside"), "{e}");
+    assert_eq!(std::fs::read_dir(&outside).unwrap().count(), 0, "nothing was made outside the cache");
+
+    // A FIFO as the partial file: refused at once, not waited on.
+    let cache3 = root.path().join("cache3");
+    let fifo = part(&cache3);
+    assert!(std::process::Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+    let e = fetch(&opts(&hub, &cache3), None).0.unwrap_err();
+    assert!(e.to_string().contains("not a regular file"), "{e}");
 }
 
 fn walk(dir: &Path) -> Vec<std::path::PathBuf> {

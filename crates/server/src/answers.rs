@@ -24,7 +24,7 @@ use crate::stop::StopFilter;
 use crate::{Counters, Endpoint, Shared};
 
 /// Cancels its job when dropped before the job ended: the client went away (the response future
-/// or the event stream was dropped).
+/// or the event stream was dropped). A job that does not stop in time has its engine stopped.
 pub(crate) struct CancelGuard {
     workers: Arc<Workers>,
     job: u64,
@@ -43,8 +43,9 @@ impl Drop for CancelGuard {
         if !self.finished {
             self.counters.cancelled.fetch_add(1, Ordering::Relaxed);
             let (workers, job) = (Arc::clone(&self.workers), self.job);
-            // Writing to the worker's pipe can block for a moment: not on the async threads.
-            std::thread::spawn(move || workers.cancel(job));
+            // Writing to the worker's pipe can block for a moment: not on the async threads. A job
+            // that does not stop within the grace has its worker stopped.
+            std::thread::spawn(move || workers.cancel_or_stop(job));
         }
     }
 }

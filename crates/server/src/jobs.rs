@@ -206,7 +206,9 @@ mod tests {
     use draftlab_core::decoding::settings::Settings;
 
     fn param(body: &str, endpoint: Endpoint) -> Option<String> {
-        read_request(&Settings::default(), endpoint, body.as_bytes()).err().map(|e| e.body.error.param.unwrap_or_default())
+        read_request(&Settings::default(), endpoint, body.as_bytes())
+            .err()
+            .map(|e| e.body.error.param.unwrap_or_default())
     }
 
     #[test]
@@ -217,7 +219,10 @@ mod tests {
         let stops: Vec<String> = (0..17).map(|i| format!("\"s{i}\"")).collect();
         let many = format!(r#"{{"messages":[{{"role":"user","content":"hi"}}],"stop":[{}]}}"#, stops.join(","));
         assert_eq!(param(&many, Endpoint::Chat).as_deref(), Some("stop"));
-        assert_eq!(param(r#"{"messages":[{"role":"tool","content":"x"}]}"#, Endpoint::Chat).as_deref(), Some("messages[0].role"));
+        assert_eq!(
+            param(r#"{"messages":[{"role":"tool","content":"x"}]}"#, Endpoint::Chat).as_deref(),
+            Some("messages[0].role")
+        );
         assert_eq!(param(r#"{"messages":[]}"#, Endpoint::Chat).as_deref(), Some("messages"));
         assert_eq!(param(r#"{"prompt":["a","b"]}"#, Endpoint::Completion).as_deref(), Some("prompt"));
         assert_eq!(param(r#"{"prompt":"a","temperature":9}"#, Endpoint::Completion).as_deref(), Some("temperature"));

@@ -7,7 +7,7 @@ use draftlab_engine::decoding::costs::CostsCache;
 use draftlab_engine::files::finder::{self, Drafters};
 use draftlab_engine::files::memory::MemoryVerdict;
 
-use crate::print::gib;
+use crate::print::{clean, clean_path, gib};
 
 pub(crate) fn drafters_cmd(target: &str, folders: &[PathBuf], json: bool) -> anyhow::Result<ExitCode> {
     let mem = draftlab_engine::decoding::llama::memory_info();
@@ -22,7 +22,7 @@ pub(crate) fn drafters_cmd(target: &str, folders: &[PathBuf], json: bool) -> any
 }
 
 fn print(d: &Drafters) {
-    println!("Drafters for {}: {}", d.target, d.summary);
+    println!("Drafters for {}: {}", clean(&d.target), clean(&d.summary));
     println!("\n  {:<13} {:<30} {:<50} {:>6} {:>13}  where", "--strategy", "kind", "drafter", "cost", "memory");
     for w in &d.ways {
         let fit = match w.memory {
@@ -36,19 +36,19 @@ fn print(d: &Drafters) {
             "  {:<13} {:<30} {:<50} {:>6} {:>13}  {}",
             w.strategy,
             w.kind.label(),
-            w.name,
+            clean(&w.name),
             w.cost.map_or("?".to_string(), |c| format!("{c:.3}{}", if w.cost_measured { "*" } else { "" })),
             format!("{} {}", gib(w.needed), fit),
-            place
+            clean(&place)
         );
         if let Some(p) = &w.path {
-            println!("  {:<13} --draft {}", "", p.display());
+            println!("  {:<13} --draft {}", "", clean_path(p));
         }
     }
     if !d.refused.is_empty() {
         println!("\n  Cannot draft for it:");
         for r in &d.refused {
-            println!("    {} [{}]: {}", r.name, r.source, r.reason);
+            println!("    {} [{}]: {}", clean(&r.name), clean(&r.source), clean(&r.reason));
         }
     }
     println!("\n  cost: the drafter's time per token against the target's, measured by a run here (*) or from their parameters");

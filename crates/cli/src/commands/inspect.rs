@@ -5,7 +5,7 @@ use std::process::ExitCode;
 
 use draftlab_engine::files::gguf::GgufFile;
 
-use crate::print::gib;
+use crate::print::{clean, clean_path, gib};
 
 pub(crate) fn inspect(file: PathBuf, json: bool) -> anyhow::Result<ExitCode> {
     let s = GgufFile::open(&file)?.summary();
@@ -14,18 +14,18 @@ pub(crate) fn inspect(file: PathBuf, json: bool) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     let opt = |v: Option<u64>| v.map_or_else(|| "?".into(), |v| v.to_string());
-    println!("file          {}", s.path.display());
-    println!("name          {}", s.name.as_deref().unwrap_or("?"));
-    println!("architecture  {}", s.architecture);
+    println!("file          {}", clean_path(&s.path));
+    println!("name          {}", clean(s.name.as_deref().unwrap_or("?")));
+    println!("architecture  {}", clean(&s.architecture));
     println!("parameters    {:.3} B ({} tensors)", s.n_params as f64 / 1e9, s.n_tensors);
-    println!("quantisation  {}", s.quantization);
+    println!("quantisation  {}", clean(&s.quantization));
     println!("size          {} ({} bytes)", gib(s.file_size), s.file_size);
     println!("context       {} tokens (training)", opt(s.context_length));
     println!("layers        {}", opt(s.n_layer));
     println!(
         "vocabulary    {} ({}), {} tokens, BOS {} EOS {}, add BOS {}, fingerprint {}",
-        s.vocab.vocab_type,
-        s.vocab.tokenizer_model,
+        clean(&s.vocab.vocab_type),
+        clean(&s.vocab.tokenizer_model),
         s.vocab.size,
         opt(s.vocab.bos_id),
         opt(s.vocab.eos_id),
@@ -41,7 +41,7 @@ pub(crate) fn inspect(file: PathBuf, json: bool) -> anyhow::Result<ExitCode> {
             "drafter       {} for a target model: --strategy {} --draft {} (llama.cpp: --spec-type {})",
             k.a_label(),
             k.strategy_name(),
-            s.path.display(),
+            clean_path(&s.path),
             k.spec_type()
         );
     }

@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use draftlab_engine::files::memory::MemoryVerdict;
 use draftlab_engine::files::{catalog, discover};
 
-use crate::print::gib;
+use crate::print::{clean, gib};
 
 pub(crate) fn models_cmd(
     folders: &[PathBuf],
@@ -48,23 +48,23 @@ pub(crate) fn models_cmd(
             if g.fingerprint.is_empty() {
                 println!("\n  not usable:");
             } else {
-                println!("\n  vocabulary {} ({}, {} tokens):", g.fingerprint, g.tokenizer, g.vocab_size);
+                println!("\n  vocabulary {} ({}, {} tokens):", g.fingerprint, clean(&g.tokenizer), g.vocab_size);
             }
             for m in &g.models {
                 match &m.summary {
                     Some(s) => println!(
                         "    {:<60} {:>8} {:<7} {:>9}  {} [{}]",
-                        m.label,
+                        clean(&m.label),
                         format!("{:.2}B", s.n_params as f64 / 1e9),
-                        s.quantization,
+                        clean(&s.quantization),
                         gib(m.file_size),
-                        s.architecture,
+                        clean(&s.architecture),
                         m.source.name()
                     ),
                     None => println!(
                         "    {:<60} {} [{}]",
-                        m.label,
-                        m.error.as_deref().unwrap_or("unreadable"),
+                        clean(&m.label),
+                        clean(m.error.as_deref().unwrap_or("unreadable")),
                         m.source.name()
                     ),
                 }

@@ -15,7 +15,7 @@ use crate::print::{summary, Printer};
 pub(crate) fn run_cmd(args: RunArgs) -> anyhow::Result<ExitCode> {
     let (session, prompt) = args.model.load(args.mode != RunMode::Baseline)?;
     let cancel = AtomicBool::new(false);
-    let printer = Printer { color: std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none() };
+    let printer = Printer::new(std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none());
     let json = args.json;
     let mut started: Option<Mode> = None;
     // Streams a run's tokens under a header, and its summary when it is done.

@@ -24,8 +24,8 @@ pub struct Costs {
 impl Costs {
     /// V(b), the verify time of a batch of b, from the measured curve (the last value beyond it).
     pub fn verify(&self, b: usize) -> f64 {
-        let i = b.clamp(1, self.verify_ms.len()) - 1;
-        self.verify_ms[i]
+        let Some(&last) = self.verify_ms.last() else { return 0.0 };
+        self.verify_ms.get(b.max(1) - 1).copied().unwrap_or(last)
     }
 
     /// A run's time by these costs: each round a batch of its draft length + 1, plus the draft
@@ -38,7 +38,7 @@ impl Costs {
     /// The element-wise median of several measurements (taken at different times: between a
     /// benchmark's runs, so the costs see the machine the runs saw).
     pub fn median_of(all: &[Costs]) -> Option<Costs> {
-        let len = all.iter().map(|c| c.verify_ms.len()).min()?;
+        let len = all.iter().map(|c| c.verify_ms.len()).min().filter(|&n| n > 0)?;
         let verify_ms: Vec<f64> =
             (0..len).map(|i| median(&all.iter().map(|c| c.verify_ms[i]).collect::<Vec<_>>())).collect();
         let draft_token_ms = median(&all.iter().map(|c| c.draft_token_ms).collect::<Vec<_>>());
@@ -131,7 +131,7 @@ impl CostsCache {
     pub fn load() -> CostsCache {
         let path = Self::path();
         let Ok(bytes) = std::fs::read(&path) else { return CostsCache::default() };
-        serde_json::from_slice(&bytes).unwrap_or_else(|e| {
+        Self::from_bytes(&bytes).unwrap_or_else(|e| {
             // Not overwritten by the next save: kept aside, and said.
             let aside = crate::paths::set_aside(&path);
             eprintln!(
@@ -141,6 +141,16 @@ impl CostsCache {
             );
             CostsCache::default()
         })
+    }
+
+    /// A `costs.json` read.
+    pub fn from_bytes(bytes: &[u8]) -> serde_json::Result<CostsCache> {
+        serde_json::from_slice(bytes)
+    }
+
+    /// The keys of the costs kept.
+    pub fn keys(&self) -> impl Iterator<Item = &str> {
+        self.entries.keys().map(String::as_str)
     }
 
     /// The costs kept under `key`, if measured less than `max_age_s` ago.

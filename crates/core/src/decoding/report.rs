@@ -32,6 +32,10 @@ pub enum TokenSource {
     Draft,
 }
 
+/// A run's report. Its numbers are written finite: a value that is not a number (a time of zero,
+/// logits that were all NaN) is written as 0 (as none where it is optional), since JSON cannot
+/// hold it and a report that could not be read back would be lost (from the worker's replies,
+/// from History).
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Report {
@@ -40,6 +44,7 @@ pub struct Report {
     pub strategy: Option<Strategy>,
     pub prompt_tokens: usize,
     /// Prompt processing on the target (and the draft, for speculative runs), in ms.
+    #[serde(serialize_with = "finite::f64")]
     pub prompt_ms: f64,
     /// Prompt tokens the target's KV cache already held (a conversation's earlier turns): not
     /// decoded again.
@@ -50,34 +55,45 @@ pub struct Report {
     /// nothing (steps of the target alone, under the same load), or when it had too few, from the
     /// step cost measured for the schedule (adaptive runs).
     #[serde(default)]
+    #[serde(serialize_with = "finite::opt_f64")]
     pub target_alone_tps: Option<f64>,
     pub generated_tokens: usize,
     /// From the start of prompt processing to the last token, in ms.
+    #[serde(serialize_with = "finite::f64")]
     pub wall_ms: f64,
     /// After prompt processing, in ms.
+    #[serde(serialize_with = "finite::f64")]
     pub generation_ms: f64,
     /// Generation speed: tokens after the first (which comes from the prompt pass) ÷ generation time.
+    #[serde(serialize_with = "finite::f64")]
     pub tokens_per_s: f64,
     /// End to end: all generated tokens ÷ wall time (prompt included).
+    #[serde(serialize_with = "finite::f64")]
     pub e2e_tokens_per_s: f64,
     /// Target forward passes during generation (one per round).
     pub target_passes: usize,
     pub drafted: usize,
     pub accepted: usize,
     /// accepted ÷ drafted.
+    #[serde(serialize_with = "finite::f64")]
     pub acceptance_rate: f64,
     /// Accepted draft tokens per target pass.
+    #[serde(serialize_with = "finite::f64")]
     pub mean_accepted_len: f64,
     /// Generated tokens per target pass (1 for baseline).
+    #[serde(serialize_with = "finite::f64")]
     pub tokens_per_pass: f64,
     /// Time spent drafting, in ms.
+    #[serde(serialize_with = "finite::f64")]
     pub draft_ms: f64,
     /// Time spent in the target's verify passes, in ms.
+    #[serde(serialize_with = "finite::f64")]
     pub verify_ms: f64,
     /// Tokens the drafter's model decoded during generation (its cost in its own token steps).
     pub draft_decoded_tokens: u64,
     /// Milliseconds a draft across vocabularies spent re-tokenizing (0 with a shared vocabulary).
     #[serde(default)]
+    #[serde(serialize_with = "finite::f64")]
     pub translate_ms: f64,
     /// `drafted_by_position[i]`: rounds that drafted a token at position i.
     pub drafted_by_position: Vec<u64>,
@@ -90,6 +106,7 @@ pub struct Report {
     pub accepted_len_histogram: Vec<u64>,
     /// When each generated token was known, in ms since generation started (after the prompt).
     #[serde(default)]
+    #[serde(serialize_with = "finite::vec_f32")]
     pub token_ms: Vec<f32>,
     /// Drafted and accepted tokens per strategy that proposed them (one entry for single
     /// strategies; several for `auto`).
@@ -106,6 +123,7 @@ pub struct Report {
     pub text: String,
     pub tokens: Vec<Token>,
     /// The target's top-2 logit margin at each generated token (see `compare`).
+    #[serde(serialize_with = "finite::vec_f32")]
     pub margins: Vec<f32>,
     pub sources: Vec<TokenSource>,
     pub target: ModelId,
@@ -199,6 +217,26 @@ pub struct StrategyStats {
     pub rounds: usize,
     pub drafted: usize,
     pub accepted: usize,
+}
+
+/// Serialisers that write only finite numbers (see [`Report`]).
+mod finite {
+    use serde::Serializer;
+
+    pub fn f64<S: Serializer>(v: &f64, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_f64(if v.is_finite() { *v } else { 0.0 })
+    }
+
+    pub fn opt_f64<S: Serializer>(v: &Option<f64>, s: S) -> Result<S::Ok, S::Error> {
+        match v.filter(|x| x.is_finite()) {
+            Some(x) => s.serialize_some(&x),
+            None => s.serialize_none(),
+        }
+    }
+
+    pub fn vec_f32<S: Serializer>(v: &[f32], s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(v.iter().map(|x| if x.is_finite() { *x } else { 0.0 }))
+    }
 }
 
 /// Median of a sample (mean of the middle two for even sizes); NaN for none.

@@ -174,27 +174,8 @@ fn ollama(root: &Path) -> Vec<(PathBuf, String)> {
             continue;
         }
         let Ok(text) = std::fs::read_to_string(&manifest) else { continue };
-        let Ok(v) = serde_json::from_str::<serde_json::Value>(&text) else { continue };
-        let Some(layers) = v.get("layers").and_then(|l| l.as_array()) else { continue };
-        let Some(digest) = layers
-            .iter()
-            .find(|l| l.get("mediaType").and_then(|m| m.as_str()) == Some("application/vnd.ollama.image.model"))
-            .and_then(|l| l.get("digest"))
-            .and_then(|d| d.as_str())
-        else {
-            continue;
-        };
-        // `algorithm:hex`, nothing else: a digest that names a path (`sha256:../../x`) leads nowhere.
-        let well_formed = digest.split_once(':').is_some_and(|(alg, hex)| {
-            !alg.is_empty()
-                && alg.bytes().all(|b| b.is_ascii_alphanumeric())
-                && !hex.is_empty()
-                && hex.bytes().all(|b| b.is_ascii_hexdigit())
-        });
-        if !well_formed {
-            continue;
-        }
-        let blob = root.join("blobs").join(digest.replacen(':', "-", 1));
+        let Some(blob_name) = ollama_model_blob(&text) else { continue };
+        let blob = root.join("blobs").join(blob_name);
         if !blob.is_file() {
             continue;
         }
@@ -213,6 +194,26 @@ fn ollama(root: &Path) -> Vec<(PathBuf, String)> {
         out.push((blob, label));
     }
     out
+}
+
+/// The file name in `blobs/` of an Ollama manifest's model layer (`sha256-{hex}`), when the
+/// manifest is JSON with such a layer and a well-formed digest.
+pub fn ollama_model_blob(manifest: &str) -> Option<String> {
+    let v = serde_json::from_str::<serde_json::Value>(manifest).ok()?;
+    let digest = v
+        .get("layers")?
+        .as_array()?
+        .iter()
+        .find(|l| l.get("mediaType").and_then(|m| m.as_str()) == Some("application/vnd.ollama.image.model"))?
+        .get("digest")?
+        .as_str()?;
+    // `algorithm:hex`, nothing else: a digest that names a path (`sha256:../../x`) leads nowhere.
+    let (alg, hex) = digest.split_once(':')?;
+    let well_formed = !alg.is_empty()
+        && alg.bytes().all(|b| b.is_ascii_alphanumeric())
+        && !hex.is_empty()
+        && hex.bytes().all(|b| b.is_ascii_hexdigit());
+    well_formed.then(|| format!("{alg}-{hex}"))
 }
 
 fn collect_files(dir: &Path, depth: usize, out: &mut Vec<PathBuf>) {

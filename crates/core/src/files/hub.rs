@@ -308,32 +308,61 @@ async fn metadata(
     if !status.is_success() && !status.is_redirection() {
         return Err(download_error(ErrorCode::DownloadFailed, format!("{url}: HTTP {status}")));
     }
-    let h = resp.headers();
+    let said = read_hub_headers(&url, status.is_success(), resp.headers())?;
+    let mut size = said.size;
+    if size.is_none() {
+        // Redirected without the size: the storage's answer says it.
+        if let Some(location) = &said.location {
+            let r = client.get(location).header(reqwest::header::RANGE, "bytes=0-0").send().await.map_err(|e| {
+                download_error(ErrorCode::Network, format!("cannot reach the file storage: {}", describe(&e)))
+            })?;
+            size = r.headers().get("content-range").and_then(|v| v.to_str().ok()).and_then(range_total);
+        }
+    }
+    let size =
+        size.ok_or_else(|| download_error(ErrorCode::DownloadFailed, format!("{url}: the hub did not say the size")))?;
+    Ok(RemoteFile { size, etag: said.etag, commit: said.commit })
+}
+
+/// What the hub's answer for a file says of it: its etag (the SHA-256 of an LFS file, the git id
+/// of another) and commit, checked; its size when said; where the file storage is, for the size
+/// when it is not.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HubHeaders {
+    pub etag: String,
+    pub commit: String,
+    pub size: Option<u64>,
+    pub location: Option<String>,
+}
+
+/// The hub's answer headers for `url` (a 2xx answer when `success`, else a redirect) read.
+pub fn read_hub_headers(url: &str, success: bool, h: &reqwest::header::HeaderMap) -> Result<HubHeaders> {
     let get = |k: &str| h.get(k).and_then(|v| v.to_str().ok()).map(|v| v.trim_matches('"').to_string());
-    let total_of = |range: Option<String>| range.and_then(|r| r.rsplit('/').next().and_then(|n| n.parse().ok()));
     let etag = get("x-linked-etag")
         .or_else(|| get("etag"))
         .ok_or_else(|| download_error(ErrorCode::DownloadFailed, format!("{url}: no etag")))?;
     let commit = get("x-repo-commit")
         .ok_or_else(|| download_error(ErrorCode::DownloadFailed, format!("{url}: no x-repo-commit header")))?;
+    check_hex_name("etag", &etag, &[64, 40], "a SHA-256 or git id", url)?;
+    check_hex_name("commit", &commit, &[40], "a git id", url)?;
     let mut size: Option<u64> = get("x-linked-size").and_then(|n| n.parse().ok());
-    if size.is_none() && status.is_success() {
-        size = total_of(get("content-range")).or_else(|| get("content-length").and_then(|n| n.parse().ok()));
+    if size.is_none() && success {
+        size = get("content-range")
+            .as_deref()
+            .and_then(range_total)
+            .or_else(|| get("content-length").and_then(|n| n.parse().ok()));
     }
-    if size.is_none() {
-        // Redirected without the size: the storage's answer says it.
-        if let Some(location) = get("location") {
-            let r = client.get(location).header(reqwest::header::RANGE, "bytes=0-0").send().await.map_err(|e| {
-                download_error(ErrorCode::Network, format!("cannot reach the file storage: {}", describe(&e)))
-            })?;
-            size = total_of(r.headers().get("content-range").and_then(|v| v.to_str().ok()).map(str::to_string));
-        }
-    }
-    let size =
-        size.ok_or_else(|| download_error(ErrorCode::DownloadFailed, format!("{url}: the hub did not say the size")))?;
-    check_hex_name("etag", &etag, &[64, 40], "a SHA-256 or git id", &url)?;
-    check_hex_name("commit", &commit, &[40], "a git id", &url)?;
-    Ok(RemoteFile { size, etag, commit })
+    Ok(HubHeaders { etag, commit, size, location: get("location") })
+}
+
+/// The total in a `Content-Range: bytes a-b/total`.
+pub fn range_total(range: &str) -> Option<u64> {
+    range.rsplit('/').next()?.trim().parse().ok()
+}
+
+/// The first byte in a `Content-Range: bytes a-b/total`.
+pub fn range_start(range: &str) -> Option<u64> {
+    range.strip_prefix("bytes ")?.split('-').next()?.parse().ok()
 }
 
 /// The download's runtime: one thread runs the transfer (the writing and hashing run on another).
@@ -398,10 +427,12 @@ fn committed_len(f: &mut File, size: u64) -> Option<u64> {
 fn adopt_sync_part(blob: &Path, size: u64) {
     let old = blob.with_extension("sync.part");
     let new = incomplete_path(blob);
-    if new.exists() || !old.exists() {
+    if std::fs::symlink_metadata(&new).is_ok() || std::fs::symlink_metadata(&old).is_err() {
         return;
     }
-    if let Ok(mut f) = File::options().read(true).write(true).open(&old) {
+    // Never through a link (a shared cache may hold one planted there).
+    if std::fs::symlink_metadata(&old).is_ok_and(|m| m.is_file()) {
+        let Ok(mut f) = crate::paths::open_regular_rw(&old) else { return };
         if let Some(committed) = committed_len(&mut f, size) {
             if f.set_len(committed.min(size)).is_ok() {
                 drop(f);
@@ -556,13 +587,8 @@ async fn stream_once(
     let mut skip = 0u64;
     match status {
         206 => {
-            let start = resp
-                .headers()
-                .get(reqwest::header::CONTENT_RANGE)
-                .and_then(|v| v.to_str().ok())
-                .and_then(|r| r.strip_prefix("bytes "))
-                .and_then(|r| r.split('-').next())
-                .and_then(|n| n.parse::<u64>().ok());
+            let start =
+                resp.headers().get(reqwest::header::CONTENT_RANGE).and_then(|v| v.to_str().ok()).and_then(range_start);
             if start != Some(*offset) {
                 return Err(Stop::Fatal(download_error(
                     ErrorCode::DownloadFailed,
@@ -609,11 +635,21 @@ async fn stream_once(
     }
 }
 
+/// Points `refs/main` at `commit` (as huggingface-cli writes it: the id alone), through a new
+/// file renamed over it, never through a link at it.
+fn write_ref(cache_dir: &Path, repo_dir: &Path, commit: &str) -> Result<()> {
+    let refs = repo_dir.join("refs");
+    crate::paths::create_dir_under(cache_dir, &refs)?;
+    let path = refs.join("main");
+    crate::paths::ensure_under(cache_dir, &path)?;
+    crate::paths::write_atomically(&path, commit.trim().as_bytes())
+}
+
 /// Links `snapshots/<commit>/<file>` to the blob (relative, as huggingface-cli does).
 fn link_snapshot(repo_dir: &Path, commit: &str, file: &str, blob: &Path) -> Result<PathBuf> {
     let pointer = repo_dir.join("snapshots").join(commit).join(file);
     let dir = pointer.parent().unwrap_or(repo_dir);
-    std::fs::create_dir_all(dir).map_err(|e| io_error(dir, e))?;
+    crate::paths::create_dir_under(repo_dir, dir)?;
     crate::paths::ensure_under(repo_dir, &pointer)?;
     if std::fs::symlink_metadata(&pointer).is_ok() {
         std::fs::remove_file(&pointer).map_err(|e| io_error(&pointer, e))?;
@@ -707,7 +743,7 @@ pub fn download_pinned(
         let path = link_snapshot(&repo_dir, &remote.commit, file, blob)?;
         // A pinned commit is not the branch head: `refs/main` stays as it is.
         if pin.revision.is_none() {
-            cache.repo(hf_repo.clone()).create_ref(&remote.commit).map_err(|e| io_error(&cache_dir, e))?;
+            write_ref(&cache_dir, &repo_dir, &remote.commit)?;
         }
         job.emit(DownloadEvent::Done { path: path.clone(), already });
         Ok(path)
@@ -716,17 +752,11 @@ pub fn download_pinned(
     if std::fs::metadata(&blob).is_ok_and(|m| m.is_file() && m.len() == remote.size) {
         return finish(&blob, true, job);
     }
-    std::fs::create_dir_all(&blobs).map_err(|e| io_error(&blobs, e))?;
+    crate::paths::create_dir_under(&cache_dir, &blobs)?;
     crate::paths::ensure_under(&cache_dir, &blob)?;
     adopt_sync_part(&blob, remote.size);
     let part = incomplete_path(&blob);
-    let f = File::options()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .open(&part)
-        .map_err(|e| io_error(&part, e))?;
+    let f = crate::paths::open_regular_rw(&part).map_err(|e| io_error(&part, e))?;
     // One download of a file at a time, across processes (the CLI and the app); the lock lasts
     // until the blob is in place.
     if let Err(e) = f.try_lock() {
@@ -848,4 +878,25 @@ pub fn download_pinned(
     std::fs::rename(&part, &blob).map_err(|e| io_error(&blob, e))?;
     drop(lock);
     finish(&blob, false, job)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A disk that fills up mid-download (Linux's /dev/full answers every write so) is a clear
+    /// error naming the part, which is kept. (A download refuses a partial file that is a link
+    /// or a device, so this is tested at the writer.)
+    #[test]
+    #[cfg(target_os = "linux")]
+    fn a_full_disk_mid_download_is_a_clear_error() {
+        let full = File::options().read(true).write(true).open("/dev/full").unwrap();
+        let (tx, rx) = tokio::sync::mpsc::channel(4);
+        tx.blocking_send(bytes::Bytes::from(vec![7u8; 3 * WRITE_PIECE])).unwrap();
+        drop(tx);
+        let e = write_and_hash(full, Path::new("/cache/blob.incomplete"), 0, rx, &AtomicU64::new(0)).unwrap_err();
+        assert_eq!(e.code(), "disk_full", "{e}");
+        assert!(e.to_string().contains("disk is full") && e.to_string().contains("blob.incomplete"), "{e}");
+        assert!(e.hint().contains("Free some space"), "{e}");
+    }
 }

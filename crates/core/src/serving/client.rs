@@ -4,6 +4,11 @@
 //! kill after a cancel that did not stop in time) ends its jobs with a `worker_died` error; the next
 //! job starts a fresh worker. One worker serves every caller in a process: the Run and Chat views
 //! and the local server share its warm models and run one job at a time.
+//!
+//! **Nothing waits for ever.** A cancelled job that has not ended [`CANCEL_GRACE`] later has its
+//! worker stopped ([`Workers::cancel_or_stop`]); a watchdog stops a worker whose job has sent
+//! nothing for [`SILENCE_LIMIT`] (a llama.cpp call that never returns), and the job ends with an
+//! error that says so.
 
 use std::collections::HashMap;
 use std::io::{BufReader, Write};
@@ -18,7 +23,7 @@ use serde::Serialize;
 use super::enginelog::{self, EngineLog, Tail};
 use super::lines::{self, Line};
 pub use super::protocol::is_final;
-use super::protocol::{id_of, parse_message, Command, Reply, Request};
+use super::protocol::{id_in, id_of, parse_message, Command, Reply, Request};
 use crate::decoding::options::Runtime;
 use crate::decoding::settings::Settings;
 use crate::error::{ErrorCode, ErrorInfo};
@@ -29,7 +34,24 @@ use crate::measuring::sweep::SweepSpec;
 
 type ApiError = ErrorInfo;
 
-type Routes = Arc<Mutex<HashMap<u64, mpsc::Sender<Reply>>>>;
+/// Where a job's replies go, and whether it has started (sent a reply: a job waiting behind
+/// another has not).
+struct Route {
+    tx: mpsc::Sender<Reply>,
+    started: bool,
+}
+
+type Routes = Arc<Mutex<HashMap<u64, Route>>>;
+
+/// How long a cancelled job has to stop (cancel takes effect between rounds) before its engine
+/// process is stopped.
+pub const CANCEL_GRACE: Duration = Duration::from_secs(5);
+
+/// The longest a busy engine may send nothing (counted from its last reply, or the last job sent
+/// to it) before it is stopped. Replies stream while a job works (loading, each round, each sweep
+/// cell); the longest silences are loading a large model from a slow disk and a long prompt's
+/// first pass, well under this.
+pub const SILENCE_LIMIT: Duration = Duration::from_secs(600);
 
 /// The models an engine process holds in memory (their names).
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
@@ -110,13 +132,38 @@ impl Held {
 }
 
 struct Proc {
-    child: Child,
+    child: Arc<Mutex<Child>>,
     stdin: ChildStdin,
     routes: Routes,
     held: Arc<Mutex<Held>>,
     dead: Arc<AtomicBool>,
-    /// Set before a deliberate kill, so its jobs are told they were cancelled, not crashed.
-    killed: Arc<AtomicBool>,
+    /// When the worker last sent a reply, or was sent a job.
+    heard: Arc<Mutex<Instant>>,
+    /// Set before a deliberate stop (a cancel that did not take, the watchdog), so its jobs are
+    /// told why, not that it crashed.
+    stopped: Arc<Mutex<Option<ErrorInfo>>>,
+}
+
+impl Proc {
+    /// Stops the process now; its jobs end with `why`.
+    fn stop(&self, why: ErrorInfo) {
+        lock(&self.stopped).get_or_insert(why);
+        let mut child = lock(&self.child);
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+}
+
+/// The error of jobs whose worker was stopped after a cancel did not take.
+fn stopped_after_cancel() -> ErrorInfo {
+    ErrorInfo::new(
+        ErrorCode::Cancelled,
+        format!(
+            "the job did not stop within {} s of its cancel, so its engine process was stopped",
+            CANCEL_GRACE.as_secs()
+        ),
+        "Nothing was lost; the next run starts a fresh engine (models load again).",
+    )
 }
 
 /// Starts workers on demand and talks to the current one.
@@ -126,6 +173,7 @@ pub struct Workers {
     log: Arc<Mutex<EngineLog>>,
     current: Mutex<Option<Proc>>,
     next_id: AtomicU64,
+    silence_limit: Duration,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -188,7 +236,20 @@ impl Workers {
     /// Their log goes to `<data>/logs/engine.log` (see [`Workers::with_log`]).
     pub fn new(exe: PathBuf, args: Vec<String>) -> Self {
         let log = EngineLog::new(crate::paths::data_dir().join("logs/engine.log"), enginelog::MAX_BYTES);
-        Workers { exe, args, log: Arc::new(Mutex::new(log)), current: Mutex::new(None), next_id: AtomicU64::new(1) }
+        Workers {
+            exe,
+            args,
+            log: Arc::new(Mutex::new(log)),
+            current: Mutex::new(None),
+            next_id: AtomicU64::new(1),
+            silence_limit: SILENCE_LIMIT,
+        }
+    }
+
+    /// A job silent this long has its worker stopped (default [`SILENCE_LIMIT`]; tests shorten it).
+    pub fn with_silence_limit(mut self, limit: Duration) -> Self {
+        self.silence_limit = limit;
+        self
     }
 
     /// The workers' stderr (llama.cpp's log, an abort's message) goes to `path`, bounded.
@@ -249,9 +310,12 @@ impl Workers {
         let routes: Routes = Arc::default();
         let held = Arc::new(Mutex::new(Held { loaded: None, last_active: Instant::now() }));
         let dead = Arc::new(AtomicBool::new(false));
-        let killed = Arc::new(AtomicBool::new(false));
+        let stopped: Arc<Mutex<Option<ErrorInfo>>> = Arc::default();
+        let child = Arc::new(Mutex::new(child));
+        let heard = Arc::new(Mutex::new(Instant::now()));
         {
-            let (routes, dead, killed) = (Arc::clone(&routes), Arc::clone(&dead), Arc::clone(&killed));
+            let (routes, dead, stopped) = (Arc::clone(&routes), Arc::clone(&dead), Arc::clone(&stopped));
+            let heard = Arc::clone(&heard);
             let held = Arc::clone(&held);
             let tail = tail.clone();
             std::thread::spawn(move || {
@@ -263,7 +327,7 @@ impl Workers {
                     let msg = match lines::read_line(&mut stdout, lines::MAX_LINE) {
                         Line::End => break,
                         Line::Text(line) => parse_message(&line).or_else(|| {
-                            unreadable(id_of(&line)?, format!("could not be read ({})", lines::excerpt(&line)))
+                            unreadable(id_in(&line)?, format!("could not be read ({})", lines::excerpt(&line)))
                         }),
                         Line::TooLong { bytes, head } => id_of(&head).and_then(|id| {
                             unreadable(
@@ -277,8 +341,10 @@ impl Workers {
                     lock(&held).follow(&msg.reply);
                     let mut r = lock(&routes);
                     let last = is_final(&msg.reply);
-                    if let Some(tx) = r.get(&msg.id) {
-                        let _ = tx.send(msg.reply);
+                    *lock(&heard) = Instant::now();
+                    if let Some(route) = r.get_mut(&msg.id) {
+                        route.started = true;
+                        let _ = route.tx.send(msg.reply);
                     }
                     if last {
                         r.remove(&msg.id);
@@ -289,21 +355,44 @@ impl Workers {
                 // The log's last lines (an abort's message comes just before the end) can trail the
                 // end of stdout by a moment.
                 let _ = log_done.recv_timeout(std::time::Duration::from_secs(2));
-                let error = if killed.load(Ordering::SeqCst) {
-                    ErrorInfo::new(
-                        ErrorCode::Cancelled,
-                        "the run did not stop in time and its engine process was stopped",
-                        "Nothing was lost; the next run starts a fresh engine (models load again).",
-                    )
-                } else {
-                    died(&tail.lines(), &log_path)
-                };
-                for (_, tx) in lock(&routes).drain() {
-                    let _ = tx.send(Reply::Error { error: error.clone() });
+                let error = lock(&stopped).clone().unwrap_or_else(|| died(&tail.lines(), &log_path));
+                for (_, route) in lock(&routes).drain() {
+                    let _ = route.tx.send(Reply::Error { error: error.clone() });
                 }
             });
         }
-        Ok(Proc { child, stdin, routes, held, dead, killed })
+        let p = Proc { child, stdin, routes, held, dead, heard, stopped };
+        self.watch(&p);
+        Ok(p)
+    }
+
+    /// The watchdog of one worker: stops it when it has work and has been silent for longer than
+    /// the limit (its jobs end with an error that says so). Ends with the worker.
+    fn watch(&self, p: &Proc) {
+        let (routes, dead, heard) = (Arc::clone(&p.routes), Arc::clone(&p.dead), Arc::clone(&p.heard));
+        let (child, stopped) = (Arc::clone(&p.child), Arc::clone(&p.stopped));
+        let limit = self.silence_limit;
+        let tick = (limit / 4).clamp(Duration::from_millis(20), Duration::from_secs(1));
+        std::thread::spawn(move || {
+            while !dead.load(Ordering::SeqCst) {
+                std::thread::sleep(tick);
+                let busy = !lock(&routes).is_empty();
+                let silence = lock(&heard).elapsed();
+                if busy && silence > limit {
+                    let d = silence;
+                    let why = ErrorInfo::new(
+                        ErrorCode::WorkerDied,
+                        format!("the engine sent nothing for {} s while working on this job, so it was stopped", d.as_secs()),
+                        "Try again: a fresh engine starts. If it happens again with these models, report it with the engine's log.",
+                    );
+                    lock(&stopped).get_or_insert(why);
+                    let mut child = lock(&child);
+                    let _ = child.kill();
+                    let _ = child.wait();
+                    return;
+                }
+            }
+        });
     }
 
     /// Sends a command to the worker (starting one if none is alive) and returns the job id and the
@@ -312,11 +401,12 @@ impl Workers {
         let mut current = lock(&self.current);
         let alive = current
             .as_mut()
-            .is_some_and(|p| !p.dead.load(Ordering::SeqCst) && p.child.try_wait().ok().flatten().is_none());
+            .is_some_and(|p| !p.dead.load(Ordering::SeqCst) && lock(&p.child).try_wait().ok().flatten().is_none());
         if !alive {
-            if let Some(mut old) = current.take() {
-                let _ = old.child.kill();
-                let _ = old.child.wait();
+            if let Some(old) = current.take() {
+                let mut child = lock(&old.child);
+                let _ = child.kill();
+                let _ = child.wait();
             }
             *current = Some(self.spawn()?);
         }
@@ -324,7 +414,8 @@ impl Workers {
         lock(&p.held).last_active = Instant::now();
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let (tx, rx) = mpsc::channel();
-        lock(&p.routes).insert(id, tx);
+        lock(&p.routes).insert(id, Route { tx, started: false });
+        *lock(&p.heard) = Instant::now();
         let line = serde_json::to_string(&Request { id, command }).expect("requests serialise");
         if writeln!(p.stdin, "{line}").and_then(|()| p.stdin.flush()).is_err() {
             lock(&p.routes).remove(&id);
@@ -420,11 +511,35 @@ impl Workers {
     /// Stops the worker now (the last resort when a cancel does not take); its jobs end with a
     /// `cancelled` error.
     pub fn kill(&self) {
-        if let Some(mut p) = lock(&self.current).take() {
-            p.killed.store(true, Ordering::SeqCst);
-            let _ = p.child.kill();
-            let _ = p.child.wait();
+        if let Some(p) = lock(&self.current).take() {
+            p.stop(stopped_after_cancel());
         }
+    }
+
+    /// Asks job `job` to stop, and stops its worker when the job is still running
+    /// [`CANCEL_GRACE`] later (a round that does not end: a huge prompt's pass, a stuck call). A
+    /// job still waiting behind another is not a reason to stop the worker: it ends as soon as
+    /// its turn comes. Returns at once; what was generated before the cancel is kept by the caller.
+    pub fn cancel_or_stop(self: &Arc<Self>, job: u64) {
+        self.cancel(job);
+        let workers = Arc::clone(self);
+        std::thread::spawn(move || {
+            let until = Instant::now() + CANCEL_GRACE;
+            while Instant::now() < until {
+                if !workers.is_running(job) {
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            // Stopped only if that job is still running there (not waiting, not ended).
+            let mut current = lock(&workers.current);
+            if current.as_ref().is_some_and(|p| lock(&p.routes).get(&job).is_some_and(|r| r.started)) {
+                if let Some(p) = current.take() {
+                    drop(current);
+                    p.stop(stopped_after_cancel());
+                }
+            }
+        });
     }
 
     /// What the engine process is doing and holding (`unload_after_s` is the caller's setting).
@@ -441,13 +556,14 @@ impl Workers {
             };
         };
         let busy = !lock(&p.routes).is_empty();
+        let pid = lock(&p.child).id();
         let held = lock(&p.held);
         EngineStatus {
             running: true,
             busy,
             loaded: held.loaded.clone(),
             idle_s: if busy { 0.0 } else { held.last_active.elapsed().as_secs_f64() },
-            rss_bytes: crate::machine::resident_bytes(p.child.id()),
+            rss_bytes: crate::machine::resident_bytes(pid),
             unload_after_s,
         }
     }
@@ -493,15 +609,16 @@ impl Workers {
 
     /// The worker's process id (tests kill it to check recovery).
     pub fn pid(&self) -> Option<u32> {
-        lock(&self.current).as_ref().map(|p| p.child.id())
+        lock(&self.current).as_ref().map(|p| lock(&p.child).id())
     }
 }
 
 impl Drop for Workers {
     fn drop(&mut self) {
-        if let Some(mut p) = lock(&self.current).take() {
-            let _ = p.child.kill();
-            let _ = p.child.wait();
+        if let Some(p) = lock(&self.current).take() {
+            let mut child = lock(&p.child);
+            let _ = child.kill();
+            let _ = child.wait();
         }
     }
 }

@@ -281,6 +281,16 @@ pub fn id_of(text: &str) -> Option<u64> {
     digits.parse().ok()
 }
 
+/// The id of a whole line that is a JSON object with a top-level whole-number `id`, wherever the
+/// id stands in it (see [`id_of`] for a line's head alone); the other values are skipped, not kept.
+pub fn id_in(line: &str) -> Option<u64> {
+    #[derive(Deserialize)]
+    struct OnlyId {
+        id: u64,
+    }
+    id_of(line).or_else(|| serde_json::from_str::<OnlyId>(line).ok().map(|o| o.id))
+}
+
 /// The last reply of a request: its job or check is over.
 pub fn is_final(reply: &Reply) -> bool {
     matches!(
@@ -348,6 +358,10 @@ mod tests {
         assert_eq!(id_of(r#"{"id":12,"cmd":"explode"}"#), Some(12));
         assert_eq!(id_of(r#"  { "id" : 7 , "type":"nonsense""#), Some(7));
         assert_eq!(id_of(r#"{"id":3}"#), Some(3));
+        // A whole line: the id wherever it stands.
+        assert_eq!(id_in(r#"{"cmd":"chat","input":{"id":5},"id":40}"#), Some(40));
+        assert_eq!(id_in(r#"{"id":12,"cmd":"explode"}"#), Some(12));
+        assert_eq!(id_in(r#"{"cmd":"chat","id":"40"}"#), None);
         // Not first, not a whole number, or not JSON at all: no id.
         for no in [r#"{"type":"pong","id":4}"#, r#"{"id":12"#, r#"{"id":-1,"#, "[1,2,3]", "garbage", ""] {
             assert_eq!(id_of(no), None, "{no}");
@@ -377,12 +391,20 @@ mod tests {
             let progress = Reply::Loaded { target, draft: None, load_ms: bad, warm: false, runtime: None };
             assert!(encode(9, progress).is_none());
         }
-        // A plain number that is not one, in a job's last reply: an error for that job.
+        // A report's numbers that are not numbers (a zero time, all-NaN logits) are written as 0
+        // (none where optional): the run's report arrives, and reads back again (History).
         let mut report = crate::decoding::report::Report::fake(vec![], 0, 1, 0);
         report.tokens_per_s = f64::NAN;
+        report.wall_ms = f64::INFINITY;
+        report.target_alone_tps = Some(f64::NEG_INFINITY);
+        report.margins = vec![1.5, f32::NAN];
+        report.token_ms = vec![f32::INFINITY, 2.0];
         let m = back(encode(5, Reply::Event { event: Event::Done { report: Box::new(report) } }));
-        let Reply::Error { error } = m.reply else { panic!("{m:?}") };
-        assert!(m.id == 5 && error.message.contains("not a number"), "{error}");
+        let Reply::Event { event: Event::Done { report } } = m.reply else { panic!("{m:?}") };
+        assert_eq!((report.tokens_per_s, report.wall_ms, report.target_alone_tps), (0.0, 0.0, None));
+        assert_eq!((&report.margins, &report.token_ms), (&vec![1.5, 0.0], &vec![0.0, 2.0]));
+        let saved = serde_json::to_string(&report).unwrap();
+        assert!(serde_json::from_str::<crate::decoding::report::Report>(&saved).is_ok());
         let huge = Reply::Error { error: ErrorInfo::new(ErrorCode::Internal, "x".repeat(lines::MAX_LINE), "") };
         let m = back(encode(4, huge));
         let Reply::Error { error } = m.reply else { panic!("{m:?}") };

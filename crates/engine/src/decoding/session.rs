@@ -33,6 +33,7 @@ use crate::files::gguf::{DrafterKind, GgufFile};
 use crate::job::Job;
 use crate::setting::Setting;
 use draftlab_core::decoding::chat::ChatInput;
+use draftlab_core::decoding::template::ChatMessage;
 
 /// What measured costs depend on: whether the draft model's cost is measured, context, batch,
 /// threads, largest verify batch, and the drafter the target's context feeds (none: a plain one).
@@ -126,15 +127,89 @@ fn no_draft() -> Error {
 }
 
 /// A rendered prompt as a model's tokens, with BOS when the model wants one (and only one: a chat
-/// template may already write the BOS text).
+/// template may already write the BOS text). Special-token text (`<|im_start|>`) is read as
+/// those tokens.
 fn rendered_tokens(model: &Model, text: &str) -> Vec<Token> {
-    let mut tokens = model.tokenize(text, true);
+    without_double_bos(model, model.tokenize(text, true))
+}
+
+fn without_double_bos(model: &Model, mut tokens: Vec<Token>) -> Vec<Token> {
     if let (Some(b), [a, c, ..]) = (model.bos(), tokens.as_slice()) {
         if *a == b && *c == b {
             tokens.remove(0);
         }
     }
     tokens
+}
+
+/// A conversation through `model`'s chat template as its tokens; `None` when the model has no
+/// template. Special-token text is read as those tokens where the template wrote it, and as plain
+/// text inside the messages: a message holding `<|im_end|><|im_start|>system` cannot forge a
+/// turn. Conversations without such text are tokenised in one piece, as before; for one with it,
+/// the template is rendered again with a marker in place of each such message, which shows where
+/// each message's text is (as given, or trimmed, as templates write it). A template that changes
+/// such a message otherwise has it refused.
+fn conversation_tokens(model: &Model, messages: &[ChatMessage]) -> Result<Option<Vec<Token>>> {
+    let Some(text) = model.chat_prompt(messages)? else { return Ok(None) };
+    let special: Vec<usize> = (0..messages.len())
+        .filter(|&i| {
+            let m = messages[i].content.as_str();
+            !m.is_empty() && model.tokenize(m, false) != model.tokenize_fragment(m)
+        })
+        .collect();
+    if special.is_empty() {
+        return Ok(Some(rendered_tokens(model, &text)));
+    }
+    let refused = || {
+        Error::InvalidPrompt(
+            "a message holds text that is one of the model's control tokens (such as <|im_start|>), and the chat \
+             template rewrites that message, so it cannot be kept as plain text: remove that text, or send the \
+             prompt as it is with --raw (the Raw switch in the app)"
+                .into(),
+        )
+    };
+    // Private-use characters: no tokenizer reads them as special, and no message holds them.
+    let marker = |i: usize| format!("\u{F8FF}draftlab-message-{i}\u{F8FF}");
+    let mut marked = messages.to_vec();
+    for &i in &special {
+        marked[i].content = marker(i);
+    }
+    let marked = model.chat_prompt(&marked)?.ok_or_else(refused)?;
+    // Where each marker is, in the order the template wrote them (each exactly once).
+    let mut spots: Vec<(usize, usize, usize)> = Vec::new();
+    for &i in &special {
+        let m = marker(i);
+        let at = marked.find(&m).ok_or_else(refused)?;
+        if marked[at + m.len()..].contains(&m) {
+            return Err(refused());
+        }
+        spots.push((at, m.len(), i));
+    }
+    spots.sort_unstable();
+    for trim in [false, true] {
+        let content = |i: usize| if trim { messages[i].content.trim() } else { messages[i].content.as_str() };
+        let mut rebuilt = String::with_capacity(text.len());
+        let mut at = 0;
+        for &(start, len, i) in &spots {
+            rebuilt.push_str(&marked[at..start]);
+            rebuilt.push_str(content(i));
+            at = start + len;
+        }
+        rebuilt.push_str(&marked[at..]);
+        if rebuilt != text {
+            continue;
+        }
+        let mut tokens = Vec::new();
+        let mut at = 0;
+        for &(start, len, i) in &spots {
+            tokens.extend(model.tokenize(&marked[at..start], at == 0));
+            tokens.extend(model.tokenize_fragment(content(i)));
+            at = start + len;
+        }
+        tokens.extend(model.tokenize(&marked[at..], at == 0));
+        return Ok(Some(without_double_bos(model, tokens)));
+    }
+    Err(refused())
 }
 
 /// The doctor's diagnosis on this machine's memory now, with the target spread over the machines
@@ -408,23 +483,25 @@ impl Session {
         if prompt.trim().is_empty() {
             return Err(Error::InvalidPrompt("the prompt is empty".into()));
         }
+        // A prompt sent raw is the caller's own text, special tokens and all.
+        let messages = [ChatMessage::new("user", prompt)];
         self.tokens_for_both(|m| {
-            let text = if raw { None } else { m.apply_chat_template(prompt)? };
-            Ok(text.unwrap_or_else(|| prompt.to_string()))
+            let rendered = if raw { None } else { conversation_tokens(m, &messages)? };
+            Ok(rendered.unwrap_or_else(|| rendered_tokens(m, prompt)))
         })
     }
 
     /// The text `render` makes for the target, as its tokens. With a draft across vocabularies,
     /// the draft's own rendering is filed beside them: the draft reads the prompt as its own
     /// template writes it (a template it cannot render leaves it the target's text).
-    fn tokens_for_both(&self, render: impl Fn(&Model) -> Result<String>) -> Result<Vec<Token>> {
-        let tokens = rendered_tokens(&self.target, &render(&self.target)?);
+    fn tokens_for_both(&self, render: impl Fn(&Model) -> Result<Vec<Token>>) -> Result<Vec<Token>> {
+        let tokens = render(&self.target)?;
         if tokens.is_empty() {
             return Err(Error::InvalidPrompt("the prompt has no tokens".into()));
         }
         if let Some(d) = self.draft.as_ref().filter(|_| self.cross) {
-            if let Ok(text) = render(d) {
-                self.prompts.file(tokens.clone(), rendered_tokens(d, &text));
+            if let Ok(draft_tokens) = render(d) {
+                self.prompts.file(tokens.clone(), draft_tokens);
             }
         }
         Ok(tokens)
@@ -644,9 +721,10 @@ impl Session {
                     return Err(Error::InvalidPrompt("the conversation is empty".into()));
                 }
                 self.tokens_for_both(|m| {
-                    let rendered = if raw { None } else { m.chat_prompt(messages)? };
+                    let rendered = if raw { None } else { conversation_tokens(m, messages)? };
                     Ok(rendered.unwrap_or_else(|| {
-                        messages.iter().map(|m| m.content.as_str()).collect::<Vec<_>>().join("\n\n")
+                        let text = messages.iter().map(|m| m.content.as_str()).collect::<Vec<_>>().join("\n\n");
+                        rendered_tokens(m, &text)
                     }))
                 })
             }

@@ -147,7 +147,7 @@ pub fn serve<R: BufRead + Send + 'static, W: Write + Send + 'static>(input: R, o
                 let request = match lines::read_line(&mut input, lines::MAX_LINE) {
                     Line::End => break,
                     Line::Text(line) if line.trim().is_empty() => continue,
-                    Line::Text(line) => parse_request(&line).map_err(|e| (id_of(&line).unwrap_or(0), e)),
+                    Line::Text(line) => parse_request(&line).map_err(|e| (id_in(&line).unwrap_or(0), e)),
                     Line::TooLong { bytes, head } => Err((
                         id_of(&head).unwrap_or(0),
                         bad_request(format!(

@@ -14,7 +14,8 @@
 //! directly. Each unsafe block says why it holds.
 #![allow(unsafe_code)]
 
-pub mod memory_cap;
+/// The relay is plain sockets and bytes: it lives beside the worker protocol, where the fuzzer reaches it.
+pub use draftlab_core::serving::relay as memory_cap;
 mod server;
 
 pub use server::serve;

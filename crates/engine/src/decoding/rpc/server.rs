@@ -24,31 +24,77 @@ pub fn serve(host: &str, port: u16, threads: u32, mem: Option<u64>) -> Result<()
     let cannot =
         |what: &str, e: std::io::Error| Error::Listen { endpoint: endpoint.clone(), reason: format!("{what} ({e})") };
     let listener = std::net::TcpListener::bind((host, port)).map_err(|e| cannot("cannot listen there", e))?;
-    // ggml's own server listens on a free loopback port, behind the relay.
-    let inner = std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map_err(|e| cannot("no free loopback port", e))?;
-    let inner_endpoint = inner.to_string();
-    let ggml = std::thread::spawn(move || serve_here(&inner_endpoint, threads));
-    let started = std::time::Instant::now();
-    while TcpStream::connect_timeout(&inner, CONNECT_TIMEOUT).is_err() {
-        if ggml.is_finished() {
-            return ggml.join().unwrap_or_else(|_| Err(Error::Bug("llama.cpp's RPC server panicked".into())));
-        }
-        if started.elapsed() > Duration::from_secs(60) {
-            return Err(Error::Listen {
-                endpoint: inner.to_string(),
-                reason: "llama.cpp's RPC server did not start listening there".into(),
-            });
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    let inner = start_inner(threads).map_err(|reason| Error::Listen { endpoint: "127.0.0.1".into(), reason })?;
     eprintln!(
         "Serving {endpoint}: each device offers at most {:.2} GiB (through a relay to llama.cpp's server above, on {inner})",
         cap as f64 / (1u64 << 30) as f64
     );
     let caps = Caps { all: Some(cap), ..Caps::default() };
     super::memory_cap::relay(listener, inner, SharedCaps::new(caps.into())).map_err(|e| cannot("the relay stopped", e))
+}
+
+/// Starts ggml's RPC server on a free loopback port, in a thread of this process; returns its
+/// address once it listens there. ggml binds the port itself, so the port is found free first and
+/// may be taken by another program before ggml binds it: the server is trusted only when the
+/// socket listening there is this process's own (another program's would be handed every tensor
+/// and could answer anything), else another port is tried.
+fn start_inner(threads: u32) -> std::result::Result<std::net::SocketAddr, String> {
+    let mut last = String::new();
+    for _ in 0..5 {
+        let inner = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .map_err(|e| format!("no free loopback port ({e})"))?;
+        let endpoint = inner.to_string();
+        let ggml = std::thread::spawn(move || serve_here(&endpoint, threads));
+        let started = std::time::Instant::now();
+        let mut stranger = false;
+        loop {
+            if ggml.is_finished() {
+                last = match ggml.join() {
+                    _ if stranger => format!("another program listens on {inner}"),
+                    Ok(Err(e)) => e.to_string(),
+                    _ => "llama.cpp's RPC server stopped".into(),
+                };
+                break;
+            }
+            if TcpStream::connect_timeout(&inner, CONNECT_TIMEOUT).is_ok() {
+                if bound_here(inner) {
+                    return Ok(inner);
+                }
+                // Another program's socket: ggml's bind fails and its thread ends; try again.
+                stranger = true;
+                std::thread::sleep(Duration::from_millis(20));
+                continue;
+            }
+            if started.elapsed() > Duration::from_secs(60) {
+                return Err(format!("llama.cpp's RPC server did not start listening on {inner}"));
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+    Err(format!("llama.cpp's RPC server could not listen on a loopback port: {last}"))
+}
+
+/// Whether a socket of this process is bound to `addr` (its listener, or a connection it
+/// accepted there), found among the process's open file descriptors.
+#[cfg(unix)]
+#[allow(unsafe_code)]
+fn bound_here(addr: std::net::SocketAddr) -> bool {
+    use std::os::fd::FromRawFd;
+    let dir = if cfg!(target_os = "linux") { "/proc/self/fd" } else { "/dev/fd" };
+    let Ok(entries) = std::fs::read_dir(dir) else { return false };
+    entries.flatten().filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok()).any(|fd| {
+        // SAFETY: the listener is never dropped, so the descriptor is not closed or otherwise
+        // used; asking a descriptor that is not a socket (or was closed meanwhile) for its
+        // address only fails.
+        let socket = std::mem::ManuallyDrop::new(unsafe { std::net::TcpListener::from_raw_fd(fd) });
+        socket.local_addr().is_ok_and(|a| a == addr)
+    })
+}
+
+#[cfg(not(unix))]
+fn bound_here(_addr: std::net::SocketAddr) -> bool {
+    true
 }
 
 /// ggml's RPC server at `endpoint` on this machine's devices. Blocks.
@@ -78,4 +124,39 @@ fn serve_here(endpoint: &str, threads: u32) -> Result<()> {
         reason: "llama.cpp's RPC server stopped at once (the port is taken, or the address is not this machine's)"
             .into(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    #[cfg(unix)]
+    fn a_port_is_ours_only_when_this_process_listens_there() {
+        // Ours: a listener of this process, and the connections it accepted there.
+        let mine = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let at = mine.local_addr().unwrap();
+        assert!(bound_here(at));
+        // Another process's listener on a port: not ours, though it accepts connections.
+        let mut other = std::process::Command::new("python3")
+            .args([
+                "-c",
+                "import socket,sys\ns=socket.socket()\ns.bind(('127.0.0.1',0))\ns.listen()\n\
+                 print(s.getsockname()[1],flush=True)\nsys.stdin.read()",
+            ])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .expect("python3 runs");
+        let mut line = String::new();
+        std::io::BufRead::read_line(&mut std::io::BufReader::new(other.stdout.take().unwrap()), &mut line).unwrap();
+        let theirs: std::net::SocketAddr = format!("127.0.0.1:{}", line.trim()).parse().unwrap();
+        assert!(TcpStream::connect_timeout(&theirs, CONNECT_TIMEOUT).is_ok(), "the other process listens");
+        assert!(!bound_here(theirs), "another process's port is not ours");
+        drop(other.stdin.take());
+        let _ = other.wait();
+        // Nobody's.
+        drop(mine);
+        assert!(!bound_here(at));
+    }
 }

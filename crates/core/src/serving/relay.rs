@@ -48,21 +48,52 @@ impl Caps {
 /// Caps a relay reads at each memory answer: whoever holds them may change them between loads.
 pub type SharedCaps = Arc<RwLock<Caps>>;
 
+/// Clients served at once. A llama.cpp session keeps one connection per server it uses; past
+/// this, a connection is closed as it arrives (each costs two threads and a connection upstream).
+pub const MAX_CLIENTS: usize = 16;
+
+/// A place among the [`MAX_CLIENTS`], given back when the client's connection ends.
+struct Place(Arc<std::sync::atomic::AtomicUsize>);
+
+impl Place {
+    fn take(count: &Arc<std::sync::atomic::AtomicUsize>) -> Option<Place> {
+        use std::sync::atomic::Ordering;
+        count.fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| (n < MAX_CLIENTS).then_some(n + 1)).ok()?;
+        Some(Place(Arc::clone(count)))
+    }
+}
+
+impl Drop for Place {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, std::sync::atomic::Ordering::AcqRel);
+    }
+}
+
 /// Serves `listener`'s clients through to ggml's RPC server at `server`, with memory answers
-/// capped by `caps`. Blocks; each client gets its own pair of threads.
+/// capped by `caps`. Blocks; each client gets its own pair of threads, [`MAX_CLIENTS`] at most.
 pub fn relay(listener: TcpListener, server: SocketAddr, caps: SharedCaps) -> io::Result<()> {
+    let clients = Arc::new(std::sync::atomic::AtomicUsize::new(0));
     for client in listener.incoming() {
         let client = match client {
             Ok(c) => c,
             Err(e) => {
                 eprintln!("RPC relay: a connection failed: {e}");
+                // Out of file descriptors: wait a moment rather than spin.
+                thread::sleep(std::time::Duration::from_millis(50));
                 continue;
             }
+        };
+        let Some(place) = Place::take(&clients) else {
+            let peer = client.peer_addr().map_or_else(|_| "?".to_string(), |a| a.to_string());
+            eprintln!("RPC relay: {MAX_CLIENTS} clients are connected already; {peer} is refused");
+            let _ = client.shutdown(Shutdown::Both);
+            continue;
         };
         let caps = caps.clone();
         // Connected in the client's own thread: a server slow to accept (ggml's listens with a
         // backlog of one) holds up that client only, never the next one's accept.
         thread::spawn(move || {
+            let _place = place;
             let upstream = match TcpStream::connect_timeout(&server, UPSTREAM_TIMEOUT) {
                 Ok(s) => s,
                 Err(e) => {
@@ -77,6 +108,20 @@ pub fn relay(listener: TcpListener, server: SocketAddr, caps: SharedCaps) -> io:
         });
     }
     Ok(())
+}
+
+/// The relay over bytes in memory: `requests` as a client sends them and `answers` as the server
+/// sends them, passed as a connection would pass them (requests first, so the memory requests
+/// among them are known when their answers come). Returns what each side would receive, or where
+/// the framing broke. The fuzzer's entry; the relay's own tests use the parts.
+pub fn relay_bytes(requests: &[u8], answers: &[u8], caps: &Caps) -> (io::Result<Vec<u8>>, io::Result<Vec<u8>>) {
+    let asked = Asked::default();
+    let mut up = Vec::new();
+    let up_result = pass_requests(requests, &mut up, &asked).map(|()| up);
+    let mut down = Vec::new();
+    let caps = RwLock::new(caps.clone());
+    let down_result = pass_answers(answers, &mut down, &asked, &caps).map(|()| down);
+    (up_result, down_result)
 }
 
 /// Memory requests sent and not yet answered: the device each asked about.
@@ -278,6 +323,31 @@ mod tests {
         let one = answer(&memory(40 * gib, 64 * gib));
         pass_answers(one.as_slice(), &mut out, &Asked::new(VecDeque::from([0])), &none).unwrap();
         assert_eq!(out, one);
+    }
+
+    #[test]
+    fn clients_past_the_cap_are_closed_and_their_places_come_back() {
+        // No server behind the relay: each admitted client's thread fails to connect upstream and
+        // closes it; what matters is that the relay never holds more than MAX_CLIENTS.
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let at = listener.local_addr().unwrap();
+        let count = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let places: Vec<Place> = (0..MAX_CLIENTS).map(|_| Place::take(&count).unwrap()).collect();
+        assert!(Place::take(&count).is_none(), "one more than the cap");
+        drop(places);
+        assert_eq!(count.load(std::sync::atomic::Ordering::Acquire), 0);
+        // The relay itself: a server that never accepts (a listener nobody reads) holds each
+        // client's thread in its connect; the 17th client is closed at once.
+        let silent = TcpListener::bind("127.0.0.1:0").unwrap();
+        let upstream = silent.local_addr().unwrap();
+        thread::spawn(move || relay(listener, upstream, SharedCaps::default()));
+        let held: Vec<TcpStream> = (0..MAX_CLIENTS).map(|_| TcpStream::connect(at).unwrap()).collect();
+        let mut extra = TcpStream::connect(at).unwrap();
+        extra.set_read_timeout(Some(std::time::Duration::from_secs(5))).unwrap();
+        let mut b = [0u8; 1];
+        let n = extra.read(&mut b).unwrap_or(0);
+        assert_eq!(n, 0, "the client past the cap is closed");
+        drop((held, silent));
     }
 
     #[test]
