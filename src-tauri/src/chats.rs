@@ -5,85 +5,16 @@
 
 use std::path::{Path, PathBuf};
 
-use draftlab_core::decoding::report::{Report, StopReason};
-use draftlab_core::decoding::settings::{Mode, Settings};
-use draftlab_core::decoding::strategy::Strategy;
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
 use crate::error::ApiError;
-use crate::rendered::TokenView;
 use crate::store::{self, check_id, io_error, new_id, Kind};
 
 pub fn default_dir() -> PathBuf {
     draftlab_core::paths::data_dir().join("chats")
 }
 
-/// A conversation: its models and settings, a system prompt, and its turns.
-#[derive(Debug, Clone, Serialize, Deserialize, ts_rs::TS)]
-pub struct Conversation {
-    /// Empty for a conversation never saved (it gets an id when first saved).
-    pub id: String,
-    pub title: String,
-    /// Seconds since the Unix epoch.
-    pub updated_at: u64,
-    pub target: PathBuf,
-    pub draft: Option<PathBuf>,
-    /// Speculative (the strategy in `settings`) or the target alone.
-    pub mode: Mode,
-    pub settings: Settings,
-    pub system: String,
-    pub turns: Vec<Turn>,
-}
-
-/// One message: the user's, or an answer with its tokens and numbers.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, ts_rs::TS)]
-pub struct Turn {
-    /// `user` or `assistant`.
-    pub role: String,
-    pub content: String,
-    /// An answer's tokens as they were shown (provenance colours).
-    #[serde(default)]
-    pub tokens: Vec<TokenView>,
-    #[serde(default)]
-    pub stats: Option<TurnStats>,
-}
-
-/// What an answer measured.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, ts_rs::TS)]
-pub struct TurnStats {
-    pub strategy: Option<Strategy>,
-    pub tokens: usize,
-    pub tokens_per_s: f64,
-    pub drafted: usize,
-    pub accepted: usize,
-    pub acceptance_rate: f64,
-    /// The target alone's tokens/s by the measured step cost (adaptive speculation measures it):
-    /// `tokens_per_s` ÷ this is the answer's speedup estimate.
-    pub target_alone_tps: Option<f64>,
-    pub prompt_tokens: usize,
-    /// Prompt tokens the models' caches kept from the turns before (not decoded again).
-    pub prompt_reused: usize,
-    pub prompt_ms: f64,
-    pub stop_reason: StopReason,
-}
-
-impl TurnStats {
-    pub fn of(r: &Report) -> Self {
-        TurnStats {
-            strategy: r.strategy,
-            tokens: r.generated_tokens,
-            tokens_per_s: r.tokens_per_s,
-            drafted: r.drafted,
-            accepted: r.accepted,
-            acceptance_rate: r.acceptance_rate,
-            target_alone_tps: r.target_alone_tps,
-            prompt_tokens: r.prompt_tokens,
-            prompt_reused: r.prompt_reused,
-            prompt_ms: r.prompt_ms,
-            stop_reason: r.stop_reason,
-        }
-    }
-}
+pub use draftlab_core::decoding::conversation::{Conversation, Turn, TurnStats};
 
 /// One line of the conversation list.
 #[derive(Debug, Clone, Serialize, PartialEq, ts_rs::TS)]

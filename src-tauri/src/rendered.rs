@@ -4,9 +4,8 @@
 use std::time::{Duration, Instant};
 
 use draftlab_core::decoding::event::Event;
-use draftlab_core::decoding::report::{Report, TokenSource};
+use draftlab_core::decoding::report::Report;
 use draftlab_core::decoding::settings::Mode;
-use draftlab_core::decoding::strategy::Strategy;
 use draftlab_core::measuring::charts::{self, data as chart_data, Chart};
 use serde::{Deserialize, Serialize};
 
@@ -26,16 +25,7 @@ impl RenderedChart {
     }
 }
 
-/// A generated token as the UI shows it.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, ts_rs::TS)]
-pub struct TokenView {
-    pub text: String,
-    pub source: TokenSource,
-    pub step: usize,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    #[ts(optional)]
-    pub strategy: Option<Strategy>,
-}
+pub use draftlab_core::decoding::conversation::TokenView;
 
 /// Tokens/s over the run, one line per finished run.
 pub fn timeline(done: &[Report]) -> Chart {

@@ -16,9 +16,11 @@
 //! | `hub_headers` | the Hugging Face hub's answer headers for a file (etag, commit, size, ranges) |
 //! | `ollama` | Ollama manifests: the model layer's blob |
 //! | `costs` | the measured-costs file (`costs.json`) and the cost model read from it |
+//! | `chat` | a saved Chat view conversation (`chats/<id>.json`), as the list and the view read it |
 
 use std::path::{Path, PathBuf};
 
+use draftlab_core::decoding::conversation::Conversation;
 use draftlab_core::decoding::costs::{Costs, CostsCache};
 use draftlab_core::decoding::ngram_table::NgramTable;
 use draftlab_core::decoding::settings::{Mode, Settings};
@@ -37,7 +39,7 @@ use sha2::{Digest, Sha256};
 pub type Target = fn(&[u8]);
 
 /// The targets by name, as `scripts/fuzz` and the corpus test know them.
-pub const TARGETS: [(&str, Target); 11] = [
+pub const TARGETS: [(&str, Target); 12] = [
     ("gguf", gguf),
     ("ngram_map", ngram_map),
     ("results", results),
@@ -49,6 +51,7 @@ pub const TARGETS: [(&str, Target); 11] = [
     ("hub_headers", hub_headers),
     ("ollama", ollama),
     ("costs", costs),
+    ("chat", chat),
 ];
 
 const PATH: &str = "fuzz-input";
@@ -224,4 +227,22 @@ pub fn costs(data: &[u8]) {
         all.push(c);
     }
     let _ = Costs::median_of(&all);
+}
+
+pub fn chat(data: &[u8]) {
+    let Some(value) = json(data) else { return };
+    let Ok(c) = serde_json::from_value::<Conversation>(value) else { return };
+    // What the list and the view read of it.
+    let _ =
+        (c.target.file_name(), c.draft.as_ref().map(|d| d.display().to_string()), c.settings.clone().validate(c.mode));
+    let first = c.turns.iter().find(|t| t.role == "user").map_or("New chat", |t| t.content.as_str());
+    let _: String = first.lines().next().unwrap_or("").chars().take(60).collect();
+    for t in &c.turns {
+        let _: String = t.tokens.iter().map(|v| v.text.as_str()).collect();
+        if let Some(s) = &t.stats {
+            let _ =
+                (s.tokens_per_s / s.target_alone_tps.unwrap_or(1.0), s.prompt_tokens.saturating_sub(s.prompt_reused));
+        }
+    }
+    let _ = serde_json::to_vec(&c);
 }

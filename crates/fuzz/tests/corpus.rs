@@ -35,3 +35,26 @@ fn every_target_returns_on_its_seeds_and_past_crashes() {
         }
     }
 }
+
+/// The seeds are read as what they stand for (a seed every parser refused would fuzz only its
+/// first error).
+#[test]
+fn the_seeds_of_the_saved_shapes_parse() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("seeds");
+    let conversation = std::fs::read(root.join("chat/conversation.json")).unwrap();
+    let c: draftlab_core::decoding::conversation::Conversation = serde_json::from_slice(&conversation).unwrap();
+    assert_eq!(c.turns.len(), 2);
+    let costs = std::fs::read(root.join("costs/costs.json")).unwrap();
+    let cache = draftlab_core::decoding::costs::CostsCache::from_bytes(&costs).unwrap();
+    assert_eq!(cache.keys().count(), 3);
+    let manifest = std::fs::read_to_string(root.join("ollama/manifest.json")).unwrap();
+    assert!(draftlab_core::files::discover::ollama_model_blob(&manifest).is_some());
+    for name in ["chat.bin", "parts.bin", "completion.bin"] {
+        let bytes = std::fs::read(root.join("http").join(name)).unwrap();
+        let endpoint =
+            if bytes[0] & 1 == 0 { draftlab_server::Endpoint::Chat } else { draftlab_server::Endpoint::Completion };
+        let body = bytes[1..].split(|&b| b == 0).next().unwrap();
+        let settings = draftlab_core::decoding::settings::Settings::default();
+        assert!(draftlab_server::read_request(&settings, endpoint, body).is_ok(), "{name}");
+    }
+}

@@ -129,7 +129,11 @@ impl CostsCache {
     }
 
     pub fn load() -> CostsCache {
-        let path = Self::path();
+        Self::load_from(&Self::path())
+    }
+
+    fn load_from(path: &std::path::Path) -> CostsCache {
+        let path = path.to_path_buf();
         let Ok(bytes) = std::fs::read(&path) else { return CostsCache::default() };
         Self::from_bytes(&bytes).unwrap_or_else(|e| {
             // Not overwritten by the next save: kept aside, and said.
@@ -183,13 +187,24 @@ impl CostsCache {
     }
 
     /// Adds an entry and writes the file (atomically); failures only cost a re-measurement later.
+    /// Read, added to and written under a lock (`costs.json.lock`), so the app and a CLI run
+    /// measuring at once both keep their entries.
     pub fn store(key: &str, costs: &Costs) {
-        let mut cache = CostsCache::load();
+        Self::store_in(&Self::path(), key, costs);
+    }
+
+    fn store_in(path: &std::path::Path, key: &str, costs: &Costs) {
+        let _ = path.parent().map(std::fs::create_dir_all);
+        let lock =
+            std::fs::OpenOptions::new().create(true).truncate(false).write(true).open(path.with_extension("json.lock"));
+        // Without a lock (a read-only folder), the write below fails anyway.
+        let _held = lock.and_then(|f| f.lock().map(|()| f));
+        let mut cache = CostsCache::load_from(path);
         let now = crate::paths::now_secs();
         cache.entries.retain(|_, e| now.saturating_sub(e.measured_at) < COSTS_MAX_AGE_S);
         cache.entries.insert(key.to_string(), CachedCosts { costs: costs.clone(), measured_at: now });
         if let Ok(bytes) = serde_json::to_vec_pretty(&cache) {
-            let _ = crate::paths::write_atomically(&Self::path(), &bytes);
+            let _ = crate::paths::write_atomically(path, &bytes);
         }
     }
 }
@@ -197,6 +212,25 @@ impl CostsCache {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Writers at once (the app and a CLI run) each keep their entry.
+    #[test]
+    fn concurrent_stores_keep_every_entry() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("costs.json");
+        let costs = Costs { verify_ms: vec![10.0, 11.0], draft_token_ms: 1.0, c: 0.1 };
+        std::thread::scope(|s| {
+            for t in 0..8 {
+                let (path, costs) = (&path, &costs);
+                s.spawn(move || {
+                    for i in 0..10 {
+                        CostsCache::store_in(path, &format!("key-{t}-{i}"), costs);
+                    }
+                });
+            }
+        });
+        assert_eq!(CostsCache::load_from(&path).keys().count(), 80);
+    }
 
     /// The finder's lookup: the newest fresh measurement of the pair, under any settings; another
     /// draft, a changed file or an old entry is not it.

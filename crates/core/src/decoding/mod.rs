@@ -11,6 +11,7 @@
 
 pub mod chat;
 pub mod compare;
+pub mod conversation;
 pub mod costs;
 pub mod endpoint;
 pub mod event;
