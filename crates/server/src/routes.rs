@@ -143,9 +143,7 @@ pub(crate) async fn chat_completions(
     headers: HeaderMap,
     body: Body,
 ) -> Result<Response, ApiError> {
-    check_key(&s, &headers)?;
-    let bytes = read_body(&s, body).await?;
-    read_request(Endpoint::Chat, &bytes)?.run(s).await
+    answer(s, &headers, body, Endpoint::Chat).await
 }
 
 pub(crate) async fn completions(
@@ -153,9 +151,14 @@ pub(crate) async fn completions(
     headers: HeaderMap,
     body: Body,
 ) -> Result<Response, ApiError> {
-    check_key(&s, &headers)?;
+    answer(s, &headers, body, Endpoint::Completion).await
+}
+
+/// A generation request: the key, the body, then the job.
+async fn answer(s: Arc<Shared>, headers: &HeaderMap, body: Body, endpoint: Endpoint) -> Result<Response, ApiError> {
+    check_key(&s, headers)?;
     let bytes = read_body(&s, body).await?;
-    read_request(Endpoint::Completion, &bytes)?.run(s).await
+    read_request(endpoint, &bytes)?.run(s).await
 }
 
 /// A request body as `endpoint` reads it: the messages (or prompt) and what the request asks for.
