@@ -3,7 +3,8 @@
 //! continuation of the current suffix, longest n-gram first (see [`super::ngram`]).
 //!
 //! Optionally the statistics are kept per model vocabulary in the app data folder: a run starts
-//! from what earlier runs learned and adds what it learns when it ends.
+//! from what earlier runs learned and adds what it learns when it ends — to the file as it is then
+//! (under a lock), so runs ending at once (the app and a CLI run) both keep what they learned.
 
 use std::path::PathBuf;
 
@@ -17,6 +18,8 @@ const SAVED_LIMIT: usize = 2_000_000;
 
 pub struct NgramCache {
     table: NgramTable,
+    /// What this cache learned itself (not loaded from the file): what it adds to the file.
+    fresh: NgramTable,
     /// How much of the context is already in the table.
     learned: usize,
     /// Tokens learned since the cache was created (what a saved file adds to its count).
@@ -27,7 +30,13 @@ pub struct NgramCache {
 
 impl NgramCache {
     pub fn new(min_ngram: usize, max_ngram: usize) -> Result<Self> {
-        Ok(NgramCache { table: NgramTable::new(min_ngram, max_ngram)?, learned: 0, new_tokens: 0, persist: None })
+        Ok(NgramCache {
+            table: NgramTable::new(min_ngram, max_ngram)?,
+            fresh: NgramTable::new(min_ngram, max_ngram)?,
+            learned: 0,
+            new_tokens: 0,
+            persist: None,
+        })
     }
 
     /// A cache that starts from the statistics saved at `path` (when they exist, match the
@@ -80,6 +89,9 @@ impl NgramCache {
             self.learned = 0;
         }
         self.table.learn(context, self.learned);
+        if self.persist.is_some() {
+            self.fresh.learn(context, self.learned);
+        }
         self.new_tokens += (context.len() - self.learned) as u64;
         self.learned = context.len();
     }
@@ -102,11 +114,34 @@ impl Drafter for NgramCache {
 
     fn finish(&mut self, context: &[Token]) -> Result<()> {
         self.learn(context);
-        if let Some((path, header)) = self.persist.as_mut() {
-            header.tokens += std::mem::take(&mut self.new_tokens);
-            header.created_at = crate::paths::now_secs();
-            *header = self.table.save(path, header, 1, SAVED_LIMIT)?;
+        let Some((path, header)) = self.persist.as_mut() else { return Ok(()) };
+        // The file as it is now (another run may have saved since this one loaded it), plus what
+        // this run learned: read and written under a lock.
+        let lock =
+            std::fs::OpenOptions::new().create(true).truncate(false).write(true).open(path.with_extension("lock"));
+        let _held = lock.and_then(|f| f.lock().map(|()| f));
+        let (min, max) = (self.table.min_ngram(), self.table.max_ngram());
+        let mut saved = NgramTable::new(min, max)?;
+        let mut tokens = 0;
+        match NgramTable::load(path) {
+            Ok((t, h)) => {
+                if h.vocab_fingerprint == header.vocab_fingerprint && (t.min_ngram(), t.max_ngram()) == (min, max) {
+                    saved.merge(&t);
+                    tokens = h.tokens;
+                    header.sources = h.sources;
+                }
+            }
+            // Broken since this run loaded it: kept aside, not overwritten.
+            Err(_) if path.exists() => {
+                let _ = crate::paths::set_aside(path);
+            }
+            Err(_) => {}
         }
+        saved.merge(&self.fresh);
+        self.fresh = NgramTable::new(min, max)?;
+        header.tokens = tokens + std::mem::take(&mut self.new_tokens);
+        header.created_at = crate::paths::now_secs();
+        *header = saved.save(path, header, 1, SAVED_LIMIT)?;
         Ok(())
     }
 }
@@ -163,6 +198,16 @@ mod tests {
         assert!(warn.contains("starting afresh") && warn.contains("kept as"), "{warn}");
         c.finish(&[1, 2, 1, 2]).unwrap();
         assert!(NgramTable::load(&path).is_ok());
+        // Two runs on the same file at once: each adds what it learned to the file as it is when it
+        // ends, so neither loses the other's.
+        let (mut a, _) = NgramCache::persistent(1, 2, path.clone(), header.clone()).unwrap();
+        let (mut b, _) = NgramCache::persistent(1, 2, path.clone(), header.clone()).unwrap();
+        a.finish(&[7, 8, 7, 8, 7, 8]).unwrap();
+        b.finish(&[3, 9, 3, 9, 3, 9]).unwrap();
+        let (mut c, _) = NgramCache::persistent(1, 2, path.clone(), header.clone()).unwrap();
+        assert_eq!(c.propose(&[0, 7], 1).unwrap().tokens, vec![8], "the first run's learning was lost");
+        assert_eq!(c.propose(&[0, 3], 1).unwrap().tokens, vec![9]);
+        assert_eq!(NgramTable::load(&path).unwrap().1.tokens, 4 + 6 + 6);
         // The unreadable file is still there, beside the new one.
         let kept: Vec<_> = std::fs::read_dir(dir.path())
             .unwrap()
