@@ -14,7 +14,7 @@ pub fn default_dir() -> PathBuf {
     draftlab_core::paths::data_dir().join("chats")
 }
 
-pub use draftlab_core::decoding::conversation::{Conversation, Turn, TurnStats};
+pub use draftlab_core::decoding::saved::{Conversation, Turn, TurnStats};
 
 /// One line of the conversation list.
 #[derive(Debug, Clone, Serialize, PartialEq, ts_rs::TS)]

@@ -5,41 +5,19 @@
 
 use std::path::{Path, PathBuf};
 
-use draftlab_core::decoding::compare::Comparison;
 use draftlab_core::decoding::report::Report;
 use draftlab_core::decoding::settings::Mode;
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
 use crate::error::ApiError;
-use crate::rendered::{self, RenderedChart, TokenView};
-use crate::requests::RunRequest;
-use crate::store::{self, io_error, new_id, Kind};
+use crate::rendered::{self, RenderedChart};
+use crate::store::{self, io_error, Kind};
 
 pub fn default_dir() -> PathBuf {
     draftlab_core::paths::data_dir().join("runs")
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize, ts_rs::TS)]
-pub struct HistoryRun {
-    pub id: String,
-    /// Seconds since the Unix epoch.
-    pub saved_at: u64,
-    pub request: RunRequest,
-    pub reports: Vec<Report>,
-    pub comparison: Option<Comparison>,
-    pub speedup: Option<f64>,
-    /// Each mode's tokens as the window showed them (runs saved before this was kept have none:
-    /// their text is shown plain).
-    #[serde(default)]
-    pub tokens: Vec<ModeTokens>,
-}
-
-/// The tokens one mode of a run generated, with where each came from.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, ts_rs::TS)]
-pub struct ModeTokens {
-    pub mode: Mode,
-    pub tokens: Vec<TokenView>,
-}
+pub use draftlab_core::decoding::saved::{HistoryRun, ModeTokens};
 
 /// A saved run as the window re-opens it: the run, its verdict line and its charts, drawn again
 /// from the saved reports.
@@ -64,31 +42,18 @@ pub struct HistoryEntry {
     pub tokens_per_s: Vec<f64>,
 }
 
-impl HistoryRun {
-    pub fn new(
-        request: &RunRequest,
-        reports: Vec<Report>,
-        comparison: Option<Comparison>,
-        speedup: Option<f64>,
-        tokens: Vec<ModeTokens>,
-    ) -> Self {
-        let (id, saved_at) = new_id();
-        HistoryRun { id, saved_at, request: request.clone(), reports, comparison, speedup, tokens }
-    }
-
-    fn entry(&self) -> HistoryEntry {
-        let name = |r: &Report| r.target.name.clone();
-        HistoryEntry {
-            id: self.id.clone(),
-            saved_at: self.saved_at,
-            target: self.reports.first().map_or_else(|| self.request.target.display().to_string(), name),
-            draft: self.reports.iter().find_map(|r| r.draft.as_ref().map(|d| d.name.clone())),
-            prompt: self.request.prompt.chars().take(120).collect(),
-            modes: self.reports.iter().map(|r| r.mode).collect(),
-            speedup: self.speedup,
-            identical: self.comparison.as_ref().map(|c| c.identical),
-            tokens_per_s: self.reports.iter().map(|r| r.tokens_per_s).collect(),
-        }
+fn entry(run: &HistoryRun) -> HistoryEntry {
+    let name = |r: &Report| r.target.name.clone();
+    HistoryEntry {
+        id: run.id.clone(),
+        saved_at: run.saved_at,
+        target: run.reports.first().map_or_else(|| run.request.target.display().to_string(), name),
+        draft: run.reports.iter().find_map(|r| r.draft.as_ref().map(|d| d.name.clone())),
+        prompt: run.request.prompt.chars().take(120).collect(),
+        modes: run.reports.iter().map(|r| r.mode).collect(),
+        speedup: run.speedup,
+        identical: run.comparison.as_ref().map(|c| c.identical),
+        tokens_per_s: run.reports.iter().map(|r| r.tokens_per_s).collect(),
     }
 }
 
@@ -110,7 +75,7 @@ pub fn get(dir: &Path, id: &str) -> Result<HistoryRun, ApiError> {
 
 /// Saved runs, newest first; unreadable files are skipped (they never hide the others).
 pub fn list(dir: &Path) -> Result<Vec<HistoryEntry>, ApiError> {
-    let mut entries: Vec<HistoryEntry> = store::read_all::<HistoryRun>(dir)?.into_iter().map(|r| r.entry()).collect();
+    let mut entries: Vec<HistoryEntry> = store::read_all::<HistoryRun>(dir)?.into_iter().map(|r| entry(&r)).collect();
     entries.sort_by(|a, b| b.id.cmp(&a.id));
     Ok(entries)
 }

@@ -4,9 +4,7 @@
 use std::time::{Duration, Instant};
 
 use draftlab_core::decoding::event::Event;
-use draftlab_core::decoding::report::Report;
-use draftlab_core::decoding::settings::Mode;
-use draftlab_core::measuring::charts::{self, data as chart_data, Chart};
+use draftlab_core::measuring::charts::{self, Chart};
 use serde::{Deserialize, Serialize};
 
 use crate::error::ApiError;
@@ -25,44 +23,9 @@ impl RenderedChart {
     }
 }
 
-pub use draftlab_core::decoding::conversation::TokenView;
+pub use draftlab_core::decoding::saved::TokenView;
 
-/// Tokens/s over the run, one line per finished run.
-pub fn timeline(done: &[Report]) -> Chart {
-    let refs: Vec<&Report> = done.iter().collect();
-    chart_data::timeline("Tokens/s over the run", &refs)
-}
-
-/// The charts of a speculative run's report: acceptance by position, accepted lengths.
-pub fn speculative_charts(r: &Report) -> [Chart; 2] {
-    [
-        chart_data::positions("Acceptance by draft position", r),
-        chart_data::lengths("Draft tokens accepted per round", r),
-    ]
-}
-
-/// The baseline-vs-speculative bars of a compared pair of runs.
-pub fn pair_chart(b: &Report, s: &Report) -> Chart {
-    Chart::bars("Tokens/s: baseline vs speculative", vec![chart_data::runs_group(&b.target.name, b, s)])
-}
-
-/// The charts a finished run showed: its timeline, the speculative run's acceptance charts, and the
-/// bars when both modes ran (History draws them again from the saved reports).
-pub fn final_charts(reports: &[Report]) -> Vec<Chart> {
-    if reports.is_empty() {
-        return Vec::new();
-    }
-    let mut charts = vec![timeline(reports)];
-    if let Some(s) = reports.iter().find(|r| r.mode == Mode::Speculative) {
-        charts.extend(speculative_charts(s));
-    }
-    if let [b, s] = reports {
-        if b.mode == Mode::Baseline && s.mode == Mode::Speculative {
-            charts.push(pair_chart(b, s));
-        }
-    }
-    charts
-}
+pub use draftlab_core::decoding::saved::{pair_chart, run_charts as final_charts, speculative_charts, timeline};
 
 /// One screen frame: tokens are sent to the page at most this often.
 pub const FRAME: Duration = Duration::from_millis(16);

@@ -2,24 +2,10 @@
 
 use std::path::PathBuf;
 
-use draftlab_core::decoding::settings::{Mode, Settings};
+use draftlab_core::decoding::settings::Settings;
 use serde::{Deserialize, Serialize};
 
-#[derive(Debug, Clone, Serialize, Deserialize, ts_rs::TS)]
-pub struct RunRequest {
-    pub target: PathBuf,
-    #[serde(default)]
-    pub draft: Option<PathBuf>,
-    pub prompt: String,
-    /// In order; `[baseline, speculative]` runs both and compares them.
-    pub modes: Vec<Mode>,
-    pub settings: Settings,
-    /// Draw charts while it runs (tokens/s over time) and after (acceptance, lengths, speedup);
-    /// on unless `false`.
-    #[serde(default)]
-    #[ts(optional)]
-    pub charts: Option<bool>,
-}
+pub use draftlab_core::decoding::saved::RunRequest;
 
 /// What to serve, and where.
 #[derive(Debug, Clone, Deserialize, Serialize, ts_rs::TS)]

@@ -299,7 +299,8 @@ impl Following {
         let history_id = if self.reports.is_empty() {
             None
         } else {
-            let run = HistoryRun::new(request, self.reports, comparison, speedup, self.shown);
+            let (id, saved_at) = crate::store::new_id();
+            let run = HistoryRun::new(id, saved_at, request, self.reports, comparison, speedup, self.shown);
             Some(history::save(&state.history_dir, &run)?)
         };
         Ok(RunOutcome { history_id, cancelled: self.cancelled })

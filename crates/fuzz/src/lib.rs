@@ -17,17 +17,19 @@
 //! | `ollama` | Ollama manifests: the model layer's blob |
 //! | `costs` | the measured-costs file (`costs.json`) and the cost model read from it |
 //! | `chat` | a saved Chat view conversation (`chats/<id>.json`), as the list and the view read it |
+//! | `history` | a saved run (`runs/<id>.json`), as History lists and re-opens it: its verdict and charts, drawn as SVG |
 
 use std::path::{Path, PathBuf};
 
-use draftlab_core::decoding::conversation::Conversation;
 use draftlab_core::decoding::costs::{Costs, CostsCache};
 use draftlab_core::decoding::ngram_table::NgramTable;
+use draftlab_core::decoding::saved::{run_charts, Conversation, HistoryRun};
 use draftlab_core::decoding::settings::{Mode, Settings};
 use draftlab_core::decoding::template::{render, ChatMessage, TemplateVars};
 use draftlab_core::files::gguf::GgufFile;
 use draftlab_core::files::memory::Footprint;
 use draftlab_core::files::{discover, hub};
+use draftlab_core::measuring::charts;
 use draftlab_core::measuring::results::{self, Results};
 use draftlab_core::measuring::sweep::SweepResults;
 use draftlab_core::serving::lines::{self, Line};
@@ -39,7 +41,7 @@ use sha2::{Digest, Sha256};
 pub type Target = fn(&[u8]);
 
 /// The targets by name, as `scripts/fuzz` and the corpus test know them.
-pub const TARGETS: [(&str, Target); 12] = [
+pub const TARGETS: [(&str, Target); 13] = [
     ("gguf", gguf),
     ("ngram_map", ngram_map),
     ("results", results),
@@ -52,6 +54,7 @@ pub const TARGETS: [(&str, Target); 12] = [
     ("ollama", ollama),
     ("costs", costs),
     ("chat", chat),
+    ("history", history),
 ];
 
 const PATH: &str = "fuzz-input";
@@ -245,4 +248,16 @@ pub fn chat(data: &[u8]) {
         }
     }
     let _ = serde_json::to_vec(&c);
+}
+
+pub fn history(data: &[u8]) {
+    let Some(value) = json(data) else { return };
+    let Ok(run) = serde_json::from_value::<HistoryRun>(value) else { return };
+    // The list's line, the verdict and the charts re-drawn, as History shows them.
+    let _ = (run.reports.first().map(|r| r.target.name.clone()), run.request.prompt.chars().take(120).count());
+    let _ = run.comparison.as_ref().map(|c| c.verdict());
+    for chart in run_charts(&run.reports) {
+        let _ = charts::svg(&chart, charts::WIDTH, charts::HEIGHT);
+    }
+    let _ = serde_json::to_vec(&run);
 }

@@ -42,8 +42,11 @@ fn every_target_returns_on_its_seeds_and_past_crashes() {
 fn the_seeds_of_the_saved_shapes_parse() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("seeds");
     let conversation = std::fs::read(root.join("chat/conversation.json")).unwrap();
-    let c: draftlab_core::decoding::conversation::Conversation = serde_json::from_slice(&conversation).unwrap();
+    let c: draftlab_core::decoding::saved::Conversation = serde_json::from_slice(&conversation).unwrap();
     assert_eq!(c.turns.len(), 2);
+    let run = std::fs::read(root.join("history/run.json")).unwrap();
+    let run: draftlab_core::decoding::saved::HistoryRun = serde_json::from_slice(&run).unwrap();
+    assert_eq!(draftlab_core::decoding::saved::run_charts(&run.reports).len(), 4);
     let costs = std::fs::read(root.join("costs/costs.json")).unwrap();
     let cache = draftlab_core::decoding::costs::CostsCache::from_bytes(&costs).unwrap();
     assert_eq!(cache.keys().count(), 3);

@@ -11,7 +11,6 @@
 
 pub mod chat;
 pub mod compare;
-pub mod conversation;
 pub mod costs;
 pub mod endpoint;
 pub mod event;
@@ -19,6 +18,7 @@ pub mod ngram_table;
 pub mod options;
 pub mod report;
 pub mod sampling;
+pub mod saved;
 pub mod settings;
 pub mod strategy;
 pub mod template;

@@ -1,0 +1,191 @@
+//! What the app saves in its data folder, as it saves it: a Chat view conversation
+//! (`chats/<id>.json`: its models and settings, a system prompt, and its turns, each answer with
+//! its tokens, where each came from, and its numbers) and a finished run (`runs/<id>.json`: the
+//! request, the reports, the comparison and the tokens as shown), so a re-opened one looks as it
+//! did. The types live here, beside the other saved shapes, so the fuzzer reads them as the app
+//! does; [`run_charts`] are the charts a run showed, drawn again from its reports.
+
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+
+use crate::decoding::compare::Comparison;
+use crate::decoding::report::{Report, StopReason, TokenSource};
+use crate::decoding::settings::{Mode, Settings};
+use crate::decoding::strategy::Strategy;
+use crate::measuring::charts::{data as chart_data, Chart};
+
+/// A generated token as the UI shows it.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct TokenView {
+    pub text: String,
+    pub source: TokenSource,
+    pub step: usize,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "ts", ts(optional))]
+    pub strategy: Option<Strategy>,
+}
+
+/// A conversation: its models and settings, a system prompt, and its turns.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Conversation {
+    /// Empty for a conversation never saved (it gets an id when first saved).
+    pub id: String,
+    pub title: String,
+    /// Seconds since the Unix epoch.
+    pub updated_at: u64,
+    pub target: PathBuf,
+    pub draft: Option<PathBuf>,
+    /// Speculative (the strategy in `settings`) or the target alone.
+    pub mode: Mode,
+    pub settings: Settings,
+    pub system: String,
+    pub turns: Vec<Turn>,
+}
+
+/// One message: the user's, or an answer with its tokens and numbers.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Turn {
+    /// `user` or `assistant`.
+    pub role: String,
+    pub content: String,
+    /// An answer's tokens as they were shown (provenance colours).
+    #[serde(default)]
+    pub tokens: Vec<TokenView>,
+    #[serde(default)]
+    pub stats: Option<TurnStats>,
+}
+
+/// What an answer measured.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct TurnStats {
+    pub strategy: Option<Strategy>,
+    pub tokens: usize,
+    pub tokens_per_s: f64,
+    pub drafted: usize,
+    pub accepted: usize,
+    pub acceptance_rate: f64,
+    /// The target alone's tokens/s by the measured step cost (adaptive speculation measures it):
+    /// `tokens_per_s` ÷ this is the answer's speedup estimate.
+    pub target_alone_tps: Option<f64>,
+    pub prompt_tokens: usize,
+    /// Prompt tokens the models' caches kept from the turns before (not decoded again).
+    pub prompt_reused: usize,
+    pub prompt_ms: f64,
+    pub stop_reason: StopReason,
+}
+
+impl TurnStats {
+    pub fn of(r: &Report) -> Self {
+        TurnStats {
+            strategy: r.strategy,
+            tokens: r.generated_tokens,
+            tokens_per_s: r.tokens_per_s,
+            drafted: r.drafted,
+            accepted: r.accepted,
+            acceptance_rate: r.acceptance_rate,
+            target_alone_tps: r.target_alone_tps,
+            prompt_tokens: r.prompt_tokens,
+            prompt_reused: r.prompt_reused,
+            prompt_ms: r.prompt_ms,
+            stop_reason: r.stop_reason,
+        }
+    }
+}
+
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct RunRequest {
+    pub target: PathBuf,
+    #[serde(default)]
+    pub draft: Option<PathBuf>,
+    pub prompt: String,
+    /// In order; `[baseline, speculative]` runs both and compares them.
+    pub modes: Vec<Mode>,
+    pub settings: Settings,
+    /// Draw charts while it runs (tokens/s over time) and after (acceptance, lengths, speedup);
+    /// on unless `false`.
+    #[serde(default)]
+    #[cfg_attr(feature = "ts", ts(optional))]
+    pub charts: Option<bool>,
+}
+
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct HistoryRun {
+    pub id: String,
+    /// Seconds since the Unix epoch.
+    pub saved_at: u64,
+    pub request: RunRequest,
+    pub reports: Vec<Report>,
+    pub comparison: Option<Comparison>,
+    pub speedup: Option<f64>,
+    /// Each mode's tokens as the window showed them (runs saved before this was kept have none:
+    /// their text is shown plain).
+    #[serde(default)]
+    pub tokens: Vec<ModeTokens>,
+}
+
+/// The tokens one mode of a run generated, with where each came from.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct ModeTokens {
+    pub mode: Mode,
+    pub tokens: Vec<TokenView>,
+}
+
+impl HistoryRun {
+    /// A run to save under `id` (made by the caller) at `saved_at` (seconds since the Unix epoch).
+    pub fn new(
+        id: String,
+        saved_at: u64,
+        request: &RunRequest,
+        reports: Vec<Report>,
+        comparison: Option<Comparison>,
+        speedup: Option<f64>,
+        tokens: Vec<ModeTokens>,
+    ) -> Self {
+        HistoryRun { id, saved_at, request: request.clone(), reports, comparison, speedup, tokens }
+    }
+}
+
+/// Tokens/s over the run, one line per finished run.
+pub fn timeline(done: &[Report]) -> Chart {
+    let refs: Vec<&Report> = done.iter().collect();
+    chart_data::timeline("Tokens/s over the run", &refs)
+}
+
+/// The charts of a speculative run's report: acceptance by position, accepted lengths.
+pub fn speculative_charts(r: &Report) -> [Chart; 2] {
+    [
+        chart_data::positions("Acceptance by draft position", r),
+        chart_data::lengths("Draft tokens accepted per round", r),
+    ]
+}
+
+/// The baseline-vs-speculative bars of a compared pair of runs.
+pub fn pair_chart(b: &Report, s: &Report) -> Chart {
+    Chart::bars("Tokens/s: baseline vs speculative", vec![chart_data::runs_group(&b.target.name, b, s)])
+}
+
+/// The charts a finished run showed: its timeline, the speculative run's acceptance charts, and the
+/// bars when both modes ran (History draws them again from the saved reports).
+pub fn run_charts(reports: &[Report]) -> Vec<Chart> {
+    if reports.is_empty() {
+        return Vec::new();
+    }
+    let mut charts = vec![timeline(reports)];
+    if let Some(s) = reports.iter().find(|r| r.mode == Mode::Speculative) {
+        charts.extend(speculative_charts(s));
+    }
+    if let [b, s] = reports {
+        if b.mode == Mode::Baseline && s.mode == Mode::Speculative {
+            charts.push(pair_chart(b, s));
+        }
+    }
+    charts
+}
