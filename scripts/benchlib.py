@@ -877,6 +877,10 @@ def builds(a):
     engine's timers: loading excluded), and new ÷ old per pair of runs."""
     cases = [("target alone", ["--mode", "baseline"])]
     cases += [(name, ["--mode", "speculative"] + flags) for name, flags in TABLE_CASES]
+    if a.cases:
+        # Some cases only, by the start of their names ("target,auto").
+        wanted = [w.strip() for w in a.cases.split(",") if w.strip()]
+        cases = [c for c in cases if any(c[0].startswith(w) for w in wanted)]
     commands = []
 
     def tps(cli, prompt, flags):
@@ -915,7 +919,8 @@ COMMANDS = {
     "strategies-table": (strategies_table, ["folder"]),
     "draft-len-table": (draft_len_table, ["folder", "prompt", "strategy"]),
     "defaults-table": (defaults_table, [("files", "+")]),
-    "builds": (builds, ["--old", "--new", "--target", "--draft", ("--reps", int), "--threads", "--n", "--prompts"]),
+    "builds": (builds, ["--old", "--new", "--target", "--draft", ("--reps", int), "--threads", "--n", "--prompts",
+                        "--cases"]),
     "upstream": (upstream, ["--draftlab", "--target", "--dir", ("--reps", int), "--threads"]),
     "table": (speed_table, ["--draftlab", "--target", "--draft", "--out", ("--reps", int), "--threads", "--upstream"]),
     "cross": (cross, ["--draftlab", "--qwen-target", "--qwen-draft", "--smollm2", "--gemma3", "--out", ("--reps", int),
