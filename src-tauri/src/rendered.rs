@@ -25,7 +25,9 @@ impl RenderedChart {
 
 pub use draftlab_core::decoding::saved::TokenView;
 
-pub use draftlab_core::decoding::saved::{pair_chart, run_charts as final_charts, speculative_charts, timeline};
+pub use draftlab_core::measuring::charts::data::{
+    pair_chart, run_charts as final_charts, run_timeline as timeline, speculative_charts,
+};
 
 /// One screen frame: tokens are sent to the page at most this often.
 pub const FRAME: Duration = Duration::from_millis(16);

@@ -23,13 +23,14 @@ use std::path::{Path, PathBuf};
 
 use draftlab_core::decoding::costs::{Costs, CostsCache};
 use draftlab_core::decoding::ngram_table::NgramTable;
-use draftlab_core::decoding::saved::{run_charts, Conversation, HistoryRun};
+use draftlab_core::decoding::saved::{Conversation, HistoryRun};
 use draftlab_core::decoding::settings::{Mode, Settings};
 use draftlab_core::decoding::template::{render, ChatMessage, TemplateVars};
 use draftlab_core::files::gguf::GgufFile;
 use draftlab_core::files::memory::Footprint;
 use draftlab_core::files::{discover, hub};
 use draftlab_core::measuring::charts;
+use draftlab_core::measuring::charts::data::run_charts;
 use draftlab_core::measuring::results::{self, Results};
 use draftlab_core::measuring::sweep::SweepResults;
 use draftlab_core::serving::lines::{self, Line};

@@ -46,7 +46,7 @@ fn the_seeds_of_the_saved_shapes_parse() {
     assert_eq!(c.turns.len(), 2);
     let run = std::fs::read(root.join("history/run.json")).unwrap();
     let run: draftlab_core::decoding::saved::HistoryRun = serde_json::from_slice(&run).unwrap();
-    assert_eq!(draftlab_core::decoding::saved::run_charts(&run.reports).len(), 4);
+    assert_eq!(draftlab_core::measuring::charts::data::run_charts(&run.reports).len(), 4);
     let costs = std::fs::read(root.join("costs/costs.json")).unwrap();
     let cache = draftlab_core::decoding::costs::CostsCache::from_bytes(&costs).unwrap();
     assert_eq!(cache.keys().count(), 3);

@@ -3,7 +3,7 @@
 //! its tokens, where each came from, and its numbers) and a finished run (`runs/<id>.json`: the
 //! request, the reports, the comparison and the tokens as shown), so a re-opened one looks as it
 //! did. The types live here, beside the other saved shapes, so the fuzzer reads them as the app
-//! does; [`run_charts`] are the charts a run showed, drawn again from its reports.
+//! does (the charts a run showed are `measuring::charts::data::run_charts`).
 
 use std::path::PathBuf;
 
@@ -13,7 +13,6 @@ use crate::decoding::compare::Comparison;
 use crate::decoding::report::{Report, StopReason, TokenSource};
 use crate::decoding::settings::{Mode, Settings};
 use crate::decoding::strategy::Strategy;
-use crate::measuring::charts::{data as chart_data, Chart};
 
 /// A generated token as the UI shows it.
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
@@ -151,41 +150,4 @@ impl HistoryRun {
     ) -> Self {
         HistoryRun { id, saved_at, request: request.clone(), reports, comparison, speedup, tokens }
     }
-}
-
-/// Tokens/s over the run, one line per finished run.
-pub fn timeline(done: &[Report]) -> Chart {
-    let refs: Vec<&Report> = done.iter().collect();
-    chart_data::timeline("Tokens/s over the run", &refs)
-}
-
-/// The charts of a speculative run's report: acceptance by position, accepted lengths.
-pub fn speculative_charts(r: &Report) -> [Chart; 2] {
-    [
-        chart_data::positions("Acceptance by draft position", r),
-        chart_data::lengths("Draft tokens accepted per round", r),
-    ]
-}
-
-/// The baseline-vs-speculative bars of a compared pair of runs.
-pub fn pair_chart(b: &Report, s: &Report) -> Chart {
-    Chart::bars("Tokens/s: baseline vs speculative", vec![chart_data::runs_group(&b.target.name, b, s)])
-}
-
-/// The charts a finished run showed: its timeline, the speculative run's acceptance charts, and the
-/// bars when both modes ran (History draws them again from the saved reports).
-pub fn run_charts(reports: &[Report]) -> Vec<Chart> {
-    if reports.is_empty() {
-        return Vec::new();
-    }
-    let mut charts = vec![timeline(reports)];
-    if let Some(s) = reports.iter().find(|r| r.mode == Mode::Speculative) {
-        charts.extend(speculative_charts(s));
-    }
-    if let [b, s] = reports {
-        if b.mode == Mode::Baseline && s.mode == Mode::Speculative {
-            charts.push(pair_chart(b, s));
-        }
-    }
-    charts
 }

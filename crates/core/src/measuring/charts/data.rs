@@ -114,3 +114,37 @@ impl Results {
         }
     }
 }
+
+/// Tokens/s over the run, one line per finished run.
+pub fn run_timeline(done: &[Report]) -> Chart {
+    let refs: Vec<&Report> = done.iter().collect();
+    timeline("Tokens/s over the run", &refs)
+}
+
+/// The charts of a speculative run's report: acceptance by position, accepted lengths.
+pub fn speculative_charts(r: &Report) -> [Chart; 2] {
+    [positions("Acceptance by draft position", r), lengths("Draft tokens accepted per round", r)]
+}
+
+/// The baseline-vs-speculative bars of a compared pair of runs.
+pub fn pair_chart(b: &Report, s: &Report) -> Chart {
+    Chart::bars("Tokens/s: baseline vs speculative", vec![runs_group(&b.target.name, b, s)])
+}
+
+/// The charts a finished run showed: its timeline, the speculative run's acceptance charts, and the
+/// bars when both modes ran (History draws them again from the saved reports).
+pub fn run_charts(reports: &[Report]) -> Vec<Chart> {
+    if reports.is_empty() {
+        return Vec::new();
+    }
+    let mut charts = vec![run_timeline(reports)];
+    if let Some(s) = reports.iter().find(|r| r.mode == Mode::Speculative) {
+        charts.extend(speculative_charts(s));
+    }
+    if let [b, s] = reports {
+        if b.mode == Mode::Baseline && s.mode == Mode::Speculative {
+            charts.push(pair_chart(b, s));
+        }
+    }
+    charts
+}
