@@ -38,8 +38,7 @@ pub fn save(dir: &Path, mut c: Conversation) -> Result<Conversation, ApiError> {
     }
     c.updated_at = now;
     if c.title.trim().is_empty() {
-        let first = c.turns.iter().find(|t| t.role == "user").map_or("New chat", |t| t.content.as_str());
-        c.title = first.lines().next().unwrap_or("").chars().take(60).collect();
+        c.title = c.title_from_turns();
     }
     let path = dir.join(format!("{}.json", c.id));
     let bytes = serde_json::to_vec_pretty(&c).map_err(|e| io_error(&path, e))?;

@@ -139,6 +139,20 @@ pub fn open_regular_rw(path: &Path) -> std::io::Result<std::fs::File> {
     Ok(f)
 }
 
+/// An exclusive lock on `NAME.lock` beside `path`, held until the returned file is dropped: for a
+/// read-modify-write of a file other processes (the app, a CLI run) may update at once. `None`
+/// when the lock cannot be had (a read-only folder): the caller goes on unlocked, and its write
+/// fails there anyway.
+pub fn lock_beside(path: &Path) -> Option<std::fs::File> {
+    let name = path.file_name().map_or_else(|| "file".into(), |n| n.to_string_lossy().into_owned());
+    let lock = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(path.with_file_name(format!("{name}.lock")));
+    lock.and_then(|f| f.lock().map(|()| f)).ok()
+}
+
 /// Moves a saved file that cannot be read out of the way (`NAME.unreadable-SECONDS`), so that
 /// what replaces it does not destroy it: the user can still look at it, or send it with a bug.
 pub fn set_aside(path: &Path) -> std::io::Result<PathBuf> {

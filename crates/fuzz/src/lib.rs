@@ -239,8 +239,7 @@ pub fn chat(data: &[u8]) {
     // What the list and the view read of it.
     let _ =
         (c.target.file_name(), c.draft.as_ref().map(|d| d.display().to_string()), c.settings.clone().validate(c.mode));
-    let first = c.turns.iter().find(|t| t.role == "user").map_or("New chat", |t| t.content.as_str());
-    let _: String = first.lines().next().unwrap_or("").chars().take(60).collect();
+    let _ = c.title_from_turns();
     for t in &c.turns {
         let _: String = t.tokens.iter().map(|v| v.text.as_str()).collect();
         if let Some(s) = &t.stats {

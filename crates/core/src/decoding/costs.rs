@@ -133,11 +133,10 @@ impl CostsCache {
     }
 
     fn load_from(path: &std::path::Path) -> CostsCache {
-        let path = path.to_path_buf();
-        let Ok(bytes) = std::fs::read(&path) else { return CostsCache::default() };
+        let Ok(bytes) = std::fs::read(path) else { return CostsCache::default() };
         Self::from_bytes(&bytes).unwrap_or_else(|e| {
             // Not overwritten by the next save: kept aside, and said.
-            let aside = crate::paths::set_aside(&path);
+            let aside = crate::paths::set_aside(path);
             eprintln!(
                 "warning: {} cannot be read ({e}); measured costs start afresh{}",
                 path.display(),
@@ -195,10 +194,7 @@ impl CostsCache {
 
     fn store_in(path: &std::path::Path, key: &str, costs: &Costs) {
         let _ = path.parent().map(std::fs::create_dir_all);
-        let lock =
-            std::fs::OpenOptions::new().create(true).truncate(false).write(true).open(path.with_extension("json.lock"));
-        // Without a lock (a read-only folder), the write below fails anyway.
-        let _held = lock.and_then(|f| f.lock().map(|()| f));
+        let _held = crate::paths::lock_beside(path);
         let mut cache = CostsCache::load_from(path);
         let now = crate::paths::now_secs();
         cache.entries.retain(|_, e| now.saturating_sub(e.measured_at) < COSTS_MAX_AGE_S);

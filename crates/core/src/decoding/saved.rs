@@ -44,6 +44,15 @@ pub struct Conversation {
     pub turns: Vec<Turn>,
 }
 
+impl Conversation {
+    /// The title a conversation saved without one gets: its first user message's first line (60
+    /// characters at most), or "New chat".
+    pub fn title_from_turns(&self) -> String {
+        let first = self.turns.iter().find(|t| t.role == "user").map_or("New chat", |t| t.content.as_str());
+        first.lines().next().unwrap_or("").chars().take(60).collect()
+    }
+}
+
 /// One message: the user's, or an answer with its tokens and numbers.
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]

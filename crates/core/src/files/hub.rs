@@ -430,9 +430,8 @@ fn adopt_sync_part(blob: &Path, size: u64) {
     if std::fs::symlink_metadata(&new).is_ok() || std::fs::symlink_metadata(&old).is_err() {
         return;
     }
-    // Never through a link (a shared cache may hold one planted there).
-    if std::fs::symlink_metadata(&old).is_ok_and(|m| m.is_file()) {
-        let Ok(mut f) = crate::paths::open_regular_rw(&old) else { return };
+    // Never through a link, nor a FIFO (a shared cache may hold one planted there).
+    if let Ok(mut f) = crate::paths::open_regular_rw(&old) {
         if let Some(committed) = committed_len(&mut f, size) {
             if f.set_len(committed.min(size)).is_ok() {
                 drop(f);

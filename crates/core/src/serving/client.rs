@@ -137,8 +137,6 @@ struct Proc {
     routes: Routes,
     held: Arc<Mutex<Held>>,
     dead: Arc<AtomicBool>,
-    /// When the worker last sent a reply, or was sent a job.
-    heard: Arc<Mutex<Instant>>,
     /// Set before a deliberate stop (a cancel that did not take, the watchdog), so its jobs are
     /// told why, not that it crashed.
     stopped: Arc<Mutex<Option<ErrorInfo>>>,
@@ -147,11 +145,19 @@ struct Proc {
 impl Proc {
     /// Stops the process now; its jobs end with `why`.
     fn stop(&self, why: ErrorInfo) {
-        lock(&self.stopped).get_or_insert(why);
-        let mut child = lock(&self.child);
-        let _ = child.kill();
-        let _ = child.wait();
+        stop_child(&self.child, &self.stopped, Some(why));
     }
+}
+
+/// Kills a worker process and reaps it; its jobs end with `why` (the first reason given wins),
+/// or as a crash when there is none.
+fn stop_child(child: &Mutex<Child>, stopped: &Mutex<Option<ErrorInfo>>, why: Option<ErrorInfo>) {
+    if let Some(why) = why {
+        lock(stopped).get_or_insert(why);
+    }
+    let mut child = lock(child);
+    let _ = child.kill();
+    let _ = child.wait();
 }
 
 /// The error of jobs whose worker was stopped after a cancel did not take.
@@ -312,10 +318,8 @@ impl Workers {
         let dead = Arc::new(AtomicBool::new(false));
         let stopped: Arc<Mutex<Option<ErrorInfo>>> = Arc::default();
         let child = Arc::new(Mutex::new(child));
-        let heard = Arc::new(Mutex::new(Instant::now()));
         {
             let (routes, dead, stopped) = (Arc::clone(&routes), Arc::clone(&dead), Arc::clone(&stopped));
-            let heard = Arc::clone(&heard);
             let held = Arc::clone(&held);
             let tail = tail.clone();
             std::thread::spawn(move || {
@@ -341,7 +345,6 @@ impl Workers {
                     lock(&held).follow(&msg.reply);
                     let mut r = lock(&routes);
                     let last = is_final(&msg.reply);
-                    *lock(&heard) = Instant::now();
                     if let Some(route) = r.get_mut(&msg.id) {
                         route.started = true;
                         let _ = route.tx.send(msg.reply);
@@ -361,15 +364,16 @@ impl Workers {
                 }
             });
         }
-        let p = Proc { child, stdin, routes, held, dead, heard, stopped };
+        let p = Proc { child, stdin, routes, held, dead, stopped };
         self.watch(&p);
         Ok(p)
     }
 
-    /// The watchdog of one worker: stops it when it has work and has been silent for longer than
-    /// the limit (its jobs end with an error that says so). Ends with the worker.
+    /// The watchdog of one worker: stops it when it has work and has been silent (no reply, no
+    /// job sent: `Held::last_active`) for longer than the limit; its jobs end with an error that
+    /// says so. Ends with the worker.
     fn watch(&self, p: &Proc) {
-        let (routes, dead, heard) = (Arc::clone(&p.routes), Arc::clone(&p.dead), Arc::clone(&p.heard));
+        let (routes, dead, held) = (Arc::clone(&p.routes), Arc::clone(&p.dead), Arc::clone(&p.held));
         let (child, stopped) = (Arc::clone(&p.child), Arc::clone(&p.stopped));
         let limit = self.silence_limit;
         let tick = (limit / 4).clamp(Duration::from_millis(20), Duration::from_secs(1));
@@ -377,18 +381,17 @@ impl Workers {
             while !dead.load(Ordering::SeqCst) {
                 std::thread::sleep(tick);
                 let busy = !lock(&routes).is_empty();
-                let silence = lock(&heard).elapsed();
+                let silence = lock(&held).last_active.elapsed();
                 if busy && silence > limit {
-                    let d = silence;
                     let why = ErrorInfo::new(
                         ErrorCode::WorkerDied,
-                        format!("the engine sent nothing for {} s while working on this job, so it was stopped", d.as_secs()),
+                        format!(
+                            "the engine sent nothing for {} s while working on this job, so it was stopped",
+                            silence.as_secs()
+                        ),
                         "Try again: a fresh engine starts. If it happens again with these models, report it with the engine's log.",
                     );
-                    lock(&stopped).get_or_insert(why);
-                    let mut child = lock(&child);
-                    let _ = child.kill();
-                    let _ = child.wait();
+                    stop_child(&child, &stopped, Some(why));
                     return;
                 }
             }
@@ -404,9 +407,7 @@ impl Workers {
             .is_some_and(|p| !p.dead.load(Ordering::SeqCst) && lock(&p.child).try_wait().ok().flatten().is_none());
         if !alive {
             if let Some(old) = current.take() {
-                let mut child = lock(&old.child);
-                let _ = child.kill();
-                let _ = child.wait();
+                stop_child(&old.child, &old.stopped, None);
             }
             *current = Some(self.spawn()?);
         }
@@ -415,7 +416,6 @@ impl Workers {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let (tx, rx) = mpsc::channel();
         lock(&p.routes).insert(id, Route { tx, started: false });
-        *lock(&p.heard) = Instant::now();
         let line = serde_json::to_string(&Request { id, command }).expect("requests serialise");
         if writeln!(p.stdin, "{line}").and_then(|()| p.stdin.flush()).is_err() {
             lock(&p.routes).remove(&id);
@@ -616,9 +616,7 @@ impl Workers {
 impl Drop for Workers {
     fn drop(&mut self) {
         if let Some(p) = lock(&self.current).take() {
-            let mut child = lock(&p.child);
-            let _ = child.kill();
-            let _ = child.wait();
+            stop_child(&p.child, &p.stopped, None);
         }
     }
 }

@@ -151,12 +151,7 @@ fn without_double_bos(model: &Model, mut tokens: Vec<Token>) -> Vec<Token> {
 /// such a message otherwise has it refused.
 fn conversation_tokens(model: &Model, messages: &[ChatMessage]) -> Result<Option<Vec<Token>>> {
     let Some(text) = model.chat_prompt(messages)? else { return Ok(None) };
-    let special: Vec<usize> = (0..messages.len())
-        .filter(|&i| {
-            let m = messages[i].content.as_str();
-            !m.is_empty() && model.tokenize(m, false) != model.tokenize_fragment(m)
-        })
-        .collect();
+    let special: Vec<usize> = (0..messages.len()).filter(|&i| model.holds_control_text(&messages[i].content)).collect();
     if special.is_empty() {
         return Ok(Some(rendered_tokens(model, &text)));
     }

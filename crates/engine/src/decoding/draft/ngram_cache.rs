@@ -117,26 +117,23 @@ impl Drafter for NgramCache {
         let Some((path, header)) = self.persist.as_mut() else { return Ok(()) };
         // The file as it is now (another run may have saved since this one loaded it), plus what
         // this run learned: read and written under a lock.
-        let lock =
-            std::fs::OpenOptions::new().create(true).truncate(false).write(true).open(path.with_extension("lock"));
-        let _held = lock.and_then(|f| f.lock().map(|()| f));
+        let _held = crate::paths::lock_beside(path);
         let (min, max) = (self.table.min_ngram(), self.table.max_ngram());
-        let mut saved = NgramTable::new(min, max)?;
-        let mut tokens = 0;
-        match NgramTable::load(path) {
-            Ok((t, h)) => {
-                if h.vocab_fingerprint == header.vocab_fingerprint && (t.min_ngram(), t.max_ngram()) == (min, max) {
-                    saved.merge(&t);
-                    tokens = h.tokens;
-                    header.sources = h.sources;
+        let (mut saved, tokens) = match NgramTable::load(path) {
+            Ok((t, h))
+                if h.vocab_fingerprint == header.vocab_fingerprint && (t.min_ngram(), t.max_ngram()) == (min, max) =>
+            {
+                header.sources = h.sources;
+                (t, h.tokens)
+            }
+            other => {
+                // Broken since this run loaded it: kept aside, not overwritten.
+                if other.is_err() && path.exists() {
+                    let _ = crate::paths::set_aside(path);
                 }
+                (NgramTable::new(min, max)?, 0)
             }
-            // Broken since this run loaded it: kept aside, not overwritten.
-            Err(_) if path.exists() => {
-                let _ = crate::paths::set_aside(path);
-            }
-            Err(_) => {}
-        }
+        };
         saved.merge(&self.fresh);
         self.fresh = NgramTable::new(min, max)?;
         header.tokens = tokens + std::mem::take(&mut self.new_tokens);

@@ -191,6 +191,21 @@ impl Model {
         self.inner.vocab().tokenize(text.as_bytes(), false, false).into_iter().map(|t| t.0).collect()
     }
 
+    /// Whether `text` holds text that reads as a control token (`<|im_start|>`): its tokens differ
+    /// with special-token text parsed and without. Only control and unknown tokens are parsed
+    /// differently (llama.cpp's `tokenizer_st_partition`), so text whose parsed tokens hold none
+    /// is told apart by one tokenisation; the second runs only when one appears.
+    pub fn holds_control_text(&self, text: &str) -> bool {
+        use llama_cpp_2::token_type::LlamaTokenAttr;
+        let v = self.inner.vocab();
+        let parsed = self.tokenize(text, false);
+        let control = parsed.iter().any(|&t| {
+            let attr = v.attr(LlamaToken(t));
+            attr.contains(LlamaTokenAttr::Control) || attr.contains(LlamaTokenAttr::Unknown)
+        });
+        control && parsed != self.tokenize_fragment(text)
+    }
+
     /// The text a token stands for, special tokens included (`<|im_start|>`): what another
     /// model's tokenizer reads back as the same control token where it has one.
     pub fn piece_with_special(&self, token: Token) -> Vec<u8> {
