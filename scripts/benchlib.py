@@ -150,6 +150,16 @@ class Runner:
         for c in self.commands:
             print(f"  {c}")
 
+    def print_distinct(self, heading, pattern, replacement):
+        """Each command once, as it reads with `pattern` replaced (a file that changes from run to run)."""
+        print(f"\n{heading}\n")
+        seen = set()
+        for c in self.commands:
+            key = re.sub(pattern, replacement, c)
+            if key not in seen:
+                seen.add(key)
+                print(f"    {key}")
+
 
 def bench_cmd(a, target, prompt, json_file, draft=None, strategy=None, threads=None, extra=(), flags=()):
     """`draftlab bench` on a target (and draft) and a fixed prompt, with the suite's tokens (a.n),
@@ -255,30 +265,232 @@ def defaults_table(a):
     print(f"\nevery prompt ≥ {FLOOR:.2f}× (median speedup): " + (f"no: {', '.join(slow)}" if slow else "yes"))
 
 
+# Qwen2.5's chat template for one user message and no system message (it adds its own): what
+# `draftlab run -f FILE` feeds the Qwen test target, written out for llama.cpp's tools, which read a
+# prompt as is. `upstream` checks that both tokenise to the same length.
+QWEN_CHAT = ("<|im_start|>system\nYou are Qwen, created by Alibaba Cloud. You are a helpful assistant.<|im_end|>\n"
+             "<|im_start|>user\n{}<|im_end|>\n<|im_start|>assistant\n")
+
+# llama.cpp's n-gram drafters, each as upstream runs it by default: (name, tool, flags). `auto`
+# (Draftlab's default) is compared with the best of them on each prompt.
+UPSTREAM_NGRAM = [
+    ("llama-lookup", "llama-lookup", []),
+    ("llama-lookup, n-max 8", "llama-lookup", ["--spec-draft-n-max", "8"]),
+    ("ngram-mod", "llama-speculative-simple", ["--spec-type", "ngram-mod"]),
+    ("ngram-map-k", "llama-speculative-simple", ["--spec-type", "ngram-map-k"]),
+]
+# The spec types llama-server is run with (one server each): the target alone and the n-gram ones.
+SERVER_SPEC = ["none", "ngram-mod", "ngram-map-k"]
+
+
 def upstream(a):
-    """Our baseline (`draftlab run`, target alone) against llama-bench's tg128, alternating; the
-    median ratio."""
+    """Draftlab against llama.cpp's own tools from a.dir (built beside the project), on the Qwen pair,
+    greedy, the same prompts as token sequences, every command once per rep in turns that rotate:
+    our baseline ÷ llama-completion, our defaults ÷ our baseline, our defaults ÷ each of upstream's
+    n-gram drafters and the best of them, our draft model k = 8 ÷ llama-speculative-simple k = 8;
+    with a.server, `draftlab serve` ÷ llama-server (target alone, ngram-mod, ngram-map-k) over
+    HTTP. Medians and min–max of the per-rep ratios."""
+    runner = Runner("upstream")
     env = with_library_path(a.dir)
+    out = pathlib.Path(a.out)
+    n, t = str(a.n), a.threads
+    prompts = a.prompts.split()
+    decoded = re.compile(r"decoded\s+\d+ tokens in\s+[\d.]+ seconds, speed:\s+([\d.]+) t/s")
+    evaluated = re.compile(r"(?:llama_perf_context_print|common_perf_print):\s+eval time =.*?([\d.]+) tokens per second")
 
-    def ours():
-        cmd = [a.draftlab, "run", "-t", a.target, "-p", "Write a haiku about rivers.", "-n", "128", "--mode",
-               "baseline", "--threads", a.threads, "--json"]
-        return cli_tps("upstream", cmd)
+    def tool(name):
+        path = pathlib.Path(a.dir) / name
+        if not path.exists():
+            sys.exit(f"bench upstream: no {name} in {a.dir} (llama.cpp's tools, built beside the project: "
+                     "see ../shared/STACK.md)")
+        return str(path)
 
-    def theirs():
-        cmd = [os.path.join(a.dir, "llama-bench"), "-m", a.target, "-n", "128", "-p", "0", "-t", a.threads, "-r", "1",
-               "-o", "json"]
-        return llama_bench_tps(run("upstream", cmd, env=env, stderr=subprocess.DEVNULL).stdout)
+    def ours(p, flags=(), mode=None, raw=None, tokens=n):
+        cmd = [a.draftlab, "run", "-t", a.target, "-d", a.draft, "-n", tokens, "--threads", t, "--json"]
+        cmd += ["--raw", "-f", raw] if raw else ["-f", prompt_file(p)]
+        cmd += (["--mode", mode] if mode else []) + list(flags)
+        return cli_report(runner.run(cmd))
 
-    got = {"ours": [], "theirs": []}
-    for rep, r in alternating(a.reps, {"ours": ours, "theirs": theirs}):
-        got["ours"].append(r["ours"])
-        got["theirs"].append(r["theirs"])
-        print(f"rep {rep + 1}: ours {r['ours']} tok/s, llama-bench tg128 {r['theirs']} tok/s", flush=True)
-    ratios = [o / t for o, t in zip(got["ours"], got["theirs"])]
-    print(f"ours {statistics.median(got['ours']):.2f} tok/s, llama-bench tg128 {statistics.median(got['theirs']):.2f} tok/s")
-    print(f"ours ÷ llama-bench: median {statistics.median(ratios):.3f} (min {min(ratios):.3f}, max {max(ratios):.3f}), "
-          f"{len(ratios)} alternating pairs")
+    def theirs(cmd, pattern):
+        text = runner.run(cmd, env=env)
+        m = pattern.findall(text)
+        if not m:
+            sys.exit(f"bench upstream: no tokens/s in the output of {runner.commands[-1]}")
+        return float(m[-1])
+
+    # The prompts as llama.cpp's tools get them, checked against what Draftlab feeds.
+    rendered = {}
+    for p in prompts:
+        f = out / f"{slug(p)}.chat.txt"
+        f.write_text(QWEN_CHAT.format(pathlib.Path(prompt_file(p)).read_text()))
+        rendered[p] = str(f)
+        templated = ours(p, mode="baseline", tokens="1")["prompt_tokens"]
+        raw = ours(p, mode="baseline", tokens="1", raw=rendered[p])["prompt_tokens"]
+        if templated != raw:
+            sys.exit(f"bench upstream: {p}: the chat template gives {templated} tokens, {f} gives {raw}: "
+                     "QWEN_CHAT no longer matches the target's template")
+
+    def cells(p):
+        f = rendered[p]
+        common = ["-m", a.target, "-f", f, "-n", n, "-t", t, "--temp", "0"]
+        runs = {
+            "baseline": lambda: ours(p, mode="baseline"),
+            # The speculative run alone (`run` does both by default), with no speculation flags.
+            "defaults": lambda: ours(p, mode="speculative"),
+            "draft k8": lambda: ours(p, mode="speculative", flags=["--strategy", "draft", "--n-draft", "8"]),
+            "llama-completion": lambda: theirs([tool("llama-completion")] + common + ["-no-cnv", "--no-warmup"],
+                                               evaluated),
+            "llama-speculative-simple k8": lambda: theirs(
+                [tool("llama-speculative-simple")] + common + ["-md", a.draft, "--spec-type", "draft-simple",
+                                                               "--spec-draft-n-max", "8", "--spec-draft-n-min", "0"],
+                decoded),
+        }
+        for name, binary, flags in UPSTREAM_NGRAM:
+            runs[name] = lambda binary=binary, flags=flags: theirs([tool(binary)] + common + flags, decoded)
+        return runs
+
+    got = {}  # (prompt, run) -> [tokens/s per rep]
+    for p in prompts:
+        for rep, r in alternating(a.reps, cells(p), rotate=True):
+            for name, v in r.items():
+                got.setdefault((p, name), []).append(v["tokens_per_s"] if isinstance(v, dict) else v)
+            progress(f"{p}, rep {rep + 1}: " + ", ".join(f"{k} {got[(p, k)][-1]:.1f}" for k in r))
+    def ratios(p, ours_name, their_name):
+        return summary([o / th for o, th in zip(got[(p, ours_name)], got[(p, their_name)])])
+
+    best = {p: max((name for name, *_ in UPSTREAM_NGRAM), key=lambda k: statistics.median(got[(p, k)]))
+            for p in prompts}
+    rows = [
+        ("Draftlab baseline ÷ `llama-completion`", lambda p: ratios(p, "baseline", "llama-completion"), 0.99),
+        ("Draftlab defaults (no flags) ÷ Draftlab baseline", lambda p: ratios(p, "defaults", "baseline"), FLOOR),
+        ("Draftlab defaults ÷ the best upstream n-gram tool on that prompt",
+         lambda p: ratios(p, "defaults", best[p]), 1.03),
+        ("Draftlab draft model k=8 ÷ `llama-speculative-simple` k=8",
+         lambda p: ratios(p, "draft k8", "llama-speculative-simple k8"), None),
+    ] + [(f"Draftlab defaults ÷ {name}", lambda p, name=name: ratios(p, "defaults", name), None)
+         for name, *_ in UPSTREAM_NGRAM]
+
+    print(f"\n## Draftlab against llama.cpp's tools ({a.dir}): {pathlib.Path(a.target).name} + "
+          f"{pathlib.Path(a.draft).name}, greedy, {n} tokens, {t} threads, {a.reps} alternating reps "
+          f"(median of the per-rep ratios, min–max)\n")
+    table_header("ratio", *prompts)
+    verdicts = []
+    for label, cell, floor in rows:
+        vals = [cell(p) for p in prompts]
+        text = [spread(v) + (f" (`{best[p]}`)" if "best" in label else "") for v, p in zip(vals, prompts)]
+        print(f"| {label} | " + " | ".join(text) + " |")
+        if floor is not None:
+            low = min(v["median"] for v in vals)
+            verdicts.append(f"{label} ≥ {floor:.2f} on every prompt: {'yes' if low >= floor else 'no'} "
+                            f"(lowest {low:.3f})")
+    print()
+    table_header("tokens/s (median)", *prompts)
+    for name in cells(prompts[0]):
+        print(f"| {name} | " + " | ".join(f"{statistics.median(got[(p, name)]):.2f}" for p in prompts) + " |")
+    if a.server == "1":
+        print()
+        upstream_server(a, runner, rendered, prompts)
+    print()
+    for v in verdicts:
+        print(v)
+    runner.print_distinct("Commands run (PROMPT: each prompt's file, or the chat template written out for it):",
+                          r"\S+\.(chat\.)?txt", "PROMPT")
+
+
+def upstream_server(a, runner, rendered, prompts):
+    """`draftlab serve` (defaults) against llama-server with each of SERVER_SPEC, every server up at
+    once, one request to each per rep in rotating turns: generation tokens/s as each server reports
+    it (Draftlab's `usage.draftlab.tokens_per_s`, llama-server's `timings.predicted_per_second`)."""
+    env = with_library_path(a.dir)
+    procs = []
+
+    def wait_for(proc, check, what):
+        for _ in range(1500):
+            if proc.poll() is not None:
+                sys.exit(f"bench upstream: {what} exited ({proc.returncode})")
+            try:
+                if check():
+                    return
+            except OSError:
+                pass
+            time.sleep(0.2)
+        sys.exit(f"bench upstream: {what} did not start")
+
+    def post(port, path, body):
+        c = http.client.HTTPConnection("127.0.0.1", port, timeout=900)
+        c.request("POST", path, json.dumps(body), {"Content-Type": "application/json"})
+        r = c.getresponse()
+        v = json.loads(r.read())
+        if r.status != 200:
+            sys.exit(f"bench upstream: {path} on port {port}: {r.status} {v}")
+        return v
+
+    try:
+        log = tempfile.NamedTemporaryFile("w+", suffix=".log")
+        cmd = [a.draftlab, "serve", "-t", a.target, "-d", a.draft, "--port", "0", "--threads", a.threads, "-q"]
+        runner.commands.append(shlex.join(cmd))
+        ours = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=log)
+        procs.append(ours)
+        port = {}
+        def listening():
+            m = re.search(r"http://127\.0\.0\.1:(\d+)/v1", pathlib.Path(log.name).read_text())
+            if m:
+                port["draftlab serve"] = int(m.group(1))
+            return bool(m)
+        wait_for(ours, listening, "draftlab serve")
+        for spec in SERVER_SPEC:
+            p = free_port()
+            cmd = [str(pathlib.Path(a.dir) / "llama-server"), "-m", a.target, "-t", a.threads, "--port", str(p),
+                   "-c", "4096", "-np", "1"] + ([] if spec == "none" else ["--spec-type", spec])
+            runner.commands.append(shlex.join(cmd))
+            proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+            procs.append(proc)
+            def healthy(p=p):
+                c = http.client.HTTPConnection("127.0.0.1", p, timeout=5)
+                c.request("GET", "/health")
+                return c.getresponse().status == 200
+            wait_for(proc, healthy, f"llama-server ({spec})")
+            port[f"llama-server {spec}"] = p
+
+        model = pathlib.Path(a.target).stem
+        def request(name, p):
+            if name == "draftlab serve":
+                text = pathlib.Path(prompt_file(p)).read_text()
+                v = post(port[name], "/v1/chat/completions", {"model": model, "max_tokens": a.n, "temperature": 0,
+                                                              "messages": [{"role": "user", "content": text}]})
+                return v["usage"]["draftlab"]["tokens_per_s"]
+            v = post(port[name], "/completion", {"prompt": pathlib.Path(rendered[p]).read_text(), "n_predict": a.n,
+                                                 "temperature": 0, "cache_prompt": False})
+            return v["timings"]["predicted_per_second"]
+
+        got = {}
+        for p in prompts:
+            for name in port:  # a warm-up each: Draftlab measures its step costs once
+                request(name, p)
+            for rep, r in alternating(a.reps, {name: (lambda name=name: request(name, p)) for name in port},
+                                      rotate=True):
+                for name, v in r.items():
+                    got.setdefault((p, name), []).append(v)
+                progress(f"servers, {p}, rep {rep + 1}: " + ", ".join(f"{k} {v:.1f}" for k, v in r.items()))
+    finally:
+        for proc in procs:
+            proc.terminate()
+        for proc in procs:
+            proc.wait()
+
+    print(f"Through the servers' HTTP APIs (`draftlab serve` /v1/chat/completions, llama-server /completion with "
+          f"the same tokens), {a.reps} alternating reps:\n")
+    table_header("ratio", *prompts)
+    for spec in SERVER_SPEC:
+        cells = [spread(summary([o / th for o, th in zip(got[(p, "draftlab serve")], got[(p, f"llama-server {spec}")])]))
+                 for p in prompts]
+        print(f"| `draftlab serve` defaults ÷ llama-server {spec} | " + " | ".join(cells) + " |")
+    best = [summary([o / max(got[(p, f"llama-server {s}")][i] for s in SERVER_SPEC)
+                     for i, o in enumerate(got[(p, "draftlab serve")])]) for p in prompts]
+    print("| `draftlab serve` defaults ÷ the best llama-server of each rep | " + " | ".join(spread(b) for b in best) + " |")
+    print("\nEach server gets every prompt once before the reps and once per rep: llama-server's ngram-mod and "
+          "ngram-map-k keep what they learned across requests (per slot), so from the second request on they draft a "
+          "prompt's answer from its earlier answer; Draftlab's drafters learn within a request only.")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -311,7 +523,7 @@ def speed_table(a):
     # Upstream, alternating with ours run for run.
     up_env = with_library_path(a.upstream) if a.upstream else dict(os.environ)
     decoded = re.compile(r"decoded\s+\d+ tokens in\s+[\d.]+ seconds, speed:\s+([\d.]+) t/s")
-    evaluated = re.compile(r"llama_perf_context_print:\s+eval time =.*?([\d.]+) tokens per second")
+    evaluated = re.compile(r"(?:llama_perf_context_print|common_perf_print):\s+eval time =.*?([\d.]+) tokens per second")
     n, t = str(a.n), a.threads
 
     def tool(name):
@@ -384,13 +596,7 @@ def speed_table(a):
           f"(lowest {min(auto):.3f}×); largest prediction error {worst:.1f} %"
           f" ({'within' if worst <= 10 else 'outside'} ±10 %)")
     # Each command once, whichever file its JSON went to.
-    print("\nCommands run:\n")
-    seen = set()
-    for c in runner.commands:
-        key = re.sub(r"--json \S+", "--json …", c)
-        if key not in seen:
-            seen.add(key)
-            print(f"    {key}")
+    runner.print_distinct("Commands run:", r"--json \S+", "--json …")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -921,7 +1127,8 @@ COMMANDS = {
     "defaults-table": (defaults_table, [("files", "+")]),
     "builds": (builds, ["--old", "--new", "--target", "--draft", ("--reps", int), "--threads", "--n", "--prompts",
                         "--cases"]),
-    "upstream": (upstream, ["--draftlab", "--target", "--dir", ("--reps", int), "--threads"]),
+    "upstream": (upstream, ["--draftlab", "--target", "--draft", "--dir", "--out", ("--reps", int), "--threads",
+                            ("--n", int), "--prompts", "--server"]),
     "table": (speed_table, ["--draftlab", "--target", "--draft", "--out", ("--reps", int), "--threads", "--upstream"]),
     "cross": (cross, ["--draftlab", "--qwen-target", "--qwen-draft", "--smollm2", "--gemma3", "--out", ("--reps", int),
                       "--threads", "--n", "--k", "--adaptive"]),

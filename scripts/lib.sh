@@ -31,3 +31,30 @@ build_cli() {
   if [ -n "${DRAFTLAB_BUILT:-}" ] && [ $# = 0 ]; then return 0; fi
   cargo build --release -p draftlab "$@"
 }
+
+# The AVX-512 build of the command line (x86-64 only): what the Linux package installs beside the
+# plain build, which hands itself over to it on a CPU that has AVX-512 and the rest it is compiled
+# for (crates/engine/src/serving/variant.rs). Fixed flags, never this machine's own (the build is
+# the same wherever it is made); a target dir of its own (other compiler flags: one shared dir
+# would rebuild everything at each switch). Prints the binary's path; its build log goes to stderr.
+avx512_target="$CARGO_TARGET_DIR-avx512"
+build_avx512_cli() {
+  CARGO_TARGET_DIR="$avx512_target" RUSTFLAGS="-C target-cpu=x86-64-v4 -C target-feature=+avx512vnni,+avx512vbmi" \
+    cargo build --release -p draftlab >&2
+  echo "$avx512_target/release/draftlab"
+}
+
+# The command line as the Linux package installs it, in $CARGO_TARGET_DIR/installed/: the plain
+# build and, on x86-64, the AVX-512 build beside it (`draftlab-avx512`). Builds both (a plain build
+# already made under scripts/test is taken as it is) and sets $draftlab to the plain one there.
+install_cli() {
+  build_cli
+  local dir="$CARGO_TARGET_DIR/installed"
+  mkdir -p "$dir"
+  cp "$release/draftlab" "$dir/draftlab"
+  rm -f "$dir/draftlab-avx512"
+  if [ "$(uname -m)" = x86_64 ]; then
+    cp "$(build_avx512_cli)" "$dir/draftlab-avx512"
+  fi
+  draftlab="$dir/draftlab"
+}

@@ -18,6 +18,8 @@ use crate::commands::{
 };
 
 fn main() -> ExitCode {
+    // On a CPU with AVX-512, the build for it, when it is installed beside this one.
+    draftlab_engine::serving::variant::hand_over(std::env::args_os().skip(1));
     let cli = Cli::parse();
     match run(cli) {
         Ok(code) => code,

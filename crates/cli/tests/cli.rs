@@ -806,3 +806,33 @@ fn drafters_finds_every_way_and_pull_with_draft_says_why_not() {
     assert_clear_error(&run(&["pull", "qwen3-0.6b", "--with-draft"]), "n-gram");
     assert_clear_error(&run(&["pull", "qwen3.8-27b", "--with-draft", "dflash"]), "no dflash drafter");
 }
+
+/// The plain build hands a run over to the AVX-512 build beside it when the CPU has AVX-512 (as on
+/// the machines CI runs on), with the same arguments, unless DRAFTLAB_CPU_VARIANT=off; without
+/// one beside it, or on a CPU without AVX-512, it runs itself. The "variant" here is a script that
+/// says it ran and with what.
+#[cfg(all(target_os = "linux", target_arch = "x86_64"))]
+#[test]
+fn a_plain_build_hands_over_to_the_avx512_build_beside_it() {
+    use draftlab_engine::serving::variant::{better_build, AVX512_EXE, ENV};
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let exe = dir.path().join("draftlab");
+    std::fs::copy(env!("CARGO_BIN_EXE_draftlab"), &exe).unwrap();
+    let own = |envs: &[(&str, &str)]| {
+        let o = Command::new(&exe).arg("--version").envs(envs.iter().copied()).output().unwrap();
+        String::from_utf8_lossy(&o.stdout).into_owned()
+    };
+    assert!(own(&[]).starts_with("draftlab "), "no variant beside it: the build runs itself");
+    let variant = dir.path().join(AVX512_EXE);
+    std::fs::write(&variant, "#!/bin/sh\necho \"variant ran: $*\"\n").unwrap();
+    std::fs::set_permissions(&variant, std::fs::Permissions::from_mode(0o755)).unwrap();
+    // (What this CPU and environment choose: the other branch runs on a CPU without AVX-512.)
+    let got = own(&[]);
+    if better_build(&exe).is_some() {
+        assert_eq!(got.trim(), "variant ran: --version");
+    } else {
+        assert!(got.starts_with("draftlab "), "{got}");
+    }
+    assert!(own(&[(ENV, "off")]).starts_with("draftlab "), "{ENV}=off keeps the plain build");
+}

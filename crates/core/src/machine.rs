@@ -156,6 +156,16 @@ pub fn gpu_backend() -> &'static str {
     }
 }
 
+/// The CPU build this process is (the engine's `serving::variant`): `avx512` when compiled for
+/// AVX-512, else `plain`. Speeds differ between the two, so measured step costs are kept per build.
+pub fn cpu_build() -> &'static str {
+    if cfg!(target_feature = "avx512f") {
+        "avx512"
+    } else {
+        "plain"
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

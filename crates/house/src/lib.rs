@@ -449,7 +449,7 @@ pub fn workspace(root: &Path) -> Vec<(PathBuf, Rules)> {
                     ("decoding/rpc/server.rs", vec!["llama_cpp_sys_2"]),
                 ],
                 skip: vec![],
-                // The one binding to llama.cpp's drafters.
+                // The one binding to llama.cpp's drafters and contexts.
                 native: vec!["decoding/speculative.cpp"],
                 ranks: false,
                 readers: vec![],

@@ -78,13 +78,14 @@ pub fn costs_key(target: &ModelId, draft: Option<&ModelId>, settings: &Settings,
     let draft = draft.map_or_else(|| "-".to_string(), id);
     let machine = crate::machine::MachineInfo::now();
     format!(
-        "v1|{}|{draft}|ctx{}|batch{}|t{}|gpu{:?}|max{max_batch}|{}|{}|{:?}{:?}{:?}{:?}|rpc{:?}{:?}",
+        "v1|{}|{draft}|ctx{}|batch{}|t{}|gpu{:?}|max{max_batch}|{}|{}|{}|{:?}{:?}{:?}{:?}|rpc{:?}{:?}",
         id(target),
         settings.n_ctx,
         settings.n_batch,
         settings.threads,
         settings.gpu_layers,
         machine.cpu,
+        crate::machine::cpu_build(),
         machine.gpu_backend,
         settings.flash_attn,
         settings.cache_type,

@@ -1,13 +1,15 @@
-// The project's one way into llama.cpp's drafters: a C ABI over `common_speculative` (the vendored
-// llama.cpp's common/speculative.h) for one drafter type per instance, compiled by the engine's
-// build script against the headers llama-cpp-sys-2 builds from. Rust wraps it in
-// `decoding/speculative.rs`; nothing else calls it.
+// The project's one way into llama.cpp's drafters and contexts: a C ABI over `common_speculative`
+// (the vendored llama.cpp's common/speculative.h) for one drafter type per instance, and over the
+// contexts the engine decodes on (a target's with its drafter's, or one alone), each with a thread
+// pool of its own; compiled by the engine's build script against the headers llama-cpp-sys-2 builds
+// from. Rust wraps it in `decoding/speculative.rs`; nothing else calls it.
 //
 // Every entry point checks its arguments and catches C++ exceptions: llama.cpp's asserts abort
 // the process, so the preconditions they test (a draft before an accept, an empty result before a
 // draft) are kept here rather than left to them.
 
 #include "common.h"
+#include "ggml-cpu.h"
 #include "log.h"
 #include "speculative.h"
 
@@ -246,16 +248,21 @@ struct dl_ctx_params {
     int32_t flash_attn;
 };
 
+// A target's context and, in a pair, its drafter's context and the drafter (a context alone has
+// neither).
 struct dl_pair {
     llama_context * tgt = nullptr;
     llama_context * dft = nullptr;
     dl_spec * spec = nullptr;
+    ggml_threadpool * tgt_pool = nullptr;
+    ggml_threadpool * dft_pool = nullptr;
     llama_batch batch{};
     int32_t n_batch = 0;
     bool has_batch = false;
 
     ~dl_pair() {
-        // The drafter reads both contexts, the drafter's names the target's: freed in that order.
+        // The drafter reads both contexts, the drafter's names the target's: freed in that order,
+        // then the pools their computations ran on.
         dl_spec_free(spec);
         if (dft != nullptr) {
             llama_free(dft);
@@ -263,11 +270,38 @@ struct dl_pair {
         if (tgt != nullptr) {
             llama_free(tgt);
         }
+        for (ggml_threadpool * pool : {dft_pool, tgt_pool}) {
+            if (pool != nullptr) {
+                ggml_threadpool_free(pool);
+            }
+        }
         if (has_batch) {
             llama_batch_free(batch);
         }
     }
 };
+
+// A thread pool of its own for `ctx`: without one, ggml's CPU backend makes one for every graph it
+// computes and joins it after (threads started and stopped on every token: llama.cpp's own tools
+// attach a pool, and decode about 2 % faster for it on two cores). Its workers sleep as soon as a
+// graph is done (poll 0): a target and a draft model take turns, and a pool still spinning would
+// take a core from the other. Null (and nothing attached) if ggml cannot make one: the context then
+// computes as before.
+static ggml_threadpool * attach_pool(llama_context * ctx, int32_t n_threads) {
+    ggml_threadpool_params params = ggml_threadpool_params_default(std::max(1, n_threads));
+    params.poll = 0;
+    ggml_threadpool * pool = ggml_threadpool_new(&params);
+    if (pool != nullptr) {
+        llama_attach_threadpool(ctx, pool, pool);
+    }
+    return pool;
+}
+
+static void init_batch(dl_pair & pair, uint32_t n_batch) {
+    pair.n_batch = static_cast<int32_t>(n_batch);
+    pair.batch = llama_batch_init(pair.n_batch, 0, 1);
+    pair.has_batch = true;
+}
 
 static llama_context_params context_params(const dl_ctx_params & p) {
     llama_context_params c = llama_context_default_params();
@@ -297,6 +331,7 @@ dl_pair * dl_pair_init(llama_model * target, llama_model * drafter, const dl_ctx
             set_error(err, err_len, "llama.cpp could not create the target's context (out of memory?)");
             return nullptr;
         }
+        pair->tgt_pool = attach_pool(pair->tgt, tp->n_threads);
         llama_context_params dc = context_params(*dp);
         dc.n_ctx = llama_n_ctx(pair->tgt);
         dc.n_rs_seq = 0;
@@ -316,13 +351,31 @@ dl_pair * dl_pair_init(llama_model * target, llama_model * drafter, const dl_ctx
             set_error(err, err_len, "llama.cpp could not create the drafter's context (a head for another model, or out of memory)");
             return nullptr;
         }
+        pair->dft_pool = attach_pool(pair->dft, dp->n_threads);
         pair->spec = dl_spec_init(sp, pair->tgt, pair->dft, err, err_len);
         if (pair->spec == nullptr) {
             return nullptr;
         }
-        pair->n_batch = static_cast<int32_t>(tp->n_batch);
-        pair->batch = llama_batch_init(pair->n_batch, 0, 1);
-        pair->has_batch = true;
+        init_batch(*pair, tp->n_batch);
+        return pair.release();
+    });
+}
+
+// A context of `model` alone (no drafter reads it): the pair functions below take it, `feed` unset.
+dl_pair * dl_solo_init(llama_model * model, const dl_ctx_params * p, char * err, size_t err_len) {
+    if (model == nullptr || p == nullptr || p->n_batch == 0 || p->n_ctx == 0) {
+        set_error(err, err_len, "invalid arguments");
+        return nullptr;
+    }
+    return started(err, err_len, [&]() -> dl_pair * {
+        auto pair = std::make_unique<dl_pair>();
+        pair->tgt = llama_init_from_model(model, context_params(*p));
+        if (pair->tgt == nullptr) {
+            set_error(err, err_len, "llama.cpp could not create the context (out of memory?)");
+            return nullptr;
+        }
+        pair->tgt_pool = attach_pool(pair->tgt, p->n_threads);
+        init_batch(*pair, p->n_batch);
         return pair.release();
     });
 }
@@ -351,20 +404,18 @@ int32_t dl_pair_decode(dl_pair * pair, const llama_token * tokens, int32_t n, ll
     try {
         llama_batch & b = pair->batch;
         b.n_tokens = n;
-        std::vector<llama_pos> pos(n);
         for (int32_t i = 0; i < n; ++i) {
             b.token[i] = tokens[i];
             b.pos[i] = pos0 + i;
             b.n_seq_id[i] = 1;
             b.seq_id[i][0] = SEQ;
             b.logits[i] = output[i] != 0;
-            pos[i] = pos0 + i;
         }
         const int32_t rc = llama_decode(pair->tgt, b);
-        if (rc != 0 || !feed) {
+        if (rc != 0 || !feed || pair->spec == nullptr) {
             return rc;
         }
-        return dl_spec_process(pair->spec, tokens, pos.data(), output, n) == DL_OK ? 0 : -101;
+        return dl_spec_process(pair->spec, tokens, b.pos, output, n) == DL_OK ? 0 : -101;
     } catch (...) {
         return -101;
     }
@@ -384,7 +435,7 @@ bool dl_pair_trim(dl_pair * pair, llama_pos from, bool target) {
         return false;
     }
     const bool t = !target || llama_memory_seq_rm(llama_get_memory(pair->tgt), SEQ, from, -1);
-    const bool d = llama_memory_seq_rm(llama_get_memory(pair->dft), SEQ, from, -1);
+    const bool d = pair->dft == nullptr || llama_memory_seq_rm(llama_get_memory(pair->dft), SEQ, from, -1);
     return t && d;
 }
 
@@ -393,7 +444,9 @@ void dl_pair_clear(dl_pair * pair) {
         return;
     }
     llama_memory_clear(llama_get_memory(pair->tgt), true);
-    llama_memory_clear(llama_get_memory(pair->dft), true);
+    if (pair->dft != nullptr) {
+        llama_memory_clear(llama_get_memory(pair->dft), true);
+    }
 }
 
 } // extern "C"

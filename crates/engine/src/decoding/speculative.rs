@@ -153,6 +153,12 @@ mod ffi {
             err: *mut c_char,
             err_len: usize,
         ) -> *mut Pair;
+        pub fn dl_solo_init(
+            model: *mut llama_cpp_sys_2::llama_model,
+            p: *const CtxParams,
+            err: *mut c_char,
+            err_len: usize,
+        ) -> *mut Pair;
         pub fn dl_pair_free(p: *mut Pair);
         pub fn dl_pair_spec(p: *mut Pair) -> *mut Spec;
         pub fn dl_pair_n_ctx(p: *const Pair) -> u32;
@@ -357,7 +363,8 @@ impl PairContext {
 
 /// A target's context whose every decode also feeds a model drafter of llama.cpp's (MTP layers,
 /// an MTP head, EAGLE-3, DFlash, DSpark), with the drafter's own context. The target's context
-/// and the drafter's are made together by the shim: the drafter's names the target's.
+/// and the drafter's are made together by the shim: the drafter's names the target's. Or
+/// ([`Pair::solo`]) a context alone. Each context computes on a thread pool of its own.
 pub struct Pair {
     raw: NonNull<ffi::Pair>,
     drafter: Option<Native>,
@@ -407,6 +414,25 @@ impl Pair {
         Ok(pair)
     }
 
+    /// A context of `model` alone, no drafter reading it (a plain target's, a draft model's). The
+    /// caller keeps the model alive for as long as the context.
+    ///
+    /// # Safety
+    /// `model` must point to a loaded llama.cpp model that outlives the context.
+    pub unsafe fn solo(model: *mut llama_cpp_sys_2::llama_model, params: PairContext) -> Result<Pair> {
+        let p = params.ffi()?;
+        let mut err: [c_char; 256] = [0; 256];
+        // SAFETY: the model is live (the caller's contract); `p` and `err` outlive the call.
+        let raw = unsafe { ffi::dl_solo_init(model, &p, err.as_mut_ptr(), err.len()) };
+        let Some(raw) = NonNull::new(raw) else {
+            let bytes: Vec<u8> = err.iter().take_while(|&&c| c != 0).map(|&c| c as u8).collect();
+            return Err(Error::Llama(String::from_utf8_lossy(&bytes).into_owned()));
+        };
+        // SAFETY: `raw` is live.
+        let n_ctx = unsafe { ffi::dl_pair_n_ctx(raw.as_ptr()) };
+        Ok(Pair { raw, drafter: None, n_ctx })
+    }
+
     pub fn n_ctx(&self) -> u32 {
         self.n_ctx
     }
@@ -429,6 +455,9 @@ impl Pair {
             0 => Ok(()),
             -101 => Err(Error::Llama(format!("llama.cpp's {} drafter failed to read the batch", self.kind()))),
             -100 => Err(Error::Llama("decode: invalid batch".into())),
+            // llama_decode's own codes (llama.h).
+            1 => Err(Error::Llama("decode failed: no room in the KV cache for the batch".into())),
+            2 => Err(Error::Llama("decode aborted".into())),
             rc => Err(Error::Llama(format!("decode failed: llama_decode returned {rc}"))),
         }
     }

@@ -1,26 +1,23 @@
 //! A model's context: its KV cache, the batch that feeds it, its logits, and (for a drafting
 //! context) the native drafter state it keeps in step.
 
-use llama_cpp_2::context::LlamaContext;
-use llama_cpp_2::llama_batch::LlamaBatch;
 use llama_cpp_2::model::LlamaModel;
-use llama_cpp_2::token::LlamaToken;
 
 use super::native::NativeState;
 use super::Token;
+use crate::decoding::speculative::Pair;
 use crate::error::{Error, Result};
 
-/// What a context holds: a plain llama.cpp context, or one whose decodes also feed one of
-/// llama.cpp's model drafters (through the project's binding).
+/// What a context holds (both through the project's binding, `decoding::speculative`): a plain
+/// llama.cpp context, or one whose decodes also feed one of llama.cpp's model drafters.
 pub(super) enum Inner<'m> {
-    Plain(LlamaContext<'m>),
+    Plain(Pair, std::marker::PhantomData<&'m LlamaModel>),
     Native(Box<NativeState>, std::marker::PhantomData<&'m LlamaModel>),
 }
 
-/// A model's context: its KV cache and the batch used to feed it.
+/// A model's context: its KV cache, fed in batches of at most `n_batch` tokens.
 pub struct Context<'m> {
     inner: Inner<'m>,
-    batch: LlamaBatch<'static>,
     n_batch: usize,
     n_vocab: usize,
     /// How many tokens the last decode call's last chunk held.
@@ -44,21 +41,12 @@ pub enum Logits {
 
 impl<'m> Context<'m> {
     pub(super) fn new(inner: Inner<'m>, n_batch: u32, n_vocab: usize, recurrent: bool) -> Self {
-        Context {
-            inner,
-            batch: LlamaBatch::new(n_batch as usize, 1),
-            n_batch: n_batch as usize,
-            n_vocab,
-            last_len: 0,
-            recurrent,
-            chunk_start: 0,
-            next: 0,
-        }
+        Context { inner, n_batch: n_batch as usize, n_vocab, last_len: 0, recurrent, chunk_start: 0, next: 0 }
     }
 
     pub fn n_ctx(&self) -> u32 {
         match &self.inner {
-            Inner::Plain(ctx) => ctx.n_ctx(),
+            Inner::Plain(pair, _) => pair.n_ctx(),
             Inner::Native(n, _) => n.pair.n_ctx(),
         }
     }
@@ -78,7 +66,7 @@ impl<'m> Context<'m> {
         }
         let feed = match &mut self.inner {
             Inner::Native(n, _) => n.before_decode(start)?,
-            Inner::Plain(_) => false,
+            Inner::Plain(..) => false,
         };
         let n = tokens.len();
         for (c, chunk) in tokens.chunks(self.n_batch).enumerate() {
@@ -89,20 +77,10 @@ impl<'m> Context<'m> {
                 Logits::All => true,
             };
             let pos = start + base as u32;
+            let output: Vec<bool> = (0..chunk.len()).map(want).collect();
             match &mut self.inner {
-                Inner::Plain(ctx) => {
-                    self.batch.clear();
-                    for (i, &t) in chunk.iter().enumerate() {
-                        self.batch
-                            .add(LlamaToken(t), (pos as usize + i) as i32, &[0], want(i))
-                            .map_err(|e| Error::Llama(format!("batch: {e}")))?;
-                    }
-                    ctx.decode(&mut self.batch).map_err(|e| Error::Llama(format!("decode failed: {e}")))?;
-                }
-                Inner::Native(native, _) => {
-                    let output: Vec<bool> = (0..chunk.len()).map(want).collect();
-                    native.pair.decode(chunk, pos, &output, feed)?;
-                }
+                Inner::Plain(pair, _) => pair.decode(chunk, pos, &output, false)?,
+                Inner::Native(native, _) => native.pair.decode(chunk, pos, &output, feed)?,
             }
             self.last_len = chunk.len();
             self.chunk_start = pos;
@@ -148,10 +126,7 @@ impl<'m> Context<'m> {
     /// The logits of position `i` of the last decoded batch (0-based within that batch).
     pub fn logits(&self, i: usize) -> &[f32] {
         match &self.inner {
-            Inner::Plain(ctx) => {
-                let row = ctx.get_logits_ith(i as i32);
-                &row[..self.n_vocab.min(row.len())]
-            }
+            Inner::Plain(pair, _) => pair.logits(i, self.n_vocab),
             Inner::Native(n, _) => n.pair.logits(i, self.n_vocab),
         }
     }
@@ -181,10 +156,7 @@ impl<'m> Context<'m> {
             )));
         }
         match &mut self.inner {
-            Inner::Plain(ctx) => ctx
-                .clear_kv_cache_seq(Some(0), Some(pos), None)
-                .map_err(|e| Error::Llama(format!("KV cache trim: {e}")))
-                .and_then(|ok| if ok { Ok(()) } else { Err(Error::Llama("KV cache trim refused".into())) }),
+            Inner::Plain(pair, _) => pair.trim(pos),
             Inner::Native(n, _) => n.pair.trim(pos),
         }?;
         // Once gone back, a recurrent state cannot go back again before the next decode.
@@ -207,7 +179,7 @@ impl<'m> Context<'m> {
     pub fn clear(&mut self) {
         (self.chunk_start, self.next) = (0, 0);
         match &mut self.inner {
-            Inner::Plain(ctx) => ctx.clear_kv_cache(),
+            Inner::Plain(pair, _) => pair.clear(),
             Inner::Native(n, _) => {
                 n.pair.clear();
                 // Nothing to report of a draft whose context is gone.

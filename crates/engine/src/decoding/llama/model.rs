@@ -4,8 +4,7 @@
 use std::num::NonZeroU32;
 use std::path::Path;
 
-use llama_cpp_2::context::params::{KvCacheType, LlamaContextParams, LlamaContextType};
-use llama_cpp_2::context::LlamaContext;
+use llama_cpp_2::context::params::KvCacheType;
 use llama_cpp_2::model::params::LlamaModelParams;
 use llama_cpp_2::model::{LlamaChatMessage, LlamaModel};
 use llama_cpp_2::token::LlamaToken;
@@ -21,6 +20,19 @@ use crate::files::gguf::{GgufFile, ModelSummary};
 use crate::setting::Setting;
 
 /// llama.cpp's type for a KV cache of type `t`.
+/// How the binding makes a context with these settings (`rollback`: recurrent-state snapshots).
+fn pair_context(n_ctx: u32, n_batch: u32, threads: u32, o: ContextOptions, rollback: u32) -> PairContext {
+    PairContext {
+        n_ctx,
+        n_batch,
+        threads,
+        rollback,
+        type_k: ggml_kv(o.cache_type).into(),
+        type_v: ggml_kv(o.cache_type).into(),
+        flash_attn: o.flash_attn.policy(),
+    }
+}
+
 fn ggml_kv(t: KvType) -> KvCacheType {
     match t {
         KvType::F16 => KvCacheType::F16,
@@ -265,8 +277,21 @@ impl Model {
 
     /// A context with a KV cache type and flash attention setting.
     pub fn context_with(&self, n_ctx: u32, n_batch: u32, threads: u32, options: ContextOptions) -> Result<Context<'_>> {
-        let ctx = self.llama_context(n_ctx, n_batch, threads, options, LlamaContextType::Default)?;
-        Ok(Context::new(Inner::Plain(ctx), n_batch, self.n_vocab(), self.recurrent()))
+        let n_ctx = NonZeroU32::new(n_ctx).ok_or_else(|| Error::InvalidSetting {
+            setting: Setting::NCtx,
+            reason: "is 0, but must be positive".into(),
+        })?;
+        backend()?;
+        let params = pair_context(n_ctx.get(), n_batch, threads, options, options.rollback);
+        // SAFETY: the model is loaded and outlives the context (it borrows it for 'm).
+        #[allow(unsafe_code)]
+        let pair = unsafe { Pair::solo(raw_model(&self.inner), params) }.map_err(|e| Error::OutOfMemory {
+            reason: format!(
+                "llama.cpp could not create a context of {n_ctx} tokens with a {} KV cache ({e})",
+                options.cache_type.name()
+            ),
+        })?;
+        Ok(Context::new(Inner::Plain(pair, std::marker::PhantomData), n_batch, self.n_vocab(), self.recurrent()))
     }
 
     /// A context whose decodes also feed the model's multi-token-prediction layers, which then
@@ -317,15 +342,7 @@ impl Model {
             reason: "is 0, but must be positive".into(),
         })?;
         backend()?;
-        let ctx = |o: ContextOptions, rollback: u32| PairContext {
-            n_ctx,
-            n_batch,
-            threads,
-            rollback,
-            type_k: ggml_kv(o.cache_type).into(),
-            type_v: ggml_kv(o.cache_type).into(),
-            flash_attn: o.flash_attn.policy(),
-        };
+        let ctx = |o: ContextOptions, rollback: u32| pair_context(n_ctx, n_batch, threads, o, rollback);
         let params = NativeParams { n_max: n_max.clamp(1, 64), n_min: 0, p_min, ..NativeParams::default() };
         let target = raw_model(&self.inner);
         let head = drafter.map_or(std::ptr::null_mut(), |d| raw_model(&d.inner));
@@ -342,38 +359,6 @@ impl Model {
             })?;
         let inner = Inner::Native(Box::new(NativeState::new(pair)), std::marker::PhantomData);
         Ok(Context::new(inner, n_batch, self.n_vocab(), self.recurrent()))
-    }
-
-    fn llama_context(
-        &self,
-        n_ctx: u32,
-        n_batch: u32,
-        threads: u32,
-        options: ContextOptions,
-        kind: LlamaContextType,
-    ) -> Result<LlamaContext<'_>> {
-        let n_ctx = NonZeroU32::new(n_ctx).ok_or_else(|| Error::InvalidSetting {
-            setting: Setting::NCtx,
-            reason: "is 0, but must be positive".into(),
-        })?;
-        let threads = threads.max(1) as i32;
-        let params = LlamaContextParams::default()
-            .with_n_ctx(Some(n_ctx))
-            .with_n_batch(n_batch)
-            .with_n_ubatch(n_batch)
-            .with_n_threads(threads)
-            .with_n_threads_batch(threads)
-            .with_type_k(ggml_kv(options.cache_type))
-            .with_type_v(ggml_kv(options.cache_type))
-            .with_flash_attention_policy(options.flash_attn.policy())
-            .with_n_rs_seq(options.rollback)
-            .with_context_type(kind);
-        self.inner.new_context(backend()?, params).map_err(|e| Error::OutOfMemory {
-            reason: format!(
-                "llama.cpp could not create a context of {n_ctx} tokens with a {} KV cache ({e})",
-                options.cache_type.name()
-            ),
-        })
     }
 }
 
