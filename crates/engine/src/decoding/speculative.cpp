@@ -317,6 +317,20 @@ static llama_context_params context_params(const dl_ctx_params & p) {
     return c;
 }
 
+// A pair holding only `model`'s context made with `p` (and its pool); null, with `failed` as the
+// reason, when llama.cpp cannot make it.
+static std::unique_ptr<dl_pair> with_target(llama_model * model, const dl_ctx_params & p, const char * failed,
+                                            char * err, size_t err_len) {
+    auto pair = std::make_unique<dl_pair>();
+    pair->tgt = llama_init_from_model(model, context_params(p));
+    if (pair->tgt == nullptr) {
+        set_error(err, err_len, failed);
+        return nullptr;
+    }
+    pair->tgt_pool = attach_pool(pair->tgt, p.n_threads);
+    return pair;
+}
+
 // A pair over `target` and `drafter` (null: the target's own MTP layers, in an MTP context).
 dl_pair * dl_pair_init(llama_model * target, llama_model * drafter, const dl_ctx_params * tp, const dl_ctx_params * dp,
                        const dl_spec_params * sp, char * err, size_t err_len) {
@@ -325,13 +339,10 @@ dl_pair * dl_pair_init(llama_model * target, llama_model * drafter, const dl_ctx
         return nullptr;
     }
     return started(err, err_len, [&]() -> dl_pair * {
-        auto pair = std::make_unique<dl_pair>();
-        pair->tgt = llama_init_from_model(target, context_params(*tp));
-        if (pair->tgt == nullptr) {
-            set_error(err, err_len, "llama.cpp could not create the target's context (out of memory?)");
+        auto pair = with_target(target, *tp, "llama.cpp could not create the target's context (out of memory?)", err, err_len);
+        if (pair == nullptr) {
             return nullptr;
         }
-        pair->tgt_pool = attach_pool(pair->tgt, tp->n_threads);
         llama_context_params dc = context_params(*dp);
         dc.n_ctx = llama_n_ctx(pair->tgt);
         dc.n_rs_seq = 0;
@@ -368,13 +379,10 @@ dl_pair * dl_solo_init(llama_model * model, const dl_ctx_params * p, char * err,
         return nullptr;
     }
     return started(err, err_len, [&]() -> dl_pair * {
-        auto pair = std::make_unique<dl_pair>();
-        pair->tgt = llama_init_from_model(model, context_params(*p));
-        if (pair->tgt == nullptr) {
-            set_error(err, err_len, "llama.cpp could not create the context (out of memory?)");
+        auto pair = with_target(model, *p, "llama.cpp could not create the context (out of memory?)", err, err_len);
+        if (pair == nullptr) {
             return nullptr;
         }
-        pair->tgt_pool = attach_pool(pair->tgt, p->n_threads);
         init_batch(*pair, p->n_batch);
         return pair.release();
     });

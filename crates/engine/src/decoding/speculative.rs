@@ -224,11 +224,15 @@ fn out_len(params: NativeParams) -> usize {
     params.n_max.max(params.mod_max).max(1)
 }
 
+/// The reason the shim wrote into `err` (a NUL-terminated buffer).
+fn shim_error(err: &[c_char]) -> String {
+    let bytes: Vec<u8> = err.iter().take_while(|&&c| c != 0).map(|&c| c as u8).collect();
+    String::from_utf8_lossy(&bytes).into_owned()
+}
+
 /// The shim's reason for a drafter that did not start.
 fn start_failed(kind: NativeKind, err: &[c_char]) -> Error {
-    let bytes: Vec<u8> = err.iter().take_while(|&&c| c != 0).map(|&c| c as u8).collect();
-    let why = String::from_utf8_lossy(&bytes);
-    Error::Llama(format!("llama.cpp's {} drafter could not start: {why}", kind.spec_type()))
+    Error::Llama(format!("llama.cpp's {} drafter could not start: {}", kind.spec_type(), shim_error(err)))
 }
 
 /// One of llama.cpp's drafters (see the module documentation). Owns its native state; used from
@@ -424,10 +428,7 @@ impl Pair {
         let mut err: [c_char; 256] = [0; 256];
         // SAFETY: the model is live (the caller's contract); `p` and `err` outlive the call.
         let raw = unsafe { ffi::dl_solo_init(model, &p, err.as_mut_ptr(), err.len()) };
-        let Some(raw) = NonNull::new(raw) else {
-            let bytes: Vec<u8> = err.iter().take_while(|&&c| c != 0).map(|&c| c as u8).collect();
-            return Err(Error::Llama(String::from_utf8_lossy(&bytes).into_owned()));
-        };
+        let Some(raw) = NonNull::new(raw) else { return Err(Error::Llama(shim_error(&err))) };
         // SAFETY: `raw` is live.
         let n_ctx = unsafe { ffi::dl_pair_n_ctx(raw.as_ptr()) };
         Ok(Pair { raw, drafter: None, n_ctx })
