@@ -349,6 +349,11 @@ def upstream(a):
             runs[name] = lambda binary=binary, flags=flags: theirs([tool(binary)] + common + flags, decoded)
         return runs
 
+    if a.server == "only":
+        upstream_server(a, runner, rendered, prompts)
+        runner.print_distinct("Commands run (PROMPT: the chat template written out for each prompt):",
+                              r"\S+\.(chat\.)?txt", "PROMPT")
+        return
     got = {}  # (prompt, run) -> [tokens/s per rep]
     for p in prompts:
         for rep, r in alternating(a.reps, cells(p), rotate=True):
@@ -489,8 +494,8 @@ def upstream_server(a, runner, rendered, prompts):
                      for i, o in enumerate(got[(p, "draftlab serve")])]) for p in prompts]
     print("| `draftlab serve` defaults ÷ the best llama-server of each rep | " + " | ".join(spread(b) for b in best) + " |")
     print("\nEach server gets every prompt once before the reps and once per rep: llama-server's ngram-mod and "
-          "ngram-map-k keep what they learned across requests (per slot), so from the second request on they draft a "
-          "prompt's answer from its earlier answer; Draftlab's drafters learn within a request only.")
+          "ngram-map-k keep what they learned across requests (per slot), and so does `draftlab serve`'s ngram-mod "
+          "(per conversation slot): from the second request on, a prompt's answer is drafted from its earlier answer.")
 
 
 # ---------------------------------------------------------------------------------------------

@@ -247,10 +247,11 @@ pub(crate) struct ModelArgs {
     draft: Option<PathBuf>,
     #[command(flatten)]
     prompt: PromptArgs,
-    /// Tokens drafted per round: `adaptive` (the default: each round's length, up to 8, chosen from
-    /// observed acceptance and measured verify costs — no drafting when it cannot pay, so never
-    /// slower than the target alone), `adaptive:MAX` for another maximum, or a fixed number (for
-    /// experiments: a fixed length can be slower than the target alone).
+    /// Tokens drafted per round: `adaptive` (the default: each round's length, up to 8 — up to 4×
+    /// that from n-gram drafters — chosen from observed acceptance and measured verify costs — no
+    /// drafting when it cannot pay, so never slower than the target alone), `adaptive:MAX` for
+    /// another maximum, or a fixed number (for experiments: a fixed length can be slower than the
+    /// target alone).
     #[arg(long, default_value_t = default_n_draft())]
     n_draft: String,
     /// How to draft: `auto` (the default: n-gram strategies first, the draft model (--draft) as

@@ -464,6 +464,88 @@ fn ngram_mod_drafts_in_a_conversation_turn_after_turn() {
     two_turns_with(&p, &s, "ngram-mod", COPY_PROMPT, "Repeat the same paragraph once more, exactly.");
 }
 
+/// What a run computed on is read back from llama.cpp (where it said each layer went while
+/// loading), not computed from the settings: with no GPU here, every layer is on the CPU whatever
+/// was asked; GPU layers 0 (which also turns llama.cpp's op offload off) writes what all does.
+#[test]
+fn the_report_says_where_llama_cpp_put_the_layers() {
+    let runs: Vec<Report> = [GpuLayers::Count(0), GpuLayers::All]
+        .into_iter()
+        .map(|gpu_layers| {
+            let s = Settings { gpu_layers, strategy: Strategy::PromptLookup, ..settings(12, 4) };
+            let p = Session::load(&model(SMOLLM2), None, s.clone().validate(Mode::Speculative).unwrap()).unwrap();
+            let layers = p.target().summary.n_layer.unwrap() as u32 + 1;
+            assert!(p.target().placement_read, "llama.cpp's placement of the layers was not read");
+            let (r, _) = run(&p, Mode::Baseline, PROMPTS[1], &s);
+            let rt = r.runtime.clone().expect("a real run says what it ran on");
+            let target = rt.target.clone().unwrap();
+            assert_eq!(rt.backend, "CPU", "{gpu_layers:?}: {}", rt.summary());
+            assert_eq!(
+                (target.offloaded, target.layers, target.device.as_deref()),
+                (0, layers, None),
+                "{gpu_layers:?}"
+            );
+            assert_eq!(target.requested, gpu_layers);
+            r
+        })
+        .collect();
+    assert_eq!(runs[0].tokens, runs[1].tokens, "GPU layers 0 and all write different tokens");
+}
+
+/// A conversation slot keeps llama.cpp's ngram-mod from one request to the next (as llama-server
+/// keeps it per slot): the same question again is drafted from the first answer, which its prompt
+/// does not hold; a run outside a conversation (the CLI's, a bench's) starts from nothing.
+#[test]
+fn a_conversation_slot_drafts_a_repeated_request_from_its_earlier_answer() {
+    use draftlab_engine::decoding::chat::{ChatInput, ChatSlot};
+    use draftlab_engine::decoding::template::ChatMessage;
+    let p = pair(QWEN_TARGET, None);
+    let s = Settings { strategy: Strategy::NgramMod, ..settings(48, 8) };
+    let valid = s.clone().validate(Mode::Speculative).unwrap();
+    let messages = vec![ChatMessage::new("user", PROMPTS[0])];
+    let input = ChatInput::Messages { messages };
+    let mut slot = ChatSlot::new(&p);
+    let mut ask = || slot.run(Mode::Speculative, &input, &valid, false, &mut Job::uncancelled(&mut |_| {})).unwrap();
+    let first = ask();
+    let again = ask();
+    eprintln!(
+        "first: {} drafted, {} passes; again: {} drafted, {} accepted, {} passes",
+        first.drafted, first.target_passes, again.drafted, again.accepted, again.target_passes
+    );
+    assert_same_or_near_tie(&first, &again, "ngram-mod, the same request again");
+    assert!(again.accepted >= 24, "the earlier answer was not drafted: {} of {}", again.accepted, again.drafted);
+    assert!(
+        again.target_passes * 2 <= first.target_passes,
+        "{} passes, then {}",
+        first.target_passes,
+        again.target_passes
+    );
+    let tokens = p.chat_tokens(&input, false).unwrap();
+    let alone = run_tokens(&p, Mode::Speculative, &tokens, &s, &mut Job::uncancelled(&mut |_| {})).unwrap();
+    assert!(alone.accepted < again.accepted / 2, "a run outside the slot drafted from it: {} accepted", alone.accepted);
+}
+
+/// In an adaptive run n-gram drafters may draft past the draft length (up to `ngram_draft`) when
+/// verifying a long batch pays (here: pinned costs, a flat verify curve); a fixed length stays it.
+#[test]
+fn ngram_drafts_reach_past_the_draft_length_when_long_batches_pay() {
+    use draftlab_engine::decoding::costs::Costs;
+    let p = pair(QWEN_TARGET, None);
+    let fixed = Settings { strategy: Strategy::PromptLookup, ..settings(72, 4) };
+    let adaptive = Settings { adaptive: true, ..fixed.clone() };
+    let valid = adaptive.clone().validate(Mode::Speculative).unwrap();
+    assert_eq!((valid.ngram_draft(), valid.longest_draft()), (16, 16));
+    p.pin_costs(&valid, Costs { verify_ms: vec![50.0; 17], draft_token_ms: 0.0, c: 0.0 }, None);
+    let (base, _) = run(&p, Mode::Baseline, COPY_PROMPT, &fixed);
+    let (long, _) = run(&p, Mode::Speculative, COPY_PROMPT, &adaptive);
+    assert_same_or_near_tie(&base, &long, "lookup, adaptive, long drafts");
+    let past = |r: &Report| r.draft_len_histogram.iter().skip(5).sum::<u64>();
+    assert!(past(&long) > 0, "no draft past 4: {:?}", long.draft_len_histogram);
+    let (short, _) = run(&p, Mode::Speculative, COPY_PROMPT, &fixed);
+    assert_same_or_near_tie(&base, &short, "lookup, fixed");
+    assert_eq!(short.draft_len_histogram.len(), 5, "a fixed length drafts at most it");
+}
+
 #[test]
 fn sampled_ngram_mod_drafts_follow_the_targets_distribution() {
     // A prompt long enough for ngram-mod's 24-token match: the same four words over and over, sampled

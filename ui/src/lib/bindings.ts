@@ -174,7 +174,12 @@ export type ModelId = { path: string, name: string, architecture: string, quanti
  */
 mtime: number, };
 
-export type Offload = { requested: GpuLayers, offloaded: number, layers: number, };
+export type Offload = { requested: GpuLayers, offloaded: number, layers: number, 
+/**
+ * llama.cpp's name of the first device other than the CPU that holds a layer ("MTL0",
+ * "CUDA0", "RPC0[host:port]"); none when every layer is on the CPU.
+ */
+device?: string, };
 
 export type Runtime = { 
 /**

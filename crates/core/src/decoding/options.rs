@@ -169,14 +169,20 @@ pub fn kv_scale(target: KvType, draft: KvType) -> KvScale {
 }
 
 /// Where a model's layers went: how many were asked for on the GPU, and how many llama.cpp put
-/// there (it offloads the last `requested` of its `layers`, the repeating blocks and the output
-/// layer, when ggml has a GPU device; none when it has not).
+/// on a device other than the CPU, as it says while loading (it offloads the last `requested` of
+/// its `layers`, the repeating blocks and the output layer, when ggml has a GPU device; none when
+/// it has not).
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Offload {
     pub requested: GpuLayers,
     pub offloaded: u32,
     pub layers: u32,
+    /// llama.cpp's name of the first device other than the CPU that holds a layer ("MTL0",
+    /// "CUDA0", "RPC0[host:port]"); none when every layer is on the CPU.
+    #[serde(default)]
+    #[cfg_attr(feature = "ts", ts(optional))]
+    pub device: Option<String>,
 }
 
 /// What llama.cpp really computed on, read at run time from ggml's device list (never assumed
@@ -221,7 +227,7 @@ impl Runtime {
                 parts.push(format!("{} · {} threads", self.backend, self.threads));
                 // Layers asked for a GPU that was not there (or not used) are named, not hidden.
                 for (name, o) in [("GPU layers", &self.target), ("draft GPU layers", &self.draft)] {
-                    if let Some(o) = o.filter(|o| o.requested != GpuLayers::Count(0)) {
+                    if let Some(o) = o.as_ref().filter(|o| o.requested != GpuLayers::Count(0)) {
                         parts.push(format!("{name} requested: {}, offloaded: {}", o.requested, o.offloaded));
                     }
                 }

@@ -34,7 +34,8 @@ impl std::fmt::Display for Mode {
 
 /// The settings of a run. `Settings::default()` is the setting that never makes a run slower than
 /// the target alone: the `auto` strategy (n-gram drafts first, the draft model when one is given)
-/// with the cost-aware adaptive draft length (up to 8), which drafts only when drafting is expected
+/// with the cost-aware adaptive draft length (up to 8; n-gram drafters up to
+/// [`Settings::ngram_draft`]), which drafts only when drafting is expected
 /// to pay on this machine. Fixed lengths (`adaptive: false`) are for experiments.
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -148,12 +149,39 @@ pub const MAX_DRAFT: usize = 128;
 /// How many tokens of context `ngram-mod` matches (llama.cpp's default `--spec-ngram-mod-n-match`).
 pub const NGRAM_MOD_MATCH: usize = 24;
 
-/// `ngram-mod`'s sizes for these settings: (match, least, most tokens drafted). It drafts up to the
-/// draft length, and only a chain of at least three quarters of it, as llama.cpp's defaults do
-/// (48 of 64).
+/// `ngram-mod`'s sizes for these settings: (match, least, most tokens drafted). It drafts up to
+/// what n-gram drafters may draft ([`Settings::ngram_draft`]), and only a chain of at least three
+/// quarters of the draft length.
 pub fn ngram_mod_sizes(s: &Settings) -> (usize, usize, usize) {
     let n = s.n_draft.max(1);
-    (NGRAM_MOD_MATCH, (n * 3 / 4).max(1), n)
+    (NGRAM_MOD_MATCH, (n * 3 / 4).max(1), s.ngram_draft().max(1))
+}
+
+/// How much further than the draft length n-gram drafters may draft in an adaptive run: drafting
+/// costs them nothing, and a copy they have seen before (a file rewritten, an answer asked for
+/// again) stands for dozens of tokens, which one target pass verifies for far less than as many
+/// single steps. The schedule still chooses each round's length by the measured verify curve.
+pub const NGRAM_REACH: usize = 4;
+
+impl Settings {
+    /// The longest draft the n-gram drafters (lookup, n-gram cache and map, ngram-mod) may offer a
+    /// round: in an adaptive run [`NGRAM_REACH`] times the draft length (at most [`MAX_DRAFT`]),
+    /// else the draft length.
+    pub fn ngram_draft(&self) -> usize {
+        match self.adaptive {
+            true => self.n_draft.saturating_mul(NGRAM_REACH).min(MAX_DRAFT).max(self.n_draft),
+            false => self.n_draft,
+        }
+    }
+
+    /// The longest draft any round of a speculative run may verify: the draft length, or what
+    /// n-gram drafters may draft when the strategy drafts with them.
+    pub fn longest_draft(&self) -> usize {
+        match self.strategy.drafts_with_ngrams() {
+            true => self.n_draft.max(self.ngram_draft()),
+            false => self.n_draft,
+        }
+    }
 }
 
 /// The bounds the rules check, for a UI that wants to say them before asking.
@@ -354,6 +382,22 @@ impl std::ops::Deref for ValidSettings {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn ngram_drafters_reach_further_only_when_the_length_is_adaptive() {
+        let s = Settings::default();
+        assert!(s.adaptive && s.strategy == Strategy::Auto);
+        assert_eq!((s.n_draft, s.ngram_draft(), s.longest_draft()), (8, 32, 32));
+        assert_eq!(ngram_mod_sizes(&s), (NGRAM_MOD_MATCH, 6, 32));
+        let fixed = Settings { adaptive: false, ..s.clone() };
+        assert_eq!((fixed.ngram_draft(), fixed.longest_draft()), (8, 8));
+        assert_eq!(ngram_mod_sizes(&fixed), (NGRAM_MOD_MATCH, 6, 8));
+        // A model drafts alone: its length bounds every round.
+        let draft = Settings { strategy: Strategy::DraftModel, ..s.clone() };
+        assert_eq!(draft.longest_draft(), 8);
+        let long = Settings { n_draft: 100, ..s.clone() };
+        assert_eq!(long.ngram_draft(), MAX_DRAFT);
+    }
 
     #[test]
     fn settings_bounds() {

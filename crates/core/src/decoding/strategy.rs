@@ -111,6 +111,15 @@ impl Strategy {
         matches!(self, Strategy::DraftModel | Strategy::Auto)
     }
 
+    /// Whether the strategy drafts with n-grams (lookup, the n-gram cache and map, ngram-mod; `auto`
+    /// among its drafters): drafts that cost nothing to make.
+    pub fn drafts_with_ngrams(self) -> bool {
+        matches!(
+            self,
+            Strategy::Auto | Strategy::PromptLookup | Strategy::NgramCache | Strategy::NgramMap | Strategy::NgramMod
+        )
+    }
+
     /// Whether a session for the strategy loads the draft file it is given (a draft model, or a
     /// drafter file: an MTP, EAGLE-3, DFlash or DSpark head).
     pub fn loads_draft(self) -> bool {

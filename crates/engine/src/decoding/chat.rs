@@ -2,7 +2,9 @@
 //! decodes only what is new. The chat view and the server send the whole conversation each time
 //! (as OpenAI's API does); the slot keeps the target's context and the draft model's with the
 //! tokens they hold, trims both to the longest prefix they share with the new prompt, and decodes
-//! the rest — the prompt cache of llama-server, for the target and the draft alike.
+//! the rest — the prompt cache of llama-server, for the target and the draft alike. It keeps
+//! llama.cpp's ngram-mod too, as llama-server does per slot: what earlier answers taught it drafts a
+//! request sent again.
 //!
 //! A slot borrows its session (contexts borrow their models), so the worker keeps it while it
 //! serves chat requests for the same models and drops it before anything else.
@@ -10,12 +12,13 @@
 pub use draftlab_core::decoding::chat::ChatInput;
 
 use crate::decoding::draft::model::ModelDrafter;
-use crate::decoding::draft::Drafter;
+use crate::decoding::draft::ngram_mod::NgramMod;
+use crate::decoding::draft::{Drafter, Strategy};
 use crate::decoding::generate::Event;
 use crate::decoding::llama::{Context, ContextOptions, Logits, Model, Token};
 use crate::decoding::report::Report;
-use crate::decoding::session::Session;
-use crate::decoding::settings::{Mode, ValidSettings};
+use crate::decoding::session::{Lent, Session};
+use crate::decoding::settings::{ngram_mod_sizes, Mode, ValidSettings};
 use crate::decoding::speculative::NativeKind;
 use crate::decoding::target::Target;
 use crate::error::{Error, Result};
@@ -56,11 +59,16 @@ pub struct ChatSlot<'s> {
     session: &'s Session,
     target: Option<Cached<'s>>,
     draft: Option<(ModelDrafter<'s>, ContextKey)>,
+    /// llama.cpp's ngram-mod, kept from one request to the next as llama-server keeps it per slot:
+    /// a request sent again (a regenerated answer, an agent's retry, a benchmark's repeat) drafts
+    /// from the answer it got before. Bounded by llama.cpp (a 4 Mi-entry table, 16 MiB, emptied
+    /// when a quarter full). With its sizes (match, least and most drafted).
+    ngram_mod: Option<(NgramMod, (usize, usize, usize))>,
 }
 
 impl<'s> ChatSlot<'s> {
     pub fn new(session: &'s Session) -> Self {
-        ChatSlot { session, target: None, draft: None }
+        ChatSlot { session, target: None, draft: None, ngram_mod: None }
     }
 
     /// Tokens the target's context holds (what the next request may reuse).
@@ -83,7 +91,7 @@ impl<'s> ChatSlot<'s> {
         let prompt = self.session.chat_tokens(input, settings.raw)?;
         let n_ctx = settings.n_ctx as usize;
         // Room for one draft round besides the answer (the loop never drafts past the context).
-        let reserve = 1 + if mode == Mode::Speculative { settings.n_draft } else { 0 };
+        let reserve = 1 + if mode == Mode::Speculative { settings.longest_draft() } else { 0 };
         let fitted;
         let settings = if open_ended {
             let room = n_ctx.saturating_sub(prompt.len() + reserve);
@@ -124,9 +132,21 @@ impl<'s> ChatSlot<'s> {
             } else {
                 None
             };
+        let ngram_mod: Option<Box<dyn Drafter + '_>> =
+            match mode == Mode::Speculative && matches!(settings.strategy, Strategy::Auto | Strategy::NgramMod) {
+                true => {
+                    let sizes = ngram_mod_sizes(settings);
+                    if self.ngram_mod.as_ref().is_none_or(|(_, k)| *k != sizes) {
+                        self.ngram_mod = Some((NgramMod::new(sizes.0, sizes.1, sizes.2)?, sizes));
+                    }
+                    self.ngram_mod.as_mut().map(|(d, _)| Box::new(d) as Box<dyn Drafter + '_>)
+                }
+                false => None,
+            };
         let cached = self.target.as_mut().expect("made above");
         let mut target = ReusingTarget { model: self.session.target(), cached, reused: 0 };
-        let result = self.session.run_on(&mut target, mode, &prompt, settings, model_drafter, job);
+        let lent = Lent { model: model_drafter, ngram_mod };
+        let result = self.session.run_on(&mut target, mode, &prompt, settings, lent, job);
         let reused = target.reused;
         if result.is_err() {
             // The cache may hold half a batch: start afresh next time.

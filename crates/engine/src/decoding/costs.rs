@@ -70,14 +70,51 @@ fn probe_tokens(prompt: &[Token], settings: &Settings, max_batch: usize) -> (Vec
     (context, filler)
 }
 
-/// The verify curve of `ctx` after `context`: batches 1..=filler's length, interleaved within each
-/// repetition after a warm-up pass, each a median.
+/// Every batch size up to this one is measured; past it, a few sizes are (see [`timed_sizes`]).
+const DENSE: usize = 9;
+
+/// The batch sizes a verify curve up to `max` is timed at: each one up to [`DENSE`] (the draft
+/// lengths a model drafts), then half as many again each time, and `max` (the long drafts n-gram
+/// drafters may make): timing every size up to 33 would take half a minute on a CPU.
+fn timed_sizes(max: usize) -> Vec<usize> {
+    let mut sizes: Vec<usize> = (1..=max.min(DENSE)).collect();
+    let mut b = DENSE;
+    while b < max {
+        b = (b * 3 / 2).min(max);
+        sizes.push(b);
+    }
+    sizes
+}
+
+/// A curve for batches 1..=`max` from times at `sizes` (ascending, starting at 1, ending at
+/// `max`): the sizes between two timed ones on the straight line between them.
+fn fill_curve(sizes: &[usize], times: &[f64], max: usize) -> Vec<f64> {
+    let mut curve = Vec::with_capacity(max);
+    for b in 1..=max {
+        let hi = sizes.iter().position(|&s| s >= b).unwrap_or(sizes.len() - 1);
+        let v = match hi {
+            0 => times[0],
+            _ if sizes[hi] == b => times[hi],
+            _ => {
+                let (b0, b1) = (sizes[hi - 1] as f64, sizes[hi] as f64);
+                times[hi - 1] + (times[hi] - times[hi - 1]) * (b as f64 - b0) / (b1 - b0)
+            }
+        };
+        curve.push(v);
+    }
+    curve
+}
+
+/// The verify curve of `ctx` after `context`: batches 1..=filler's length (timed at
+/// [`timed_sizes`], interleaved within each repetition after a warm-up pass, each a median; the
+/// sizes between on straight lines).
 fn verify_curve(ctx: &mut Context<'_>, context: &[Token], filler: &[Token], reps: usize) -> Result<Vec<f64>> {
     let n = context.len() as u32;
     ctx.decode(context, 0, Logits::None)?;
-    let mut times = vec![Vec::with_capacity(reps); filler.len()];
+    let sizes = timed_sizes(filler.len());
+    let mut times = vec![Vec::with_capacity(reps); sizes.len()];
     for rep in 0..=reps {
-        for b in 1..=filler.len() {
+        for (at, &b) in sizes.iter().enumerate() {
             let t = Instant::now();
             ctx.decode(&filler[..b], n, Logits::All)?;
             for i in 0..b {
@@ -86,11 +123,12 @@ fn verify_curve(ctx: &mut Context<'_>, context: &[Token], filler: &[Token], reps
             let elapsed = t.elapsed().as_secs_f64() * 1e3;
             rewind(ctx, context, n)?;
             if rep > 0 {
-                times[b - 1].push(elapsed);
+                times[at].push(elapsed);
             }
         }
     }
-    Ok(times.iter().map(|t| median(t)).collect())
+    let medians: Vec<f64> = times.iter().map(|t| median(t)).collect();
+    Ok(fill_curve(&sizes, &medians, filler.len()))
 }
 
 /// The target's step costs on `ctx`, a context whose decodes feed a drafter of llama.cpp's (see
@@ -138,4 +176,30 @@ fn rewind(ctx: &mut Context<'_>, context: &[Token], n: u32) -> Result<()> {
         ctx.decode(context, 0, Logits::None)?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn long_curves_are_timed_at_a_few_sizes_and_filled_between() {
+        assert_eq!(timed_sizes(9), (1..=9).collect::<Vec<_>>());
+        assert_eq!(timed_sizes(5), vec![1, 2, 3, 4, 5]);
+        assert_eq!(timed_sizes(33), vec![1, 2, 3, 4, 5, 6, 7, 8, 9, 13, 19, 28, 33]);
+        let sizes = timed_sizes(33);
+        // A straight line is kept exactly: every size, timed or not.
+        let line = |b: usize| 20.0 + 5.0 * b as f64;
+        let times: Vec<f64> = sizes.iter().map(|&b| line(b)).collect();
+        let curve = fill_curve(&sizes, &times, 33);
+        assert_eq!(curve.len(), 33);
+        for (i, v) in curve.iter().enumerate() {
+            assert!((v - line(i + 1)).abs() < 1e-9, "size {}: {v}", i + 1);
+        }
+        // Between two timed sizes, the values lie between theirs.
+        let bent: Vec<f64> = sizes.iter().map(|&b| (b * b) as f64).collect();
+        let curve = fill_curve(&sizes, &bent, 33);
+        assert_eq!(curve[12], 169.0);
+        assert!(curve[13] > 169.0 && curve[17] < 361.0 && curve[17] > curve[13]);
+    }
 }

@@ -37,7 +37,7 @@ pub fn generate(
     job: &mut Job<'_, Event>,
 ) -> Result<Report> {
     settings.require(info.mode)?;
-    check_room(prompt.len(), target.n_ctx(), info.mode, settings.n_draft)?;
+    check_room(prompt.len(), target.n_ctx(), info.mode, settings.longest_draft())?;
     let started_at = crate::paths::now_secs();
     let mut run = Loop::start(target, drafters, scheduler, prompt, settings, job)?;
     while run.stop.is_none() {
@@ -173,7 +173,7 @@ impl<'r, 'j, 'd> Loop<'r, 'j, 'd> {
         settings: &'r ValidSettings,
         job: &'r mut Job<'j, Event>,
     ) -> Result<Self> {
-        let n = settings.n_draft;
+        let n = settings.longest_draft();
         let tally = Tally {
             drafted_by_position: vec![0; n],
             accepted_by_position: vec![0; n],
@@ -192,7 +192,7 @@ impl<'r, 'j, 'd> Loop<'r, 'j, 'd> {
             Some(s) => {
                 let fed: Vec<Candidate> = (0..drafters.len())
                     .filter(|&i| drafters[i].strategy().drafts_in_target())
-                    .map(|i| model_candidate(s, &*drafters[i], i, prompt, n, true))
+                    .map(|i| model_candidate(s, &*drafters[i], i, prompt, settings.n_draft, true))
                     .collect();
                 !fed.is_empty() && s.feeding_pays(&fed)
             }
@@ -252,11 +252,13 @@ impl<'r, 'j, 'd> Loop<'r, 'j, 'd> {
     }
 
     /// This round's draft: which drafter proposes and how many tokens (at most what the request
-    /// and the context leave room for).
+    /// and the context leave room for; n-gram drafters may draft further than models, see
+    /// [`crate::decoding::settings::Settings::ngram_draft`]).
     fn draft(&mut self) -> Result<Round> {
         let remaining = self.settings.n_predict - self.tally.tokens.len();
         let room = self.target.n_ctx() - self.n_past - 1;
-        let max = self.settings.n_draft.min(remaining - 1).min(room);
+        let limit = |n: usize| n.min(remaining - 1).min(room);
+        let max = Reach { model: limit(self.settings.n_draft), ngram: limit(self.settings.ngram_draft()) };
         let t = Instant::now();
         let observe = self.settings.sampling.is_greedy();
         let mut shadows = Vec::new();
@@ -483,6 +485,15 @@ impl<'r, 'j, 'd> Loop<'r, 'j, 'd> {
     }
 }
 
+/// The longest draft a round may take from each kind of drafter.
+#[derive(Debug, Clone, Copy)]
+struct Reach {
+    /// From a model (a draft model, MTP layers, a head).
+    model: usize,
+    /// From an n-gram drafter (free to draft: see `Settings::ngram_draft`).
+    ngram: usize,
+}
+
 /// This round's proposal, its statistics bucket and why. Without a schedule, the first drafter
 /// with a proposal drafts the fixed length. With one, the cheap (n-gram) drafters propose first and
 /// the schedule picks among them and the model drafters by expected tokens per millisecond, or
@@ -493,15 +504,20 @@ fn propose(
     drafters: &mut [Box<dyn Drafter + '_>],
     scheduler: Option<&mut Scheduler>,
     context: &[Token],
-    max: usize,
+    reach: Reach,
     mut shadows: Option<&mut Vec<(Bucket, Vec<Token>)>>,
 ) -> Result<(Proposal, Bucket, Decision)> {
     let nothing = |why| Ok((Proposal::default(), (0, 0), why));
-    if drafters.is_empty() || max == 0 {
+    if drafters.is_empty() || reach.model.max(reach.ngram) == 0 {
         return nothing(Decision::NothingOffered);
     }
+    let max_of = |d: &dyn Drafter| if d.is_cheap() { reach.ngram } else { reach.model };
     let Some(s) = scheduler else {
         for (i, d) in drafters.iter_mut().enumerate() {
+            let max = max_of(&**d);
+            if max == 0 {
+                continue;
+            }
             let p = d.propose_on(target, context, max)?;
             if !p.tokens.is_empty() {
                 let bucket = (i, p.match_len);
@@ -513,8 +529,12 @@ fn propose(
     let mut offers: Vec<Option<Proposal>> = Vec::with_capacity(drafters.len());
     let mut candidates = Vec::with_capacity(drafters.len());
     for (i, d) in drafters.iter_mut().enumerate() {
+        let max = max_of(&**d);
         if d.is_cheap() {
-            let p = d.propose_on(target, context, max)?;
+            let p = match max {
+                0 => Proposal::default(),
+                _ => d.propose_on(target, context, max)?,
+            };
             let bucket = (i, p.match_len);
             let observed = shadows.is_some();
             if let Some(sh) = shadows.as_deref_mut() {

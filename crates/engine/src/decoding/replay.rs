@@ -142,7 +142,7 @@ pub fn replay(
     }
     let mut s = (**settings).clone();
     s.n_predict = output.len();
-    s.n_ctx = s.n_ctx.max((prompt.len() + output.len() + s.n_draft + 2) as u32);
+    s.n_ctx = s.n_ctx.max((prompt.len() + output.len() + s.longest_draft() + 2) as u32);
     let settings = s.validate(Mode::Speculative)?;
     let mut target = ReplayTarget::new(prompt, output, settings.n_ctx as usize)?;
     let scheduler = settings.adaptive.then(|| Scheduler::new(costs.clone()));

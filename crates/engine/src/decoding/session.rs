@@ -41,7 +41,7 @@ type CostsKey = (bool, u32, u32, u32, usize, Option<NativeKind>);
 
 /// The key of the costs of runs with `s` (see [`CostsKey`]).
 fn memo_key(s: &ValidSettings, with_draft: bool, fed: Option<NativeKind>) -> CostsKey {
-    (with_draft, s.n_ctx, s.n_batch, s.threads, s.n_draft + 1, fed)
+    (with_draft, s.n_ctx, s.n_batch, s.threads, s.longest_draft() + 1, fed)
 }
 
 /// A loaded target (and draft, when the settings draft with one), ready to run.
@@ -58,6 +58,17 @@ pub struct Session {
     /// The draft file is a drafter of llama.cpp's (an MTP, EAGLE-3, DFlash or DSpark head), not a
     /// draft model: it drafts inside the target's context.
     head: Option<DrafterKind>,
+}
+
+/// Drafters a caller keeps from one run to the next and lends to a run (a conversation's: see
+/// [`crate::decoding::chat::ChatSlot`]); a run without them makes fresh ones.
+#[derive(Default)]
+pub struct Lent<'a> {
+    /// The draft model's drafter, its context warm, when the run drafts with a draft model.
+    pub model: Option<Box<dyn Drafter + 'a>>,
+    /// llama.cpp's ngram-mod holding what earlier runs taught it (the n-grams of their prompts and
+    /// answers), used when the strategy drafts with ngram-mod (`ngram-mod`, `auto`).
+    pub ngram_mod: Option<Box<dyn Drafter + 'a>>,
 }
 
 /// Both modes on one prompt, and what they show together.
@@ -391,7 +402,7 @@ impl Session {
 
     /// The same, for a run on `threads` that uses `draft` (none when it does not draft with a model).
     fn runtime_with(&self, threads: u32, draft: Option<&Model>) -> Runtime {
-        llama::runtime(threads, Some(self.target.offload), draft.map(|d| d.offload))
+        llama::runtime(threads, Some(self.target.offload.clone()), draft.map(|d| d.offload.clone()))
     }
 
     /// Whether these loaded models serve `settings` as they are (the same GPU layers and, when
@@ -524,22 +535,22 @@ impl Session {
     ) -> Result<Report> {
         let ctx = self.target_context(mode, settings)?;
         let mut target = LlamaTarget { model: &self.target, ctx };
-        let model_drafter = match mode {
+        let model = match mode {
             Mode::Speculative => self.model_drafter(settings)?,
             Mode::Baseline => None,
         };
-        self.run_on(&mut target, mode, prompt, settings, model_drafter, job)
+        self.run_on(&mut target, mode, prompt, settings, Lent { model, ngram_mod: None }, job)
     }
 
     /// Runs one generation on `target` (a fresh context, or a conversation's warm one) with
-    /// `model_drafter` as the draft model's drafter when the strategy uses one.
+    /// the drafters `lent` by a caller that keeps them between runs (see [`Lent`]).
     pub fn run_on<'a>(
         &'a self,
         target: &mut dyn Target,
         mode: Mode,
         prompt: &[Token],
         settings: &ValidSettings,
-        model_drafter: Option<Box<dyn Drafter + 'a>>,
+        lent: Lent<'a>,
         job: &mut Job<'_, Event>,
     ) -> Result<Report> {
         settings.require(mode)?;
@@ -555,7 +566,7 @@ impl Session {
         };
         let mut drafters = match mode {
             Mode::Baseline => Vec::new(),
-            Mode::Speculative => self.drafters(settings, &mut notes, model_drafter, costs.as_ref(), fed.as_ref())?,
+            Mode::Speculative => self.drafters(settings, &mut notes, lent, costs.as_ref(), fed.as_ref())?,
         };
         let scheduler = match drafters.is_empty() {
             false => costs.map(|c| match fed {
@@ -626,16 +637,19 @@ impl Session {
         Ok(())
     }
 
-    /// The drafters of a speculative run, in the order `auto` considers them; `model` drafts with
-    /// the draft model (made by [`Session::model_drafter`], or kept warm by a conversation).
+    /// The drafters of a speculative run, in the order `auto` considers them; `lent.model` drafts
+    /// with the draft model (made by [`Session::model_drafter`], or kept warm by a conversation),
+    /// `lent.ngram_mod` is a conversation's ngram-mod (else a fresh one).
     fn drafters<'a>(
         &'a self,
         s: &ValidSettings,
         notes: &mut Vec<String>,
-        model: Option<Box<dyn Drafter + 'a>>,
+        lent: Lent<'a>,
         costs: Option<&Costs>,
         fed: Option<&Costs>,
     ) -> Result<Vec<Box<dyn Drafter + 'a>>> {
+        let Lent { model, ngram_mod } = lent;
+        let ngram_mod = || ngram_mod.map_or_else(|| Self::ngram_mod(s), Ok);
         let mut out: Vec<Box<dyn Drafter + 'a>> = Vec::new();
         match s.strategy {
             Strategy::DraftModel => out.push(model.ok_or_else(no_draft)?),
@@ -643,7 +657,7 @@ impl Session {
                 out.push(self.self_drafter(s.strategy, s, costs, fed));
             }
             Strategy::PromptLookup => out.push(Box::new(PromptLookup::new(s.lookup_min, s.lookup_max)?)),
-            Strategy::NgramMod => out.push(Self::ngram_mod(s)?),
+            Strategy::NgramMod => out.push(ngram_mod()?),
             Strategy::NgramCache => out.push(self.ngram_cache(s, notes)?),
             Strategy::NgramMap => out.push(self.ngram_map(s)?.ok_or_else(|| Error::InvalidSetting {
                 setting: Setting::NgramMap,
@@ -655,7 +669,7 @@ impl Session {
                 if let Some(m) = self.ngram_map(s)? {
                     out.push(m);
                 }
-                out.push(Self::ngram_mod(s)?);
+                out.push(ngram_mod()?);
                 // A drafter file given to auto drafts too (inside the target's context).
                 if let Some(kind) = self.head {
                     out.push(self.self_drafter(Strategy::for_head(kind), s, costs, fed));
@@ -761,7 +775,7 @@ impl Session {
     /// then reused.
     pub fn costs(&self, prompt: &[Token], settings: &ValidSettings) -> Result<Costs> {
         let with_draft = self.drafts_with_model(settings);
-        let max_batch = settings.n_draft + 1;
+        let max_batch = settings.longest_draft() + 1;
         let key = memo_key(settings, with_draft, None);
         if let Some(c) = self.costs.borrow().get(&key) {
             return Ok(c.clone());
@@ -785,7 +799,7 @@ impl Session {
     /// the feed, and a drafting call's time (see [`measure_fed`]). Kept like [`Session::costs`].
     pub fn fed_costs(&self, prompt: &[Token], settings: &ValidSettings) -> Result<Option<Costs>> {
         let Some((kind, file)) = self.drafting_in_target(Mode::Speculative, settings) else { return Ok(None) };
-        let max_batch = settings.n_draft + 1;
+        let max_batch = settings.longest_draft() + 1;
         let key = memo_key(settings, false, Some(kind));
         if let Some(c) = self.costs.borrow().get(&key) {
             return Ok(Some(c.clone()));

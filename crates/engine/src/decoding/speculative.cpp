@@ -15,15 +15,40 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <exception>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
 namespace {
 
 constexpr llama_seq_id SEQ = 0;
+
+// llama.cpp's own log (llama and ggml), through one callback: on stderr when asked (never stdout:
+// the worker speaks its protocol there), and, while a model loads, the lines where llama.cpp says
+// which device each layer went to, kept for the loader to read back.
+std::mutex g_log_mu;
+bool g_log_stderr = false;
+bool g_log_capture = false;
+std::string g_log_captured;
+constexpr size_t LOG_CAPTURE_MAX = 1 << 20;
+
+void on_llama_log(ggml_log_level /*level*/, const char * text, void * /*user*/) {
+    if (text == nullptr) {
+        return;
+    }
+    std::lock_guard<std::mutex> lock(g_log_mu);
+    if (g_log_stderr) {
+        std::fputs(text, stderr);
+    }
+    if (g_log_capture && std::strstr(text, "assigned to device") != nullptr &&
+        g_log_captured.size() + std::strlen(text) <= LOG_CAPTURE_MAX) {
+        g_log_captured += text;
+    }
+}
 
 void set_error(char * err, size_t err_len, const std::string & msg) {
     if (err == nullptr || err_len == 0) {
@@ -55,6 +80,35 @@ extern "C" {
 // informational lines: those go to stdout, which the engine's worker speaks its protocol on.
 void dl_log_to_stderr(bool stderr_on) {
     common_log_set_verbosity_thold(stderr_on ? LOG_LEVEL_WARN : -1);
+}
+
+// llama.cpp's log (every level) goes to stderr when `stderr_on`, else nowhere; either way the
+// layer placement of a model being loaded is kept (see dl_load_capture).
+void dl_llama_log(bool stderr_on) {
+    {
+        std::lock_guard<std::mutex> lock(g_log_mu);
+        g_log_stderr = stderr_on;
+    }
+    llama_log_set(on_llama_log, nullptr);
+}
+
+// Starts (clearing what was kept) or stops keeping the placement lines of a model load.
+void dl_load_capture(bool on) {
+    std::lock_guard<std::mutex> lock(g_log_mu);
+    g_log_capture = on;
+    if (on) {
+        g_log_captured.clear();
+    }
+}
+
+// Copies what was kept (at most `cap` bytes, not NUL-terminated) to `out`; returns its length.
+size_t dl_load_captured(char * out, size_t cap) {
+    std::lock_guard<std::mutex> lock(g_log_mu);
+    const size_t n = std::min(cap, g_log_captured.size());
+    if (out != nullptr && n > 0) {
+        std::memcpy(out, g_log_captured.data(), n);
+    }
+    return g_log_captured.size();
 }
 
 // Status codes (mirrored in speculative.rs).
@@ -246,6 +300,9 @@ struct dl_ctx_params {
     int32_t type_k;
     int32_t type_v;
     int32_t flash_attn;
+    // Whether operations on weights kept in host memory may run on a GPU (llama.cpp's default):
+    // off for a model with no layer offloaded, so "no GPU layers" means the CPU computes everything.
+    bool op_offload;
 };
 
 // A target's context and, in a pair, its drafter's context and the drafter (a context alone has
@@ -314,6 +371,7 @@ static llama_context_params context_params(const dl_ctx_params & p) {
     c.type_k = static_cast<ggml_type>(p.type_k);
     c.type_v = static_cast<ggml_type>(p.type_v);
     c.flash_attn_type = static_cast<llama_flash_attn_type>(p.flash_attn);
+    c.op_offload = p.op_offload;
     return c;
 }
 

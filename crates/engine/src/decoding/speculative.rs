@@ -122,6 +122,9 @@ mod ffi {
 
     unsafe extern "C" {
         pub fn dl_log_to_stderr(on: bool);
+        pub fn dl_llama_log(stderr_on: bool);
+        pub fn dl_load_capture(on: bool);
+        pub fn dl_load_captured(out: *mut c_char, cap: usize) -> usize;
         pub fn dl_spec_init(
             p: *const Params,
             tgt: *mut llama_cpp_sys_2::llama_context,
@@ -186,6 +189,7 @@ mod ffi {
         pub type_v: i32,
         /// `int32_t` in the shim, as llama.cpp's enum is.
         pub flash_attn: llama_cpp_sys_2::llama_flash_attn_type,
+        pub op_offload: bool,
     }
 
     /// `dl_pair`: opaque.
@@ -201,6 +205,32 @@ pub fn log_to_stderr(on: bool) {
     // SAFETY: sets a global threshold that llama.cpp's log reads; called while no drafter runs
     // (when the backend starts).
     unsafe { ffi::dl_log_to_stderr(on) }
+}
+
+/// Sends llama.cpp's own log (llama and ggml, every level) to stderr, or nowhere; either way a
+/// model load's layer placement is kept for [`loading`] to read.
+pub fn llama_log(stderr_on: bool) {
+    // SAFETY: installs the shim's callback (which locks its own state) as llama.cpp's logger.
+    unsafe { ffi::dl_llama_log(stderr_on) }
+}
+
+/// Runs `load` (a model load) and returns its result with llama.cpp's lines saying which device
+/// each of the model's layers went to ("load_tensors: layer N assigned to device D, ...").
+pub fn loading<T>(load: impl FnOnce() -> T) -> (T, String) {
+    static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _held = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    // SAFETY: the shim's capture state is behind its own lock.
+    unsafe { ffi::dl_load_capture(true) };
+    let out = load();
+    // SAFETY: a null buffer asks for the length only; then a buffer of that length is filled.
+    let len = unsafe { ffi::dl_load_captured(std::ptr::null_mut(), 0) };
+    let mut buf = vec![0u8; len];
+    // SAFETY: `buf` holds `len` bytes, the most the shim copies.
+    let copied = unsafe { ffi::dl_load_captured(buf.as_mut_ptr().cast(), buf.len()) }.min(len);
+    // SAFETY: as above.
+    unsafe { ffi::dl_load_capture(false) };
+    buf.truncate(copied);
+    (out, String::from_utf8_lossy(&buf).into_owned())
 }
 
 fn to_i32(n: usize, what: &str) -> Result<i32> {
@@ -349,6 +379,9 @@ pub struct PairContext {
     pub type_k: llama_cpp_sys_2::ggml_type,
     pub type_v: llama_cpp_sys_2::ggml_type,
     pub flash_attn: llama_cpp_sys_2::llama_flash_attn_type,
+    /// Whether llama.cpp may run operations on host-held weights on a GPU (off when the model has
+    /// no layer on one: then nothing is computed there).
+    pub op_offload: bool,
 }
 
 impl PairContext {
@@ -361,6 +394,7 @@ impl PairContext {
             type_k: self.type_k as i32,
             type_v: self.type_v as i32,
             flash_attn: self.flash_attn,
+            op_offload: self.op_offload,
         })
     }
 }

@@ -26,7 +26,7 @@ pub fn bench(
 }
 
 /// `bench` with other settings on the session's models and with step costs already measured
-/// (covering batches up to `n_draft + 1`), as a sweep has them for every cell of a pair; `None`
+/// (covering batches up to the longest draft + 1), as a sweep has them for every cell of a pair; `None`
 /// measures them between the pairs.
 pub fn bench_with_costs(
     session: &Session,
@@ -42,13 +42,13 @@ pub fn bench_with_costs(
     // Without costs given, they are measured before each counted pair (two repetitions each) and
     // the median taken: the machine's speed drifts (±10 % here), and costs measured once, apart
     // from the runs, can miss the state the runs saw.
-    let given = costs.filter(|c| c.verify_ms.len() > settings.n_draft);
+    let given = costs.filter(|c| c.verify_ms.len() > settings.longest_draft());
     let mut measured = Vec::new();
     for i in 0..total {
         let warm = i < options.warmup;
         if !warm && given.is_none() {
             job.emit("measuring step costs".into());
-            measured.push(session.measure_costs(prompt, settings, settings.n_draft + 1, 2)?);
+            measured.push(session.measure_costs(prompt, settings, settings.longest_draft() + 1, 2)?);
         }
         for mode in [Mode::Baseline, Mode::Speculative] {
             let label =

@@ -29,12 +29,23 @@ impl NgramMod {
     }
 
     /// Tells llama.cpp how much of the last draft the target kept, as `context` (which follows it)
-    /// shows: the drafted tokens it repeats.
+    /// shows: the drafted tokens it repeats, or all of them while none is contradicted. A round
+    /// may verify only part of a draft, or none (the schedule judges it not worth it), so the
+    /// context may not reach its end yet: told "one of 32 stood" round after round, llama.cpp
+    /// takes it for a streak of poor drafts and empties the table.
     fn settle(&mut self, context: &[Token]) -> Result<()> {
         let Some((len, draft)) = self.last.take() else { return Ok(()) };
-        let after = context.get(len..).unwrap_or(&[]);
-        let stood = draft.iter().zip(after).take_while(|(a, b)| a == b).count();
-        self.native.accept(stood)
+        self.native.accept(stood(&draft, context.get(len..).unwrap_or(&[])))
+    }
+}
+
+/// How much of `draft` stood, by `after` (the context that followed it so far): its tokens up to the
+/// first that `after` contradicts, all of them when none is.
+fn stood(draft: &[Token], after: &[Token]) -> usize {
+    let right = draft.iter().zip(after).take_while(|(a, b)| a == b).count();
+    match right < draft.len() && right < after.len() {
+        true => right,
+        false => draft.len(),
     }
 }
 
@@ -60,6 +71,14 @@ impl Drafter for NgramMod {
         }
         Ok(Proposal::deterministic(tokens, self.match_len, Strategy::NgramMod))
     }
+
+    /// Learns the whole context, the answer's last tokens included (llama.cpp adds the answer's
+    /// n-grams in chunks while drafting): an ngram-mod kept for the next run (a conversation's)
+    /// drafts from all of it.
+    fn finish(&mut self, context: &[Token]) -> Result<()> {
+        self.last = None;
+        self.native.begin(context)
+    }
 }
 
 #[cfg(test)]
@@ -82,5 +101,36 @@ mod tests {
         context.push(7);
         d.propose(&context, 6).unwrap();
         assert!(NgramMod::new(0, 1, 16).is_err(), "a match of no tokens is refused");
+    }
+
+    #[test]
+    fn a_draft_stands_until_the_output_contradicts_it() {
+        assert_eq!(stood(&[1, 2, 3, 4], &[1, 2, 9]), 2);
+        assert_eq!(stood(&[1, 2, 3, 4], &[7]), 0);
+        // Verified in part, or not at all: nothing contradicts it yet.
+        assert_eq!(stood(&[1, 2, 3, 4], &[1]), 4);
+        assert_eq!(stood(&[1, 2, 3, 4], &[]), 4);
+        assert_eq!(stood(&[1, 2], &[1, 2, 5, 6]), 2);
+    }
+
+    /// A draft the schedule passes over round after round (each round's output reaches one token
+    /// into it) is not a streak of poor drafts: llama.cpp keeps its table — here what an earlier
+    /// run taught it, which the context does not hold — and drafts from it afterwards.
+    #[test]
+    fn drafts_passed_over_do_not_empty_the_table() {
+        let mut d = NgramMod::new(4, 1, 16).unwrap();
+        let stretch: Vec<Token> = (100..160).collect();
+        d.prefill(&[1, 2, 3]).unwrap();
+        d.finish(&[[1, 2, 3].as_slice(), &stretch].concat()).unwrap();
+        // The next run's prompt ends with the stretch's first four tokens.
+        let mut context: Vec<Token> = vec![7, 8, 100, 101, 102, 103];
+        d.prefill(&context).unwrap();
+        for round in 0..12 {
+            let p = d.propose(&context, 16).unwrap();
+            assert_eq!(p.tokens.len(), 16, "round {round}: the table was emptied");
+            assert_eq!(p.tokens[0], context.last().unwrap() + 1);
+            // The round drafted nothing: the target wrote one token, the draft's first.
+            context.push(p.tokens[0]);
+        }
     }
 }

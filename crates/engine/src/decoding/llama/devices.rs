@@ -23,11 +23,6 @@ pub fn memory_info() -> MemoryInfo {
     mem
 }
 
-/// ggml's first GPU device (Metal, CUDA, Vulkan…), when this build and machine have one.
-pub(super) fn gpu_device() -> Option<llama_cpp_2::LlamaBackendDevice> {
-    llama_cpp_2::list_llama_ggml_backend_devices().into_iter().find(is_local_gpu)
-}
-
 /// This machine's GPUs (Metal, CUDA…) as ggml device indices, for `with_devices`; none on a
 /// CPU-only machine, whose CPU holds whatever is not offloaded.
 pub fn local_gpu_devices() -> Vec<usize> {
@@ -77,24 +72,26 @@ fn backend_name(ggml: &str) -> String {
     }
 }
 
-/// What llama.cpp computes on with these models loaded (see [`Runtime`]): the GPU when the
-/// target has layers there, the CPU otherwise.
+/// What llama.cpp computes on with these models loaded (see [`Runtime`]): the device llama.cpp
+/// put the target's layers on (or the draft's) when it put any on one, the CPU otherwise.
 pub fn runtime(threads: u32, target: Option<Offload>, draft: Option<Offload>) -> Runtime {
-    let on_gpu = target.or(draft).is_some_and(|o| o.offloaded > 0);
-    let gpu = gpu_device().filter(|_| on_gpu);
+    let placed = [&target, &draft].into_iter().flatten().find(|o| o.offloaded > 0).and_then(|o| o.device.clone());
+    let devices = llama_cpp_2::list_llama_ggml_backend_devices();
+    let gpu = placed.and_then(|name| devices.iter().find(|d| d.name == name).cloned());
     match gpu {
         Some(d) => Runtime {
             backend: backend_name(&d.backend),
+            gpu_memory: match is_local_gpu(&d) {
+                true => memory_info().gpu.map(|g| g.bytes).or(Some(d.memory_total as u64)),
+                false => Some(d.memory_total as u64),
+            },
             device: d.description,
-            gpu_memory: memory_info().gpu.map(|g| g.bytes).or(Some(d.memory_total as u64)),
             threads,
             target,
             draft,
         },
         None => {
-            let cpu = llama_cpp_2::list_llama_ggml_backend_devices()
-                .into_iter()
-                .find(|d| matches!(d.device_type, LlamaBackendDeviceType::Cpu));
+            let cpu = devices.into_iter().find(|d| matches!(d.device_type, LlamaBackendDeviceType::Cpu));
             Runtime {
                 backend: "CPU".into(),
                 device: cpu.map_or_else(|| crate::machine::MachineInfo::now().cpu, |d| d.description),
@@ -113,7 +110,7 @@ mod tests {
     use crate::decoding::llama::GpuLayers;
 
     fn offload(requested: GpuLayers, offloaded: u32) -> Option<Offload> {
-        Some(Offload { requested, offloaded, layers: 29 })
+        Some(Offload { requested, offloaded, layers: 29, device: None })
     }
 
     #[test]

@@ -39,12 +39,12 @@ pub fn log_to_stderr(on: bool) {
 pub fn backend() -> Result<&'static LlamaBackend> {
     BACKEND
         .get_or_init(|| {
-            let mut b = LlamaBackend::init().map_err(|e| Error::Llama(e.to_string()))?;
+            let b = LlamaBackend::init().map_err(|e| Error::Llama(e.to_string()))?;
             let env = std::env::var_os("DRAFTLAB_LLAMA_LOG").is_some_and(|v| v != "0");
             let on = env || LLAMA_LOG.load(std::sync::atomic::Ordering::Relaxed);
-            if !on {
-                b.void_logs();
-            }
+            // llama.cpp's log through the binding: on stderr or nowhere, and read while models
+            // load (where their layers went).
+            crate::decoding::speculative::llama_log(on);
             crate::decoding::speculative::log_to_stderr(on);
             Ok(b)
         })

@@ -10,7 +10,7 @@ use llama_cpp_2::model::{LlamaChatMessage, LlamaModel};
 use llama_cpp_2::token::LlamaToken;
 
 use super::context::{Context, Inner};
-use super::devices::{gpu_device, local_gpu_devices, REMOTE_DEVICES};
+use super::devices::{local_gpu_devices, REMOTE_DEVICES};
 use super::native::NativeState;
 use super::{backend, ContextOptions, GpuLayers, KvType, ModelId, Offload, Token};
 use crate::decoding::speculative::{NativeKind, NativeParams, Pair, PairContext};
@@ -21,8 +21,11 @@ use crate::setting::Setting;
 
 /// llama.cpp's type for a KV cache of type `t`.
 /// How the binding makes a context with these settings (`rollback`: recurrent-state snapshots).
-fn pair_context(n_ctx: u32, n_batch: u32, threads: u32, o: ContextOptions, rollback: u32) -> PairContext {
+/// `on_gpu`: the model has layers on a GPU (else llama.cpp's op offload is off: see
+/// [`PairContext::op_offload`]).
+fn pair_context(n_ctx: u32, n_batch: u32, threads: u32, o: ContextOptions, rollback: u32, on_gpu: bool) -> PairContext {
     PairContext {
+        op_offload: on_gpu,
         n_ctx,
         n_batch,
         threads,
@@ -38,6 +41,36 @@ fn ggml_kv(t: KvType) -> KvCacheType {
         KvType::F16 => KvCacheType::F16,
         KvType::Q8_0 => KvCacheType::Q8_0,
         KvType::Q4_0 => KvCacheType::Q4_0,
+    }
+}
+
+/// Where a model's layers went, as llama.cpp says while loading it: a line
+/// "load_tensors: layer N assigned to device D, is_swa = S" per repeating block and one for the
+/// output layer; a layer on any device but the CPU is offloaded.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub(crate) struct LayerPlacement {
+    pub layers: u32,
+    pub offloaded: u32,
+    /// The first device other than the CPU that holds a layer (llama.cpp's name: "MTL0", "CUDA0",
+    /// "RPC0[host:port]").
+    pub device: Option<String>,
+}
+
+impl LayerPlacement {
+    pub(crate) fn read(log: &str) -> LayerPlacement {
+        let mut p = LayerPlacement::default();
+        for line in log.lines() {
+            let Some(rest) = line.split("assigned to device ").nth(1) else { continue };
+            let device = rest.split(", is_swa").next().unwrap_or(rest).trim();
+            p.layers += 1;
+            if device != "CPU" {
+                p.offloaded += 1;
+                if p.device.is_none() {
+                    p.device = Some(device.to_string());
+                }
+            }
+        }
+        p
     }
 }
 
@@ -79,6 +112,9 @@ pub struct Model {
     pub id: ModelId,
     /// Where its layers went.
     pub offload: Offload,
+    /// `offload` is what llama.cpp said while loading (false only for a load without weights: a
+    /// vocabulary alone).
+    pub placement_read: bool,
     /// Its multi-token-prediction (MTP) layers were loaded: it can draft for itself.
     pub mtp: bool,
 }
@@ -140,7 +176,10 @@ impl Model {
                     .into(),
             });
         }
-        let inner = LlamaModel::load_from_file(backend()?, path, &params).map_err(|e| Error::Load {
+        let backend = backend()?;
+        let (loaded, placement) =
+            crate::decoding::speculative::loading(|| LlamaModel::load_from_file(backend, path, &params));
+        let inner = loaded.map_err(|e| Error::Load {
             path: path.to_path_buf(),
             reason: format!(
                 "{e} (architecture `{}`; llama.cpp may not support it, or the tensors do not match it)",
@@ -163,13 +202,16 @@ impl Model {
             file_size: summary.file_size,
             mtime,
         };
-        // llama.cpp offloads the repeating blocks and the output layer, the last first, to the
-        // devices named (other machines' too), or to this machine's GPU when it has one.
-        let layers = summary.n_layer.map_or(0, |n| n as u32 + 1);
-        let on_devices = devices.map_or_else(|| gpu_device().is_some(), |list| !list.is_empty());
-        let offloaded = if on_devices { gpu_layers.n().min(layers) } else { 0 };
-        let offload = Offload { requested: gpu_layers, offloaded, layers };
-        Ok(Model { inner, summary, id, offload, mtp: with_mtp })
+        // Where llama.cpp put the repeating blocks and the output layer, as it says while loading
+        // (the last first, on the devices named — other machines' too — or this machine's GPU).
+        let placed = LayerPlacement::read(&placement);
+        let layers = match placed.layers {
+            0 => summary.n_layer.map_or(0, |n| n as u32 + 1),
+            n => n,
+        };
+        let offload =
+            Offload { requested: gpu_layers, offloaded: placed.offloaded, layers, device: placed.device.clone() };
+        Ok(Model { inner, summary, id, offload, placement_read: placed.layers > 0, mtp: with_mtp })
     }
 
     /// Loads only the vocabulary (for tokenising a corpus): fast, and no weights in memory.
@@ -282,7 +324,7 @@ impl Model {
             reason: "is 0, but must be positive".into(),
         })?;
         backend()?;
-        let params = pair_context(n_ctx.get(), n_batch, threads, options, options.rollback);
+        let params = pair_context(n_ctx.get(), n_batch, threads, options, options.rollback, self.offload.offloaded > 0);
         // SAFETY: the model is loaded and outlives the context (it borrows it for 'm).
         #[allow(unsafe_code)]
         let pair = unsafe { Pair::solo(raw_model(&self.inner), params) }.map_err(|e| Error::OutOfMemory {
@@ -342,21 +384,31 @@ impl Model {
             reason: "is 0, but must be positive".into(),
         })?;
         backend()?;
-        let ctx = |o: ContextOptions, rollback: u32| pair_context(n_ctx, n_batch, threads, o, rollback);
+        let ctx = |o: ContextOptions, rollback: u32, m: &Model| {
+            pair_context(n_ctx, n_batch, threads, o, rollback, m.offload.offloaded > 0)
+        };
         let params = NativeParams { n_max: n_max.clamp(1, 64), n_min: 0, p_min, ..NativeParams::default() };
         let target = raw_model(&self.inner);
         let head = drafter.map_or(std::ptr::null_mut(), |d| raw_model(&d.inner));
         #[allow(unsafe_code)]
         // SAFETY: both models are loaded and outlive the context (it borrows them for 'a).
-        let pair =
-            unsafe { Pair::new(target, head, kind, params, ctx(options, options.rollback), ctx(drafter_options, 0)) }
-                .map_err(|e| match e {
-                Error::Llama(why) => Error::Load {
-                    path: drafter.map_or_else(|| self.id.path.clone(), |d| d.id.path.clone()),
-                    reason: format!("{why} (a drafter for another model, or one this llama.cpp cannot run)"),
-                },
-                e => e,
-            })?;
+        let pair = unsafe {
+            Pair::new(
+                target,
+                head,
+                kind,
+                params,
+                ctx(options, options.rollback, self),
+                ctx(drafter_options, 0, drafter.unwrap_or(self)),
+            )
+        }
+        .map_err(|e| match e {
+            Error::Llama(why) => Error::Load {
+                path: drafter.map_or_else(|| self.id.path.clone(), |d| d.id.path.clone()),
+                reason: format!("{why} (a drafter for another model, or one this llama.cpp cannot run)"),
+            },
+            e => e,
+        })?;
         let inner = Inner::Native(Box::new(NativeState::new(pair)), std::marker::PhantomData);
         Ok(Context::new(inner, n_batch, self.n_vocab(), self.recurrent()))
     }
@@ -375,4 +427,22 @@ fn raw_model(model: &LlamaModel) -> *mut llama_cpp_sys_2::llama_model {
     // above leaves no room to be anywhere but at offset 0. The pointer is only read; the model
     // outlives every context made from it (they borrow the `Model`).
     unsafe { *(model as *const LlamaModel).cast::<*mut llama_cpp_sys_2::llama_model>() }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn layer_placement_is_read_from_llama_cpps_load_log() {
+        let log = "load_tensors: layer   0 assigned to device CPU, is_swa = 0\n\
+                   load_tensors: layer   1 assigned to device MTL0, is_swa = 0\n\
+                   load_tensors: layer   2 assigned to device MTL0, is_swa = 1\n";
+        let p = LayerPlacement::read(log);
+        assert_eq!(p, LayerPlacement { layers: 3, offloaded: 2, device: Some("MTL0".into()) });
+        let rpc = "load_tensors: layer   0 assigned to device RPC0[192.168.1.2:50052], is_swa = 0\n";
+        assert_eq!(LayerPlacement::read(rpc).device.as_deref(), Some("RPC0[192.168.1.2:50052]"));
+        assert_eq!(LayerPlacement::read("load_tensors: layer   0 assigned to device CPU, is_swa = 0").offloaded, 0);
+        assert_eq!(LayerPlacement::read("no such lines"), LayerPlacement::default());
+    }
 }

@@ -131,13 +131,35 @@ fn reachable(endpoint: &str) -> Result<std::net::SocketAddr> {
     for a in &addrs {
         match TcpStream::connect_timeout(a, CONNECT_TIMEOUT) {
             Ok(s) => return handshake(s).map(|()| *a).map_err(unreachable),
-            Err(e) => last = Some(e),
+            Err(e) => last = Some((*a, e)),
         }
     }
     Err(unreachable(match last {
-        Some(e) => format!("nothing answers there ({e})"),
+        Some((a, e)) => format!("nothing answers there ({e}){}", local_network_hint(&a, &e, cfg!(target_os = "macos"))),
         None => "its name has no address".into(),
     }))
+}
+
+/// What to do when a machine on the local network cannot be reached from a Mac: macOS 15 and later
+/// ask the user before an app may talk to the local network, and a refusal (or a question not yet
+/// answered) looks like "No route to host". Empty elsewhere, and for addresses on the internet.
+fn local_network_hint(addr: &std::net::SocketAddr, e: &std::io::Error, macos: bool) -> &'static str {
+    use std::io::ErrorKind;
+    let local = match addr.ip() {
+        std::net::IpAddr::V4(ip) => ip.is_private() || ip.is_link_local(),
+        std::net::IpAddr::V6(ip) => (ip.segments()[0] & 0xfe00) == 0xfc00 || (ip.segments()[0] & 0xffc0) == 0xfe80,
+    };
+    // EHOSTUNREACH is 65 on macOS.
+    let refused_route = matches!(e.kind(), ErrorKind::HostUnreachable | ErrorKind::NetworkUnreachable)
+        || (macos && e.raw_os_error() == Some(65));
+    match macos && local && refused_route {
+        true => {
+            ". On macOS 15 and later this is what a refused Local Network permission looks like: allow Draftlab in \
+             System Settings → Privacy & Security → Local Network (the command line: the terminal app that runs \
+             it), then try again"
+        }
+        false => "",
+    }
 }
 
 /// ggml-rpc's HELLO: command 14, this build's transport capabilities (24 bytes, none: plain TCP);
@@ -310,6 +332,21 @@ fn names(holders: &[crate::files::memory::Holder]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_mac_that_may_not_reach_the_local_network_says_where_to_allow_it() {
+        use std::io::{Error as IoError, ErrorKind};
+        let lan: std::net::SocketAddr = "192.168.1.20:50052".parse().unwrap();
+        let link: std::net::SocketAddr = "[fe80::1]:50052".parse().unwrap();
+        let far: std::net::SocketAddr = "8.8.8.8:50052".parse().unwrap();
+        let no_route = IoError::from(ErrorKind::HostUnreachable);
+        let hint = local_network_hint(&lan, &no_route, true);
+        assert!(hint.contains("Local Network") && hint.contains("Privacy & Security"), "{hint}");
+        assert!(!local_network_hint(&link, &IoError::from_raw_os_error(65), true).is_empty(), "EHOSTUNREACH on a Mac");
+        assert_eq!(local_network_hint(&lan, &no_route, false), "", "not a Mac");
+        assert_eq!(local_network_hint(&far, &no_route, true), "", "not the local network");
+        assert_eq!(local_network_hint(&lan, &IoError::from(ErrorKind::ConnectionRefused), true), "", "a closed port");
+    }
 
     #[test]
     fn a_closed_port_is_unreachable_with_its_address() {
