@@ -178,7 +178,7 @@ impl Settings {
     /// n-gram drafters may draft when the strategy drafts with them.
     pub fn longest_draft(&self) -> usize {
         match self.strategy.drafts_with_ngrams() {
-            true => self.n_draft.max(self.ngram_draft()),
+            true => self.ngram_draft(),
             false => self.n_draft,
         }
     }

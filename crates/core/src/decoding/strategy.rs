@@ -120,6 +120,11 @@ impl Strategy {
         )
     }
 
+    /// Whether llama.cpp's ngram-mod is among the strategy's drafters (`ngram-mod`, and `auto`).
+    pub fn drafts_with_ngram_mod(self) -> bool {
+        matches!(self, Strategy::NgramMod | Strategy::Auto)
+    }
+
     /// Whether a session for the strategy loads the draft file it is given (a draft model, or a
     /// drafter file: an MTP, EAGLE-3, DFlash or DSpark head).
     pub fn loads_draft(self) -> bool {

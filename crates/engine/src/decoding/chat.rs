@@ -13,7 +13,7 @@ pub use draftlab_core::decoding::chat::ChatInput;
 
 use crate::decoding::draft::model::ModelDrafter;
 use crate::decoding::draft::ngram_mod::NgramMod;
-use crate::decoding::draft::{Drafter, Strategy};
+use crate::decoding::draft::Drafter;
 use crate::decoding::generate::Event;
 use crate::decoding::llama::{Context, ContextOptions, Logits, Model, Token};
 use crate::decoding::report::Report;
@@ -133,7 +133,7 @@ impl<'s> ChatSlot<'s> {
                 None
             };
         let ngram_mod: Option<Box<dyn Drafter + '_>> =
-            match mode == Mode::Speculative && matches!(settings.strategy, Strategy::Auto | Strategy::NgramMod) {
+            match mode == Mode::Speculative && settings.strategy.drafts_with_ngram_mod() {
                 true => {
                     let sizes = ngram_mod_sizes(settings);
                     if self.ngram_mod.as_ref().is_none_or(|(_, k)| *k != sizes) {

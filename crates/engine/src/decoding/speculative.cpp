@@ -75,21 +75,18 @@ template <typename F> auto started(char * err, size_t err_len, F start) -> declt
 
 extern "C" {
 
-// How much of llama.cpp's common log (its drafters' messages, printed by a thread of its own)
-// comes out: warnings and errors, on stderr, when `stderr` is set; nothing otherwise. Never its
-// informational lines: those go to stdout, which the engine's worker speaks its protocol on.
-void dl_log_to_stderr(bool stderr_on) {
-    common_log_set_verbosity_thold(stderr_on ? LOG_LEVEL_WARN : -1);
-}
-
-// llama.cpp's log (every level) goes to stderr when `stderr_on`, else nowhere; either way the
-// layer placement of a model being loaded is kept (see dl_load_capture).
+// Where llama.cpp's logs go. Its own log (llama and ggml, every level): to stderr when
+// `stderr_on`, else nowhere; either way the layer placement of a model being loaded is kept (see
+// dl_load_capture). Its common log (its drafters' messages, printed by a thread of its own):
+// warnings and errors on stderr when `stderr_on`, nothing otherwise — never its informational
+// lines, which go to stdout, where the engine's worker speaks its protocol.
 void dl_llama_log(bool stderr_on) {
     {
         std::lock_guard<std::mutex> lock(g_log_mu);
         g_log_stderr = stderr_on;
     }
     llama_log_set(on_llama_log, nullptr);
+    common_log_set_verbosity_thold(stderr_on ? LOG_LEVEL_WARN : -1);
 }
 
 // Starts (clearing what was kept) or stops keeping the placement lines of a model load.

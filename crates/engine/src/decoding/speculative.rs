@@ -121,7 +121,6 @@ mod ffi {
     pub const OK: i32 = 0;
 
     unsafe extern "C" {
-        pub fn dl_log_to_stderr(on: bool);
         pub fn dl_llama_log(stderr_on: bool);
         pub fn dl_load_capture(on: bool);
         pub fn dl_load_captured(out: *mut c_char, cap: usize) -> usize;
@@ -199,18 +198,13 @@ mod ffi {
     }
 }
 
-/// Lets llama.cpp's drafters print their warnings and errors on stderr, or not (its common log;
-/// their informational lines never: they would go to stdout).
-pub fn log_to_stderr(on: bool) {
-    // SAFETY: sets a global threshold that llama.cpp's log reads; called while no drafter runs
-    // (when the backend starts).
-    unsafe { ffi::dl_log_to_stderr(on) }
-}
-
-/// Sends llama.cpp's own log (llama and ggml, every level) to stderr, or nowhere; either way a
-/// model load's layer placement is kept for [`loading`] to read.
+/// Sends llama.cpp's own log (llama and ggml, every level) to stderr, or nowhere (either way a
+/// model load's layer placement is kept for [`loading`] to read), and lets its drafters print their
+/// warnings and errors there, or not (its common log; their informational lines never: they would
+/// go to stdout). Called when the backend starts, before any model loads or drafter runs.
 pub fn llama_log(stderr_on: bool) {
-    // SAFETY: installs the shim's callback (which locks its own state) as llama.cpp's logger.
+    // SAFETY: installs the shim's callback (which locks its own state) as llama.cpp's logger and
+    // sets a threshold its common log reads; no drafter runs yet.
     unsafe { ffi::dl_llama_log(stderr_on) }
 }
 

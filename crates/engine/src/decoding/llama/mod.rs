@@ -42,10 +42,9 @@ pub fn backend() -> Result<&'static LlamaBackend> {
             let b = LlamaBackend::init().map_err(|e| Error::Llama(e.to_string()))?;
             let env = std::env::var_os("DRAFTLAB_LLAMA_LOG").is_some_and(|v| v != "0");
             let on = env || LLAMA_LOG.load(std::sync::atomic::Ordering::Relaxed);
-            // llama.cpp's log through the binding: on stderr or nowhere, and read while models
+            // llama.cpp's logs through the binding: on stderr or nowhere, and read while models
             // load (where their layers went).
             crate::decoding::speculative::llama_log(on);
-            crate::decoding::speculative::log_to_stderr(on);
             Ok(b)
         })
         .as_ref()

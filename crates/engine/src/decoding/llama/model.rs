@@ -209,9 +209,9 @@ impl Model {
             0 => summary.n_layer.map_or(0, |n| n as u32 + 1),
             n => n,
         };
-        let offload =
-            Offload { requested: gpu_layers, offloaded: placed.offloaded, layers, device: placed.device.clone() };
-        Ok(Model { inner, summary, id, offload, placement_read: placed.layers > 0, mtp: with_mtp })
+        let placement_read = placed.layers > 0;
+        let offload = Offload { requested: gpu_layers, offloaded: placed.offloaded, layers, device: placed.device };
+        Ok(Model { inner, summary, id, offload, placement_read, mtp: with_mtp })
     }
 
     /// Loads only the vocabulary (for tokenising a corpus): fast, and no weights in memory.
