@@ -723,6 +723,45 @@ def drafters(a):
     runner.print_commands()
 
 
+def structured(a):
+    """JSON-schema answers (scripts/prompts/structured/: a prompt and its schema each) on the pair:
+    each strategy's speedup against the target alone under the same schema, acceptance, and the
+    tokens the schema forced (drafted for free) and the target accepted; whether `auto` and the
+    adaptive cells keep FLOOR."""
+    runner = Runner("structured")
+    folder = pathlib.Path(prompt_file("structured/book")).parent
+    cells = [("auto", "auto", []), ("lookup", "lookup", []), ("ngram-mod", "ngram-mod", []),
+             ("draft", "draft", []), ("draft k=4", "draft", ["--n-draft", "4"])]
+    print(f"\n## Structured output (JSON schemas) on the pair: greedy, up to {a.n} tokens, {a.threads} threads, "
+          f"{a.reps} alternating pairs per cell\n")
+    table_header("prompt", "strategy", "tokens", "speedup", "acceptance", "forced drafted", "forced accepted",
+                 "forced per pass", f"≥ {FLOOR:.2f}×")
+    losses = []
+    for prompt in sorted(p.stem for p in folder.glob("*.txt")):
+        schema = str(folder / f"{prompt}.schema.json")
+        for label, strategy, flags in cells:
+            tag = f"{prompt}-{label.replace('=', '').replace(' ', '')}"
+            f = pathlib.Path(a.out) / f"{tag}.json"
+            progress(f"structured: {tag}")
+            b = runner.bench(bench_cmd(a, a.target, f"structured/{prompt}", f, draft=a.draft, strategy=strategy,
+                                       flags=["--json-schema", schema] + flags), f)
+            spec = speculative(b)
+            forced = sum(r.get("forced_drafted", 0) for r in spec)
+            taken = sum(r.get("forced_accepted", 0) for r in spec)
+            passes = sum(r["target_passes"] for r in spec)
+            guard = ""
+            if not flags:
+                ok = b["speedup"]["median"] >= FLOOR
+                guard = "yes" if ok else "**no**"
+                if not ok:
+                    losses.append(tag)
+            print(f"| {prompt} | {label} | {spec[0]['generated_tokens']} | {spread(b['speedup'])} | "
+                  f"{b['acceptance_rate']:.2f} | {forced / len(spec):.1f} | {taken / len(spec):.1f} | "
+                  f"{taken / max(passes, 1):.2f} | {guard} |")
+    print(f"\nAdaptive cells below {FLOOR:.2f}×: " + (", ".join(losses) if losses else "none"))
+    runner.print_commands()
+
+
 # ---------------------------------------------------------------------------------------------
 # A target over RPC
 
@@ -1138,6 +1177,7 @@ COMMANDS = {
     "cross": (cross, ["--draftlab", "--qwen-target", "--qwen-draft", "--smollm2", "--gemma3", "--out", ("--reps", int),
                       "--threads", "--n", "--k", "--adaptive"]),
     "mtp": (mtp, ["--draftlab", "--model", "--out", ("--reps", int), "--threads", "--n"]),
+    "structured": (structured, ["--draftlab", "--target", "--draft", "--out", ("--reps", int), "--threads", "--n"]),
     "drafters": (drafters, ["--draftlab", "--models", "--out", ("--reps", int), "--threads", "--n", "--cells"]),
     "rpc": (rpc, ["--draftlab", "--target", "--draft", "--out", ("--reps", int), "--n", "--latencies", "--threads",
                   "--strategies", "--flags", "--mbps", "--gpu-layers"]),

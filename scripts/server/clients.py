@@ -52,11 +52,41 @@ c = client.completions.create(model=model, prompt="The first three planets are",
 assert c.choices[0].text, c
 print(f"openai: completion {c.choices[0].text!r}")
 
+# Structured output: response_format json_schema (strict), streamed and not, speculation on: the
+# answer parses and matches the schema, the same text at temperature 0 with and without drafting.
+# (Bounded: the small test model would otherwise write digits until max_tokens.)
+city = {"type": "object", "properties": {"name": {"type": "string", "maxLength": 40},
+        "country": {"type": "string", "maxLength": 40},
+        "continent": {"enum": ["Africa", "Asia", "Europe", "North America", "South America", "Oceania"]},
+        "population": {"type": "integer", "minimum": 0, "maximum": 100000000}},
+        "required": ["name", "country", "continent", "population"], "additionalProperties": False}
+fmt = {"type": "json_schema", "json_schema": {"name": "city", "strict": True, "schema": city}}
+where = [{"role": "user", "content": "Give the capital of France as JSON."}]
+answers = {}
+for spec in ({}, {"strategy": "none"}, {"strategy": "draft", "n_draft": 4}):
+    r = client.chat.completions.create(model=model, messages=where, max_tokens=96, temperature=0, response_format=fmt,
+                                       extra_body={"draftlab": spec} if spec else None)
+    v = json.loads(r.choices[0].message.content)
+    assert set(v) == {"name", "country", "continent", "population"} and isinstance(v["population"], int), v
+    assert r.choices[0].finish_reason == "stop", r
+    answers[json.dumps(spec)] = r.choices[0].message.content
+    forced = r.usage.model_extra["draftlab"]["forced_accepted"]
+    assert spec.get("strategy") == "none" or forced > 0, (spec, r.usage)
+assert len(set(answers.values())) == 1, answers
+stream = client.chat.completions.create(model=model, messages=where, max_tokens=96, temperature=0, response_format=fmt, stream=True)
+assert "".join(c.choices[0].delta.content or "" for c in stream if c.choices) == answers["{}"]
+r = client.chat.completions.create(model=model, messages=where, max_tokens=96, temperature=0.8, seed=3,
+                                   response_format={"type": "json_object", "schema": city})
+assert set(json.loads(r.choices[0].message.content)) == set(city["properties"]), r
+print(f"openai: response_format json_schema: {answers['{}']!r}, the same with and without drafting; sampled too")
+
 # Errors are the client's own exceptions, with OpenAI's codes.
 for call, exc, code in [
     (lambda: client.chat.completions.create(model="gpt-9", messages=ask), openai.NotFoundError, "model_not_found"),
     (lambda: client.chat.completions.create(model=model, messages=ask, n=3), openai.BadRequestError, None),
     (lambda: client.chat.completions.create(model=model, messages=ask, extra_body={"draftlab": {"strategy": "x"}}), openai.BadRequestError, None),
+    (lambda: client.chat.completions.create(model=model, messages=ask, response_format={"type": "json_schema", "json_schema": {"name": "x", "schema": {"type": "nonsense"}}}), openai.BadRequestError, None),
+    (lambda: client.chat.completions.create(model=model, messages=ask, response_format={"type": "json_schema", "json_schema": {"name": "x", "schema": {"type": "nonsense"}}}, stream=True), openai.BadRequestError, None),
     (lambda: openai.OpenAI(base_url=base, api_key="wrong", max_retries=0).models.list(), openai.AuthenticationError, "invalid_api_key"),
 ]:
     try:

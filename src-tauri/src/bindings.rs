@@ -2,7 +2,7 @@
 //! into `ui/src/lib/bindings.ts`. `scripts/gen-types` rewrites that file; the test
 //! `typescript_bindings_are_fresh` fails when it no longer matches the Rust side.
 
-use draftlab_core::decoding::{compare, options, report, sampling, settings, strategy, template};
+use draftlab_core::decoding::{compare, constraint, options, report, sampling, settings, strategy, template};
 use draftlab_core::files::{catalog, discover, doctor, estimate, finder, gguf, hub, memory};
 use draftlab_core::measuring::sweep as engine_sweep;
 use draftlab_core::measuring::{bench, charts};
@@ -49,6 +49,7 @@ pub fn typescript() -> String {
         options::KvType,
         sampling::SamplingParams,
         settings::Settings,
+        constraint::Constraint,
         settings::Limits,
         error::ErrorCode,
         error::ErrorInfo,

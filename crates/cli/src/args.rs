@@ -4,6 +4,7 @@ use std::path::PathBuf;
 
 use anyhow::Context as _;
 use clap::{Args, Parser, Subcommand, ValueEnum};
+use draftlab_engine::decoding::constraint::Constraint;
 use draftlab_engine::decoding::draft::Strategy;
 use draftlab_engine::decoding::llama::{GpuLayers, KvType, Token};
 use draftlab_engine::decoding::sampling::SamplingParams;
@@ -316,6 +317,15 @@ pub(crate) struct GenArgs {
     /// Flash attention: auto (llama.cpp decides per device), on or off.
     #[arg(long, default_value_t = defaults().flash_attn.name().to_string())]
     flash_attn: String,
+    /// The output is JSON matching this JSON Schema: the schema itself (`{...}`) or a file
+    /// holding it; `{}` is any JSON value. Speculation stays on: drafts are cut where the schema
+    /// forbids them, and what it forces (keys, punctuation) is drafted for free.
+    #[arg(long, value_name = "SCHEMA|FILE", conflicts_with = "grammar")]
+    json_schema: Option<String>,
+    /// The output is text this grammar accepts: a file in llguidance's Lark dialect
+    /// (`start: ...`, with /regex/ terminals and `%json {...}`).
+    #[arg(long, value_name = "FILE")]
+    grammar: Option<PathBuf>,
     /// CPU threads per model (default: physical cores).
     #[arg(long)]
     threads: Option<u32>,
@@ -493,7 +503,26 @@ impl GenArgs {
             keep_ngram_cache: self.keep_ngram_cache,
             rpc: self.rpc.clone(),
             tensor_split: self.tensor_split.clone(),
+            constraint: self.constraint()?,
             ..defaults().clone()
+        })
+    }
+
+    /// `--json-schema` or `--grammar`, read.
+    fn constraint(&self) -> Result<Option<Constraint>, Error> {
+        let read = |path: &std::path::Path| {
+            std::fs::read_to_string(path).map_err(|e| Error::InvalidSetting {
+                setting: Setting::Constraint,
+                reason: format!("cannot be read from {}: {e}", path.display()),
+            })
+        };
+        Ok(match (&self.json_schema, &self.grammar) {
+            (Some(s), _) if s.trim_start().starts_with(['{', '[']) || s.trim() == "true" => {
+                Some(Constraint::JsonSchema { schema: s.clone() })
+            }
+            (Some(file), _) => Some(Constraint::JsonSchema { schema: read(std::path::Path::new(file))? }),
+            (None, Some(file)) => Some(Constraint::Lark { grammar: read(file)? }),
+            (None, None) => None,
         })
     }
 }

@@ -58,7 +58,8 @@ impl Printer {
         if let Event::Token { text, source, strategy, .. } = e {
             let mut out = std::io::stdout().lock();
             let colour = match strategy {
-                _ if !self.color || *source != TokenSource::Draft => None,
+                _ if !self.color || *source == TokenSource::Target => None,
+                _ if *source == TokenSource::Grammar => Some(35),
                 Some(Strategy::DraftModel | Strategy::Mtp | Strategy::Eagle3 | Strategy::Dflash | Strategy::Dspark) => {
                     Some(32)
                 }
@@ -111,11 +112,18 @@ pub(crate) fn summary(r: &Report) {
                         Decision::Explored => "probes",
                         Decision::NotWorth => "not worth drafting",
                         Decision::NothingOffered => "nothing to draft",
+                        Decision::Forced => "forced by the grammar",
                     };
                     format!("{n} {what}")
                 })
                 .collect();
             line.push_str(&format!("\n[{}] rounds: {}", r.mode, parts.join(", ")));
+        }
+        if r.forced_drafted > 0 {
+            line.push_str(&format!(
+                "\n[{}] forced by the grammar: {} drafted for free, {} accepted",
+                r.mode, r.forced_drafted, r.forced_accepted
+            ));
         }
         if r.by_strategy.len() > 1 {
             let parts: Vec<String> = r

@@ -35,6 +35,8 @@ pub enum Setting {
     DraftCacheType,
     Rpc,
     TensorSplit,
+    /// What the output must be (JSON matching a schema, a grammar).
+    Constraint,
     /// The draft file (a draft model or a drafter file).
     Draft,
     /// A sweep's models, draft lengths, strategies and repetitions.
@@ -59,7 +61,7 @@ pub struct SettingInfo {
 }
 
 impl Setting {
-    pub const ALL: [Setting; 31] = [
+    pub const ALL: [Setting; 32] = [
         Setting::NPredict,
         Setting::NDraft,
         Setting::Adaptive,
@@ -85,6 +87,7 @@ impl Setting {
         Setting::DraftCacheType,
         Setting::Rpc,
         Setting::TensorSplit,
+        Setting::Constraint,
         Setting::Draft,
         Setting::Targets,
         Setting::Drafts,
@@ -121,6 +124,7 @@ impl Setting {
             Setting::DraftCacheType => ("draft_cache_type", "Draft KV cache", Some("--cache-type-draft")),
             Setting::Rpc => ("rpc", "Remote machines", Some("--rpc")),
             Setting::TensorSplit => ("tensor_split", "Split", Some("--tensor-split")),
+            Setting::Constraint => ("constraint", "Output format", Some("--json-schema")),
             Setting::Draft => ("draft", "Draft", Some("--draft")),
             Setting::Targets => ("targets", "Targets", Some("--targets")),
             Setting::Drafts => ("drafts", "Drafts", Some("--drafts")),

@@ -298,6 +298,8 @@ fn usage(r: &Report) -> Usage {
             drafted: r.drafted,
             accepted: r.accepted,
             acceptance_rate: r.acceptance_rate,
+            forced_drafted: r.forced_drafted,
+            forced_accepted: r.forced_accepted,
             target_passes: r.target_passes,
             tokens_per_s: r.tokens_per_s,
             target_alone_tokens_per_s: r.target_alone_tps,

@@ -4,6 +4,7 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use draftlab_core::error::ErrorInfo;
+use draftlab_core::setting::Setting;
 use draftlab_core::ErrorCode;
 
 use crate::openai::{ErrorBody, ErrorObject};
@@ -43,7 +44,8 @@ impl ApiError {
     /// An engine error as the client sees it.
     pub(crate) fn engine(e: &ErrorInfo) -> Self {
         let message = if e.hint.is_empty() { e.message.clone() } else { format!("{} {}", e.message, e.hint) };
-        let setting = e.setting.map(|s| s.name());
+        // A constraint comes from the request's `response_format`.
+        let setting = e.setting.map(|s| if s == Setting::Constraint { "response_format" } else { s.name() });
         match e.code {
             ErrorCode::ContextTooLong => ApiError::new(
                 StatusCode::BAD_REQUEST,

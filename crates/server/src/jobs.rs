@@ -6,17 +6,19 @@ use std::sync::Arc;
 use axum::http::StatusCode;
 use axum::response::Response;
 use draftlab_core::decoding::chat::ChatInput;
+use draftlab_core::decoding::constraint::Constraint;
 use draftlab_core::decoding::settings::{Mode, Settings};
 use draftlab_core::decoding::strategy::Strategy;
 use draftlab_core::error::ErrorInfo;
 use draftlab_core::serving::protocol::{Command, Reply};
+use draftlab_core::setting::Setting;
 use draftlab_core::ErrorCode;
 use std::sync::atomic::Ordering;
 use tokio::sync::{mpsc, OwnedSemaphorePermit};
 
 use crate::answers::{Answer, CancelGuard};
 use crate::errors::ApiError;
-use crate::openai::{Common, DraftLength};
+use crate::openai::{Common, DraftLength, JsonSchemaFormat, ResponseFormat};
 use crate::stop::StopFilter;
 use crate::{Endpoint, Shared};
 
@@ -96,9 +98,23 @@ fn request_settings(base: &Settings, c: &Common, endpoint: Endpoint) -> Result<(
             s.p_min = p;
         }
     }
+    s.constraint = match &c.response_format {
+        None | Some(ResponseFormat::Text) => None,
+        Some(ResponseFormat::JsonObject { schema: None }) => Some(Constraint::JsonObject),
+        Some(ResponseFormat::JsonObject { schema: Some(schema) })
+        | Some(ResponseFormat::JsonSchema { json_schema: JsonSchemaFormat { schema: Some(schema), .. } }) => {
+            Some(Constraint::JsonSchema { schema: schema.to_string() })
+        }
+        Some(ResponseFormat::JsonSchema { json_schema: JsonSchemaFormat { schema: None, .. } }) => {
+            Some(Constraint::JsonSchema { schema: "{}".into() })
+        }
+    };
     if let Some(e) = s.problems(mode).into_iter().next() {
         let info = e.info();
-        let param = info.setting.map(|p| format!("draftlab.{p}"));
+        let param = info.setting.map(|p| match p {
+            Setting::Constraint => "response_format".to_string(),
+            p => format!("draftlab.{p}"),
+        });
         return Err(ApiError::invalid(param.as_deref(), info.message));
     }
     Ok((s, mode, open_ended))
@@ -227,5 +243,31 @@ mod tests {
         assert_eq!(param(r#"{"prompt":["a","b"]}"#, Endpoint::Completion).as_deref(), Some("prompt"));
         assert_eq!(param(r#"{"prompt":"a","temperature":9}"#, Endpoint::Completion).as_deref(), Some("temperature"));
         assert_eq!(param("not json", Endpoint::Chat).as_deref(), Some(""));
+    }
+
+    #[test]
+    fn response_format_becomes_the_runs_constraint() {
+        use draftlab_core::decoding::constraint::Constraint;
+        let constraint = |format: &str| {
+            let body = format!(r#"{{"messages":[{{"role":"user","content":"hi"}}],"response_format":{format}}}"#);
+            read_request(&Settings::default(), Endpoint::Chat, body.as_bytes()).map(|a| a.settings.constraint)
+        };
+        assert_eq!(constraint(r#"{"type":"text"}"#).unwrap(), None);
+        assert_eq!(constraint(r#"{"type":"json_object"}"#).unwrap(), Some(Constraint::JsonObject));
+        let schema = r#"{"type":"json_schema","json_schema":{"name":"n","strict":true,"schema":{"type":"integer"}}}"#;
+        assert_eq!(
+            constraint(schema).unwrap(),
+            Some(Constraint::JsonSchema { schema: r#"{"type":"integer"}"#.into() })
+        );
+        // llama-server's spelling: a schema in json_object.
+        let extension = r#"{"type":"json_object","schema":{"type":"string"}}"#;
+        assert_eq!(
+            constraint(extension).unwrap(),
+            Some(Constraint::JsonSchema { schema: r#"{"type":"string"}"#.into() })
+        );
+        // A schema that is not one is refused before anything runs, naming the field.
+        let bad = r#"{"type":"json_schema","json_schema":{"name":"n","schema":[1]}}"#;
+        assert_eq!(constraint(bad).err().unwrap().body.error.param.as_deref(), Some("response_format"));
+        assert!(constraint(r#"{"type":"xml"}"#).is_err());
     }
 }

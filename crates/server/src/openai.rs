@@ -102,8 +102,41 @@ pub struct Common {
     pub stop: Option<Stop>,
     #[serde(default)]
     pub n: Option<usize>,
+    /// What the answer must be: `{"type": "json_object"}`, `{"type": "json_schema",
+    /// "json_schema": {"name", "schema", "strict"}}`, or `{"type": "text"}` (the default).
+    #[serde(default)]
+    pub response_format: Option<ResponseFormat>,
     #[serde(default)]
     pub draftlab: Option<Extension>,
+}
+
+/// `response_format`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum ResponseFormat {
+    Text,
+    /// Any JSON object; with `schema` (llama-server's extension), JSON matching it.
+    JsonObject {
+        #[serde(default)]
+        schema: Option<serde_json::Value>,
+    },
+    JsonSchema {
+        json_schema: JsonSchemaFormat,
+    },
+}
+
+/// `response_format.json_schema`.
+#[derive(Debug, Clone, Deserialize)]
+pub struct JsonSchemaFormat {
+    #[serde(default)]
+    pub name: Option<String>,
+    /// The schema; none: any JSON value.
+    #[serde(default)]
+    pub schema: Option<serde_json::Value>,
+    /// OpenAI's strict mode: the answer matches the schema exactly. Always so here (the grammar
+    /// admits nothing else); accepted for compatibility.
+    #[serde(default)]
+    pub strict: Option<bool>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -137,6 +170,12 @@ pub struct SpeculationUsage {
     pub accepted: usize,
     /// accepted ÷ drafted (0 when nothing was drafted).
     pub acceptance_rate: f64,
+    /// Tokens the `response_format` forced (a schema's keys and punctuation), drafted for free
+    /// (not in `drafted`), and how many of them the target accepted.
+    #[serde(default)]
+    pub forced_drafted: usize,
+    #[serde(default)]
+    pub forced_accepted: usize,
     /// Target passes (one per round).
     pub target_passes: usize,
     /// Generation tokens/s of this answer.

@@ -3,7 +3,7 @@
 
 export type Mode = "baseline" | "speculative";
 
-export type TokenSource = "target" | "draft";
+export type TokenSource = "target" | "draft" | "grammar";
 
 export type StopReason = "max_tokens" | "end_of_generation" | "context_full" | "cancelled";
 
@@ -26,7 +26,7 @@ head: DrafterKind | null,
  */
 model_drafts: boolean, };
 
-export type Setting = "n_predict" | "n_draft" | "adaptive" | "p_min" | "n_ctx" | "n_batch" | "threads" | "raw" | "gpu_layers" | "draft_gpu_layers" | "strategy" | "lookup_min" | "lookup_max" | "temperature" | "top_k" | "top_p" | "min_p" | "seed" | "ngram_map" | "keep_ngram_cache" | "flash_attn" | "cache_type" | "draft_cache_type" | "rpc" | "tensor_split" | "draft" | "targets" | "drafts" | "n_drafts" | "strategies" | "reps";
+export type Setting = "n_predict" | "n_draft" | "adaptive" | "p_min" | "n_ctx" | "n_batch" | "threads" | "raw" | "gpu_layers" | "draft_gpu_layers" | "strategy" | "lookup_min" | "lookup_max" | "temperature" | "top_k" | "top_p" | "min_p" | "seed" | "ngram_map" | "keep_ngram_cache" | "flash_attn" | "cache_type" | "draft_cache_type" | "rpc" | "tensor_split" | "constraint" | "draft" | "targets" | "drafts" | "n_drafts" | "strategies" | "reps";
 
 export type SettingInfo = { setting: Setting, 
 /**
@@ -147,7 +147,14 @@ rpc: Array<string>,
  * weight per device in that order (llama.cpp's `--tensor-split`); empty: in proportion to the
  * memory each offers.
  */
-tensor_split?: Array<number>, };
+tensor_split?: Array<number>, 
+/**
+ * What the output must be (JSON matching a schema, a grammar): the target's choices are
+ * masked by it, and what it forces is drafted for free. None: any text.
+ */
+constraint?: Constraint | null, };
+
+export type Constraint = { "kind": "json_schema", schema: string, } | { "kind": "json_object" } | { "kind": "lark", grammar: string, };
 
 export type Limits = { max_draft: number, min_ctx: number, 
 /**
@@ -207,7 +214,7 @@ export type StrategyStats = { strategy: Strategy,
  */
 rounds: number, drafted: number, accepted: number, };
 
-export type Decision = "fixed" | "chosen" | "explored" | "not_worth" | "nothing_offered";
+export type Decision = "fixed" | "chosen" | "explored" | "not_worth" | "nothing_offered" | "forced";
 
 export type RoundRecord = { decision: Decision, 
 /**
@@ -256,6 +263,11 @@ e2e_tokens_per_s: number,
  * Target forward passes during generation (one per round).
  */
 target_passes: number, drafted: number, accepted: number, 
+/**
+ * Tokens the output's grammar forced and the loop drafted for free (not in `drafted`), and
+ * how many of them the target accepted (not in `accepted`).
+ */
+forced_drafted: number, forced_accepted: number, 
 /**
  * accepted ÷ drafted.
  */
@@ -1414,6 +1426,12 @@ export const SETTINGS: SettingInfo[] = [
     "name": "tensor_split",
     "label": "Split",
     "flag": "--tensor-split"
+  },
+  {
+    "setting": "constraint",
+    "name": "constraint",
+    "label": "Output format",
+    "flag": "--json-schema"
   },
   {
     "setting": "draft",

@@ -114,7 +114,7 @@ export class FakeBackend implements Backend {
         generated_tokens: tokens.length, wall_ms: stats.elapsed_ms, generation_ms: stats.elapsed_ms,
         tokens_per_s: mode === "speculative" ? 150 : 100, target_passes: stats.steps, drafted: stats.drafted,
         accepted: stats.accepted, acceptance_rate: stats.acceptance_rate, mean_accepted_len: stats.mean_accepted_len,
-        draft_ms: 1, verify_ms: 2, stop_reason: this.cancelled ? "cancelled" : "max_tokens",
+        forced_drafted: 0, forced_accepted: 0, draft_ms: 1, verify_ms: 2, stop_reason: this.cancelled ? "cancelled" : "max_tokens",
         text: tokens.map((t) => t.text).join(""), tokens: tokens.map((_, i) => i), sources: tokens.map((t) => t.source),
         by_strategy: [], rounds: [], notes: [], target: model, draft: null,
         e2e_tokens_per_s: 90, tokens_per_pass: stats.steps ? tokens.length / stats.steps : 0, draft_decoded_tokens: 0, translate_ms: 0,

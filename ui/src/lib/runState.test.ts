@@ -103,6 +103,7 @@ describe("run state", () => {
     expect(tokenClass({ text: "a", source: "target", step: 0 })).toBe("tok-target");
     expect(tokenClass({ text: "a", source: "draft", step: 1, strategy: "draft" })).toBe("tok-draft");
     expect(tokenClass({ text: "a", source: "draft", step: 1, strategy: "lookup" })).toBe("tok-ngram");
+    expect(tokenClass({ text: "a", source: "grammar", step: 1 })).toBe("tok-grammar");
     expect(tokenClass({ text: "a", source: "draft", step: 1, strategy: "mtp" })).toBe("tok-draft");
   });
 });

@@ -169,8 +169,9 @@ export function statsView(p: Pane): StatsView | null {
 }
 
 /// The CSS class of a token: where it came from (a model draft — a draft model's or the target's
-/// own MTP layers' —, an n-gram hit, the target).
+/// own MTP layers' —, an n-gram hit, a token the output's schema forced, the target).
 export function tokenClass(t: TokenView): string {
+  if (t.source === "grammar") return "tok-grammar";
   if (t.source !== "draft") return "tok-target";
   return t.strategy === undefined || strategyInfo(t.strategy).model_drafts ? "tok-draft" : "tok-ngram";
 }

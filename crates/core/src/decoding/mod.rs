@@ -6,11 +6,13 @@
 //! - `event`: what a run tells its listener; `report`: what a run measured; `compare`: two runs'
 //!   outputs side by side; `costs`: the measured step costs and their cache.
 //! - `sampling`: the sampling parameters and distributions; `template`: chat templates (Jinja);
-//!   `chat`: what a chat request asks to continue; `endpoint`: other machines' addresses;
+//!   `chat`: what a chat request asks to continue; `constraint`: what the output must be (JSON
+//!   matching a schema, a grammar); `endpoint`: other machines' addresses;
 //!   `ngram_table`: the n-gram tables n-gram maps and caches are saved as.
 
 pub mod chat;
 pub mod compare;
+pub mod constraint;
 pub mod costs;
 pub mod endpoint;
 pub mod event;

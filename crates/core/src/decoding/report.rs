@@ -30,6 +30,9 @@ pub enum TokenSource {
     Target,
     /// A drafted token the target accepted.
     Draft,
+    /// A token the output's grammar forced (a JSON schema's keys and punctuation), drafted for
+    /// free and accepted by the target.
+    Grammar,
 }
 
 /// A run's report. Its numbers are written finite: a value that is not a number (a time of zero,
@@ -74,6 +77,12 @@ pub struct Report {
     pub target_passes: usize,
     pub drafted: usize,
     pub accepted: usize,
+    /// Tokens the output's grammar forced and the loop drafted for free (not in `drafted`), and
+    /// how many of them the target accepted (not in `accepted`).
+    #[serde(default)]
+    pub forced_drafted: usize,
+    #[serde(default)]
+    pub forced_accepted: usize,
     /// accepted ÷ drafted.
     #[serde(serialize_with = "finite::f64")]
     pub acceptance_rate: f64,
@@ -189,6 +198,8 @@ pub enum Decision {
     NotWorth,
     /// No drafter had anything to offer (or no room was left to draft).
     NothingOffered,
+    /// The output's grammar forced the next tokens: they were drafted, at no cost to draft.
+    Forced,
 }
 
 /// One round of a speculative run.
@@ -204,7 +215,14 @@ pub struct RoundRecord {
 
 /// Rounds by decision, for a summary line.
 pub fn decision_counts(rounds: &[RoundRecord]) -> Vec<(Decision, usize)> {
-    let all = [Decision::Chosen, Decision::Fixed, Decision::Explored, Decision::NotWorth, Decision::NothingOffered];
+    let all = [
+        Decision::Chosen,
+        Decision::Fixed,
+        Decision::Forced,
+        Decision::Explored,
+        Decision::NotWorth,
+        Decision::NothingOffered,
+    ];
     all.iter().map(|&d| (d, rounds.iter().filter(|r| r.decision == d).count())).filter(|&(_, n)| n > 0).collect()
 }
 

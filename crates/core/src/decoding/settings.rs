@@ -8,6 +8,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::decoding::constraint::Constraint;
 use crate::decoding::options::{ContextOptions, FlashAttn, GpuLayers, KvType};
 use crate::decoding::sampling::SamplingParams;
 use crate::decoding::strategy::Strategy;
@@ -98,6 +99,10 @@ pub struct Settings {
     /// memory each offers.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tensor_split: Vec<f32>,
+    /// What the output must be (JSON matching a schema, a grammar): the target's choices are
+    /// masked by it, and what it forces is drafted for free. None: any text.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub constraint: Option<Constraint>,
 }
 
 fn default_lookup_min() -> usize {
@@ -138,6 +143,7 @@ impl Default for Settings {
             draft_cache_type: KvType::F16,
             draft_gpu_layers: None,
             rpc: Vec::new(),
+            constraint: None,
             tensor_split: Vec::new(),
         }
     }
@@ -308,6 +314,9 @@ impl Settings {
         }
         if self.tensor_split.iter().any(|w| !(w.is_finite() && *w > 0.0)) {
             out.push(bad(Setting::TensorSplit, "has a weight that is not a number above 0 (e.g. 3,1)".into()));
+        }
+        if let Some(why) = self.constraint.as_ref().and_then(Constraint::problem) {
+            out.push(bad(Setting::Constraint, why));
         }
         // llama.cpp needs flash attention for a quantised V cache.
         for (setting, t) in [(Setting::CacheType, self.cache_type), (Setting::DraftCacheType, self.draft_cache_type)] {

@@ -148,7 +148,10 @@ impl<'s> ChatSlot<'s> {
         let lent = Lent { model: model_drafter, ngram_mod };
         let result = self.session.run_on(&mut target, mode, &prompt, settings, lent, job);
         let reused = target.reused;
-        if result.is_err() {
+        // A setting refused before anything was decoded (a schema that does not compile) leaves
+        // the caches as they were; any other error may have left half a batch in them.
+        let refused = matches!(result, Err(Error::InvalidSetting { .. } | Error::InvalidSettings(_)));
+        if result.is_err() && !refused {
             // The cache may hold half a batch: start afresh next time.
             if let Some(c) = self.target.as_mut() {
                 c.ctx.clear();
@@ -223,6 +226,10 @@ impl Target for ReusingTarget<'_, '_> {
 
     fn piece(&self, token: Token) -> Vec<u8> {
         self.model.piece(token)
+    }
+
+    fn grammar(&self, c: &crate::decoding::constraint::Constraint) -> Result<crate::decoding::grammar::Grammar> {
+        self.model.grammar(c)
     }
 
     fn reused(&self) -> usize {

@@ -12,6 +12,7 @@ pub use draftlab_core::decoding::event::{Event, RunInfo};
 
 use crate::decoding::detok::Utf8Stream;
 use crate::decoding::draft::{Drafter, Proposal, Strategy};
+use crate::decoding::grammar::{apply_mask, Grammar};
 use crate::decoding::llama::{Logits, Token};
 use crate::decoding::report::{Decision, Report, RoundRecord, StopReason, StrategyStats, TokenSource};
 use crate::decoding::sampling::{distribution, stochastic_round, Dist, Rng};
@@ -82,6 +83,8 @@ struct Round {
     draft_ms: f64,
     /// The drafter's proposals are scored as shadows (its statistics come from there).
     observed: bool,
+    /// The tokens are what the output's grammar forces, drafted by no drafter.
+    forced: bool,
 }
 
 /// A free drafter's proposal, kept until the output shows how much of it was right: it teaches
@@ -116,6 +119,9 @@ struct Tally {
     passes: usize,
     drafted: usize,
     accepted: usize,
+    /// Grammar-forced tokens drafted and accepted (not in `drafted`, `accepted`).
+    forced_drafted: usize,
+    forced_accepted: usize,
     draft_ms: f64,
     verify_ms: f64,
     drafted_by_position: Vec<u64>,
@@ -159,6 +165,8 @@ struct Loop<'r, 'j, 'd> {
     t_gen: Instant,
     /// Free drafters' proposals not yet settled ([`Shadow`]); greedy adaptive runs only.
     shadows: Vec<Shadow>,
+    /// What the output must be, where it has reached (see `Settings::constraint`).
+    grammar: Option<Grammar>,
 }
 
 impl<'r, 'j, 'd> Loop<'r, 'j, 'd> {
@@ -198,12 +206,22 @@ impl<'r, 'j, 'd> Loop<'r, 'j, 'd> {
             }
         };
         target.set_feeding(feed);
+        let mut grammar = settings.constraint.as_ref().map(|c| target.grammar(c)).transpose()?;
         let t0 = Instant::now();
         target.decode(prompt, 0, Logits::Last)?;
         let mut rng = Rng::new(settings.sampling.seed);
         let row = target.logits(target.last_index());
-        let (mut first, first_margin) = argmax_with_margin(row);
-        if !settings.sampling.is_greedy() {
+        let (mut first, mut first_margin) = argmax_with_margin(row);
+        if let Some(g) = grammar.as_mut() {
+            if settings.sampling.is_greedy() {
+                (first, first_margin) = g.choose(row, (first, first_margin))?;
+            } else {
+                first = distribution(&apply_mask(row, &g.mask()?), &settings.sampling).sample(rng.uniform());
+            }
+            if !target.is_eog(first) {
+                g.accept(first)?;
+            }
+        } else if !settings.sampling.is_greedy() {
             first = distribution(row, &settings.sampling).sample(rng.uniform());
         }
         let several = drafters.len() > 1;
@@ -229,6 +247,7 @@ impl<'r, 'j, 'd> Loop<'r, 'j, 'd> {
             prompt_ms,
             t_gen: Instant::now(),
             shadows: Vec::new(),
+            grammar,
         };
         let target_alone_tps =
             run.scheduler.as_ref().map(|s| s.costs().verify(1)).filter(|&v| v > 0.0).map(|v| 1e3 / v);
@@ -260,6 +279,19 @@ impl<'r, 'j, 'd> Loop<'r, 'j, 'd> {
         let limit = |n: usize| n.min(remaining - 1).min(room);
         let max = Reach { model: limit(self.settings.n_draft), ngram: limit(self.settings.ngram_draft()) };
         let t = Instant::now();
+        if let Some(tokens) = self.forced(max.ngram) {
+            let draft_ms = ms(t.elapsed());
+            return Ok(Round {
+                tokens,
+                dists: Vec::new(),
+                bucket: (0, 0),
+                strategy: None,
+                decision: Decision::Forced,
+                draft_ms,
+                observed: false,
+                forced: true,
+            });
+        }
         let observe = self.settings.sampling.is_greedy();
         let mut shadows = Vec::new();
         let (proposal, bucket, decision) = propose(
@@ -269,13 +301,45 @@ impl<'r, 'j, 'd> Loop<'r, 'j, 'd> {
             &self.context,
             max,
             observe.then_some(&mut shadows),
+            self.grammar.as_mut(),
         )?;
         let strategy = (!proposal.tokens.is_empty()).then_some(proposal.strategy);
         let observed = shadows.iter().any(|(b, _)| *b == bucket);
         let at = self.context.len();
         self.shadows.extend(shadows.into_iter().map(|(bucket, tokens)| Shadow { bucket, tokens, at, learned: 0 }));
         let draft_ms = ms(t.elapsed());
-        Ok(Round { tokens: proposal.tokens, dists: proposal.dists, bucket, strategy, decision, draft_ms, observed })
+        Ok(Round {
+            tokens: proposal.tokens,
+            dists: proposal.dists,
+            bucket,
+            strategy,
+            decision,
+            draft_ms,
+            observed,
+            forced: false,
+        })
+    }
+
+    /// What the output's grammar forces next, when drafting it pays: speculative runs only (the
+    /// target alone decodes one token a pass), at most `max` tokens, and only as many as the
+    /// measured verify curve says are cheaper in one pass than one at a time (the target may still
+    /// split the forced text into other tokens, so they are verified like any draft).
+    fn forced(&mut self, max: usize) -> Option<Vec<Token>> {
+        if self.drafters.is_empty() || max == 0 {
+            return None;
+        }
+        let mut tokens = self.grammar.as_mut()?.forced();
+        tokens.truncate(max);
+        if let Some(s) = self.scheduler.as_ref() {
+            let c = s.costs();
+            let rate = |k: usize| (k + 1) as f64 / c.verify(k + 1);
+            let best = (1..=tokens.len()).max_by(|&a, &b| rate(a).total_cmp(&rate(b)))?;
+            if rate(best) <= rate(0) {
+                return None;
+            }
+            tokens.truncate(best);
+        }
+        (!tokens.is_empty()).then_some(tokens)
     }
 
     /// Scores the free drafters' proposals as far as the output now shows them: each token the
@@ -303,13 +367,34 @@ impl<'r, 'j, 'd> Loop<'r, 'j, 'd> {
         batch.push(self.last);
         batch.extend_from_slice(&round.tokens);
         self.target.decode(&batch, self.n_past as u32, Logits::All)?;
-        let (choices, margins): (Vec<Token>, Vec<f32>) =
+        let (mut choices, mut margins): (Vec<Token>, Vec<f32>) =
             (0..batch.len()).map(|i| argmax_with_margin(self.target.logits(i))).unzip();
         let sampling = &self.settings.sampling;
-        let (mut accepted, mut tokens) = if sampling.is_greedy() {
+        let greedy = sampling.is_greedy();
+        if let (Some(g), true) = (self.grammar.as_mut(), greedy) {
+            // The target's choices under the grammar, position by position: each needs the grammar
+            // past the draft tokens before it, so the walk stops at the first mismatch (the
+            // positions after it are never read).
+            for i in 0..batch.len() {
+                (choices[i], margins[i]) = g.choose(self.target.logits(i), (choices[i], margins[i]))?;
+                match round.tokens.get(i) {
+                    Some(&d) if d == choices[i] => g.accept(d)?,
+                    _ => break,
+                }
+            }
+        }
+        let (mut accepted, mut tokens) = if greedy {
             greedy_round(&round.tokens, &choices)
         } else {
-            let p: Vec<Dist> = (0..batch.len()).map(|i| distribution(self.target.logits(i), sampling)).collect();
+            let masks = match self.grammar.as_mut() {
+                Some(g) => Some(g.masks_along(&round.tokens)?),
+                None => None,
+            };
+            let row = |i: usize| match &masks {
+                Some(m) => std::borrow::Cow::Owned(apply_mask(self.target.logits(i), &m[i])),
+                None => std::borrow::Cow::Borrowed(self.target.logits(i)),
+            };
+            let p: Vec<Dist> = (0..batch.len()).map(|i| distribution(&row(i), sampling)).collect();
             let q: Vec<Dist> = if round.dists.len() == round.tokens.len() {
                 round.dists.clone()
             } else {
@@ -322,6 +407,14 @@ impl<'r, 'j, 'd> Loop<'r, 'j, 'd> {
         if let Some(end) = tokens.iter().position(|&t| self.target.is_eog(t)) {
             tokens.truncate(end + 1);
             accepted = accepted.min(end);
+        }
+        if let Some(g) = self.grammar.as_mut() {
+            // The grammar moves past the round's output: at greedy the accepted draft is read
+            // already (above), the target's own token is not; sampled, all of it.
+            let from = if greedy { accepted } else { 0 };
+            for &t in tokens[from..].iter().filter(|&&t| !self.target.is_eog(t)) {
+                g.accept(t)?;
+            }
         }
         Ok(Verdict { accepted, tokens, margins, verify_ms: ms(t.elapsed()) })
     }
@@ -342,6 +435,16 @@ impl<'r, 'j, 'd> Loop<'r, 'j, 'd> {
     fn tally(&mut self, round: &Round, v: &Verdict) {
         let (k, m) = (round.tokens.len(), v.accepted);
         let t = &mut self.tally;
+        if round.forced {
+            t.forced_drafted += k;
+            t.forced_accepted += m;
+            t.rounds.push(RoundRecord { decision: round.decision, strategy: None, drafted: k, accepted: m });
+            t.prev_drafted = Some(k);
+            t.passes += 1;
+            t.draft_ms += round.draft_ms;
+            t.verify_ms += v.verify_ms;
+            return;
+        }
         if k > 0 {
             if let Some(s) = self.scheduler.as_mut() {
                 if round.observed {
@@ -382,8 +485,11 @@ impl<'r, 'j, 'd> Loop<'r, 'j, 'd> {
     /// Announces the round's tokens (until one ends the run) and its statistics.
     fn emit_round(&mut self, round: &Round, v: &Verdict) {
         for (i, &tok) in v.tokens.iter().enumerate() {
-            let (source, strategy) =
-                if i < v.accepted { (TokenSource::Draft, round.strategy) } else { (TokenSource::Target, None) };
+            let (source, strategy) = match (i < v.accepted, round.forced) {
+                (true, true) => (TokenSource::Grammar, None),
+                (true, false) => (TokenSource::Draft, round.strategy),
+                (false, _) => (TokenSource::Target, None),
+            };
             self.stop = self.emit(tok, v.margins[i], source, strategy);
             if self.stop.is_some() {
                 break;
@@ -452,6 +558,8 @@ impl<'r, 'j, 'd> Loop<'r, 'j, 'd> {
             target_passes: t.passes,
             drafted: t.drafted,
             accepted: t.accepted,
+            forced_drafted: t.forced_drafted,
+            forced_accepted: t.forced_accepted,
             acceptance_rate: ratio(t.accepted, t.drafted),
             mean_accepted_len: ratio(t.accepted, t.passes),
             tokens_per_pass: ratio(n.saturating_sub(1), t.passes),
@@ -506,7 +614,16 @@ fn propose(
     context: &[Token],
     reach: Reach,
     mut shadows: Option<&mut Vec<(Bucket, Vec<Token>)>>,
+    mut grammar: Option<&mut Grammar>,
 ) -> Result<(Proposal, Bucket, Decision)> {
+    // A draft stops at its first token the output's grammar forbids: the target would reject it.
+    let mut cut = |p: &mut Proposal| {
+        if let Some(g) = grammar.as_deref_mut() {
+            let n = g.valid_prefix(&p.tokens);
+            p.tokens.truncate(n);
+            p.dists.truncate(n);
+        }
+    };
     let nothing = |why| Ok((Proposal::default(), (0, 0), why));
     if drafters.is_empty() || reach.model.max(reach.ngram) == 0 {
         return nothing(Decision::NothingOffered);
@@ -518,7 +635,8 @@ fn propose(
             if max == 0 {
                 continue;
             }
-            let p = d.propose_on(target, context, max)?;
+            let mut p = d.propose_on(target, context, max)?;
+            cut(&mut p);
             if !p.tokens.is_empty() {
                 let bucket = (i, p.match_len);
                 return Ok((p, bucket, Decision::Fixed));
@@ -531,10 +649,11 @@ fn propose(
     for (i, d) in drafters.iter_mut().enumerate() {
         let max = max_of(&**d);
         if d.is_cheap() {
-            let p = match max {
+            let mut p = match max {
                 0 => Proposal::default(),
                 _ => d.propose_on(target, context, max)?,
             };
+            cut(&mut p);
             let bucket = (i, p.match_len);
             let observed = shadows.is_some();
             if let Some(sh) = shadows.as_deref_mut() {
@@ -578,7 +697,11 @@ fn propose(
             p.dists.truncate(k);
             p
         }
-        None => drafters[i].propose_on(target, context, k)?,
+        None => {
+            let mut p = drafters[i].propose_on(target, context, k)?;
+            cut(&mut p);
+            p
+        }
     };
     Ok((p, candidates[i].bucket, decision))
 }

@@ -9,7 +9,8 @@
 //!   scripted one).
 //! - `draft/`: one `Drafter` trait, one file per strategy; `schedule`: how much to draft each round;
 //!   `costs`: the measured step costs the scheduler and the predictions use.
-//! - `sampling`, `verify`, `detok`: sampling, acceptance rules and incremental detokenisation.
+//! - `sampling`, `verify`, `detok`: sampling, acceptance rules and incremental detokenisation;
+//!   `grammar`: constrained output (JSON schemas, grammars) through llguidance.
 //! - `generate`: the loop; `report`: what a run measured; `compare`: two runs' outputs side by side.
 //! - `session`: load a pair, prepare drafters, tokenize, run one mode or both — for every caller.
 
@@ -18,6 +19,7 @@ pub mod costs;
 pub mod detok;
 pub mod draft;
 pub mod generate;
+pub mod grammar;
 pub mod llama;
 // Replays of recorded outputs, for the drafter tests (`tests/replay.rs`): not in shipped builds.
 #[cfg(feature = "testing")]
@@ -30,4 +32,4 @@ pub mod target;
 pub mod verify;
 
 // The words of a run (settings, reports, templates…), from the crate without llama.cpp.
-pub use draftlab_core::decoding::{compare, report, sampling, settings, template};
+pub use draftlab_core::decoding::{compare, constraint, report, sampling, settings, template};

@@ -2,8 +2,10 @@
 //! position, read a row of logits, trim the KV cache, and the token facts (end of generation, text
 //! piece). [`LlamaTarget`] is the real one (a llama.cpp context); the loop's unit tests script one.
 
+use crate::decoding::constraint::Constraint;
+use crate::decoding::grammar::Grammar;
 use crate::decoding::llama::{Context, Logits, Model, Token};
-use crate::error::Result;
+use crate::error::{Error, Result};
 
 pub trait Target {
     /// Decodes `tokens` at positions `start..`, keeping logits for the rows `logits` asks for.
@@ -20,6 +22,10 @@ pub trait Target {
     fn is_eog(&self, token: Token) -> bool;
     /// The bytes `token` adds to the text.
     fn piece(&self, token: Token) -> Vec<u8>;
+    /// `c` compiled over this target's vocabulary.
+    fn grammar(&self, c: &Constraint) -> Result<Grammar> {
+        Err(Error::InvalidSettings(format!("this target cannot constrain its output to {}", c.describe())))
+    }
     /// Prompt tokens the last prompt pass found in the cache already (a conversation's warm
     /// context keeps them; a fresh context has none).
     fn reused(&self) -> usize {
@@ -74,6 +80,10 @@ impl Target for LlamaTarget<'_> {
 
     fn piece(&self, token: Token) -> Vec<u8> {
         self.model.piece(token)
+    }
+
+    fn grammar(&self, c: &Constraint) -> Result<Grammar> {
+        self.model.grammar(c)
     }
 
     fn self_draft(&mut self, context: &[Token]) -> Result<Vec<Token>> {

@@ -117,6 +117,8 @@ pub struct Model {
     pub placement_read: bool,
     /// Its multi-token-prediction (MTP) layers were loaded: it can draft for itself.
     pub mtp: bool,
+    /// Its vocabulary as llguidance reads it, made the first time an output is constrained.
+    grammars: std::sync::OnceLock<crate::decoding::grammar::GrammarFactory>,
 }
 
 impl Model {
@@ -211,7 +213,7 @@ impl Model {
         };
         let placement_read = placed.layers > 0;
         let offload = Offload { requested: gpu_layers, offloaded: placed.offloaded, layers, device: placed.device };
-        Ok(Model { inner, summary, id, offload, placement_read, mtp: with_mtp })
+        Ok(Model { inner, summary, id, offload, placement_read, mtp: with_mtp, grammars: Default::default() })
     }
 
     /// Loads only the vocabulary (for tokenising a corpus): fast, and no weights in memory.
@@ -279,6 +281,20 @@ impl Model {
 
     pub fn is_eog(&self, token: Token) -> bool {
         self.inner.vocab().is_eog(LlamaToken(token))
+    }
+
+    /// Compiles a constraint on this model's output (the vocabulary's token trie is built the
+    /// first time, then kept with the model).
+    pub fn grammar(&self, c: &crate::decoding::constraint::Constraint) -> Result<crate::decoding::grammar::Grammar> {
+        let factory = match self.grammars.get() {
+            Some(f) => f,
+            None => {
+                let env = llama_cpp_2::sampling::LlamaSampler::llguidance_tok_env(&self.inner);
+                let f = crate::decoding::grammar::GrammarFactory::new(&env)?;
+                self.grammars.get_or_init(|| f)
+            }
+        };
+        factory.compile(c)
     }
 
     /// Wraps a user prompt in the model's chat template; `None` when the model has none.
