@@ -86,6 +86,8 @@ for call, exc, code in [
     (lambda: client.chat.completions.create(model=model, messages=ask, n=3), openai.BadRequestError, None),
     (lambda: client.chat.completions.create(model=model, messages=ask, extra_body={"draftlab": {"strategy": "x"}}), openai.BadRequestError, None),
     (lambda: client.chat.completions.create(model=model, messages=ask, response_format={"type": "json_schema", "json_schema": {"name": "x", "schema": {"type": "nonsense"}}}), openai.BadRequestError, None),
+    # SmolLM2's template shows no tools.
+    (lambda: client.chat.completions.create(model=model, messages=ask, tools=[{"type": "function", "function": {"name": "f"}}]), openai.BadRequestError, None),
     (lambda: client.chat.completions.create(model=model, messages=ask, response_format={"type": "json_schema", "json_schema": {"name": "x", "schema": {"type": "nonsense"}}}, stream=True), openai.BadRequestError, None),
     (lambda: openai.OpenAI(base_url=base, api_key="wrong", max_retries=0).models.list(), openai.AuthenticationError, "invalid_api_key"),
 ]:

@@ -116,6 +116,7 @@ pub fn typescript() -> String {
         ExportSource,
         ExportFormat,
         template::ChatMessage,
+        template::ToolCall,
         chats::Turn,
         chats::TurnStats,
         chats::Conversation,

@@ -169,3 +169,35 @@ fn every_family_renders_a_long_conversation_within_the_budget() {
         assert!(out.len() > 1000 * text.len(), "{name}");
     }
 }
+
+#[test]
+fn tools_and_tool_turns_render_as_the_family_expects() {
+    use draftlab_core::decoding::template::{Tool, ToolCall};
+    let mut vars = TemplateVars::new("<|endoftext|>", "<|im_end|>", false);
+    vars.now = PINNED;
+    vars.tools = vec![Tool {
+        name: "get_weather".into(),
+        description: Some("The weather in a city.".into()),
+        parameters: r#"{"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}"#.into(),
+    }];
+    let mut call = ChatMessage::new("assistant", "");
+    call.tool_calls =
+        vec![ToolCall { id: "call_1".into(), name: "get_weather".into(), arguments: r#"{"city": "Paris"}"#.into() }];
+    let mut result = ChatMessage::new("tool", r#"{"temperature_c": 18}"#);
+    result.tool_call_id = Some("call_1".into());
+    let chat = [ChatMessage::new("user", "Weather in Paris?"), call, result];
+    let out = render(&data("qwen2.5.jinja"), &chat, &vars).unwrap();
+    // The tools in the system turn, as JSON objects in the order given.
+    assert!(out.contains("<tools>\n{\"type\": \"function\", \"function\": {\"name\": \"get_weather\""), "{out}");
+    // The call as the model writes it (arguments an object, not a string), the result in a tool response.
+    assert!(
+        out.contains("<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n</tool_call>"),
+        "{out}"
+    );
+    assert!(out.contains("<tool_response>\n{\"temperature_c\": 18}\n</tool_response>"), "{out}");
+    assert!(out.ends_with("<|im_start|>assistant\n"), "{out}");
+    // Without tools the template says nothing of them.
+    vars.tools.clear();
+    let plain = render(&data("qwen2.5.jinja"), &chat[..1], &vars).unwrap();
+    assert!(!plain.contains("<tools>"), "{plain}");
+}

@@ -146,12 +146,20 @@ pub fn http(data: &[u8]) {
     let Ok(mut asked) = read_request(&Settings::default(), endpoint, body) else { return };
     let _ = asked.settings.validate(asked.mode);
     let text = String::from_utf8_lossy(text);
+    // With tools, the text is also held back and read as tool calls, as an answer's is.
+    let mut hold = asked.tool_calls.as_ref().map(|t| draftlab_server::tools::Hold::new(t.format));
     for piece in text.split('\u{1}') {
+        if let Some(h) = hold.as_mut() {
+            let _ = h.push(piece);
+        }
         if asked.stops.push(piece).1 {
             break;
         }
     }
     let _ = asked.stops.finish();
+    if let (Some(t), Some(mut h)) = (asked.tool_calls, hold) {
+        let _ = t.format.parse(&h.finish().1, &t.names);
+    }
 }
 
 /// A template, then after a NUL byte the messages (separated by 0x01, roles taking turns; the

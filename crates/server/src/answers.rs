@@ -6,6 +6,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use axum::http::StatusCode;
 use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
@@ -21,6 +22,7 @@ use tokio::sync::mpsc;
 use crate::errors::ApiError;
 use crate::openai::{CompletionTokensDetails, SpeculationUsage, Usage};
 use crate::stop::StopFilter;
+use crate::tools::{Hold, Parsed, ToolCalls};
 use crate::{Counters, Endpoint, Shared};
 
 /// Cancels its job when dropped before the job ended: the client went away (the response future
@@ -68,6 +70,56 @@ pub(crate) struct Answer {
     stop: StopFilter,
     /// Text read while waiting for the first token (streams start when generation starts).
     buffered: Vec<Step>,
+    /// When the answer may call tools: how they are read, and the text held back from the first
+    /// call on (read whole at the end).
+    tools: Option<(ToolCalls, Hold)>,
+    /// The answer's calls, once it ended with calls in it (or why they could not be read).
+    calls: Option<Result<Parsed, ApiError>>,
+}
+
+/// An answer's tool calls, read (or why they could not be).
+fn read_calls(tools: &ToolCalls, text: &str, report: &Report) -> Result<Parsed, ApiError> {
+    let format = tools.format;
+    if report.stop_reason == StopReason::MaxTokens && format.certain(text) {
+        return Err(ApiError::new(
+            StatusCode::BAD_REQUEST,
+            "invalid_request_error",
+            Some("tool_call_cut_off"),
+            Some("max_tokens"),
+            format!(
+                "The answer reached max_tokens ({}) inside a tool call, so the call is incomplete: raise max_tokens.",
+                report.generated_tokens
+            ),
+        ));
+    }
+    format.parse(text, &tools.names).map_err(|why| {
+        ApiError::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "server_error",
+            Some("invalid_tool_call"),
+            None,
+            format!(
+                "The model wrote a tool call this server cannot read: {why}. Retry, or require the call \
+                 (`tool_choice`), which makes its format certain."
+            ),
+        )
+    })
+}
+
+/// OpenAI's `tool_calls` of an answer (ids unique to it).
+fn tool_calls_json(id: &str, calls: &[crate::tools::Call], streamed: bool) -> Vec<Value> {
+    calls
+        .iter()
+        .enumerate()
+        .map(|(i, c)| {
+            let mut v = json!({"id": format!("call_{}_{i}", id.rsplit('-').next().unwrap_or(id)), "type": "function",
+                "function": {"name": c.name, "arguments": c.arguments}});
+            if streamed {
+                v["index"] = json!(i);
+            }
+            v
+        })
+        .collect()
 }
 
 impl Answer {
@@ -77,10 +129,33 @@ impl Answer {
         rx: mpsc::Receiver<Reply>,
         guard: CancelGuard,
         stop: StopFilter,
+        tools: Option<ToolCalls>,
     ) -> Self {
-        let answer =
-            Answer { shared, id: String::new(), created: now_secs(), endpoint, rx, guard, stop, buffered: Vec::new() };
+        let tools = tools.map(|t| {
+            let hold = Hold::new(t.format);
+            (t, hold)
+        });
+        let answer = Answer {
+            shared,
+            id: String::new(),
+            created: now_secs(),
+            endpoint,
+            rx,
+            guard,
+            stop,
+            buffered: Vec::new(),
+            tools,
+            calls: None,
+        };
         answer.with_id()
+    }
+
+    /// Text after the tool-call hold (all of it when the answer calls no tools).
+    fn release(&mut self, text: String) -> String {
+        match self.tools.as_mut() {
+            Some((_, hold)) => hold.push(&text),
+            None => text,
+        }
     }
 
     fn with_id(mut self) -> Self {
@@ -108,6 +183,7 @@ impl Answer {
                 Reply::Event { event: Event::Token { text, .. } } => {
                     let at = epoch_ms();
                     let (emit, hit) = self.stop.push(&text);
+                    let emit = self.release(emit);
                     if hit {
                         // The answer is complete: stop generating (the report still arrives).
                         let (workers, job) = (Arc::clone(&self.guard.workers), self.guard.job);
@@ -123,7 +199,18 @@ impl Answer {
                     if self.shared.config.log_requests {
                         log_answer(&self.id, &report);
                     }
-                    let rest = self.stop.finish();
+                    let mut rest = self.stop.finish();
+                    if let Some((tools, hold)) = self.tools.as_mut() {
+                        let mut out = hold.push(&rest);
+                        let (held, tail) = hold.finish();
+                        match held.then(|| read_calls(tools, &tail, &report)) {
+                            // Held text that holds no call after all (a fenced block of code).
+                            Some(Ok(p)) if p.calls.is_empty() => out.push_str(&tail),
+                            Some(calls) => self.calls = Some(calls),
+                            None => out.push_str(&tail),
+                        }
+                        rest = out;
+                    }
                     if !rest.is_empty() {
                         self.buffered.push(Step::Done(report));
                         return Step::Text(rest, epoch_ms());
@@ -140,6 +227,9 @@ impl Answer {
     }
 
     fn finish_reason(&self, r: &Report) -> &'static str {
+        if matches!(self.calls, Some(Ok(_))) {
+            return "tool_calls";
+        }
         if self.stop.hit() {
             return "stop";
         }
@@ -165,10 +255,17 @@ impl Answer {
         };
         let usage = usage(&report);
         let finish = self.finish_reason(&report);
+        let mut message = json!({"role": "assistant", "content": text});
+        if let Some(calls) = self.calls.take() {
+            let parsed = calls?;
+            let content = format!("{text}{}", parsed.content);
+            message["content"] = if content.trim().is_empty() { Value::Null } else { json!(content.trim_end()) };
+            message["tool_calls"] = json!(tool_calls_json(&self.id, &parsed.calls, false));
+        }
         let body = match self.endpoint {
             Endpoint::Chat => json!({
                 "id": self.id, "object": "chat.completion", "created": self.created, "model": self.model(),
-                "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": finish, "logprobs": null}],
+                "choices": [{"index": 0, "message": message, "finish_reason": finish, "logprobs": null}],
                 "usage": usage,
             }),
             Endpoint::Completion => json!({
@@ -230,7 +327,28 @@ impl Answer {
                         (vec![c.to_string()], false)
                     }
                     Step::Done(r) => {
-                        let mut out = vec![a.chunk(None, Some(a.finish_reason(&r)), first).to_string()];
+                        let mut out = Vec::new();
+                        if let Some(calls) = a.calls.take() {
+                            match calls {
+                                Ok(parsed) => {
+                                    if !parsed.content.trim().is_empty() {
+                                        out.push(a.chunk(Some(parsed.content.trim_end()), None, first).to_string());
+                                    }
+                                    let mut c = a.chunk(None, None, first && out.is_empty());
+                                    c["choices"][0]["delta"]["tool_calls"] =
+                                        json!(tool_calls_json(&a.id, &parsed.calls, true));
+                                    out.push(c.to_string());
+                                    // Keeps the finish reason `tool_calls`.
+                                    a.calls = Some(Ok(Parsed::default()));
+                                }
+                                Err(e) => {
+                                    let _ = tx.send(serde_json::to_string(&e.body).unwrap_or_default()).await;
+                                    let _ = tx.send("[DONE]".to_string()).await;
+                                    return;
+                                }
+                            }
+                        }
+                        out.push(a.chunk(None, Some(a.finish_reason(&r)), first && out.is_empty()).to_string());
                         if usage_chunk {
                             let object =
                                 if a.endpoint == Endpoint::Chat { "chat.completion.chunk" } else { "text_completion" };

@@ -20,12 +20,26 @@ use crate::answers::{Answer, CancelGuard};
 use crate::errors::ApiError;
 use crate::openai::{Common, DraftLength, JsonSchemaFormat, ResponseFormat};
 use crate::stop::StopFilter;
+use crate::tools::{Format, ToolCalls};
 use crate::{Endpoint, Shared};
 
 pub(crate) struct Job {
     pub(crate) input: ChatInput,
     pub(crate) common: Common,
     pub(crate) endpoint: Endpoint,
+    /// Whether the answer may, must or must not call the tools (`tool_choice`).
+    pub(crate) choice: Choice,
+    /// `parallel_tool_calls`: more than one call in an answer.
+    pub(crate) parallel: bool,
+}
+
+/// `tool_choice`, read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Choice {
+    None,
+    Auto,
+    Required,
+    Named(String),
 }
 
 /// The OpenAI default of `max_tokens` for `/v1/completions`.
@@ -127,12 +141,52 @@ pub struct Asked {
     pub mode: Mode,
     pub open_ended: bool,
     pub stops: StopFilter,
+    /// How the answer's tool calls are read (when it may call tools).
+    pub tool_calls: Option<ToolCalls>,
 }
 
 impl Job {
     /// The server's settings `base` with what this request asks for, or why it cannot run.
-    pub(crate) fn asked(&self, base: &Settings) -> Result<Asked, ApiError> {
-        let (settings, mode, open_ended) = request_settings(base, &self.common, self.endpoint)?;
+    pub(crate) fn asked(&self, base: &Settings, format: Option<Format>) -> Result<Asked, ApiError> {
+        let (mut settings, mode, open_ended) = request_settings(base, &self.common, self.endpoint)?;
+        let tools = match &self.input {
+            ChatInput::Messages { tools, .. } => tools.as_slice(),
+            ChatInput::Text { .. } => &[],
+        };
+        let tool_calls = match (&self.choice, format) {
+            (Choice::None, _) => None,
+            (_, None) => {
+                return Err(ApiError::invalid(
+                    Some("tools"),
+                    "This model's chat template does not show it tools (or writes calls in a format this server \
+                     does not read): send the request without `tools`.",
+                ))
+            }
+            (_, Some(f)) => Some(f),
+        };
+        // A required call is made certain by a grammar of the calls (the family's format).
+        let required: Option<Vec<_>> = match &self.choice {
+            Choice::Required => Some(tools.to_vec()),
+            Choice::Named(name) => Some(tools.iter().filter(|t| &t.name == name).cloned().collect()),
+            Choice::None | Choice::Auto => None,
+        };
+        let tool_calls =
+            tool_calls.map(|format| ToolCalls { format, names: tools.iter().map(|t| t.name.clone()).collect() });
+        if let (Some(required), Some(f)) = (required, tool_calls.as_ref().map(|t| t.format)) {
+            if settings.constraint.is_some() {
+                return Err(ApiError::invalid(
+                    Some("response_format"),
+                    "`response_format` cannot be combined with a required tool call (`tool_choice`).",
+                ));
+            }
+            let Some(grammar) = f.grammar(&required, self.parallel && self.choice == Choice::Required) else {
+                return Err(ApiError::invalid(
+                    Some("tool_choice"),
+                    "This model's tool-call format cannot be required: use `tool_choice: \"auto\"`.",
+                ));
+            };
+            settings.constraint = Some(Constraint::Lark { grammar });
+        }
         let stops = self.common.stop.as_ref().map(|s| s.list()).unwrap_or_default();
         if stops.len() > StopFilter::MAX_STOPS {
             return Err(ApiError::invalid(
@@ -140,7 +194,7 @@ impl Job {
                 format!("`stop` holds {} strings; give at most {}.", stops.len(), StopFilter::MAX_STOPS),
             ));
         }
-        Ok(Asked { settings, mode, open_ended, stops: StopFilter::new(stops) })
+        Ok(Asked { settings, mode, open_ended, stops: StopFilter::new(stops), tool_calls })
     }
 
     pub(crate) async fn run(self, s: Arc<Shared>) -> Result<Response, ApiError> {
@@ -157,7 +211,7 @@ impl Job {
         } else {
             return Err(ApiError::invalid(Some("model"), "You must provide a model parameter."));
         }
-        let Asked { settings, mode, open_ended, stops } = self.asked(&s.config.settings)?;
+        let Asked { settings, mode, open_ended, stops, tool_calls } = self.asked(&s.config.settings, s.tool_format)?;
         let Ok(permit) = Arc::clone(&s.places).try_acquire_owned() else { return Err(busy(&s)) };
         let command = Command::Chat {
             target: s.config.target.clone(),
@@ -177,7 +231,7 @@ impl Job {
         let stream = self.common.stream;
         let usage_chunk = self.common.stream_options.as_ref().is_some_and(|o| o.include_usage);
         let timings = self.common.draftlab.as_ref().is_some_and(|x| x.timings);
-        let answer = Answer::new(s, self.endpoint, rx, guard, stops);
+        let answer = Answer::new(s, self.endpoint, rx, guard, stops, tool_calls);
         if stream {
             answer.stream(usage_chunk, timings).await
         } else {
@@ -236,13 +290,50 @@ mod tests {
         let many = format!(r#"{{"messages":[{{"role":"user","content":"hi"}}],"stop":[{}]}}"#, stops.join(","));
         assert_eq!(param(&many, Endpoint::Chat).as_deref(), Some("stop"));
         assert_eq!(
-            param(r#"{"messages":[{"role":"tool","content":"x"}]}"#, Endpoint::Chat).as_deref(),
+            param(r#"{"messages":[{"role":"robot","content":"x"}]}"#, Endpoint::Chat).as_deref(),
             Some("messages[0].role")
+        );
+        // A tool's result must name its call.
+        assert_eq!(
+            param(r#"{"messages":[{"role":"tool","content":"x"}]}"#, Endpoint::Chat).as_deref(),
+            Some("messages[0].tool_call_id")
         );
         assert_eq!(param(r#"{"messages":[]}"#, Endpoint::Chat).as_deref(), Some("messages"));
         assert_eq!(param(r#"{"prompt":["a","b"]}"#, Endpoint::Completion).as_deref(), Some("prompt"));
         assert_eq!(param(r#"{"prompt":"a","temperature":9}"#, Endpoint::Completion).as_deref(), Some("temperature"));
         assert_eq!(param("not json", Endpoint::Chat).as_deref(), Some(""));
+    }
+
+    #[test]
+    fn tools_and_tool_choice_are_checked_and_a_required_call_gets_a_grammar() {
+        use draftlab_core::decoding::constraint::Constraint;
+        let tool = r#"{"type":"function","function":{"name":"get_weather","parameters":{"type":"object","properties":{"city":{"type":"string"}}}}}"#;
+        let body =
+            |extra: &str| format!(r#"{{"messages":[{{"role":"user","content":"hi"}}],"tools":[{tool}]{extra}}}"#);
+        let read = |b: String| read_request(&Settings::default(), Endpoint::Chat, b.as_bytes());
+        let auto = read(body("")).unwrap();
+        assert_eq!((auto.tool_calls.is_some(), auto.settings.constraint.is_none()), (true, true));
+        let none = read(body(r#","tool_choice":"none""#)).unwrap();
+        assert!(none.tool_calls.is_none());
+        for choice in [r#""required""#, r#"{"type":"function","function":{"name":"get_weather"}}"#] {
+            let asked = read(body(&format!(r#","tool_choice":{choice}"#))).unwrap();
+            let Some(Constraint::Lark { grammar }) = asked.settings.constraint else { panic!("{choice}: no grammar") };
+            assert!(grammar.contains("<tool_call>") && grammar.contains("get_weather"), "{grammar}");
+        }
+        let param = |b: String| read(b).err().and_then(|e| e.body.error.param);
+        assert_eq!(param(body(r#","tool_choice":"sometimes""#)).as_deref(), Some("tool_choice"));
+        assert_eq!(
+            param(body(r#","tool_choice":{"type":"function","function":{"name":"nope"}}"#)).as_deref(),
+            Some("tool_choice")
+        );
+        let bad_name =
+            r#"{"messages":[{"role":"user","content":"hi"}],"tools":[{"type":"function","function":{"name":"a b"}}]}"#;
+        assert_eq!(param(bad_name.into()).as_deref(), Some("tools[0].function.name"));
+        let both = body(r#","tool_choice":"required","response_format":{"type":"json_object"}"#);
+        assert_eq!(param(both).as_deref(), Some("response_format"));
+        // An assistant turn's calls and a tool's result are read into the conversation.
+        let turns = r#"{"messages":[{"role":"user","content":"hi"},{"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function","function":{"name":"get_weather","arguments":"{\"city\":\"Oslo\"}"}}]},{"role":"tool","tool_call_id":"c1","content":"12 C"}]}"#;
+        assert!(read(turns.into()).is_ok());
     }
 
     #[test]

@@ -30,6 +30,7 @@ mod jobs;
 pub mod openai;
 mod routes;
 pub mod stop;
+pub mod tools;
 
 pub use errors::ApiError;
 pub use jobs::Asked;
@@ -145,6 +146,8 @@ struct Shared {
     counters: Arc<Counters>,
     started: Instant,
     next_id: AtomicU64,
+    /// How the target writes tool calls (read from its chat template), if it takes tools.
+    tool_format: Option<tools::Format>,
 }
 
 /// A running server: its address, and how to stop it.
@@ -177,7 +180,11 @@ pub const BODY_TIMEOUT: Duration = Duration::from_secs(30);
 pub fn router(config: ServeConfig, workers: Arc<Workers>, guard: guard::Guard) -> (Router, Arc<Counters>) {
     let counters = Arc::new(Counters::default());
     let places = Arc::new(Semaphore::new(config.queue + 1));
+    let tool_format = draftlab_core::files::gguf::GgufFile::open(&config.target)
+        .ok()
+        .and_then(|g| g.get_str("tokenizer.chat_template").and_then(tools::Format::of_template));
     let shared = Arc::new(Shared {
+        tool_format,
         model_id: config.model_id(),
         config,
         workers,
@@ -251,9 +258,10 @@ async fn serve(listener: tokio::net::TcpListener, router: Router, mut shutdown: 
 }
 
 /// A request body as the endpoint's route reads it (JSON, messages or prompt, then the settings
-/// and stop strings it asks for over `base`), without running it: what the fuzzer drives.
+/// and stop strings it asks for over `base`), without running it: what the fuzzer drives (for a
+/// model whose template writes Hermes tool calls, Qwen's).
 pub fn read_request(base: &Settings, endpoint: Endpoint, body: &[u8]) -> Result<Asked, ApiError> {
-    routes::read_request(endpoint, body)?.asked(base)
+    routes::read_request(endpoint, body)?.asked(base, Some(tools::Format::Hermes))
 }
 
 /// Which API a request came through: chat messages, or a raw prompt to complete.

@@ -43,6 +43,58 @@ pub struct Message {
     pub role: String,
     #[serde(default)]
     pub content: Option<Content>,
+    /// An assistant turn's calls.
+    #[serde(default)]
+    pub tool_calls: Option<Vec<MessageToolCall>>,
+    /// A tool turn: the call it answers.
+    #[serde(default)]
+    pub tool_call_id: Option<String>,
+}
+
+/// `messages[].tool_calls[]`.
+#[derive(Debug, Clone, Deserialize)]
+pub struct MessageToolCall {
+    #[serde(default)]
+    pub id: Option<String>,
+    pub function: FunctionCall,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct FunctionCall {
+    pub name: String,
+    /// JSON text (OpenAI's spelling); an object is taken too.
+    #[serde(default)]
+    pub arguments: Option<serde_json::Value>,
+}
+
+/// `tools[]`: `{"type": "function", "function": {name, description, parameters}}`.
+#[derive(Debug, Clone, Deserialize)]
+pub struct ToolSpec {
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub function: FunctionSpec,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct FunctionSpec {
+    pub name: String,
+    #[serde(default)]
+    pub description: Option<String>,
+    #[serde(default)]
+    pub parameters: Option<serde_json::Value>,
+}
+
+/// `tool_choice`: `"none" | "auto" | "required"`, or `{"type": "function", "function": {"name"}}`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(untagged)]
+pub enum ToolChoice {
+    Mode(String),
+    Named { function: NamedFunction },
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct NamedFunction {
+    pub name: String,
 }
 
 /// Draftlab's request extension (`"draftlab": {…}` in the body; with the openai Python client,
@@ -142,6 +194,12 @@ pub struct JsonSchemaFormat {
 #[derive(Debug, Clone, Deserialize)]
 pub struct ChatRequest {
     pub messages: Vec<Message>,
+    #[serde(default)]
+    pub tools: Option<Vec<ToolSpec>>,
+    #[serde(default)]
+    pub tool_choice: Option<ToolChoice>,
+    #[serde(default)]
+    pub parallel_tool_calls: Option<bool>,
     #[serde(flatten)]
     pub common: Common,
 }

@@ -10,12 +10,12 @@ use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::Response;
 use axum::Json;
 use draftlab_core::decoding::chat::ChatInput;
-use draftlab_core::decoding::template::ChatMessage;
+use draftlab_core::decoding::template::{ChatMessage, Tool, ToolCall};
 use serde_json::{json, Value};
 
 use crate::errors::ApiError;
-use crate::jobs::Job;
-use crate::openai::{ChatRequest, CompletionRequest, Content, Message, Prompt};
+use crate::jobs::{Choice, Job};
+use crate::openai::{ChatRequest, CompletionRequest, Content, Message, Prompt, ToolChoice, ToolSpec};
 use crate::{Endpoint, Shared, BODY_TIMEOUT};
 use http_body_util::BodyExt as _;
 
@@ -166,8 +166,13 @@ pub(crate) fn read_request(endpoint: Endpoint, bytes: &[u8]) -> Result<Job, ApiE
     match endpoint {
         Endpoint::Chat => {
             let req: ChatRequest = parse_json(bytes)?;
-            let input = ChatInput::Messages { messages: chat_messages(&req.messages)? };
-            Ok(Job { input, common: req.common, endpoint })
+            let tools = tool_specs(req.tools.as_deref().unwrap_or_default())?;
+            let choice = tool_choice(req.tool_choice.as_ref(), &tools)?;
+            // `none`: the model is not shown the tools.
+            let shown = if choice == Choice::None { Vec::new() } else { tools };
+            let input = ChatInput::Messages { messages: chat_messages(&req.messages)?, tools: shown };
+            let parallel = req.parallel_tool_calls.unwrap_or(true);
+            Ok(Job { input, common: req.common, endpoint, choice, parallel })
         }
         Endpoint::Completion => {
             let req: CompletionRequest = parse_json(bytes)?;
@@ -181,9 +186,99 @@ pub(crate) fn read_request(endpoint: Endpoint, bytes: &[u8]) -> Result<Job, ApiE
             if text.is_empty() {
                 return Err(ApiError::invalid(Some("prompt"), "`prompt` is empty."));
             }
-            Ok(Job { input: ChatInput::Text { text }, common: req.common, endpoint })
+            Ok(Job {
+                input: ChatInput::Text { text },
+                common: req.common,
+                endpoint,
+                choice: Choice::None,
+                parallel: false,
+            })
         }
     }
+}
+
+/// The most tools a request may offer.
+const MAX_TOOLS: usize = 128;
+
+/// `tools`, as the template shows them.
+fn tool_specs(given: &[ToolSpec]) -> Result<Vec<Tool>, ApiError> {
+    if given.len() > MAX_TOOLS {
+        return Err(ApiError::invalid(
+            Some("tools"),
+            format!("`tools` holds {} tools; give at most {MAX_TOOLS}.", given.len()),
+        ));
+    }
+    let mut tools: Vec<Tool> = Vec::with_capacity(given.len());
+    for (i, t) in given.iter().enumerate() {
+        let param = format!("tools[{i}]");
+        if t.kind != "function" {
+            return Err(ApiError::invalid(
+                Some(&param),
+                format!("Tools of type `{}` are not supported: give functions.", t.kind),
+            ));
+        }
+        let name = &t.function.name;
+        if name.is_empty()
+            || name.len() > 64
+            || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+        {
+            return Err(ApiError::invalid(
+                Some(&format!("{param}.function.name")),
+                "A function name is 1 to 64 letters, digits, underscores or dashes.",
+            ));
+        }
+        if tools.iter().any(|x| &x.name == name) {
+            return Err(ApiError::invalid(Some(&param), format!("Two tools are named `{name}`.")));
+        }
+        let parameters = match &t.function.parameters {
+            None => serde_json::json!({"type": "object", "properties": {}}),
+            Some(p @ serde_json::Value::Object(_)) => p.clone(),
+            Some(_) => {
+                return Err(ApiError::invalid(
+                    Some(&format!("{param}.function.parameters")),
+                    "`parameters` must be a JSON Schema object.",
+                ))
+            }
+        };
+        tools.push(Tool {
+            name: name.clone(),
+            description: t.function.description.clone(),
+            parameters: parameters.to_string(),
+        });
+    }
+    Ok(tools)
+}
+
+/// `tool_choice`, checked against the tools (the default: `auto` with tools, `none` without).
+fn tool_choice(given: Option<&ToolChoice>, tools: &[Tool]) -> Result<Choice, ApiError> {
+    let choice = match given {
+        None if tools.is_empty() => Choice::None,
+        None => Choice::Auto,
+        Some(ToolChoice::Mode(m)) => match m.as_str() {
+            "none" => Choice::None,
+            "auto" => Choice::Auto,
+            "required" => Choice::Required,
+            other => {
+                return Err(ApiError::invalid(
+                    Some("tool_choice"),
+                    format!("`tool_choice` is `{other}`: use none, auto, required or a named function."),
+                ))
+            }
+        },
+        Some(ToolChoice::Named { function }) => {
+            if !tools.iter().any(|t| t.name == function.name) {
+                return Err(ApiError::invalid(
+                    Some("tool_choice"),
+                    format!("`tool_choice` names `{}`, which is not one of `tools`.", function.name),
+                ));
+            }
+            Choice::Named(function.name.clone())
+        }
+    };
+    if choice != Choice::None && tools.is_empty() {
+        return Err(ApiError::invalid(Some("tool_choice"), "`tool_choice` asks for a tool, but `tools` is empty."));
+    }
+    Ok(choice)
 }
 
 /// OpenAI's messages as the chat template reads them.
@@ -194,11 +289,13 @@ fn chat_messages(given: &[Message]) -> Result<Vec<ChatMessage>, ApiError> {
             "system" | "developer" => "system",
             "user" => "user",
             "assistant" => "assistant",
+            "tool" => "tool",
             other => {
                 return Err(ApiError::invalid(
                     Some(&format!("messages[{i}].role")),
                     format!(
-                        "Unsupported role `{other}`: this server takes system, developer, user and assistant messages."
+                        "Unsupported role `{other}`: this server takes system, developer, user, assistant and tool \
+                         messages."
                     ),
                 ))
             }
@@ -220,7 +317,32 @@ fn chat_messages(given: &[Message]) -> Result<Vec<ChatMessage>, ApiError> {
                 text
             }
         };
-        messages.push(ChatMessage::new(role, &content));
+        let mut message = ChatMessage::new(role, &content);
+        if role == "tool" {
+            let Some(id) = m.tool_call_id.clone() else {
+                return Err(ApiError::invalid(
+                    Some(&format!("messages[{i}].tool_call_id")),
+                    "A tool message must say which call it answers (`tool_call_id`).",
+                ));
+            };
+            message.tool_call_id = Some(id);
+        }
+        for (j, c) in m.tool_calls.iter().flatten().enumerate() {
+            if role != "assistant" {
+                return Err(ApiError::invalid(
+                    Some(&format!("messages[{i}].tool_calls")),
+                    "Only assistant turns call tools.",
+                ));
+            }
+            let arguments = match &c.function.arguments {
+                None => "{}".to_string(),
+                Some(serde_json::Value::String(s)) => s.clone(),
+                Some(v) => v.to_string(),
+            };
+            let id = c.id.clone().unwrap_or_else(|| format!("call_{i}_{j}"));
+            message.tool_calls.push(ToolCall { id, name: c.function.name.clone(), arguments });
+        }
+        messages.push(message);
     }
     if messages.is_empty() {
         return Err(ApiError::invalid(Some("messages"), "`messages` must hold at least one message."));

@@ -734,9 +734,23 @@ export type ExportFormat = "csv" | "json";
 
 export type ChatMessage = { 
 /**
- * `system`, `user` or `assistant`.
+ * `system`, `user`, `assistant` or `tool` (a tool's result).
  */
-role: string, content: string, };
+role: string, content: string, 
+/**
+ * The tools an assistant turn called.
+ */
+tool_calls?: Array<ToolCall>, 
+/**
+ * A tool turn: the call it answers.
+ */
+tool_call_id?: string, };
+
+export type ToolCall = { id: string, name: string, 
+/**
+ * The arguments, as JSON text (an object).
+ */
+arguments: string, };
 
 export type Turn = { 
 /**

@@ -79,7 +79,7 @@ fn warm_up(workers: &Workers, config: &ServeConfig) -> anyhow::Result<()> {
         target: config.target.clone(),
         draft: config.draft.clone(),
         mode: Mode::Speculative,
-        input: ChatInput::Messages { messages: vec![ChatMessage::new("user", "Hello")] },
+        input: ChatInput::Messages { messages: vec![ChatMessage::new("user", "Hello")], tools: Vec::new() },
         settings,
         open_ended: false,
     };

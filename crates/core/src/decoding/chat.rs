@@ -2,7 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::decoding::template::ChatMessage;
+use crate::decoding::template::{ChatMessage, Tool};
 
 /// What a chat request asks the model to continue.
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
@@ -11,7 +11,13 @@ use crate::decoding::template::ChatMessage;
 pub enum ChatInput {
     /// A conversation (system, user and assistant turns, ending with the user's), rendered with
     /// the target's chat template with the assistant's turn opened.
-    Messages { messages: Vec<ChatMessage> },
+    Messages {
+        messages: Vec<ChatMessage>,
+        /// The tools the model may call (the template shows them to it).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        #[cfg_attr(feature = "ts", ts(optional, as = "Option<Vec<Tool>>"))]
+        tools: Vec<Tool>,
+    },
     /// Text to continue as it is (no template): completions.
     Text { text: String },
 }

@@ -22,15 +22,92 @@ use crate::error::{Error, Result};
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ChatMessage {
-    /// `system`, `user` or `assistant`.
+    /// `system`, `user`, `assistant` or `tool` (a tool's result).
     pub role: String,
     pub content: String,
+    /// The tools an assistant turn called.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[cfg_attr(feature = "ts", ts(optional, as = "Option<Vec<ToolCall>>"))]
+    pub tool_calls: Vec<ToolCall>,
+    /// A tool turn: the call it answers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "ts", ts(optional))]
+    pub tool_call_id: Option<String>,
 }
 
 impl ChatMessage {
     pub fn new(role: &str, content: &str) -> Self {
-        ChatMessage { role: role.into(), content: content.into() }
+        ChatMessage { role: role.into(), content: content.into(), tool_calls: Vec::new(), tool_call_id: None }
     }
+
+    /// Every text of the message a template may write: its content, and its calls' names and
+    /// arguments.
+    pub fn texts(&self) -> impl Iterator<Item = &str> {
+        std::iter::once(self.content.as_str())
+            .chain(self.tool_calls.iter().flat_map(|c| [c.name.as_str(), c.arguments.as_str()]))
+    }
+}
+
+/// A call of a tool, as an assistant turn made it.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ToolCall {
+    pub id: String,
+    pub name: String,
+    /// The arguments, as JSON text (an object).
+    pub arguments: String,
+}
+
+/// A tool the model may call (a function: OpenAI's `tools[].function`).
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Tool {
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// Its parameters' JSON Schema, as JSON text.
+    pub parameters: String,
+}
+
+/// JSON text as a template value: parsed when it is JSON (templates write arguments and schemas
+/// with `tojson`), else the text.
+fn json_value(text: &str) -> serde_json::Value {
+    serde_json::from_str(text).unwrap_or_else(|_| serde_json::Value::String(text.into()))
+}
+
+/// The messages as templates read them (Hugging Face's shape: `tool_calls[].function.arguments`
+/// an object, `tool_call_id` on tool turns).
+fn template_messages(messages: &[ChatMessage]) -> serde_json::Value {
+    let list = messages.iter().map(|m| {
+        let mut v = serde_json::json!({"role": m.role, "content": m.content});
+        if !m.tool_calls.is_empty() {
+            v["tool_calls"] = m
+                .tool_calls
+                .iter()
+                .map(|c| {
+                    serde_json::json!({"id": c.id, "type": "function",
+                        "function": {"name": c.name, "arguments": json_value(&c.arguments)}})
+                })
+                .collect();
+        }
+        if let Some(id) = &m.tool_call_id {
+            v["tool_call_id"] = id.clone().into();
+        }
+        v
+    });
+    list.collect()
+}
+
+/// The tools as templates read them (`{"type": "function", "function": {...}}`).
+fn template_tools(tools: &[Tool]) -> serde_json::Value {
+    let list = tools.iter().map(|t| {
+        let mut f = serde_json::json!({"name": t.name, "parameters": json_value(&t.parameters)});
+        if let Some(d) = &t.description {
+            f["description"] = d.clone().into();
+        }
+        serde_json::json!({"type": "function", "function": f})
+    });
+    list.collect()
 }
 
 /// What a template sees besides the messages.
@@ -46,6 +123,8 @@ pub struct TemplateVars {
     pub enable_thinking: bool,
     /// Seconds since the Unix epoch for `strftime_now` and `date_string` (now, unless a test pins it).
     pub now: u64,
+    /// The tools the model may call (none: `tools` is undefined in the template).
+    pub tools: Vec<Tool>,
 }
 
 impl TemplateVars {
@@ -56,6 +135,7 @@ impl TemplateVars {
             tokenizer_adds_bos,
             enable_thinking: true,
             now: SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs()),
+            tools: Vec::new(),
         }
     }
 }
@@ -117,14 +197,14 @@ pub fn render(template: &str, messages: &[ChatMessage], vars: &TemplateVars) -> 
     };
     env.add_template("chat", template).map_err(bad)?;
     let ctx = minijinja::context! {
-        messages => Value::from(minijinja::value::Serde(messages)),
+        messages => Value::from(minijinja::value::Serde(template_messages(messages))),
         add_generation_prompt => true,
         bos_token => &vars.bos_token,
         eos_token => &vars.eos_token,
         enable_thinking => vars.enable_thinking,
         date_string => strftime("%d %b %Y", now),
         datetime => strftime("%b %d %Y", now),
-        tools => Value::UNDEFINED,
+        tools => if vars.tools.is_empty() { Value::UNDEFINED } else { Value::from(minijinja::value::Serde(template_tools(&vars.tools))) },
     };
     let mut out = Capped(Vec::new());
     env.get_template("chat").and_then(|t| t.render_captured_to(ctx, &mut out)).map_err(bad)?;

@@ -1,0 +1,375 @@
+//! Tool calls as each model family writes them, read back into OpenAI's `tool_calls`; which
+//! family a model is, from its chat template; the grammar that makes a call certain when the
+//! request requires one (`tool_choice`: `required` or a named function).
+//!
+//! Families (what their templates teach the model to write):
+//! - **Hermes** (Qwen2.5, Qwen3, Hermes and most 2025–2026 open models):
+//!   `<tool_call>\n{"name": …, "arguments": {…}}\n</tool_call>`, one block per call; small models
+//!   often write the same object in a ```` ```json ```` fence instead, which is read as a call when
+//!   it names one of the request's tools (as llama.cpp's Hermes parser does), else left as text.
+//! - **Mistral**: `[TOOL_CALLS][{"name": …, "arguments": {…}}, …]`, or (templates since 2025)
+//!   `[TOOL_CALLS]name[ARGS]{…}` per call.
+//! - **Llama 3.x**: `{"name": …, "parameters": {…}}` (after `<|python_tag|>` or alone), calls
+//!   separated by `;`.
+
+use draftlab_core::decoding::template::Tool;
+use serde_json::Value;
+
+/// How a model family writes tool calls.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    Hermes,
+    Mistral,
+    Llama3,
+}
+
+/// What an answer that may call tools is read with: the family's format and the tools' names.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolCalls {
+    pub format: Format,
+    pub names: Vec<String>,
+}
+
+/// A call read from the answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Call {
+    pub name: String,
+    /// The arguments as JSON text (an object).
+    pub arguments: String,
+}
+
+/// What an answer said: its text outside the calls, and the calls.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Parsed {
+    pub content: String,
+    pub calls: Vec<Call>,
+}
+
+impl Format {
+    /// The family a chat template writes tool calls in, if it shows tools at all.
+    pub fn of_template(template: &str) -> Option<Format> {
+        if !template.contains("tools") {
+            return None;
+        }
+        if template.contains("<tool_call>") {
+            Some(Format::Hermes)
+        } else if template.contains("[TOOL_CALLS]") {
+            Some(Format::Mistral)
+        } else if template.contains("<|python_tag|>") || template.contains("<|start_header_id|>") {
+            Some(Format::Llama3)
+        } else {
+            None
+        }
+    }
+
+    /// Texts that start a call: from the first of them on, an answer is held back from the stream
+    /// until it is read whole.
+    pub fn markers(self) -> &'static [&'static str] {
+        match self {
+            Format::Hermes => &["<tool_call>", "```json"],
+            Format::Mistral => &["[TOOL_CALLS]"],
+            Format::Llama3 => &["<|python_tag|>", "{\"name\""],
+        }
+    }
+
+    /// Whether `text` certainly starts a call (a fenced block may be code rather than a call).
+    pub fn certain(self, text: &str) -> bool {
+        match self {
+            Format::Hermes => text.contains("<tool_call>"),
+            _ => self.markers().iter().any(|m| text.contains(m)),
+        }
+    }
+
+    /// Reads an answer: the calls in it (none when it holds no marker) and the text around them;
+    /// `tools` names the request's tools (a fenced block is a call only when it names one). A call
+    /// that is not valid JSON, or lacks a name, is an error saying what was wrong.
+    pub fn parse(self, text: &str, tools: &[String]) -> Result<Parsed, String> {
+        let plain = || Ok(Parsed { content: text.to_string(), calls: Vec::new() });
+        if self == Format::Hermes && !text.contains("<tool_call>") {
+            return match fenced(text, tools) {
+                Some(p) => Ok(p),
+                None => plain(),
+            };
+        }
+        let Some(start) = self.markers().iter().filter_map(|m| text.find(m)).min() else {
+            return plain();
+        };
+        let content = text[..start].trim_end().to_string();
+        let rest = &text[start..];
+        let calls = match self {
+            Format::Hermes => hermes(&rest[rest.find("<tool_call>").unwrap_or(0)..])?,
+            Format::Mistral => mistral(rest.trim_start_matches("[TOOL_CALLS]"))?,
+            Format::Llama3 => llama3(rest.trim_start_matches("<|python_tag|>"))?,
+        };
+        Ok(Parsed { content, calls })
+    }
+
+    /// A Lark grammar (llguidance's) that admits only calls of `tools` in this family's format:
+    /// one, or with `parallel` one or more; `None` for a family whose format it cannot pin down
+    /// (then the call is left to the model).
+    pub fn grammar(self, tools: &[Tool], parallel: bool) -> Option<String> {
+        if self != Format::Hermes || tools.is_empty() {
+            return None;
+        }
+        let variants: Vec<Value> = tools
+            .iter()
+            .map(|t| {
+                let params = serde_json::from_str::<Value>(&t.parameters).unwrap_or(Value::Bool(true));
+                serde_json::json!({"type": "object", "properties": {"name": {"const": t.name}, "arguments": params},
+                    "required": ["name", "arguments"], "additionalProperties": false})
+            })
+            .collect();
+        let schema = serde_json::json!({"anyOf": variants});
+        let more = if parallel { " (\"\\n\" call)*" } else { "" };
+        Some(format!("start: call{more}\ncall: \"<tool_call>\\n\" body \"\\n</tool_call>\"\nbody: %json {schema}\n"))
+    }
+}
+
+/// The JSON value at the start of `s` (after whitespace), and the rest.
+fn json_prefix(s: &str) -> Result<(Value, &str), String> {
+    let s = s.trim_start();
+    let mut it = serde_json::Deserializer::from_str(s).into_iter::<Value>();
+    match it.next() {
+        Some(Ok(v)) => Ok((v, &s[it.byte_offset()..])),
+        Some(Err(e)) => Err(format!("not valid JSON ({e}): {}", clip(s))),
+        None => Err("empty".into()),
+    }
+}
+
+fn clip(s: &str) -> String {
+    let mut out: String = s.chars().take(200).collect();
+    if out.len() < s.len() {
+        out.push('…');
+    }
+    out
+}
+
+/// `{"name": …, "<args_key>": {…}}` as a call (arguments given as an object or as JSON text).
+fn call_of(v: &Value, args_key: &str) -> Result<Call, String> {
+    let name = v.get("name").and_then(Value::as_str).ok_or_else(|| format!("a call without a name: {v}"))?;
+    let arguments = match v.get(args_key) {
+        None | Some(Value::Null) => "{}".to_string(),
+        Some(Value::String(s)) => {
+            serde_json::from_str::<Value>(s).map_err(|e| format!("arguments that are not JSON ({e}): {s}"))?;
+            s.clone()
+        }
+        Some(a @ Value::Object(_)) => a.to_string(),
+        Some(other) => return Err(format!("arguments that are not an object: {other}")),
+    };
+    Ok(Call { name: name.to_string(), arguments })
+}
+
+/// Calls written as ```` ```json {"name": …, "arguments": …} ``` ```` blocks naming one of `tools`
+/// (the text around them is content); `None` when some fenced block is not such a call.
+fn fenced(text: &str, tools: &[String]) -> Option<Parsed> {
+    let mut content = String::new();
+    let mut calls = Vec::new();
+    let mut rest = text;
+    while let Some(at) = rest.find("```json") {
+        content.push_str(&rest[..at]);
+        let (v, after) = json_prefix(&rest[at + "```json".len()..]).ok()?;
+        let named = v.get("name").and_then(Value::as_str).is_some_and(|n| tools.iter().any(|t| t == n));
+        if !named {
+            return None;
+        }
+        let key = if v.get("parameters").is_some() { "parameters" } else { "arguments" };
+        calls.push(call_of(&v, key).ok()?);
+        let after = after.trim_start();
+        rest = after.strip_prefix("```").unwrap_or(after);
+    }
+    content.push_str(rest);
+    Some(Parsed { content: content.trim().to_string(), calls })
+}
+
+fn hermes(mut rest: &str) -> Result<Vec<Call>, String> {
+    let mut calls = Vec::new();
+    while let Some(at) = rest.find("<tool_call>") {
+        let body = &rest[at + "<tool_call>".len()..];
+        let (v, after) = json_prefix(body)?;
+        calls.push(call_of(&v, "arguments")?);
+        let after = after.trim_start();
+        rest = after.strip_prefix("</tool_call>").unwrap_or(after);
+    }
+    Ok(calls)
+}
+
+fn mistral(rest: &str) -> Result<Vec<Call>, String> {
+    let rest = rest.trim_start();
+    if rest.starts_with('[') {
+        let (v, _) = json_prefix(rest)?;
+        let list = v.as_array().ok_or("a call list that is not a list")?;
+        return list.iter().map(|c| call_of(c, "arguments")).collect();
+    }
+    // name[ARGS]{…}, repeated with [TOOL_CALLS] between calls.
+    let mut calls = Vec::new();
+    for part in rest.split("[TOOL_CALLS]").filter(|p| !p.trim().is_empty()) {
+        let (name, args) = part.split_once("[ARGS]").ok_or_else(|| format!("a call without [ARGS]: {}", clip(part)))?;
+        let (v, _) = json_prefix(args)?;
+        if !v.is_object() {
+            return Err(format!("arguments that are not an object: {v}"));
+        }
+        calls.push(Call { name: name.trim().to_string(), arguments: v.to_string() });
+    }
+    Ok(calls)
+}
+
+fn llama3(mut rest: &str) -> Result<Vec<Call>, String> {
+    let mut calls = Vec::new();
+    loop {
+        let (v, after) = json_prefix(rest)?;
+        let key = if v.get("parameters").is_some() { "parameters" } else { "arguments" };
+        calls.push(call_of(&v, key)?);
+        let after = after.trim_start();
+        match after.strip_prefix(';') {
+            Some(next) if !next.trim().is_empty() => rest = next,
+            _ => return Ok(calls),
+        }
+    }
+}
+
+/// Holds back a streamed answer from the first text that starts a call (and any text that may be
+/// the start of one), so the calls go out whole as `tool_calls` and nothing of them as content.
+#[derive(Debug)]
+pub struct Hold {
+    markers: &'static [&'static str],
+    pending: String,
+    held: bool,
+}
+
+impl Hold {
+    pub fn new(format: Format) -> Self {
+        Hold { markers: format.markers(), pending: String::new(), held: false }
+    }
+
+    /// The text that can go out now.
+    pub fn push(&mut self, text: &str) -> String {
+        self.pending.push_str(text);
+        if self.held {
+            return String::new();
+        }
+        if let Some(at) = self.markers.iter().filter_map(|m| self.pending.find(m)).min() {
+            self.held = true;
+            let out = self.pending[..at].to_string();
+            self.pending.drain(..at);
+            return out;
+        }
+        // Keep back the longest end that begins a marker.
+        let keep = self
+            .markers
+            .iter()
+            .flat_map(|m| (1..m.len()).rev().filter(move |&n| m.is_char_boundary(n)).map(move |n| &m[..n]))
+            .filter(|p| self.pending.ends_with(p))
+            .map(str::len)
+            .max()
+            .unwrap_or(0);
+        let cut = self.pending.len() - keep;
+        self.pending.drain(..cut).collect()
+    }
+
+    /// At the end: the held text (the calls, to be read) when a call started, else the rest to
+    /// send as text.
+    pub fn finish(&mut self) -> (bool, String) {
+        (self.held, std::mem::take(&mut self.pending))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn p(f: Format, text: &str) -> Result<Parsed, String> {
+        f.parse(text, &["weather".into(), "time".into(), "a".into()])
+    }
+
+    #[test]
+    fn families_are_told_by_their_templates() {
+        let qwen = "{%- if tools %}…<tools>{{ tool | tojson }}</tools>…<tool_call>…{%- endif %}";
+        assert_eq!(Format::of_template(qwen), Some(Format::Hermes));
+        assert_eq!(
+            Format::of_template("{% if tools %}[AVAILABLE_TOOLS]…[TOOL_CALLS]{% endif %}"),
+            Some(Format::Mistral)
+        );
+        assert_eq!(
+            Format::of_template("{% if tools %}<|start_header_id|>ipython<|end_header_id|>{% endif %}"),
+            Some(Format::Llama3)
+        );
+        assert_eq!(Format::of_template("{% for m in messages %}{{ m.content }}{% endfor %}"), None);
+    }
+
+    #[test]
+    fn calls_are_read_in_each_family_format() {
+        let h = p(Format::Hermes,
+                "Let me look.\n<tool_call>\n{\"name\": \"weather\", \"arguments\": {\"city\": \"Paris\"}}\n</tool_call>\n<tool_call>\n{\"name\": \"time\", \"arguments\": \"{\\\"tz\\\": \\\"CET\\\"}\"}\n</tool_call>")
+            .unwrap();
+        assert_eq!(h.content, "Let me look.");
+        assert_eq!(
+            h.calls,
+            vec![
+                Call { name: "weather".into(), arguments: r#"{"city":"Paris"}"#.into() },
+                Call { name: "time".into(), arguments: r#"{"tz": "CET"}"#.into() },
+            ]
+        );
+        // No closing tag (the answer ended at the end of the call).
+        assert_eq!(p(Format::Hermes, "<tool_call>{\"name\": \"a\", \"arguments\": {}}").unwrap().calls.len(), 1);
+        let m =
+            p(Format::Mistral, "[TOOL_CALLS][{\"name\": \"weather\", \"arguments\": {\"city\": \"Rome\"}}]").unwrap();
+        assert_eq!(m.calls, vec![Call { name: "weather".into(), arguments: r#"{"city":"Rome"}"#.into() }]);
+        let m2 = p(Format::Mistral, "[TOOL_CALLS]weather[ARGS]{\"city\": \"Oslo\"}[TOOL_CALLS]time[ARGS]{}").unwrap();
+        assert_eq!(m2.calls.iter().map(|c| c.name.as_str()).collect::<Vec<_>>(), ["weather", "time"]);
+        let l = p(Format::Llama3, "<|python_tag|>{\"name\": \"weather\", \"parameters\": {\"city\": \"Lima\"}}; {\"name\": \"time\", \"parameters\": {}}")
+            .unwrap();
+        assert_eq!(l.calls.len(), 2);
+        assert_eq!(l.calls[0].arguments, r#"{"city":"Lima"}"#);
+        // A fenced block naming a tool is a call; one that does not is code, left as text.
+        let f = p(Format::Hermes, "Here:\n```json\n{\"name\": \"weather\", \"arguments\": {\"city\": \"Bern\"}}\n```")
+            .unwrap();
+        assert_eq!(f.content, "Here:");
+        assert_eq!(f.calls, vec![Call { name: "weather".into(), arguments: r#"{"city":"Bern"}"#.into() }]);
+        let code = "```json\n{\"name\": \"package\", \"version\": \"1.0\"}\n```";
+        assert_eq!(p(Format::Hermes, code).unwrap(), Parsed { content: code.into(), calls: vec![] });
+        assert!(!Format::Hermes.certain(code) && Format::Hermes.certain("<tool_call>{"));
+        // Plain answers are content.
+        assert_eq!(p(Format::Hermes, "Hello.").unwrap(), Parsed { content: "Hello.".into(), calls: vec![] });
+    }
+
+    #[test]
+    fn malformed_calls_say_what_is_wrong() {
+        let e = p(Format::Hermes, "<tool_call>\n{\"name\": \"weather\", \"arguments\": {\"city\": \"Par").unwrap_err();
+        assert!(e.contains("not valid JSON"), "{e}");
+        let e = p(Format::Hermes, "<tool_call>{\"arguments\": {}}</tool_call>").unwrap_err();
+        assert!(e.contains("without a name"), "{e}");
+        let e = p(Format::Hermes, "<tool_call>{\"name\": \"a\", \"arguments\": 3}</tool_call>").unwrap_err();
+        assert!(e.contains("not an object"), "{e}");
+    }
+
+    #[test]
+    fn the_stream_holds_back_calls_and_what_may_start_one() {
+        let mut h = Hold::new(Format::Hermes);
+        assert_eq!(h.push("Sure. <to"), "Sure. ");
+        assert_eq!(h.push("ol"), "");
+        assert_eq!(h.push("_call>{\"name\""), "");
+        assert_eq!(h.push(": \"a\"}"), "");
+        assert_eq!(h.finish(), (true, "<tool_call>{\"name\": \"a\"}".to_string()));
+        let mut plain = Hold::new(Format::Hermes);
+        assert_eq!(plain.push("a <"), "a ");
+        assert_eq!(plain.push(" b"), "< b");
+        assert_eq!(plain.finish(), (false, String::new()));
+    }
+
+    #[test]
+    fn a_required_call_has_a_grammar_in_the_hermes_format() {
+        let tools = [Tool {
+            name: "weather".into(),
+            description: None,
+            parameters: r#"{"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}"#
+                .into(),
+        }];
+        let g = Format::Hermes.grammar(&tools, false).unwrap();
+        assert!(
+            g.starts_with("start: call\n") && g.contains("<tool_call>") && g.contains(r#""const":"weather""#),
+            "{g}"
+        );
+        assert!(Format::Hermes.grammar(&tools, true).unwrap().contains("call)*"));
+        assert_eq!(Format::Mistral.grammar(&tools, false), None);
+    }
+}
