@@ -2,15 +2,15 @@
 its result fed back, the answer written (a full call → result → answer loop), streamed and not,
 the same call with and without speculation.
 
-Usage: tools.py BASE_URL MODEL
+Usage: tools.py BASE_URL MODEL API_KEY
 """
 import json
 import sys
 
 import openai
 
-base, model = sys.argv[1], sys.argv[2]
-client = openai.OpenAI(base_url=base, api_key="none", max_retries=0, timeout=600)
+base, model, key = sys.argv[1], sys.argv[2], sys.argv[3]
+client = openai.OpenAI(base_url=base, api_key=key, max_retries=0, timeout=600)
 weather = {"type": "function", "function": {
     "name": "get_weather", "description": "The current weather in a city.",
     "parameters": {"type": "object", "properties": {"city": {"type": "string", "maxLength": 40}},

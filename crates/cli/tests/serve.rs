@@ -266,8 +266,10 @@ fn models_health_and_every_error_in_openai_shape() {
         &chat(json!([{"role": "user", "content": "hi"}]), json!({"draftlab": {"n_draft": 0, "strategy": "draft"}})),
     );
     assert_eq!(error(bad_len, 400)["param"], "draftlab.n_draft");
-    let role = post(s.port, "/v1/chat/completions", &chat(json!([{"role": "tool", "content": "hi"}]), json!({})));
+    let role = post(s.port, "/v1/chat/completions", &chat(json!([{"role": "robot", "content": "hi"}]), json!({})));
     assert_eq!(error(role, 400)["param"], "messages[0].role");
+    let orphan = post(s.port, "/v1/chat/completions", &chat(json!([{"role": "tool", "content": "hi"}]), json!({})));
+    assert_eq!(error(orphan, 400)["param"], "messages[0].tool_call_id");
     assert_eq!(error(request(s.port, "GET", "/v2/nothing", &[], b""), 404)["code"], "unknown_url");
     // The server still answers after all that.
     assert_eq!(

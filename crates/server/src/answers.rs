@@ -75,6 +75,15 @@ pub(crate) struct Answer {
     tools: Option<(ToolCalls, Hold)>,
     /// The answer's calls, once it ended with calls in it (or why they could not be read).
     calls: Option<Result<Parsed, ApiError>>,
+    /// Which API's shapes the answer is written in.
+    api: Api,
+}
+
+/// The API a request came through.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Api {
+    OpenAi,
+    Anthropic,
 }
 
 /// An answer's tool calls, read (or why they could not be).
@@ -106,22 +115,6 @@ fn read_calls(tools: &ToolCalls, text: &str, report: &Report) -> Result<Parsed, 
     })
 }
 
-/// OpenAI's `tool_calls` of an answer (ids unique to it).
-fn tool_calls_json(id: &str, calls: &[crate::tools::Call], streamed: bool) -> Vec<Value> {
-    calls
-        .iter()
-        .enumerate()
-        .map(|(i, c)| {
-            let mut v = json!({"id": format!("call_{}_{i}", id.rsplit('-').next().unwrap_or(id)), "type": "function",
-                "function": {"name": c.name, "arguments": c.arguments}});
-            if streamed {
-                v["index"] = json!(i);
-            }
-            v
-        })
-        .collect()
-}
-
 impl Answer {
     pub(crate) fn new(
         shared: Arc<Shared>,
@@ -130,6 +123,7 @@ impl Answer {
         guard: CancelGuard,
         stop: StopFilter,
         tools: Option<ToolCalls>,
+        api: Api,
     ) -> Self {
         let tools = tools.map(|t| {
             let hold = Hold::new(t.format);
@@ -146,6 +140,7 @@ impl Answer {
             buffered: Vec::new(),
             tools,
             calls: None,
+            api,
         };
         answer.with_id()
     }
@@ -161,7 +156,11 @@ impl Answer {
     fn with_id(mut self) -> Self {
         let n = self.shared.next_id.fetch_add(1, Ordering::Relaxed);
         let nanos = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.subsec_nanos());
-        let prefix = if self.endpoint == Endpoint::Chat { "chatcmpl" } else { "cmpl" };
+        let prefix = match (self.api, self.endpoint) {
+            (Api::Anthropic, _) => "msg",
+            (Api::OpenAi, Endpoint::Chat) => "chatcmpl",
+            (Api::OpenAi, Endpoint::Completion) => "cmpl",
+        };
         self.id = format!("{prefix}-{:x}{nanos:08x}{n:04x}", self.created);
         self
     }
@@ -243,6 +242,39 @@ impl Answer {
         &self.shared.model_id
     }
 
+    /// Anthropic's `stop_reason`.
+    fn stop_reason(&self, r: &Report) -> &'static str {
+        match self.finish_reason(r) {
+            "tool_calls" => "tool_use",
+            "length" => "max_tokens",
+            _ if self.stop.hit() => "stop_sequence",
+            _ => "end_turn",
+        }
+    }
+
+    /// Anthropic's content blocks: the text, then each call as a `tool_use` block.
+    fn blocks(&self, text: &str, calls: &[crate::tools::Call]) -> Vec<Value> {
+        let mut blocks = Vec::new();
+        if !text.trim().is_empty() || calls.is_empty() {
+            blocks.push(json!({"type": "text", "text": text.trim_end()}));
+        }
+        for (i, c) in calls.iter().enumerate() {
+            let input: Value = serde_json::from_str(&c.arguments).unwrap_or_else(|_| json!({}));
+            blocks.push(json!({"type": "tool_use", "id": self.call_id(i), "name": c.name, "input": input}));
+        }
+        blocks
+    }
+
+    fn call_id(&self, i: usize) -> String {
+        let prefix = if self.api == Api::Anthropic { "toolu" } else { "call" };
+        format!("{prefix}_{}_{i}", self.id.rsplit('-').next().unwrap_or(&self.id))
+    }
+
+    /// Anthropic's `usage`, with Draftlab's numbers beside its own.
+    fn anthropic_usage(r: &Report) -> Value {
+        json!({"input_tokens": r.prompt_tokens, "output_tokens": r.generated_tokens, "draftlab": usage(r).draftlab})
+    }
+
     /// The whole answer in one response.
     pub(crate) async fn whole(mut self) -> Result<Response, ApiError> {
         let mut text = String::new();
@@ -253,6 +285,17 @@ impl Answer {
                 Step::Failed(e) => return Err(ApiError::engine(&e)),
             }
         };
+        if self.api == Api::Anthropic {
+            let stop_reason = self.stop_reason(&report);
+            let parsed = self.calls.take().transpose()?.unwrap_or_default();
+            let content = self.blocks(&format!("{text}{}", parsed.content), &parsed.calls);
+            return Ok(Json(json!({
+                "id": self.id, "type": "message", "role": "assistant", "model": self.model(),
+                "content": content, "stop_reason": stop_reason, "stop_sequence": null,
+                "usage": Self::anthropic_usage(&report),
+            }))
+            .into_response());
+        }
         let usage = usage(&report);
         let finish = self.finish_reason(&report);
         let mut message = json!({"role": "assistant", "content": text});
@@ -260,7 +303,7 @@ impl Answer {
             let parsed = calls?;
             let content = format!("{text}{}", parsed.content);
             message["content"] = if content.trim().is_empty() { Value::Null } else { json!(content.trim_end()) };
-            message["tool_calls"] = json!(tool_calls_json(&self.id, &parsed.calls, false));
+            message["tool_calls"] = json!(self.tool_calls_json(&parsed.calls, false));
         }
         let body = match self.endpoint {
             Endpoint::Chat => json!({
@@ -303,12 +346,135 @@ impl Answer {
     /// fit, a bad setting) are plain HTTP errors; after that, an `error` event ends the stream. A
     /// task writes the events; when the client goes away it stops, and dropping the answer cancels
     /// the job.
+    /// OpenAI's `tool_calls` of an answer (ids unique to it).
+    fn tool_calls_json(&self, calls: &[crate::tools::Call], streamed: bool) -> Vec<Value> {
+        calls
+            .iter()
+            .enumerate()
+            .map(|(i, c)| {
+                let mut v = json!({"id": self.call_id(i), "type": "function",
+                    "function": {"name": c.name, "arguments": c.arguments}});
+                if streamed {
+                    v["index"] = json!(i);
+                }
+                v
+            })
+            .collect()
+    }
+
+    /// The answer as Anthropic's server-sent events: `message_start`, a text block's
+    /// `content_block_start` / `content_block_delta` (`text_delta`) / `content_block_stop`, each
+    /// call as a `tool_use` block (its input as one `input_json_delta`), `message_delta` with the
+    /// stop reason and usage, `message_stop`; an `error` event when it fails after starting.
+    async fn stream_anthropic(self) -> Result<Response, ApiError> {
+        let (tx, rx) = mpsc::channel::<(&'static str, Value)>(64);
+        tokio::spawn(async move {
+            let mut a = self;
+            let start = json!({"type": "message_start", "message": {
+                "id": a.id, "type": "message", "role": "assistant", "model": a.model(), "content": [],
+                "stop_reason": null, "stop_sequence": null, "usage": {"input_tokens": 0, "output_tokens": 0}}});
+            if tx.send(("message_start", start)).await.is_err() {
+                return;
+            }
+            let mut open = false;
+            let mut index = 0;
+            loop {
+                let step = tokio::select! {
+                    step = a.next() => step,
+                    () = tx.closed() => return,
+                };
+                let mut events: Vec<(&'static str, Value)> = Vec::new();
+                let text_delta = |events: &mut Vec<(&'static str, Value)>, t: &str, open: &mut bool| {
+                    if !*open {
+                        events.push((
+                            "content_block_start",
+                            json!({"type": "content_block_start", "index": 0,
+                            "content_block": {"type": "text", "text": ""}}),
+                        ));
+                        *open = true;
+                    }
+                    events.push((
+                        "content_block_delta",
+                        json!({"type": "content_block_delta", "index": 0,
+                        "delta": {"type": "text_delta", "text": t}}),
+                    ));
+                };
+                let end = match step {
+                    Step::Text(t, _) => {
+                        text_delta(&mut events, &t, &mut open);
+                        false
+                    }
+                    Step::Done(r) => {
+                        let parsed = match a.calls.take().transpose() {
+                            Ok(p) => p.unwrap_or_default(),
+                            Err(e) => {
+                                let _ = tx.send(("error", crate::anthropic::error_body(&e))).await;
+                                return;
+                            }
+                        };
+                        if !parsed.content.trim().is_empty() {
+                            text_delta(&mut events, parsed.content.trim_end(), &mut open);
+                        }
+                        if open {
+                            events.push(("content_block_stop", json!({"type": "content_block_stop", "index": 0})));
+                            index = 1;
+                        }
+                        for (i, c) in parsed.calls.iter().enumerate() {
+                            let at = index + i;
+                            events.push(("content_block_start", json!({"type": "content_block_start", "index": at,
+                                "content_block": {"type": "tool_use", "id": a.call_id(i), "name": c.name, "input": {}}})));
+                            events.push((
+                                "content_block_delta",
+                                json!({"type": "content_block_delta", "index": at,
+                                "delta": {"type": "input_json_delta", "partial_json": c.arguments}}),
+                            ));
+                            events.push(("content_block_stop", json!({"type": "content_block_stop", "index": at})));
+                        }
+                        if !parsed.calls.is_empty() {
+                            a.calls = Some(Ok(Parsed::default()));
+                        }
+                        let stop_reason = a.stop_reason(&r);
+                        events.push((
+                            "message_delta",
+                            json!({"type": "message_delta",
+                            "delta": {"stop_reason": stop_reason, "stop_sequence": null},
+                            "usage": Self::anthropic_usage(&r)}),
+                        ));
+                        events.push(("message_stop", json!({"type": "message_stop"})));
+                        true
+                    }
+                    Step::Failed(e) => {
+                        events.push(("error", crate::anthropic::error_body(&ApiError::engine(&e))));
+                        true
+                    }
+                };
+                for e in events {
+                    if tx.send(e).await.is_err() {
+                        return;
+                    }
+                }
+                if end {
+                    return;
+                }
+            }
+        });
+        let events = futures_util::stream::unfold(rx, |mut rx| async move {
+            rx.recv()
+                .await
+                .map(|(name, data)| (Ok::<_, Infallible>(SseEvent::default().event(name).data(data.to_string())), rx))
+        });
+        Ok(Sse::new(events).keep_alive(KeepAlive::default()).into_response())
+    }
+
     pub(crate) async fn stream(mut self, usage_chunk: bool, timings: bool) -> Result<Response, ApiError> {
         let first = self.next().await;
         if let Step::Failed(e) = first {
             return Err(ApiError::engine(&e));
         }
         self.buffered.insert(0, first);
+        if self.api == Api::Anthropic {
+            return self.stream_anthropic().await;
+        }
         let (tx, rx) = mpsc::channel::<String>(64);
         tokio::spawn(async move {
             let mut a = self;
@@ -336,7 +502,7 @@ impl Answer {
                                     }
                                     let mut c = a.chunk(None, None, first && out.is_empty());
                                     c["choices"][0]["delta"]["tool_calls"] =
-                                        json!(tool_calls_json(&a.id, &parsed.calls, true));
+                                        json!(a.tool_calls_json(&parsed.calls, true));
                                     out.push(c.to_string());
                                     // Keeps the finish reason `tool_calls`.
                                     a.calls = Some(Ok(Parsed::default()));

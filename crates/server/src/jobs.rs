@@ -16,7 +16,7 @@ use draftlab_core::ErrorCode;
 use std::sync::atomic::Ordering;
 use tokio::sync::{mpsc, OwnedSemaphorePermit};
 
-use crate::answers::{Answer, CancelGuard};
+use crate::answers::{Answer, Api, CancelGuard};
 use crate::errors::ApiError;
 use crate::openai::{Common, DraftLength, JsonSchemaFormat, ResponseFormat};
 use crate::stop::StopFilter;
@@ -198,6 +198,11 @@ impl Job {
     }
 
     pub(crate) async fn run(self, s: Arc<Shared>) -> Result<Response, ApiError> {
+        self.run_as(s, Api::OpenAi).await
+    }
+
+    /// The job, its answer written in `api`'s shapes.
+    pub(crate) async fn run_as(self, s: Arc<Shared>, api: Api) -> Result<Response, ApiError> {
         if let Some(m) = self.common.model.as_deref() {
             if m != s.model_id && m != format!("{}.gguf", s.model_id) {
                 return Err(ApiError::new(
@@ -231,7 +236,7 @@ impl Job {
         let stream = self.common.stream;
         let usage_chunk = self.common.stream_options.as_ref().is_some_and(|o| o.include_usage);
         let timings = self.common.draftlab.as_ref().is_some_and(|x| x.timings);
-        let answer = Answer::new(s, self.endpoint, rx, guard, stops, tool_calls);
+        let answer = Answer::new(s, self.endpoint, rx, guard, stops, tool_calls, api);
         if stream {
             answer.stream(usage_chunk, timings).await
         } else {

@@ -24,6 +24,7 @@
 //! shape), `openai` (the request and response types), `stop` (stop strings).
 
 mod answers;
+mod anthropic;
 mod errors;
 pub mod guard;
 mod jobs;
@@ -198,6 +199,7 @@ pub fn router(config: ServeConfig, workers: Arc<Workers>, guard: guard::Guard) -
         .route("/v1/models", get(models))
         .route("/v1/chat/completions", post(chat_completions))
         .route("/v1/completions", post(completions))
+        .route("/v1/messages", post(routes::messages))
         .fallback(not_found)
         .with_state(shared)
         .layer(axum::middleware::from_fn_with_state(Arc::new(guard), guard::guard));

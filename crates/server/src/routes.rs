@@ -31,10 +31,12 @@ pub(crate) async fn not_found() -> ApiError {
 
 fn check_key(shared: &Shared, headers: &HeaderMap) -> Result<(), ApiError> {
     let Some(key) = shared.config.api_key.as_deref() else { return Ok(()) };
+    // OpenAI's `Authorization: Bearer`, or Anthropic's `x-api-key`.
     let given = headers
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.strip_prefix("Bearer "))
+        .or_else(|| headers.get("x-api-key").and_then(|v| v.to_str().ok()))
         .map(str::trim);
     if given.is_some_and(|g| crate::guard::same_key(g, key)) {
         Ok(())
@@ -197,11 +199,22 @@ pub(crate) fn read_request(endpoint: Endpoint, bytes: &[u8]) -> Result<Job, ApiE
     }
 }
 
+/// `POST /v1/messages`: Anthropic's Messages API on the same job, errors in its shape.
+pub(crate) async fn messages(State(s): State<Arc<Shared>>, headers: HeaderMap, body: Body) -> Response {
+    let run = async {
+        check_key(&s, &headers)?;
+        let bytes = read_body(&s, body).await?;
+        let req: crate::anthropic::MessagesRequest = parse_json(&bytes)?;
+        crate::anthropic::read(req)?.run_as(Arc::clone(&s), crate::answers::Api::Anthropic).await
+    };
+    run.await.unwrap_or_else(crate::anthropic::error_response)
+}
+
 /// The most tools a request may offer.
 const MAX_TOOLS: usize = 128;
 
 /// `tools`, as the template shows them.
-fn tool_specs(given: &[ToolSpec]) -> Result<Vec<Tool>, ApiError> {
+pub(crate) fn tool_specs(given: &[ToolSpec]) -> Result<Vec<Tool>, ApiError> {
     if given.len() > MAX_TOOLS {
         return Err(ApiError::invalid(
             Some("tools"),
