@@ -47,6 +47,22 @@ for spec in ({}, {"strategy": "none"}, {"strategy": "lookup", "n_draft": "adapti
     assert usage is not None and usage.model_extra["draftlab"]["strategy"] == spec.get("strategy", "auto"), usage
     print(f"openai: streamed with {spec or 'the defaults'}: the same text, {len(parts)} chunks")
 
+# Provenance: each streamed chunk says where its tokens came from; with the target alone, the target.
+for spec, allowed in (({"strategy": "none"}, {"target"}), ({"strategy": "draft", "n_draft": 4}, {"target", "draft"})):
+    stream = client.chat.completions.create(
+        model=model, messages=ask, max_tokens=32, temperature=0, stream=True,
+        extra_body={"draftlab": {**spec, "provenance": True}},
+    )
+    sources = []
+    for chunk in stream:
+        if chunk.choices and chunk.choices[0].delta.content:
+            tokens = chunk.model_extra["draftlab"]["tokens"]
+            assert tokens and all(t["source"] in allowed for t in tokens), tokens
+            assert all((t["strategy"] == "draft") == (t["source"] == "draft") for t in tokens), tokens
+            sources += [t["source"] for t in tokens]
+    assert sources, spec
+    print(f"openai: provenance with {spec}: {sources.count('draft')} of {len(sources)} tokens drafted")
+
 # Completions.
 c = client.completions.create(model=model, prompt="The first three planets are", max_tokens=12, temperature=0)
 assert c.choices[0].text, c

@@ -77,6 +77,8 @@ pub(crate) struct Answer {
     calls: Option<Result<Parsed, ApiError>>,
     /// Which API's shapes the answer is written in.
     api: Api,
+    /// Where each token since the last text step came from (`draftlab.provenance`).
+    sources: Vec<Value>,
 }
 
 /// The API a request came through.
@@ -141,6 +143,7 @@ impl Answer {
             tools,
             calls: None,
             api,
+            sources: Vec::new(),
         };
         answer.with_id()
     }
@@ -179,7 +182,8 @@ impl Answer {
                 ));
             };
             match reply {
-                Reply::Event { event: Event::Token { text, .. } } => {
+                Reply::Event { event: Event::Token { text, source, strategy, .. } } => {
+                    self.sources.push(json!({"source": source, "strategy": strategy.map(|s| s.name())}));
                     let at = epoch_ms();
                     let (emit, hit) = self.stop.push(&text);
                     let emit = self.release(emit);
@@ -366,7 +370,7 @@ impl Answer {
     /// `content_block_start` / `content_block_delta` (`text_delta`) / `content_block_stop`, each
     /// call as a `tool_use` block (its input as one `input_json_delta`), `message_delta` with the
     /// stop reason and usage, `message_stop`; an `error` event when it fails after starting.
-    async fn stream_anthropic(self) -> Result<Response, ApiError> {
+    async fn stream_anthropic(self, provenance: bool) -> Result<Response, ApiError> {
         let (tx, rx) = mpsc::channel::<(&'static str, Value)>(64);
         tokio::spawn(async move {
             let mut a = self;
@@ -402,13 +406,18 @@ impl Answer {
                 let end = match step {
                     Step::Text(t, _) => {
                         text_delta(&mut events, &t, &mut open);
+                        if provenance {
+                            if let Some((_, delta)) = events.last_mut() {
+                                delta["draftlab"] = json!({"tokens": std::mem::take(&mut a.sources)});
+                            }
+                        }
                         false
                     }
                     Step::Done(r) => {
                         let parsed = match a.calls.take().transpose() {
                             Ok(p) => p.unwrap_or_default(),
                             Err(e) => {
-                                let _ = tx.send(("error", crate::anthropic::error_body(&e))).await;
+                                let _ = tx.send(("error", e.anthropic_body())).await;
                                 return;
                             }
                         };
@@ -444,7 +453,7 @@ impl Answer {
                         true
                     }
                     Step::Failed(e) => {
-                        events.push(("error", crate::anthropic::error_body(&ApiError::engine(&e))));
+                        events.push(("error", ApiError::engine(&e).anthropic_body()));
                         true
                     }
                 };
@@ -466,14 +475,19 @@ impl Answer {
         Ok(Sse::new(events).keep_alive(KeepAlive::default()).into_response())
     }
 
-    pub(crate) async fn stream(mut self, usage_chunk: bool, timings: bool) -> Result<Response, ApiError> {
+    pub(crate) async fn stream(
+        mut self,
+        usage_chunk: bool,
+        timings: bool,
+        provenance: bool,
+    ) -> Result<Response, ApiError> {
         let first = self.next().await;
         if let Step::Failed(e) = first {
             return Err(ApiError::engine(&e));
         }
         self.buffered.insert(0, first);
         if self.api == Api::Anthropic {
-            return self.stream_anthropic().await;
+            return self.stream_anthropic(provenance).await;
         }
         let (tx, rx) = mpsc::channel::<String>(64);
         tokio::spawn(async move {
@@ -489,6 +503,9 @@ impl Answer {
                         let mut c = a.chunk(Some(&t), None, first);
                         if timings {
                             c["draftlab"] = json!({ "t_ms": at });
+                        }
+                        if provenance {
+                            c["draftlab"]["tokens"] = Value::Array(std::mem::take(&mut a.sources));
                         }
                         (vec![c.to_string()], false)
                     }

@@ -3,13 +3,10 @@
 //! `tool_choice`, `stop_sequences`, the `draftlab` extension), and the answer is written in
 //! Anthropic's shapes — content blocks, `stop_reason`, its streaming event types, its errors.
 
-use axum::http::StatusCode;
-use axum::response::{IntoResponse, Response};
-use axum::Json;
 use draftlab_core::decoding::chat::ChatInput;
 use draftlab_core::decoding::template::{ChatMessage, ToolCall};
 use serde::Deserialize;
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use crate::errors::ApiError;
 use crate::jobs::{Choice, Job};
@@ -185,7 +182,7 @@ pub(crate) fn read(req: MessagesRequest) -> Result<Job, ApiError> {
             function: FunctionSpec { name: t.name, description: t.description, parameters: t.input_schema },
         })
         .collect();
-    let tools = crate::routes::tool_specs(&specs)?;
+    let tools = crate::jobs::tool_specs(&specs)?;
     let choice = match &req.tool_choice {
         None if tools.is_empty() => Choice::None,
         None => Choice::Auto,
@@ -226,30 +223,6 @@ pub(crate) fn read(req: MessagesRequest) -> Result<Job, ApiError> {
     })
 }
 
-/// An error in Anthropic's shape: `{"type": "error", "error": {"type", "message"}}`.
-pub(crate) fn error_body(e: &ApiError) -> Value {
-    let kind = match e.status {
-        StatusCode::UNAUTHORIZED => "authentication_error",
-        StatusCode::FORBIDDEN => "permission_error",
-        StatusCode::NOT_FOUND => "not_found_error",
-        StatusCode::PAYLOAD_TOO_LARGE => "request_too_large",
-        StatusCode::TOO_MANY_REQUESTS => "rate_limit_error",
-        StatusCode::SERVICE_UNAVAILABLE => "overloaded_error",
-        s if s.is_client_error() => "invalid_request_error",
-        _ => "api_error",
-    };
-    let mut message = e.body.error.message.clone();
-    if let Some(p) = &e.body.error.param {
-        message = format!("{p}: {message}");
-    }
-    json!({"type": "error", "error": {"type": kind, "message": message}})
-}
-
-/// `e` as Anthropic's error response.
-pub(crate) fn error_response(e: ApiError) -> Response {
-    (e.status, Json(error_body(&e))).into_response()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -282,7 +255,7 @@ mod tests {
     #[test]
     fn bad_requests_are_refused_in_anthropic_s_shape() {
         let e = job(r#"{"model": "m", "messages": [{"role": "user", "content": "hi"}]}"#).err().unwrap();
-        let body = error_body(&e);
+        let body = e.anthropic_body();
         assert_eq!(body["type"], "error");
         assert_eq!(body["error"]["type"], "invalid_request_error");
         assert!(body["error"]["message"].as_str().unwrap().contains("max_tokens"));

@@ -1,4 +1,5 @@
-//! Errors in OpenAI's shape: a status, and `{"error": {message, type, param, code}}`.
+//! Errors in OpenAI's shape: a status, and `{"error": {message, type, param, code}}` (and in Anthropic's, for
+//! its Messages API: `{"type": "error", "error": {type, message}}`).
 
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
@@ -72,6 +73,32 @@ impl ApiError {
             }
             _ => ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "server_error", Some(e.code.as_str()), None, message),
         }
+    }
+}
+
+impl ApiError {
+    /// The error in Anthropic's shape: `{"type": "error", "error": {"type", "message"}}`.
+    pub(crate) fn anthropic_body(&self) -> serde_json::Value {
+        let kind = match self.status {
+            StatusCode::UNAUTHORIZED => "authentication_error",
+            StatusCode::FORBIDDEN => "permission_error",
+            StatusCode::NOT_FOUND => "not_found_error",
+            StatusCode::PAYLOAD_TOO_LARGE => "request_too_large",
+            StatusCode::TOO_MANY_REQUESTS => "rate_limit_error",
+            StatusCode::SERVICE_UNAVAILABLE => "overloaded_error",
+            s if s.is_client_error() => "invalid_request_error",
+            _ => "api_error",
+        };
+        let mut message = self.body.error.message.clone();
+        if let Some(p) = &self.body.error.param {
+            message = format!("{p}: {message}");
+        }
+        serde_json::json!({"type": "error", "error": {"type": kind, "message": message}})
+    }
+
+    /// The error as Anthropic's API answers it.
+    pub(crate) fn into_anthropic(self) -> Response {
+        (self.status, Json(self.anthropic_body())).into_response()
     }
 }
 

@@ -9,6 +9,7 @@ use draftlab_core::decoding::chat::ChatInput;
 use draftlab_core::decoding::constraint::Constraint;
 use draftlab_core::decoding::settings::{Mode, Settings};
 use draftlab_core::decoding::strategy::Strategy;
+use draftlab_core::decoding::template::Tool;
 use draftlab_core::error::ErrorInfo;
 use draftlab_core::serving::protocol::{Command, Reply};
 use draftlab_core::setting::Setting;
@@ -18,7 +19,7 @@ use tokio::sync::{mpsc, OwnedSemaphorePermit};
 
 use crate::answers::{Answer, Api, CancelGuard};
 use crate::errors::ApiError;
-use crate::openai::{Common, DraftLength, JsonSchemaFormat, ResponseFormat};
+use crate::openai::{Common, DraftLength, JsonSchemaFormat, ResponseFormat, ToolSpec};
 use crate::stop::StopFilter;
 use crate::tools::{Format, ToolCalls};
 use crate::{Endpoint, Shared};
@@ -40,6 +41,58 @@ pub(crate) enum Choice {
     Auto,
     Required,
     Named(String),
+}
+
+/// The most tools a request may offer.
+const MAX_TOOLS: usize = 128;
+
+/// `tools`, as the template shows them.
+pub(crate) fn tool_specs(given: &[ToolSpec]) -> Result<Vec<Tool>, ApiError> {
+    if given.len() > MAX_TOOLS {
+        return Err(ApiError::invalid(
+            Some("tools"),
+            format!("`tools` holds {} tools; give at most {MAX_TOOLS}.", given.len()),
+        ));
+    }
+    let mut tools: Vec<Tool> = Vec::with_capacity(given.len());
+    for (i, t) in given.iter().enumerate() {
+        let param = format!("tools[{i}]");
+        if t.kind != "function" {
+            return Err(ApiError::invalid(
+                Some(&param),
+                format!("Tools of type `{}` are not supported: give functions.", t.kind),
+            ));
+        }
+        let name = &t.function.name;
+        if name.is_empty()
+            || name.len() > 64
+            || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+        {
+            return Err(ApiError::invalid(
+                Some(&format!("{param}.function.name")),
+                "A function name is 1 to 64 letters, digits, underscores or dashes.",
+            ));
+        }
+        if tools.iter().any(|x| &x.name == name) {
+            return Err(ApiError::invalid(Some(&param), format!("Two tools are named `{name}`.")));
+        }
+        let parameters = match &t.function.parameters {
+            None => serde_json::json!({"type": "object", "properties": {}}),
+            Some(p @ serde_json::Value::Object(_)) => p.clone(),
+            Some(_) => {
+                return Err(ApiError::invalid(
+                    Some(&format!("{param}.function.parameters")),
+                    "`parameters` must be a JSON Schema object.",
+                ))
+            }
+        };
+        tools.push(Tool {
+            name: name.clone(),
+            description: t.function.description.clone(),
+            parameters: parameters.to_string(),
+        });
+    }
+    Ok(tools)
 }
 
 /// The OpenAI default of `max_tokens` for `/v1/completions`.
@@ -236,9 +289,10 @@ impl Job {
         let stream = self.common.stream;
         let usage_chunk = self.common.stream_options.as_ref().is_some_and(|o| o.include_usage);
         let timings = self.common.draftlab.as_ref().is_some_and(|x| x.timings);
+        let provenance = self.common.draftlab.as_ref().is_some_and(|x| x.provenance);
         let answer = Answer::new(s, self.endpoint, rx, guard, stops, tool_calls, api);
         if stream {
-            answer.stream(usage_chunk, timings).await
+            answer.stream(usage_chunk, timings, provenance).await
         } else {
             answer.whole().await
         }

@@ -117,6 +117,11 @@ pub struct Extension {
     /// the server adds.
     #[serde(default)]
     pub timings: bool,
+    /// Streamed chunks carry `"draftlab": {"tokens": [{"source", "strategy"}, …]}`: where each token
+    /// that arrived since the previous chunk came from (`target`, `draft` with the drafter that
+    /// proposed it, or `grammar`).
+    #[serde(default)]
+    pub provenance: bool,
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]

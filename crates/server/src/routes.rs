@@ -15,7 +15,7 @@ use serde_json::{json, Value};
 
 use crate::errors::ApiError;
 use crate::jobs::{Choice, Job};
-use crate::openai::{ChatRequest, CompletionRequest, Content, Message, Prompt, ToolChoice, ToolSpec};
+use crate::openai::{ChatRequest, CompletionRequest, Content, Message, Prompt, ToolChoice};
 use crate::{Endpoint, Shared, BODY_TIMEOUT};
 use http_body_util::BodyExt as _;
 
@@ -168,7 +168,7 @@ pub(crate) fn read_request(endpoint: Endpoint, bytes: &[u8]) -> Result<Job, ApiE
     match endpoint {
         Endpoint::Chat => {
             let req: ChatRequest = parse_json(bytes)?;
-            let tools = tool_specs(req.tools.as_deref().unwrap_or_default())?;
+            let tools = crate::jobs::tool_specs(req.tools.as_deref().unwrap_or_default())?;
             let choice = tool_choice(req.tool_choice.as_ref(), &tools)?;
             // `none`: the model is not shown the tools.
             let shown = if choice == Choice::None { Vec::new() } else { tools };
@@ -207,59 +207,7 @@ pub(crate) async fn messages(State(s): State<Arc<Shared>>, headers: HeaderMap, b
         let req: crate::anthropic::MessagesRequest = parse_json(&bytes)?;
         crate::anthropic::read(req)?.run_as(Arc::clone(&s), crate::answers::Api::Anthropic).await
     };
-    run.await.unwrap_or_else(crate::anthropic::error_response)
-}
-
-/// The most tools a request may offer.
-const MAX_TOOLS: usize = 128;
-
-/// `tools`, as the template shows them.
-pub(crate) fn tool_specs(given: &[ToolSpec]) -> Result<Vec<Tool>, ApiError> {
-    if given.len() > MAX_TOOLS {
-        return Err(ApiError::invalid(
-            Some("tools"),
-            format!("`tools` holds {} tools; give at most {MAX_TOOLS}.", given.len()),
-        ));
-    }
-    let mut tools: Vec<Tool> = Vec::with_capacity(given.len());
-    for (i, t) in given.iter().enumerate() {
-        let param = format!("tools[{i}]");
-        if t.kind != "function" {
-            return Err(ApiError::invalid(
-                Some(&param),
-                format!("Tools of type `{}` are not supported: give functions.", t.kind),
-            ));
-        }
-        let name = &t.function.name;
-        if name.is_empty()
-            || name.len() > 64
-            || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
-        {
-            return Err(ApiError::invalid(
-                Some(&format!("{param}.function.name")),
-                "A function name is 1 to 64 letters, digits, underscores or dashes.",
-            ));
-        }
-        if tools.iter().any(|x| &x.name == name) {
-            return Err(ApiError::invalid(Some(&param), format!("Two tools are named `{name}`.")));
-        }
-        let parameters = match &t.function.parameters {
-            None => serde_json::json!({"type": "object", "properties": {}}),
-            Some(p @ serde_json::Value::Object(_)) => p.clone(),
-            Some(_) => {
-                return Err(ApiError::invalid(
-                    Some(&format!("{param}.function.parameters")),
-                    "`parameters` must be a JSON Schema object.",
-                ))
-            }
-        };
-        tools.push(Tool {
-            name: name.clone(),
-            description: t.function.description.clone(),
-            parameters: parameters.to_string(),
-        });
-    }
-    Ok(tools)
+    run.await.unwrap_or_else(ApiError::into_anthropic)
 }
 
 /// `tool_choice`, checked against the tools (the default: `auto` with tools, `none` without).
