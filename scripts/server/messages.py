@@ -31,7 +31,7 @@ print(f"anthropic: streamed the same text; stop_reason {final.stop_reason}")
 
 # A stop sequence.
 s = client.messages.create(model=model, max_tokens=48, messages=ask, stop_sequences=["Paris"])
-assert s.stop_reason == "stop_sequence" and "Paris" not in s.content[0].text, s
+assert s.stop_reason == "stop_sequence" and s.stop_sequence == "Paris" and "Paris" not in s.content[0].text, s
 
 # Tools: a required call (tool_choice any), its result, the answer.
 weather = {"name": "get_weather", "description": "The current weather in a city.",

@@ -295,7 +295,7 @@ impl Answer {
             let content = self.blocks(&format!("{text}{}", parsed.content), &parsed.calls);
             return Ok(Json(json!({
                 "id": self.id, "type": "message", "role": "assistant", "model": self.model(),
-                "content": content, "stop_reason": stop_reason, "stop_sequence": null,
+                "content": content, "stop_reason": stop_reason, "stop_sequence": self.stop.matched(),
                 "usage": Self::anthropic_usage(&report),
             }))
             .into_response());
@@ -446,7 +446,7 @@ impl Answer {
                         events.push((
                             "message_delta",
                             json!({"type": "message_delta",
-                            "delta": {"stop_reason": stop_reason, "stop_sequence": null},
+                            "delta": {"stop_reason": stop_reason, "stop_sequence": a.stop.matched()},
                             "usage": Self::anthropic_usage(&r)}),
                         ));
                         events.push(("message_stop", json!({"type": "message_stop"})));

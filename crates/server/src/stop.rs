@@ -7,6 +7,8 @@ pub struct StopFilter {
     text: String,
     sent: usize,
     hit: bool,
+    /// The stop string that ended the answer.
+    matched: Option<String>,
 }
 
 /// A stop string and how much of it the text ends with (a Knuth–Morris–Pratt matcher, so each
@@ -64,12 +66,18 @@ impl StopFilter {
             text: String::new(),
             sent: 0,
             hit: false,
+            matched: None,
         }
     }
 
     /// Whether a stop string ended the answer.
     pub fn hit(&self) -> bool {
         self.hit
+    }
+
+    /// The stop string that ended the answer (Anthropic's `stop_sequence`).
+    pub fn matched(&self) -> Option<&str> {
+        self.matched.as_deref()
     }
 
     /// Adds generated text; returns what may be sent now, and whether a stop string was reached
@@ -89,15 +97,16 @@ impl StopFilter {
         if complete {
             // The earliest stop string in the text not yet sent (which may start in text held
             // back from earlier pieces).
-            let at = self
+            let (at, stop) = self
                 .stops
                 .iter()
                 .filter_map(|s| {
                     let s = std::str::from_utf8(&s.bytes).expect("made from a String");
-                    self.text[from..].find(s).map(|i| from + i)
+                    self.text[from..].find(s).map(|i| (from + i, s))
                 })
-                .min()
+                .min_by_key(|&(at, _)| at)
                 .expect("a stop string was completed in this text");
+            self.matched = Some(stop.to_string());
             self.hit = true;
             let out = self.text[self.sent..at].to_string();
             self.sent = at;
@@ -139,6 +148,15 @@ mod tests {
         }
         out.push_str(&f.finish());
         (out, false)
+    }
+
+    #[test]
+    fn the_stop_string_that_ended_the_answer_is_named() {
+        let mut f = StopFilter::new(vec!["b".into(), "xy".into()]);
+        assert_eq!(f.matched(), None);
+        assert_eq!(f.push("ax"), ("a".into(), false));
+        assert_eq!(f.push("yb"), (String::new(), true));
+        assert_eq!(f.matched(), Some("xy"), "the earliest in the text, not the first given");
     }
 
     #[test]
