@@ -199,11 +199,8 @@ pub(crate) fn read(req: MessagesRequest) -> Result<Job, ApiError> {
             }
         },
     };
-    if choice != Choice::None && tools.is_empty() {
-        return Err(ApiError::invalid(Some("tool_choice"), "`tool_choice` asks for a tool, but `tools` is empty."));
-    }
     let parallel = !req.tool_choice.as_ref().is_some_and(|c| c.disable_parallel_tool_use);
-    let shown = if choice == Choice::None { Vec::new() } else { tools };
+    let shown = crate::jobs::shown_tools(&choice, tools)?;
     let common = Common {
         model: req.model,
         stream: req.stream,

@@ -95,6 +95,18 @@ pub(crate) fn tool_specs(given: &[ToolSpec]) -> Result<Vec<Tool>, ApiError> {
     Ok(tools)
 }
 
+/// The tools the model is shown for `choice` (none for `none`); a choice that asks for a tool
+/// needs some.
+pub(crate) fn shown_tools(choice: &Choice, tools: Vec<Tool>) -> Result<Vec<Tool>, ApiError> {
+    match choice {
+        Choice::None => Ok(Vec::new()),
+        _ if tools.is_empty() => {
+            Err(ApiError::invalid(Some("tool_choice"), "`tool_choice` asks for a tool, but `tools` is empty."))
+        }
+        _ => Ok(tools),
+    }
+}
+
 /// The OpenAI default of `max_tokens` for `/v1/completions`.
 const COMPLETION_DEFAULT_MAX_TOKENS: usize = 16;
 

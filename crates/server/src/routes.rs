@@ -170,8 +170,7 @@ pub(crate) fn read_request(endpoint: Endpoint, bytes: &[u8]) -> Result<Job, ApiE
             let req: ChatRequest = parse_json(bytes)?;
             let tools = crate::jobs::tool_specs(req.tools.as_deref().unwrap_or_default())?;
             let choice = tool_choice(req.tool_choice.as_ref(), &tools)?;
-            // `none`: the model is not shown the tools.
-            let shown = if choice == Choice::None { Vec::new() } else { tools };
+            let shown = crate::jobs::shown_tools(&choice, tools)?;
             let input = ChatInput::Messages { messages: chat_messages(&req.messages)?, tools: shown };
             let parallel = req.parallel_tool_calls.unwrap_or(true);
             Ok(Job { input, common: req.common, endpoint, choice, parallel })
@@ -236,9 +235,6 @@ fn tool_choice(given: Option<&ToolChoice>, tools: &[Tool]) -> Result<Choice, Api
             Choice::Named(function.name.clone())
         }
     };
-    if choice != Choice::None && tools.is_empty() {
-        return Err(ApiError::invalid(Some("tool_choice"), "`tool_choice` asks for a tool, but `tools` is empty."));
-    }
     Ok(choice)
 }
 
