@@ -73,7 +73,7 @@ pub fn answer(state: &AppState, request: ChatRequest, send: &mut dyn FnMut(ChatE
         target: request.target,
         draft: request.draft,
         mode: request.mode,
-        input: ChatInput::Messages { messages: request.messages, tools: Vec::new() },
+        input: ChatInput::Messages { messages: request.messages, tools: Vec::new(), render: Default::default() },
         settings: request.settings,
         open_ended: request.open_ended,
     })?;

@@ -99,6 +99,7 @@ pub async fn start(state: Arc<AppState>, request: ServerRequest) -> Result<Serve
         log_requests: false,
         allowed_hosts: Vec::new(),
         allowed_origins: Vec::new(),
+        chat_template: None,
     };
     let model = config.model_id();
     let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, request.port));

@@ -427,6 +427,10 @@ pub(crate) struct ServeArgs {
     /// requests from any other page are refused.
     #[arg(long = "allow-origin", value_name = "ORIGIN")]
     pub(crate) allow_origins: Vec<String>,
+    /// A Jinja chat template file used instead of the target's own (a model whose template is
+    /// missing or wrong; a reasoning model's template with `<think>`).
+    #[arg(long, value_name = "FILE")]
+    pub(crate) chat_template_file: Option<PathBuf>,
     /// The default draft length (see `run --n-draft`).
     #[arg(long, default_value_t = default_n_draft())]
     pub(crate) n_draft: String,

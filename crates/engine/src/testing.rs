@@ -152,7 +152,7 @@ pub fn two_turns_with(p: &Session, s: &crate::decoding::settings::ValidSettings,
     let mut messages = vec![ChatMessage::new("user", first)];
     let cancel = AtomicBool::new(false);
     for turn in 0..2 {
-        let input = ChatInput::Messages { messages: messages.clone(), tools: Vec::new() };
+        let input = ChatInput::Messages { messages: messages.clone(), tools: Vec::new(), render: Default::default() };
         let spec = slot
             .run(Mode::Speculative, &input, s, false, &mut Job::new(&cancel, &mut |_| {}))
             .expect("speculative turn");

@@ -10,17 +10,19 @@ use axum::http::StatusCode;
 use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
+use draftlab_core::decoding::chat::ChatInput;
 use draftlab_core::decoding::event::Event;
 use draftlab_core::decoding::report::{Report, StopReason};
 use draftlab_core::error::ErrorInfo;
 use draftlab_core::serving::client::Workers;
-use draftlab_core::serving::protocol::Reply;
+use draftlab_core::serving::protocol::{Command, Reply};
 use draftlab_core::ErrorCode;
 use serde_json::{json, Value};
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, OwnedSemaphorePermit};
 
 use crate::errors::ApiError;
 use crate::openai::{CompletionTokensDetails, SpeculationUsage, Usage};
+use crate::reasoning::{self, Part, PartUsage, Split};
 use crate::stop::StopFilter;
 use crate::tools::{Hold, Parsed, ToolCalls};
 use crate::{Counters, Endpoint, Shared};
@@ -56,6 +58,8 @@ impl Drop for CancelGuard {
 enum Step {
     /// Text, and when its last token arrived from the engine (ms since the Unix epoch).
     Text(String, f64),
+    /// A reasoning model's thinking.
+    Thinking(String),
     Done(Box<Report>),
     Failed(ErrorInfo),
 }
@@ -79,6 +83,28 @@ pub(crate) struct Answer {
     api: Api,
     /// Where each token since the last text step came from (`draftlab.provenance`).
     sources: Vec<Value>,
+    /// A reasoning model's answer: its thinking split from its answer.
+    split: Option<Split>,
+    /// The thinking budget, and the job to continue with once the thinking reached it.
+    budget: Option<Budget>,
+    /// The thinking reached its budget: the job was stopped, to be continued with the thinking
+    /// closed.
+    budget_hit: bool,
+    /// The stopped job's report, while its continuation runs.
+    thought: Option<Box<Report>>,
+    /// With a budget: the text of the tokens so far, as the model wrote them (the continuation
+    /// starts with exactly the budget's tokens).
+    raw: String,
+    /// What speculation did in the thinking and in the answer (once the answer ended).
+    parts: Option<(PartUsage, PartUsage)>,
+}
+
+/// A request's thinking budget: its tokens, and the job it asked for (continued, with the
+/// thinking so far and the closing tag as the start of the assistant's turn, when the thinking
+/// reached the budget).
+pub(crate) struct Budget {
+    pub(crate) tokens: usize,
+    pub(crate) command: Command,
 }
 
 /// The API a request came through.
@@ -144,8 +170,89 @@ impl Answer {
             calls: None,
             api,
             sources: Vec::new(),
+            split: None,
+            budget: None,
+            budget_hit: false,
+            thought: None,
+            raw: String::new(),
+            parts: None,
         };
         answer.with_id()
+    }
+
+    /// A reasoning model's answer: split into thinking and answer, the thinking within `budget`.
+    pub(crate) fn thinking(mut self, split: Option<Split>, budget: Option<Budget>) -> Self {
+        self.split = split;
+        self.budget = budget;
+        self
+    }
+
+    /// Text from the stop filter (one token's, when `token`), split into thinking and answer, the
+    /// answer through the tool-call hold, queued as steps.
+    fn route(&mut self, text: &str, at: f64, token: bool) {
+        let parts = match self.split.as_mut() {
+            Some(s) if token => s.push_token(text),
+            Some(s) => s.push(text),
+            None => vec![(Part::Answer, text.to_string())],
+        };
+        for (part, t) in parts {
+            match part {
+                Part::Thinking => self.buffered.push(Step::Thinking(t)),
+                Part::Answer => {
+                    let out = self.release(t);
+                    if !out.is_empty() {
+                        self.buffered.push(Step::Text(out, at));
+                    }
+                }
+            }
+        }
+    }
+
+    /// Continues an answer whose thinking reached its budget: the same request, the assistant's
+    /// turn started with the thinking so far and the closing tag (the worker reuses the KV cache
+    /// of all of it), for the tokens left.
+    async fn continue_after_thinking(&mut self) -> Result<(), ErrorInfo> {
+        let (Some(budget), Some(split)) = (self.budget.take(), self.split.as_ref()) else {
+            return Err(ErrorInfo::new(ErrorCode::Internal, "no thinking to continue", ""));
+        };
+        // The words Qwen3's guide closes a budgeted thinking with: models then answer from what
+        // they thought, rather than going on with the thought.
+        let close = format!(
+            "\n\nConsidering the limited time, I have to give the answer based on the thinking directly now.\n{}\n\n",
+            split.tags().close
+        );
+        let mut command = budget.command;
+        if let Command::Chat { input: ChatInput::Messages { render, .. }, settings, .. } = &mut command {
+            render.prefill = Some(format!("{}{close}", self.raw));
+            settings.n_predict = settings.n_predict.saturating_sub(budget.tokens).max(1);
+        }
+        let internal = |e: String| ErrorInfo::new(ErrorCode::Internal, e, "");
+        let permit = Arc::clone(&self.shared.places).acquire_owned().await.map_err(|e| internal(e.to_string()))?;
+        let workers = Arc::clone(&self.shared.workers);
+        let (job, replies) = tokio::task::spawn_blocking(move || workers.submit(command))
+            .await
+            .map_err(|e| internal(e.to_string()))??;
+        self.guard.finished = true;
+        self.guard = CancelGuard::new(Arc::clone(&self.shared.workers), job, Arc::clone(&self.shared.counters));
+        self.rx = forward(replies, permit);
+        self.budget_hit = false;
+        self.route(&close, epoch_ms(), false);
+        Ok(())
+    }
+
+    /// What speculation did in the thinking and in the answer, when the model thought.
+    fn parts_of(&self, report: &Report) -> Option<(PartUsage, PartUsage)> {
+        let split = self.split.as_ref()?;
+        if split.thinking_tokens() == 0 {
+            return None;
+        }
+        Some(match &self.thought {
+            Some(first) => (
+                reasoning::parts(&first.rounds, split.thinking_tokens(), split.thinking_tokens()).0,
+                reasoning::parts(&report.rounds, report.generated_tokens, 0).1,
+            ),
+            None => reasoning::parts(&report.rounds, report.generated_tokens, split.thinking_tokens()),
+        })
     }
 
     /// Text after the tool-call hold (all of it when the answer calls no tools).
@@ -182,27 +289,78 @@ impl Answer {
                 ));
             };
             match reply {
+                // Tokens after the thinking reached its budget are dropped: the continuation
+                // starts from exactly the budget's tokens.
+                Reply::Event { event: Event::Token { .. } } if self.budget_hit => {}
                 Reply::Event { event: Event::Token { text, source, strategy, .. } } => {
+                    if self.budget.is_some() && self.thought.is_none() {
+                        self.raw.push_str(&text);
+                    }
                     self.sources.push(json!({"source": source, "strategy": strategy.map(|s| s.name())}));
                     let at = epoch_ms();
                     let (emit, hit) = self.stop.push(&text);
-                    let emit = self.release(emit);
-                    if hit {
-                        // The answer is complete: stop generating (the report still arrives).
+                    self.route(&emit, at, true);
+                    let over_budget = match (&self.budget, &self.split) {
+                        (Some(b), Some(s)) => s.thinking() && s.thinking_tokens() >= b.tokens,
+                        _ => false,
+                    };
+                    if hit || (over_budget && !self.budget_hit) {
+                        // The answer is complete, or its thinking reached the budget: stop
+                        // generating (the report still arrives).
+                        self.budget_hit |= over_budget;
                         let (workers, job) = (Arc::clone(&self.guard.workers), self.guard.job);
                         std::thread::spawn(move || workers.cancel(job));
                     }
-                    if !emit.is_empty() {
-                        return Step::Text(emit, at);
+                    if !self.buffered.is_empty() {
+                        return self.buffered.remove(0);
                     }
                 }
                 Reply::Event { event: Event::Done { report } } => {
+                    let thinking = self.split.as_ref().is_some_and(Split::thinking);
+                    if self.budget_hit
+                        && self.budget.is_some()
+                        && thinking
+                        && !self.stop.hit()
+                        && report.stop_reason == StopReason::Cancelled
+                    {
+                        if let Err(e) = self.continue_after_thinking().await {
+                            self.guard.finished = true;
+                            return Step::Failed(e);
+                        }
+                        self.thought = Some(report);
+                        if !self.buffered.is_empty() {
+                            return self.buffered.remove(0);
+                        }
+                        continue;
+                    }
                     self.guard.finished = true;
                     self.shared.counters.served.fetch_add(1, Ordering::Relaxed);
+                    self.parts = self.parts_of(&report);
+                    let report = match self.thought.take() {
+                        Some(first) => {
+                            let kept = self.split.as_ref().map_or(0, Split::thinking_tokens);
+                            Box::new(merged(*first, *report, kept))
+                        }
+                        None => report,
+                    };
                     if self.shared.config.log_requests {
                         log_answer(&self.id, &report);
                     }
-                    let mut rest = self.stop.finish();
+                    let mut rest = String::new();
+                    let mut tail = match self.split.as_mut() {
+                        Some(s) => {
+                            let mut v = s.push(&self.stop.finish());
+                            v.extend(s.finish());
+                            v
+                        }
+                        None => vec![(Part::Answer, self.stop.finish())],
+                    };
+                    for (part, t) in tail.drain(..) {
+                        match part {
+                            Part::Thinking => self.buffered.push(Step::Thinking(t)),
+                            Part::Answer => rest.push_str(&t),
+                        }
+                    }
                     if let Some((tools, hold)) = self.tools.as_mut() {
                         let mut out = hold.push(&rest);
                         let (held, tail) = hold.finish();
@@ -215,10 +373,10 @@ impl Answer {
                         rest = out;
                     }
                     if !rest.is_empty() {
-                        self.buffered.push(Step::Done(report));
-                        return Step::Text(rest, epoch_ms());
+                        self.buffered.push(Step::Text(rest, epoch_ms()));
                     }
-                    return Step::Done(report);
+                    self.buffered.push(Step::Done(report));
+                    return self.buffered.remove(0);
                 }
                 Reply::Error { error } => {
                     self.guard.finished = true;
@@ -275,16 +433,19 @@ impl Answer {
     }
 
     /// Anthropic's `usage`, with Draftlab's numbers beside its own.
-    fn anthropic_usage(r: &Report) -> Value {
-        json!({"input_tokens": r.prompt_tokens, "output_tokens": r.generated_tokens, "draftlab": usage(r).draftlab})
+    fn anthropic_usage(&self, r: &Report) -> Value {
+        json!({"input_tokens": r.prompt_tokens, "output_tokens": r.generated_tokens,
+            "draftlab": usage(r, self.parts.as_ref()).draftlab})
     }
 
     /// The whole answer in one response.
     pub(crate) async fn whole(mut self) -> Result<Response, ApiError> {
         let mut text = String::new();
+        let mut thinking = String::new();
         let report = loop {
             match self.next().await {
                 Step::Text(t, _) => text.push_str(&t),
+                Step::Thinking(t) => thinking.push_str(&t),
                 Step::Done(r) => break r,
                 Step::Failed(e) => return Err(ApiError::engine(&e)),
             }
@@ -292,17 +453,23 @@ impl Answer {
         if self.api == Api::Anthropic {
             let stop_reason = self.stop_reason(&report);
             let parsed = self.calls.take().transpose()?.unwrap_or_default();
-            let content = self.blocks(&format!("{text}{}", parsed.content), &parsed.calls);
+            let mut content = self.blocks(&format!("{text}{}", parsed.content), &parsed.calls);
+            if !thinking.is_empty() {
+                content.insert(0, json!({"type": "thinking", "thinking": thinking, "signature": ""}));
+            }
             return Ok(Json(json!({
                 "id": self.id, "type": "message", "role": "assistant", "model": self.model(),
                 "content": content, "stop_reason": stop_reason, "stop_sequence": self.stop.matched(),
-                "usage": Self::anthropic_usage(&report),
+                "usage": self.anthropic_usage(&report),
             }))
             .into_response());
         }
-        let usage = usage(&report);
+        let usage = usage(&report, self.parts.as_ref());
         let finish = self.finish_reason(&report);
         let mut message = json!({"role": "assistant", "content": text});
+        if !thinking.is_empty() {
+            message["reasoning_content"] = json!(thinking);
+        }
         if let Some(calls) = self.calls.take() {
             let parsed = calls?;
             let content = format!("{text}{}", parsed.content);
@@ -322,6 +489,13 @@ impl Answer {
             }),
         };
         Ok(Json(body).into_response())
+    }
+
+    /// A chunk whose delta is thinking (`reasoning_content`).
+    fn thinking_chunk(&self, text: &str, first: bool) -> Value {
+        let mut c = self.chunk(None, None, first);
+        c["choices"][0]["delta"]["reasoning_content"] = json!(text);
+        c
     }
 
     fn chunk(&self, text: Option<&str>, finish: Option<&str>, first: bool) -> Value {
@@ -380,7 +554,8 @@ impl Answer {
             if tx.send(("message_start", start)).await.is_err() {
                 return;
             }
-            let mut open = false;
+            // The open block (`thinking` or `text`) and its index.
+            let mut open: Option<&'static str> = None;
             let mut index = 0;
             loop {
                 let step = tokio::select! {
@@ -388,24 +563,47 @@ impl Answer {
                     () = tx.closed() => return,
                 };
                 let mut events: Vec<(&'static str, Value)> = Vec::new();
-                let text_delta = |events: &mut Vec<(&'static str, Value)>, t: &str, open: &mut bool| {
-                    if !*open {
+                let delta = |events: &mut Vec<(&'static str, Value)>,
+                             kind: &'static str,
+                             t: &str,
+                             open: &mut Option<&'static str>,
+                             index: &mut usize| {
+                    if *open != Some(kind) {
+                        if open.is_some() {
+                            events.push(("content_block_stop", json!({"type": "content_block_stop", "index": *index})));
+                            *index += 1;
+                        }
+                        let block = match kind {
+                            "thinking" => json!({"type": "thinking", "thinking": "", "signature": ""}),
+                            _ => json!({"type": "text", "text": ""}),
+                        };
                         events.push((
                             "content_block_start",
-                            json!({"type": "content_block_start", "index": 0,
-                            "content_block": {"type": "text", "text": ""}}),
+                            json!({"type": "content_block_start", "index": *index, "content_block": block}),
                         ));
-                        *open = true;
+                        *open = Some(kind);
                     }
+                    let d = match kind {
+                        "thinking" => json!({"type": "thinking_delta", "thinking": t}),
+                        _ => json!({"type": "text_delta", "text": t}),
+                    };
                     events.push((
                         "content_block_delta",
-                        json!({"type": "content_block_delta", "index": 0,
-                        "delta": {"type": "text_delta", "text": t}}),
+                        json!({"type": "content_block_delta", "index": *index, "delta": d}),
                     ));
                 };
                 let end = match step {
                     Step::Text(t, _) => {
-                        text_delta(&mut events, &t, &mut open);
+                        delta(&mut events, "text", &t, &mut open, &mut index);
+                        if provenance {
+                            if let Some((_, delta)) = events.last_mut() {
+                                delta["draftlab"] = json!({"tokens": std::mem::take(&mut a.sources)});
+                            }
+                        }
+                        false
+                    }
+                    Step::Thinking(t) => {
+                        delta(&mut events, "thinking", &t, &mut open, &mut index);
                         if provenance {
                             if let Some((_, delta)) = events.last_mut() {
                                 delta["draftlab"] = json!({"tokens": std::mem::take(&mut a.sources)});
@@ -422,11 +620,11 @@ impl Answer {
                             }
                         };
                         if !parsed.content.trim().is_empty() {
-                            text_delta(&mut events, parsed.content.trim_end(), &mut open);
+                            delta(&mut events, "text", parsed.content.trim_end(), &mut open, &mut index);
                         }
-                        if open {
-                            events.push(("content_block_stop", json!({"type": "content_block_stop", "index": 0})));
-                            index = 1;
+                        if open.is_some() {
+                            events.push(("content_block_stop", json!({"type": "content_block_stop", "index": index})));
+                            index += 1;
                         }
                         for (i, c) in parsed.calls.iter().enumerate() {
                             let at = index + i;
@@ -447,7 +645,7 @@ impl Answer {
                             "message_delta",
                             json!({"type": "message_delta",
                             "delta": {"stop_reason": stop_reason, "stop_sequence": a.stop.matched()},
-                            "usage": Self::anthropic_usage(&r)}),
+                            "usage": a.anthropic_usage(&r)}),
                         ));
                         events.push(("message_stop", json!({"type": "message_stop"})));
                         true
@@ -509,6 +707,13 @@ impl Answer {
                         }
                         (vec![c.to_string()], false)
                     }
+                    Step::Thinking(t) => {
+                        let mut c = a.thinking_chunk(&t, first);
+                        if provenance {
+                            c["draftlab"]["tokens"] = Value::Array(std::mem::take(&mut a.sources));
+                        }
+                        (vec![c.to_string()], false)
+                    }
                     Step::Done(r) => {
                         let mut out = Vec::new();
                         if let Some(calls) = a.calls.take() {
@@ -538,7 +743,7 @@ impl Answer {
                             out.push(
                                 json!({
                                     "id": a.id, "object": object, "created": a.created, "model": a.model(),
-                                    "choices": [], "usage": usage(&r),
+                                    "choices": [], "usage": usage(&r, a.parts.as_ref()),
                                 })
                                 .to_string(),
                             );
@@ -568,6 +773,27 @@ impl Answer {
     }
 }
 
+/// Moves a job's replies from the worker's channel onto an async one, holding the request's place
+/// in the queue until the job's last reply (so a cancelled job keeps its place until it stopped).
+pub(crate) fn forward(
+    replies: std::sync::mpsc::Receiver<Reply>,
+    permit: OwnedSemaphorePermit,
+) -> mpsc::Receiver<Reply> {
+    let (tx, rx) = mpsc::channel(256);
+    std::thread::spawn(move || {
+        let _permit = permit;
+        while let Ok(reply) = replies.recv() {
+            let last = draftlab_core::serving::client::is_final(&reply);
+            // The request may be gone; keep draining until the job ends so its place is freed then.
+            let _ = tx.blocking_send(reply);
+            if last {
+                break;
+            }
+        }
+    });
+    rx
+}
+
 /// One line per answer: what it took, and what speculation did.
 fn log_answer(id: &str, r: &Report) {
     let spec = match r.strategy {
@@ -585,7 +811,32 @@ fn log_answer(id: &str, r: &Report) {
     );
 }
 
-fn usage(r: &Report) -> Usage {
+/// An answer continued after its thinking reached the budget: its two runs as one (of the
+/// first, the `kept` tokens before the budget).
+fn merged(first: Report, second: Report, kept: usize) -> Report {
+    let mut r = second;
+    r.prompt_tokens = first.prompt_tokens;
+    r.prompt_reused = first.prompt_reused;
+    r.prompt_ms += first.prompt_ms;
+    r.wall_ms += first.wall_ms;
+    r.generated_tokens += kept.min(first.generated_tokens);
+    r.generation_ms += first.generation_ms;
+    r.target_passes += first.target_passes;
+    r.drafted += first.drafted;
+    r.accepted += first.accepted;
+    r.forced_drafted += first.forced_drafted;
+    r.forced_accepted += first.forced_accepted;
+    r.acceptance_rate = if r.drafted == 0 { 0.0 } else { r.accepted as f64 / r.drafted as f64 };
+    if r.generation_ms > 0.0 {
+        r.tokens_per_s = r.generated_tokens.saturating_sub(2) as f64 / (r.generation_ms / 1e3);
+    }
+    let mut rounds = first.rounds;
+    rounds.append(&mut r.rounds);
+    r.rounds = rounds;
+    r
+}
+
+fn usage(r: &Report, parts: Option<&(PartUsage, PartUsage)>) -> Usage {
     Usage {
         prompt_tokens: r.prompt_tokens,
         completion_tokens: r.generated_tokens,
@@ -593,6 +844,7 @@ fn usage(r: &Report) -> Usage {
         completion_tokens_details: CompletionTokensDetails {
             accepted_prediction_tokens: r.accepted,
             rejected_prediction_tokens: r.drafted - r.accepted,
+            reasoning_tokens: parts.map_or(0, |p| p.0.tokens),
         },
         draftlab: SpeculationUsage {
             strategy: r.strategy.map_or_else(|| "none".to_string(), |s| s.name().to_string()),
@@ -606,6 +858,8 @@ fn usage(r: &Report) -> Usage {
             target_alone_tokens_per_s: r.target_alone_tps,
             prompt_tokens_reused: r.prompt_reused,
             prompt_ms: r.prompt_ms,
+            thinking: parts.map(|p| p.0.clone()),
+            answer: parts.map(|p| p.1.clone()),
         },
     }
 }

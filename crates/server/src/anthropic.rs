@@ -9,7 +9,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use crate::errors::ApiError;
-use crate::jobs::{Choice, Job};
+use crate::jobs::{Choice, Job, Thinking};
 use crate::openai::{Common, Extension, FunctionSpec, Stop, ToolSpec};
 use crate::Endpoint;
 
@@ -49,7 +49,11 @@ pub enum Block {
         #[serde(default)]
         is_error: bool,
     },
-    /// Other kinds (images, documents, thinking): refused with a message.
+    /// An earlier answer's thinking: not shown to the model again (reasoning models' templates
+    /// drop it from past turns).
+    Thinking {},
+    RedactedThinking {},
+    /// Other kinds (images, documents): refused with a message.
     #[serde(other)]
     Other,
 }
@@ -99,8 +103,20 @@ pub struct MessagesRequest {
     pub tools: Option<Vec<Tool>>,
     #[serde(default)]
     pub tool_choice: Option<ToolChoiceSpec>,
+    /// `{"type": "enabled", "budget_tokens": N}` or `{"type": "disabled"}`: a reasoning model
+    /// thinks first (for at most N tokens), or answers at once. Left out: the model's own default.
+    #[serde(default)]
+    pub thinking: Option<ThinkingSpec>,
     #[serde(default)]
     pub draftlab: Option<Extension>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct ThinkingSpec {
+    #[serde(rename = "type")]
+    pub kind: String,
+    #[serde(default)]
+    pub budget_tokens: Option<usize>,
 }
 
 fn text_of(blocks: &[Block], param: &str) -> Result<String, ApiError> {
@@ -141,6 +157,7 @@ pub(crate) fn read(req: MessagesRequest) -> Result<Job, ApiError> {
         for b in blocks {
             match b {
                 Block::Text { text } => turn.content.push_str(&text),
+                Block::Thinking {} | Block::RedactedThinking {} if m.role == "assistant" => {}
                 Block::ToolUse { id, name, input } if m.role == "assistant" => {
                     turn.tool_calls.push(ToolCall { id, name, arguments: input.to_string() })
                 }
@@ -200,6 +217,21 @@ pub(crate) fn read(req: MessagesRequest) -> Result<Job, ApiError> {
         },
     };
     let parallel = !req.tool_choice.as_ref().is_some_and(|c| c.disable_parallel_tool_use);
+    let thinking =
+        match &req.thinking {
+            None => Thinking::default(),
+            Some(t) => match (t.kind.as_str(), t.budget_tokens) {
+                ("enabled", Some(b)) if b > 0 => Thinking { enable: Some(true), budget: Some(b), raw: false },
+                ("enabled", None) => Thinking { enable: Some(true), ..Thinking::default() },
+                ("disabled", _) => Thinking { enable: Some(false), ..Thinking::default() },
+                _ => return Err(ApiError::invalid(
+                    Some("thinking"),
+                    "`thinking` is {\"type\": \"enabled\", \"budget_tokens\": N} (N > 0) or {\"type\": \"disabled\"}.",
+                )),
+            },
+        };
+    let budget_param = req.draftlab.as_ref().and_then(|d| d.thinking_budget);
+    let thinking = Thinking { budget: thinking.budget.or(budget_param), ..thinking };
     let shown = crate::jobs::shown_tools(&choice, tools)?;
     let common = Common {
         model: req.model,
@@ -212,11 +244,12 @@ pub(crate) fn read(req: MessagesRequest) -> Result<Job, ApiError> {
         ..Common::default()
     };
     Ok(Job {
-        input: ChatInput::Messages { messages, tools: shown },
+        input: ChatInput::Messages { messages, tools: shown, render: Default::default() },
         common,
         endpoint: Endpoint::Chat,
         choice,
         parallel,
+        thinking,
     })
 }
 
@@ -239,7 +272,7 @@ mod tests {
                   {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "tu_1", "content": "3 C"}]}],
                 "stop_sequences": ["\n\n"], "tool_choice": {"type": "any"}}"#)
         .unwrap();
-        let ChatInput::Messages { messages, tools } = &j.input else { panic!("not a conversation") };
+        let ChatInput::Messages { messages, tools, .. } = &j.input else { panic!("not a conversation") };
         let roles: Vec<&str> = messages.iter().map(|m| m.role.as_str()).collect();
         assert_eq!(roles, ["system", "user", "assistant", "tool"]);
         assert_eq!(messages[2].tool_calls[0].arguments, r#"{"city":"Oslo"}"#);
@@ -260,5 +293,26 @@ mod tests {
         assert!(job(image).is_err());
         let named = r#"{"model": "m", "max_tokens": 8, "messages": [{"role": "user", "content": "x"}], "tool_choice": {"type": "tool", "name": "nope"}}"#;
         assert!(job(named).is_err());
+        let thinking = r#"{"model": "m", "max_tokens": 8, "messages": [{"role": "user", "content": "x"}], "thinking": {"type": "sometimes"}}"#;
+        assert_eq!(job(thinking).err().unwrap().body.error.param.as_deref(), Some("thinking"));
+    }
+
+    #[test]
+    fn thinking_is_asked_for_and_past_thinking_blocks_are_left_out() {
+        let j = job(r#"{"model": "m", "max_tokens": 64, "thinking": {"type": "enabled", "budget_tokens": 32},
+                "messages": [{"role": "user", "content": "2+2?"},
+                  {"role": "assistant", "content": [{"type": "thinking", "thinking": "add", "signature": "s"},
+                     {"type": "redacted_thinking", "data": "x"}, {"type": "text", "text": "4"}]},
+                  {"role": "user", "content": "3+3?"}]}"#)
+        .unwrap();
+        assert_eq!(j.thinking, Thinking { enable: Some(true), budget: Some(32), raw: false });
+        let ChatInput::Messages { messages, .. } = &j.input else { panic!("not a conversation") };
+        assert_eq!(messages[1].content, "4");
+        let off = job(r#"{"model": "m", "max_tokens": 8, "thinking": {"type": "disabled"}, "messages": [{"role": "user", "content": "x"}]}"#)
+            .unwrap();
+        assert_eq!(off.thinking.enable, Some(false));
+        let default =
+            job(r#"{"model": "m", "max_tokens": 8, "messages": [{"role": "user", "content": "x"}]}"#).unwrap();
+        assert_eq!(default.thinking, Thinking::default());
     }
 }

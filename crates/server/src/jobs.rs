@@ -11,11 +11,10 @@ use draftlab_core::decoding::settings::{Mode, Settings};
 use draftlab_core::decoding::strategy::Strategy;
 use draftlab_core::decoding::template::Tool;
 use draftlab_core::error::ErrorInfo;
-use draftlab_core::serving::protocol::{Command, Reply};
+use draftlab_core::serving::protocol::Command;
 use draftlab_core::setting::Setting;
 use draftlab_core::ErrorCode;
 use std::sync::atomic::Ordering;
-use tokio::sync::{mpsc, OwnedSemaphorePermit};
 
 use crate::answers::{Answer, Api, CancelGuard};
 use crate::errors::ApiError;
@@ -32,6 +31,19 @@ pub(crate) struct Job {
     pub(crate) choice: Choice,
     /// `parallel_tool_calls`: more than one call in an answer.
     pub(crate) parallel: bool,
+    /// What the request asks of a reasoning model.
+    pub(crate) thinking: Thinking,
+}
+
+/// What a request asks of a reasoning model.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct Thinking {
+    /// Think first, or answer at once (`enable_thinking`); none: the template's default.
+    pub(crate) enable: Option<bool>,
+    /// The most tokens it may think for.
+    pub(crate) budget: Option<usize>,
+    /// Leave the thinking in the answer's text (`reasoning_format: none`).
+    pub(crate) raw: bool,
 }
 
 /// `tool_choice`, read.
@@ -283,13 +295,30 @@ impl Job {
         }
         let Asked { settings, mode, open_ended, stops, tool_calls } = self.asked(&s.config.settings, s.tool_format)?;
         let Ok(permit) = Arc::clone(&s.places).try_acquire_owned() else { return Err(busy(&s)) };
+        let mut input = self.input;
+        if let ChatInput::Messages { render, .. } = &mut input {
+            render.template = s.config.chat_template.clone();
+            render.enable_thinking = self.thinking.enable;
+        }
+        // A reasoning model's answer is split into its thinking and its answer.
+        let split = match (s.thinking, &input) {
+            (Some((tags, opened)), ChatInput::Messages { .. }) if !self.thinking.raw => {
+                let on = self.thinking.enable.unwrap_or(true);
+                Some(crate::reasoning::Split::new(tags, opened[usize::from(on)]))
+            }
+            _ => None,
+        };
         let command = Command::Chat {
             target: s.config.target.clone(),
             draft: s.config.draft.clone(),
             mode,
-            input: self.input,
+            input,
             settings,
             open_ended,
+        };
+        let budget = match (&split, self.thinking.budget) {
+            (Some(_), Some(b)) => Some(crate::answers::Budget { tokens: b, command: command.clone() }),
+            _ => None,
         };
         let workers = Arc::clone(&s.workers);
         let (job, replies) = tokio::task::spawn_blocking(move || workers.submit(command))
@@ -297,36 +326,18 @@ impl Job {
             .map_err(|e| ApiError::engine(&ErrorInfo::new(ErrorCode::Internal, e.to_string(), "")))?
             .map_err(|e| ApiError::engine(&e))?;
         let guard = CancelGuard::new(Arc::clone(&s.workers), job, Arc::clone(&s.counters));
-        let rx = forward(replies, permit);
+        let rx = crate::answers::forward(replies, permit);
         let stream = self.common.stream;
         let usage_chunk = self.common.stream_options.as_ref().is_some_and(|o| o.include_usage);
         let timings = self.common.draftlab.as_ref().is_some_and(|x| x.timings);
         let provenance = self.common.draftlab.as_ref().is_some_and(|x| x.provenance);
-        let answer = Answer::new(s, self.endpoint, rx, guard, stops, tool_calls, api);
+        let answer = Answer::new(s, self.endpoint, rx, guard, stops, tool_calls, api).thinking(split, budget);
         if stream {
             answer.stream(usage_chunk, timings, provenance).await
         } else {
             answer.whole().await
         }
     }
-}
-
-/// Moves a job's replies from the worker's channel onto an async one, holding the request's place
-/// in the queue until the job's last reply (so a cancelled job keeps its place until it stopped).
-fn forward(replies: std::sync::mpsc::Receiver<Reply>, permit: OwnedSemaphorePermit) -> mpsc::Receiver<Reply> {
-    let (tx, rx) = mpsc::channel(256);
-    std::thread::spawn(move || {
-        let _permit = permit;
-        while let Ok(reply) = replies.recv() {
-            let last = draftlab_core::serving::client::is_final(&reply);
-            // The request may be gone; keep draining until the job ends so its place is freed then.
-            let _ = tx.blocking_send(reply);
-            if last {
-                break;
-            }
-        }
-    });
-    rx
 }
 
 /// The answer when every place in the queue is taken (counted).
@@ -373,6 +384,20 @@ mod tests {
         assert_eq!(param(r#"{"prompt":["a","b"]}"#, Endpoint::Completion).as_deref(), Some("prompt"));
         assert_eq!(param(r#"{"prompt":"a","temperature":9}"#, Endpoint::Completion).as_deref(), Some("temperature"));
         assert_eq!(param("not json", Endpoint::Chat).as_deref(), Some(""));
+        // A reasoning model's switches.
+        let think = |extra: &str| format!(r#"{{"messages":[{{"role":"user","content":"hi"}}],{extra}}}"#);
+        assert_eq!(
+            param(&think(r#""chat_template_kwargs":{"enable_thinking":"yes"}"#), Endpoint::Chat).as_deref(),
+            Some("chat_template_kwargs.enable_thinking")
+        );
+        assert_eq!(param(&think(r#""reasoning_format":"xml""#), Endpoint::Chat).as_deref(), Some("reasoning_format"));
+        let job = crate::routes::read_request(
+            Endpoint::Chat,
+            think(r#""chat_template_kwargs":{"enable_thinking":false},"reasoning_format":"none","draftlab":{"thinking_budget":9}"#)
+                .as_bytes(),
+        )
+        .unwrap();
+        assert_eq!(job.thinking, crate::jobs::Thinking { enable: Some(false), budget: Some(9), raw: true });
     }
 
     #[test]

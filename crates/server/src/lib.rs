@@ -29,6 +29,7 @@ mod errors;
 pub mod guard;
 mod jobs;
 pub mod openai;
+pub mod reasoning;
 mod routes;
 pub mod stop;
 pub mod tools;
@@ -45,6 +46,7 @@ use std::time::{Duration, Instant};
 use axum::routing::{get, post};
 use axum::Router;
 use draftlab_core::decoding::settings::Settings;
+use draftlab_core::decoding::template::{ChatMessage, TemplateVars};
 use draftlab_core::error::ErrorInfo;
 use draftlab_core::serving::client::Workers;
 use draftlab_core::ErrorCode;
@@ -73,6 +75,8 @@ pub struct ServeConfig {
     /// Browser origins (`http://localhost:5173`) whose pages may call the server; requests from any
     /// other page are refused.
     pub allowed_origins: Vec<String>,
+    /// A chat template used instead of the target's own (`--chat-template-file`).
+    pub chat_template: Option<String>,
 }
 
 impl ServeConfig {
@@ -83,6 +87,8 @@ impl ServeConfig {
     /// The largest body that may be asked for: a request travels to the engine worker as one line
     /// of at most 16 MiB, and its text may grow when written again as JSON.
     pub const MAX_BODY: usize = 8 << 20;
+    /// The largest chat template file.
+    pub const MAX_TEMPLATE: usize = 1 << 20;
 
     /// The settings a server can run with, or why not.
     pub fn validate(&self) -> Result<(), ErrorInfo> {
@@ -102,6 +108,21 @@ impl ServeConfig {
                 ),
                 "Use --max-body between 1024 and 8388608 bytes.",
             );
+        }
+        if let Some(t) = &self.chat_template {
+            if t.trim().is_empty() || t.len() > Self::MAX_TEMPLATE {
+                return bad(
+                    format!("a chat template of {} bytes", t.len()),
+                    "Give a chat template file that is not empty and at most 1 MiB.",
+                );
+            }
+            let vars = TemplateVars::new("", "", false);
+            if let Err(e) = draftlab_core::decoding::template::render(t, &[ChatMessage::new("user", "Hello")], &vars) {
+                return bad(
+                    format!("the chat template file cannot be used: {e}"),
+                    "Fix the template, or leave it out.",
+                );
+            }
         }
         if self.api_key.as_deref().is_some_and(|k| k.trim().is_empty()) {
             return bad("the API key is empty".into(), "Give a key, or none for no key.");
@@ -149,6 +170,31 @@ struct Shared {
     next_id: AtomicU64,
     /// How the target writes tool calls (read from its chat template), if it takes tools.
     tool_format: Option<tools::Format>,
+    /// The tags the target thinks between, if it is a reasoning model, and whether its template
+    /// opens the thinking itself (`[enable_thinking false, true]`).
+    thinking: Option<(reasoning::Tags, [bool; 2])>,
+}
+
+/// The chat template requests are rendered with: the configured one, else the target's own.
+fn chat_template(config: &ServeConfig) -> Option<String> {
+    config.chat_template.clone().or_else(|| {
+        draftlab_core::files::gguf::GgufFile::open(&config.target)
+            .ok()
+            .and_then(|g| g.get_str("tokenizer.chat_template").map(str::to_string))
+    })
+}
+
+/// A reasoning model's tags, and whether its template leaves the answer inside the thinking block
+/// with thinking off and on (rendered once for a one-line conversation).
+fn thinking_of(template: &str) -> Option<(reasoning::Tags, [bool; 2])> {
+    let tags = reasoning::Tags::of_template(template)?;
+    let opened = |on: bool| {
+        let mut vars = TemplateVars::new("", "", false);
+        vars.enable_thinking = on;
+        draftlab_core::decoding::template::render(template, &[ChatMessage::new("user", "Hello")], &vars)
+            .is_ok_and(|p| tags.opened_by(&p))
+    };
+    Some((tags, [opened(false), opened(true)]))
 }
 
 /// A running server: its address, and how to stop it.
@@ -181,11 +227,10 @@ pub const BODY_TIMEOUT: Duration = Duration::from_secs(30);
 pub fn router(config: ServeConfig, workers: Arc<Workers>, guard: guard::Guard) -> (Router, Arc<Counters>) {
     let counters = Arc::new(Counters::default());
     let places = Arc::new(Semaphore::new(config.queue + 1));
-    let tool_format = draftlab_core::files::gguf::GgufFile::open(&config.target)
-        .ok()
-        .and_then(|g| g.get_str("tokenizer.chat_template").and_then(tools::Format::of_template));
+    let template = chat_template(&config);
     let shared = Arc::new(Shared {
-        tool_format,
+        tool_format: template.as_deref().and_then(tools::Format::of_template),
+        thinking: template.as_deref().and_then(thinking_of),
         model_id: config.model_id(),
         config,
         workers,

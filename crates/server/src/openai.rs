@@ -122,6 +122,10 @@ pub struct Extension {
     /// proposed it, or `grammar`).
     #[serde(default)]
     pub provenance: bool,
+    /// Reasoning models: the most tokens the model may think for; then its thinking is closed
+    /// and it answers (Anthropic's `thinking.budget_tokens`).
+    #[serde(default)]
+    pub thinking_budget: Option<usize>,
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
@@ -163,6 +167,14 @@ pub struct Common {
     /// "json_schema": {"name", "schema", "strict"}}`, or `{"type": "text"}` (the default).
     #[serde(default)]
     pub response_format: Option<ResponseFormat>,
+    /// Variables for the chat template (vLLM's and llama-server's convention); the one read is
+    /// `enable_thinking` (reasoning models: think first, or answer at once).
+    #[serde(default)]
+    pub chat_template_kwargs: Option<serde_json::Map<String, serde_json::Value>>,
+    /// `none`: a reasoning model's thinking stays in `content`, tags and all; otherwise (the
+    /// default, llama-server's `deepseek`/`auto`) it comes apart in `reasoning_content`.
+    #[serde(default)]
+    pub reasoning_format: Option<String>,
     #[serde(default)]
     pub draftlab: Option<Extension>,
 }
@@ -249,6 +261,11 @@ pub struct SpeculationUsage {
     pub prompt_tokens_reused: usize,
     /// Time spent on the prompt, in ms.
     pub prompt_ms: f64,
+    /// A reasoning model's answer: what speculation did in its thinking and in its answer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thinking: Option<crate::reasoning::PartUsage>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub answer: Option<crate::reasoning::PartUsage>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -257,6 +274,9 @@ pub struct CompletionTokensDetails {
     pub accepted_prediction_tokens: usize,
     /// Drafted tokens the target rejected.
     pub rejected_prediction_tokens: usize,
+    /// Tokens of a reasoning model's thinking.
+    #[serde(default)]
+    pub reasoning_tokens: usize,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]

@@ -14,8 +14,8 @@ use draftlab_core::decoding::template::{ChatMessage, Tool, ToolCall};
 use serde_json::{json, Value};
 
 use crate::errors::ApiError;
-use crate::jobs::{Choice, Job};
-use crate::openai::{ChatRequest, CompletionRequest, Content, Message, Prompt, ToolChoice};
+use crate::jobs::{Choice, Job, Thinking};
+use crate::openai::{ChatRequest, Common, CompletionRequest, Content, Message, Prompt, ToolChoice};
 use crate::{Endpoint, Shared, BODY_TIMEOUT};
 use http_body_util::BodyExt as _;
 
@@ -171,9 +171,14 @@ pub(crate) fn read_request(endpoint: Endpoint, bytes: &[u8]) -> Result<Job, ApiE
             let tools = crate::jobs::tool_specs(req.tools.as_deref().unwrap_or_default())?;
             let choice = tool_choice(req.tool_choice.as_ref(), &tools)?;
             let shown = crate::jobs::shown_tools(&choice, tools)?;
-            let input = ChatInput::Messages { messages: chat_messages(&req.messages)?, tools: shown };
+            let input = ChatInput::Messages {
+                messages: chat_messages(&req.messages)?,
+                tools: shown,
+                render: Default::default(),
+            };
             let parallel = req.parallel_tool_calls.unwrap_or(true);
-            Ok(Job { input, common: req.common, endpoint, choice, parallel })
+            let thinking = thinking_asked(&req.common)?;
+            Ok(Job { input, common: req.common, endpoint, choice, parallel, thinking })
         }
         Endpoint::Completion => {
             let req: CompletionRequest = parse_json(bytes)?;
@@ -193,9 +198,37 @@ pub(crate) fn read_request(endpoint: Endpoint, bytes: &[u8]) -> Result<Job, ApiE
                 endpoint,
                 choice: Choice::None,
                 parallel: false,
+                thinking: Thinking::default(),
             })
         }
     }
+}
+
+/// What a chat request asks of a reasoning model: `chat_template_kwargs.enable_thinking`,
+/// `reasoning_format`, `draftlab.thinking_budget`.
+fn thinking_asked(c: &Common) -> Result<Thinking, ApiError> {
+    let enable = match c.chat_template_kwargs.as_ref().and_then(|k| k.get("enable_thinking")) {
+        None | Some(serde_json::Value::Null) => None,
+        Some(serde_json::Value::Bool(b)) => Some(*b),
+        Some(_) => {
+            return Err(ApiError::invalid(
+                Some("chat_template_kwargs.enable_thinking"),
+                "`enable_thinking` is true or false.",
+            ))
+        }
+    };
+    let raw = match c.reasoning_format.as_deref() {
+        None | Some("auto" | "deepseek" | "deepseek-legacy" | "parsed") => false,
+        Some("none") => true,
+        Some(other) => {
+            return Err(ApiError::invalid(
+                Some("reasoning_format"),
+                format!("Unknown `reasoning_format` `{other}`: give `none` (thinking kept in content) or `auto`."),
+            ))
+        }
+    };
+    let budget = c.draftlab.as_ref().and_then(|d| d.thinking_budget);
+    Ok(Thinking { enable, budget, raw })
 }
 
 /// `POST /v1/messages`: Anthropic's Messages API on the same job, errors in its shape.

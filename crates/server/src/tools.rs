@@ -5,8 +5,9 @@
 //! Families (what their templates teach the model to write):
 //! - **Hermes** (Qwen2.5, Qwen3, Hermes and most 2025–2026 open models):
 //!   `<tool_call>\n{"name": …, "arguments": {…}}\n</tool_call>`, one block per call; small models
-//!   often write the same object in a ```` ```json ```` fence instead, which is read as a call when
-//!   it names one of the request's tools (as llama.cpp's Hermes parser does), else left as text.
+//!   often write the same object in a ```` ```json ```` fence, or bare, instead: read as a call
+//!   when it names one of the request's tools (as llama.cpp's Hermes parser does), else left as
+//!   text.
 //! - **Mistral**: `[TOOL_CALLS][{"name": …, "arguments": {…}}, …]`, or (templates since 2025)
 //!   `[TOOL_CALLS]name[ARGS]{…}` per call.
 //! - **Llama 3.x**: `{"name": …, "parameters": {…}}` (after `<|python_tag|>` or alone), calls
@@ -66,7 +67,7 @@ impl Format {
     /// until it is read whole.
     pub fn markers(self) -> &'static [&'static str] {
         match self {
-            Format::Hermes => &["<tool_call>", "```json"],
+            Format::Hermes => &["<tool_call>", "```json", "{\"name\""],
             Format::Mistral => &["[TOOL_CALLS]"],
             Format::Llama3 => &["<|python_tag|>", "{\"name\""],
         }
@@ -86,7 +87,7 @@ impl Format {
     pub fn parse(self, text: &str, tools: &[String]) -> Result<Parsed, String> {
         let plain = || Ok(Parsed { content: text.to_string(), calls: Vec::new() });
         if self == Format::Hermes && !text.contains("<tool_call>") {
-            return match fenced(text, tools) {
+            return match loose(text, tools) {
                 Some(p) => Ok(p),
                 None => plain(),
             };
@@ -159,23 +160,49 @@ fn call_of(v: &Value, args_key: &str) -> Result<Call, String> {
     Ok(Call { name: name.to_string(), arguments })
 }
 
-/// Calls written as ```` ```json {"name": …, "arguments": …} ``` ```` blocks naming one of `tools`
-/// (the text around them is content); `None` when some fenced block is not such a call.
-fn fenced(text: &str, tools: &[String]) -> Option<Parsed> {
+/// Where the next loosely written call may start: a ```` ```json ```` fence, or a bare
+/// `{"name"` object (its offset, and whether it is fenced).
+fn next_loose(text: &str) -> Option<(usize, bool)> {
+    let fence = text.find("```json").map(|at| (at, true));
+    let bare = text
+        .match_indices('{')
+        .find(|(at, _)| text[at + 1..].trim_start().starts_with("\"name\""))
+        .map(|(at, _)| (at, false));
+    match (fence, bare) {
+        (Some(f), Some(b)) => Some(if f.0 <= b.0 { f } else { b }),
+        (f, b) => f.or(b),
+    }
+}
+
+/// Calls written as ```` ```json {"name": …, "arguments": …} ``` ```` blocks, or as bare
+/// `{"name": …, "arguments": …}` objects, naming one of `tools` (the text around them is content);
+/// `None` when no such call is there, or some fenced block is not one.
+fn loose(text: &str, tools: &[String]) -> Option<Parsed> {
     let mut content = String::new();
     let mut calls = Vec::new();
     let mut rest = text;
-    while let Some(at) = rest.find("```json") {
+    while let Some((at, fenced)) = next_loose(rest) {
         content.push_str(&rest[..at]);
-        let (v, after) = json_prefix(&rest[at + "```json".len()..]).ok()?;
-        let named = v.get("name").and_then(Value::as_str).is_some_and(|n| tools.iter().any(|t| t == n));
-        if !named {
-            return None;
-        }
+        let body = if fenced { &rest[at + "```json".len()..] } else { &rest[at..] };
+        let read = json_prefix(body)
+            .ok()
+            .filter(|(v, _)| v.get("name").and_then(Value::as_str).is_some_and(|n| tools.iter().any(|t| t == n)));
+        let Some((v, after)) = read else {
+            if fenced {
+                return None;
+            }
+            // A bare object that is not a call is text.
+            content.push('{');
+            rest = &rest[at + 1..];
+            continue;
+        };
         let key = if v.get("parameters").is_some() { "parameters" } else { "arguments" };
         calls.push(call_of(&v, key).ok()?);
         let after = after.trim_start();
-        rest = after.strip_prefix("```").unwrap_or(after);
+        rest = if fenced { after.strip_prefix("```").unwrap_or(after) } else { after };
+    }
+    if calls.is_empty() {
+        return None;
     }
     content.push_str(rest);
     Some(Parsed { content: content.trim().to_string(), calls })
@@ -327,6 +354,16 @@ mod tests {
         assert_eq!(f.calls, vec![Call { name: "weather".into(), arguments: r#"{"city":"Bern"}"#.into() }]);
         let code = "```json\n{\"name\": \"package\", \"version\": \"1.0\"}\n```";
         assert_eq!(p(Format::Hermes, code).unwrap(), Parsed { content: code.into(), calls: vec![] });
+        // So is a bare object: a call when it names a tool, else text.
+        let b = p(
+            Format::Hermes,
+            "{\"name\": \"weather\", \"arguments\": {\"city\": \"Riga\"}}\n{ \"name\": \"time\", \"arguments\": {}}",
+        )
+        .unwrap();
+        assert_eq!(b.content, "");
+        assert_eq!(b.calls.iter().map(|c| c.name.as_str()).collect::<Vec<_>>(), ["weather", "time"]);
+        let json = "Use {\"name\": \"package\"} in package.json, and {\"name\": broken";
+        assert_eq!(p(Format::Hermes, json).unwrap(), Parsed { content: json.into(), calls: vec![] });
         assert!(!Format::Hermes.certain(code) && Format::Hermes.certain("<tool_call>{"));
         // Plain answers are content.
         assert_eq!(p(Format::Hermes, "Hello.").unwrap(), Parsed { content: "Hello.".into(), calls: vec![] });

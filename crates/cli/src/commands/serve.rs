@@ -47,6 +47,10 @@ pub(crate) fn serve_cmd(args: ServeArgs) -> anyhow::Result<ExitCode> {
         log_requests: !args.quiet,
         allowed_hosts: args.allow_hosts.clone(),
         allowed_origins: args.allow_origins.clone(),
+        chat_template: match &args.chat_template_file {
+            None => None,
+            Some(path) => Some(read_template(path)?),
+        },
     };
     // Bounds before anything loads.
     config.validate().map_err(|e| Error::InvalidSettings(format!("{} ({})", e.message, e.hint)))?;
@@ -64,6 +68,17 @@ pub(crate) fn serve_cmd(args: ServeArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// A chat template file's text, read within the bound on templates.
+fn read_template(path: &std::path::Path) -> anyhow::Result<String> {
+    let len =
+        std::fs::metadata(path).with_context(|| format!("cannot read the chat template {}", path.display()))?.len();
+    if len > draftlab_server::ServeConfig::MAX_TEMPLATE as u64 {
+        anyhow::bail!("the chat template {} is {len} bytes; a template is at most 1 MiB", path.display());
+    }
+    std::fs::read_to_string(path)
+        .with_context(|| format!("cannot read the chat template {} as UTF-8 text", path.display()))
+}
+
 /// Loads the models (and, for adaptive speculation, measures the step costs) before the first
 /// request, with one token of generation; a model that cannot load stops the server here.
 fn warm_up(workers: &Workers, config: &ServeConfig) -> anyhow::Result<()> {
@@ -79,7 +94,11 @@ fn warm_up(workers: &Workers, config: &ServeConfig) -> anyhow::Result<()> {
         target: config.target.clone(),
         draft: config.draft.clone(),
         mode: Mode::Speculative,
-        input: ChatInput::Messages { messages: vec![ChatMessage::new("user", "Hello")], tools: Vec::new() },
+        input: ChatInput::Messages {
+            messages: vec![ChatMessage::new("user", "Hello")],
+            tools: Vec::new(),
+            render: Default::default(),
+        },
         settings,
         open_ended: false,
     };

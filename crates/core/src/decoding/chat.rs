@@ -2,7 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::decoding::template::{ChatMessage, Tool};
+use crate::decoding::template::{ChatMessage, RenderOptions, Tool};
 
 /// What a chat request asks the model to continue.
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
@@ -17,6 +17,10 @@ pub enum ChatInput {
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         #[cfg_attr(feature = "ts", ts(optional, as = "Option<Vec<Tool>>"))]
         tools: Vec<Tool>,
+        /// A template in place of the model's, thinking on or off.
+        #[serde(default, skip_serializing_if = "RenderOptions::is_default")]
+        #[cfg_attr(feature = "ts", ts(optional, as = "Option<RenderOptions>"))]
+        render: RenderOptions,
     },
     /// Text to continue as it is (no template): completions.
     Text { text: String },

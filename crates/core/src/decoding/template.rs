@@ -110,6 +110,90 @@ fn template_tools(tools: &[Tool]) -> serde_json::Value {
     list.collect()
 }
 
+/// How a request's conversation is rendered, beyond its messages and tools.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RenderOptions {
+    /// A chat template used instead of the model's own (the server's `--chat-template-file`:
+    /// a model whose template is missing or wrong).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "ts", ts(optional))]
+    pub template: Option<String>,
+    /// Reasoning models: whether the model thinks before it answers (`enable_thinking` in the
+    /// template); none: the template's own default (thinking on, as llama.cpp's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "ts", ts(optional))]
+    pub enable_thinking: Option<bool>,
+    /// Text the assistant's turn starts with, after the template opened it (the server's
+    /// continuation of an answer whose thinking reached its budget).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "ts", ts(optional))]
+    pub prefill: Option<String>,
+}
+
+impl RenderOptions {
+    /// Whether nothing is asked beyond the model's defaults.
+    pub fn is_default(&self) -> bool {
+        self == &RenderOptions::default()
+    }
+}
+
+/// `tojson` as Hugging Face's chat templates have it (Python's `json.dumps`): `", "` and `": "`
+/// between items (`","` with an indent), non-ASCII kept, nothing HTML-escaped (Jinja's own
+/// `tojson` escapes `<>&'`, which is not the text models were trained on), keys in order.
+fn python_json(value: &serde_json::Value, indent: Option<usize>, depth: usize, out: &mut String) {
+    use serde_json::Value as J;
+    let newline = |out: &mut String, depth: usize| {
+        if let Some(n) = indent {
+            out.push('\n');
+            out.extend(std::iter::repeat_n(' ', n * depth));
+        }
+    };
+    let item_sep = if indent.is_some() { "," } else { ", " };
+    match value {
+        J::Array(items) if !items.is_empty() => {
+            out.push('[');
+            for (i, v) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push_str(item_sep);
+                }
+                newline(out, depth + 1);
+                python_json(v, indent, depth + 1, out);
+            }
+            newline(out, depth);
+            out.push(']');
+        }
+        J::Object(map) if !map.is_empty() => {
+            out.push('{');
+            for (i, (k, v)) in map.iter().enumerate() {
+                if i > 0 {
+                    out.push_str(item_sep);
+                }
+                newline(out, depth + 1);
+                out.push_str(&serde_json::Value::String(k.clone()).to_string());
+                out.push_str(": ");
+                python_json(v, indent, depth + 1, out);
+            }
+            newline(out, depth);
+            out.push('}');
+        }
+        other => out.push_str(&other.to_string()),
+    }
+}
+
+fn tojson(value: Value, kwargs: minijinja::value::Kwargs) -> std::result::Result<Value, JinjaError> {
+    let indent: Option<usize> = kwargs.get("indent")?;
+    // Python's other arguments (ensure_ascii, separators, sort_keys) are accepted and the defaults kept.
+    for k in ["ensure_ascii", "separators", "sort_keys"] {
+        let _: Option<Value> = kwargs.get(k)?;
+    }
+    kwargs.assert_all_used()?;
+    let json = serde_json::to_value(&value).map_err(|e| JinjaError::new(ErrorKind::InvalidOperation, e.to_string()))?;
+    let mut out = String::new();
+    python_json(&json, indent, 0, &mut out);
+    Ok(Value::from_safe_string(out))
+}
+
 /// What a template sees besides the messages.
 #[derive(Debug, Clone)]
 pub struct TemplateVars {
@@ -180,6 +264,7 @@ pub fn render(template: &str, messages: &[ChatMessage], vars: &TemplateVars) -> 
     });
     let now = vars.now;
     env.add_function("strftime_now", move |fmt: String| strftime(&fmt, now));
+    env.add_filter("tojson", tojson);
     let bad = |e: JinjaError| {
         let why = match e.kind() {
             ErrorKind::OutOfFuel => format!(
@@ -326,6 +411,26 @@ mod tests {
         let many: Vec<ChatMessage> = (0..2000).map(|i| ChatMessage::new("user", &format!("message {i}"))).collect();
         let tmpl = "{% for m in messages %}<|{{ m.role }}|>{{ m.content | trim }}{% endfor %}";
         assert!(render(tmpl, &many, &vars).unwrap().ends_with("message 1999"));
+    }
+
+    /// Tools are written as Hugging Face's templates write them (Python's `json.dumps`), not
+    /// compact and HTML-escaped as Jinja's own `tojson` would; the expected texts are Python's.
+    #[test]
+    fn tojson_writes_what_python_writes() {
+        let mut vars = TemplateVars::new("", "", false);
+        vars.tools = vec![Tool {
+            name: "f".into(),
+            description: Some("<b>&'é".into()),
+            parameters: r#"{"a": [1, 2], "b": {}}"#.into(),
+        }];
+        let msgs = [ChatMessage::new("user", "hi")];
+        assert_eq!(
+            render("{{ tools[0] | tojson }}", &msgs, &vars).unwrap(),
+            r#"{"type": "function", "function": {"name": "f", "parameters": {"a": [1, 2], "b": {}}, "description": "<b>&'é"}}"#
+        );
+        let indented = render(r#"{{ {"a": [1, {"b": none}], "c": []} | tojson(indent=2) }}"#, &msgs, &vars).unwrap();
+        assert_eq!(indented, "{\n  \"a\": [\n    1,\n    {\n      \"b\": null\n    }\n  ],\n  \"c\": []\n}");
+        assert!(render("{{ 1 | tojson(colour=2) }}", &msgs, &vars).is_err());
     }
 
     #[test]

@@ -33,7 +33,7 @@ use crate::files::gguf::{DrafterKind, GgufFile};
 use crate::job::Job;
 use crate::setting::Setting;
 use draftlab_core::decoding::chat::ChatInput;
-use draftlab_core::decoding::template::{ChatMessage, Tool};
+use draftlab_core::decoding::template::{ChatMessage, RenderOptions, Tool};
 
 /// What measured costs depend on: whether the draft model's cost is measured, context, batch,
 /// threads, largest verify batch, and the drafter the target's context feeds (none: a plain one).
@@ -160,19 +160,24 @@ fn without_double_bos(model: &Model, mut tokens: Vec<Token>) -> Vec<Token> {
 /// the template is rendered again with a marker in place of each such message, which shows where
 /// each message's text is (as given, or trimmed, as templates write it). A template that changes
 /// such a message otherwise has it refused.
-fn conversation_tokens(model: &Model, messages: &[ChatMessage], tools: &[Tool]) -> Result<Option<Vec<Token>>> {
+fn conversation_tokens(
+    model: &Model,
+    messages: &[ChatMessage],
+    tools: &[Tool],
+    render: &RenderOptions,
+) -> Result<Option<Vec<Token>>> {
     // Tool calls and tools are written by the template as JSON: no place for control tokens.
     let tool_texts = messages.iter().flat_map(|m| m.texts().skip(1)).chain(
         tools.iter().flat_map(|t| [t.name.as_str(), t.parameters.as_str()].into_iter().chain(t.description.as_deref())),
     );
-    if tool_texts.into_iter().any(|t| model.holds_control_text(t)) {
+    if tool_texts.into_iter().chain(render.prefill.as_deref()).any(|t| model.holds_control_text(t)) {
         return Err(Error::InvalidPrompt(
-            "a tool, or a tool call, holds text that is one of the model's control tokens (such as <|im_start|>): \
+            "a tool, a tool call or the answer so far holds text that is one of the model's control tokens (such as <|im_start|>): \
              remove that text"
                 .into(),
         ));
     }
-    let Some(text) = model.chat_prompt_with(messages, tools)? else { return Ok(None) };
+    let Some(text) = model.chat_prompt_with(messages, tools, render)? else { return Ok(None) };
     let special: Vec<usize> = (0..messages.len()).filter(|&i| model.holds_control_text(&messages[i].content)).collect();
     if special.is_empty() {
         return Ok(Some(rendered_tokens(model, &text)));
@@ -191,7 +196,7 @@ fn conversation_tokens(model: &Model, messages: &[ChatMessage], tools: &[Tool]) 
     for &i in &special {
         marked[i].content = marker(i);
     }
-    let marked = model.chat_prompt_with(&marked, tools)?.ok_or_else(refused)?;
+    let marked = model.chat_prompt_with(&marked, tools, render)?.ok_or_else(refused)?;
     // Where each marker is, in the order the template wrote them (each exactly once).
     let mut spots: Vec<(usize, usize, usize)> = Vec::new();
     for &i in &special {
@@ -503,7 +508,7 @@ impl Session {
         // A prompt sent raw is the caller's own text, special tokens and all.
         let messages = [ChatMessage::new("user", prompt)];
         self.tokens_for_both(|m| {
-            let rendered = if raw { None } else { conversation_tokens(m, &messages, &[])? };
+            let rendered = if raw { None } else { conversation_tokens(m, &messages, &[], &RenderOptions::default())? };
             Ok(rendered.unwrap_or_else(|| rendered_tokens(m, prompt)))
         })
     }
@@ -736,12 +741,12 @@ impl Session {
     pub fn chat_tokens(&self, input: &ChatInput, raw: bool) -> Result<Vec<Token>> {
         match input {
             ChatInput::Text { text } => self.prompt_tokens(text, true),
-            ChatInput::Messages { messages, tools } => {
+            ChatInput::Messages { messages, tools, render } => {
                 if messages.iter().all(|m| m.content.trim().is_empty() && m.tool_calls.is_empty()) {
                     return Err(Error::InvalidPrompt("the conversation is empty".into()));
                 }
                 self.tokens_for_both(|m| {
-                    let rendered = if raw { None } else { conversation_tokens(m, messages, tools)? };
+                    let rendered = if raw { None } else { conversation_tokens(m, messages, tools, render)? };
                     Ok(rendered.unwrap_or_else(|| {
                         let text = messages.iter().map(|m| m.content.as_str()).collect::<Vec<_>>().join("\n\n");
                         rendered_tokens(m, &text)

@@ -14,7 +14,7 @@ use super::devices::{local_gpu_devices, REMOTE_DEVICES};
 use super::native::NativeState;
 use super::{backend, ContextOptions, GpuLayers, KvType, ModelId, Offload, Token};
 use crate::decoding::speculative::{NativeKind, NativeParams, Pair, PairContext};
-use crate::decoding::template::{self, ChatMessage, TemplateVars, Tool};
+use crate::decoding::template::{self, ChatMessage, RenderOptions, TemplateVars, Tool};
 use crate::error::{Error, Result};
 use crate::files::gguf::{GgufFile, ModelSummary};
 use crate::setting::Setting;
@@ -306,22 +306,44 @@ impl Model {
     /// template the Jinja engine cannot render falls back to llama.cpp's legacy matcher, and when
     /// that fails too, the Jinja error (which suggests `--raw`) is returned. `None`: no template.
     pub fn chat_prompt(&self, messages: &[ChatMessage]) -> Result<Option<String>> {
-        self.chat_prompt_with(messages, &[])
+        self.chat_prompt_with(messages, &[], &RenderOptions::default())
     }
 
     /// The same, with the tools the model may call (the template shows them; a template that
-    /// cannot render falls back to the legacy matcher only when there are none).
-    pub fn chat_prompt_with(&self, messages: &[ChatMessage], tools: &[Tool]) -> Result<Option<String>> {
+    /// cannot render falls back to the legacy matcher only when there are none), and the
+    /// request's rendering options (a template in place of the model's, thinking on or off).
+    pub fn chat_prompt_with(
+        &self,
+        messages: &[ChatMessage],
+        tools: &[Tool],
+        render: &RenderOptions,
+    ) -> Result<Option<String>> {
+        let prompt = self.rendered_chat(messages, tools, render)?;
+        Ok(prompt.map(|p| p + render.prefill.as_deref().unwrap_or_default()))
+    }
+
+    fn rendered_chat(
+        &self,
+        messages: &[ChatMessage],
+        tools: &[Tool],
+        render: &RenderOptions,
+    ) -> Result<Option<String>> {
+        let v = self.inner.vocab();
+        let piece = |t: LlamaToken| String::from_utf8_lossy(&v.token_to_piece(t, true, None)).into_owned();
+        let mut vars = TemplateVars::new(&piece(v.bos()), &piece(v.eos()), v.should_add_bos());
+        vars.tools = tools.to_vec();
+        if let Some(on) = render.enable_thinking {
+            vars.enable_thinking = on;
+        }
+        if let Some(text) = &render.template {
+            return template::render(text, messages, &vars).map(Some);
+        }
         let Ok(tmpl) = self.inner.chat_template(None) else {
             return Ok(None);
         };
         let text = tmpl
             .to_str()
             .map_err(|e| Error::InvalidPrompt(format!("the model's chat template is not UTF-8 ({e}); use --raw")))?;
-        let v = self.inner.vocab();
-        let piece = |t: LlamaToken| String::from_utf8_lossy(&v.token_to_piece(t, true, None)).into_owned();
-        let mut vars = TemplateVars::new(&piece(v.bos()), &piece(v.eos()), v.should_add_bos());
-        vars.tools = tools.to_vec();
         match template::render(text, messages, &vars) {
             Ok(p) => Ok(Some(p)),
             Err(jinja) if !tools.is_empty() || messages.iter().any(|m| !m.tool_calls.is_empty()) => Err(jinja),
