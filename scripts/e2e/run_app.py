@@ -406,6 +406,40 @@ def chat_and_serve(s, smol, out):
     s.click("nav-run" if s.exists("nav-run") else "nav-history")
 
 
+def chat_tools(s, qwen, out):
+    """The Chat view with tools, on the Qwen target (its template writes Hermes calls): the model
+    calls the tool, the call shows as a call, the user gives its result, the model answers from it."""
+    s.click("nav-chat")
+    s.click("chat-new")
+    s.set_value("chat-target", qwen)
+    s.script("const d = document.querySelector('[data-testid=chat-draft]'); d.value = '';"
+             "d.dispatchEvent(new Event('input', { bubbles: true }));")
+    s.script("const e = document.querySelector('[data-testid=chat-strategy]'); e.value = 'lookup';"
+             "e.dispatchEvent(new Event('change', { bubbles: true }));")
+    s.set_value("chat-max-tokens", "96")
+    s.script("document.querySelector('.tools-edit').open = true")
+    s.set_value("chat-tools", json.dumps([{"type": "function", "function": {
+        "name": "get_weather", "description": "The current weather in a city.",
+        "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}]))
+    # A 1.5B model calls the tool again after its result unless told to answer from it.
+    s.set_value("chat-system", "Use the tools when you need facts. Once a tool has answered, answer the user from its result.")
+    s.set_value("chat-input", "What is the weather like in Paris right now?")
+    s.click("chat-send")
+    wait("the tool call", lambda: s.exists("chat-call") and not s.exists("chat-stop"), timeout=240)
+    call = s.text("chat-call")
+    assert "get_weather" in call and "Paris" in call, call
+    assert "<tool_call>" not in s.script("return document.querySelector('[data-testid=chat-thread]').textContent")
+    s.set_value("chat-result", json.dumps({"temperature_c": 18, "sky": "sunny"}))
+    s.click("chat-send-results")
+    answers = "return document.querySelectorAll('[data-testid=chat-answer][data-status=done]').length"
+    wait("the answer from the result", lambda: s.script(answers) == 2 and not s.exists("chat-stop"), timeout=240)
+    assert s.exists("chat-tool-result")
+    final = s.script("return [...document.querySelectorAll('[data-testid=chat-answer] .text')].pop().textContent")
+    assert "18" in final, final
+    s.screenshot(out / "chat-tools.png")
+    print(f"e2e: chat: the model called {call.strip()!r}, and answered from its result: {final.strip()[:60]!r}")
+
+
 def head_drafter(s, models, out):
     """A drafter file in the Run view: the synthetic Qwen3.5 target with its EAGLE-3 head. The doctor
     names the head before anything loads; the eagle3 strategy (a fixed length: the colours and the
@@ -485,6 +519,7 @@ def main():
             return
         if os.environ.get("E2E_ONLY") == "chat":
             chat_and_serve(s, smol, out)
+            chat_tools(s, qwen, out)
             return
         if os.environ.get("E2E_ONLY") == "installed":  # the app as a package installed it
             installed_app(s, smol, out)
@@ -578,6 +613,7 @@ def main():
         drafter_finder(s, models, out)
         bad_files(s, smol, out)
         chat_and_serve(s, smol, out)
+        chat_tools(s, qwen, out)
         sweep_view(s, models, out)
         models_view(s)
         if os.environ.get("HF_ENDPOINT"):

@@ -11,9 +11,13 @@ use draftlab_core::decoding::event::Event;
 use draftlab_core::decoding::options::ModelId;
 use draftlab_core::decoding::report::Report;
 use draftlab_core::decoding::settings::{Mode, Settings};
-use draftlab_core::decoding::template::ChatMessage;
+use draftlab_core::decoding::template::{ChatMessage, Tool, ToolCall};
 use draftlab_core::serving::protocol::{Command, Reply};
+use draftlab_core::ErrorCode;
+use draftlab_server::reasoning;
+use draftlab_server::tools::Format;
 use serde::{Deserialize, Serialize};
+use serde_json::Value;
 
 use crate::chats::TurnStats;
 use crate::error::ApiError;
@@ -33,6 +37,10 @@ pub struct ChatRequest {
     /// little for `n_predict` tokens.
     #[serde(default)]
     pub open_ended: bool,
+    /// The tools the model may call: a JSON array of OpenAI function tools (`{"type": "function",
+    /// "function": {"name", "description", "parameters"}}`, or the function alone); empty: none.
+    #[serde(default)]
+    pub tools: String,
 }
 
 #[derive(Debug, Clone, Serialize, ts_rs::TS)]
@@ -51,6 +59,8 @@ pub enum ChatEvent {
         reused_tokens: usize,
         prompt_ms: f64,
         target_alone_tps: Option<f64>,
+        /// A reasoning model's answer starts inside its thinking (the template opened it).
+        thinking: bool,
     },
     Tokens {
         tokens: Vec<TokenView>,
@@ -64,23 +74,103 @@ pub struct ChatAnswer {
     pub report: Report,
     pub tokens: Vec<TokenView>,
     pub stats: TurnStats,
+    /// The answer's text outside its tool calls (all of it when it called none).
+    pub content: String,
+    /// The tools it called, read in the model family's format.
+    pub tool_calls: Vec<ToolCall>,
+}
+
+/// The most tools a conversation may offer, and the most text they may take.
+const MAX_TOOLS: usize = 128;
+const MAX_TOOLS_TEXT: usize = 256 << 10;
+
+/// The tools a conversation offers, from the JSON the user wrote.
+fn tools_of(text: &str) -> Result<Vec<Tool>, ApiError> {
+    if text.trim().is_empty() {
+        return Ok(Vec::new());
+    }
+    let bad = |why: String| {
+        ApiError::new(
+            ErrorCode::InvalidSettings,
+            format!("the tools cannot be read: {why}"),
+            "Write a JSON array of tools, each {\"type\": \"function\", \"function\": {\"name\": …, \"description\": …, \"parameters\": {…}}}.",
+        )
+    };
+    if text.len() > MAX_TOOLS_TEXT {
+        return Err(bad(format!("they take {} bytes; at most {} KiB", text.len(), MAX_TOOLS_TEXT >> 10)));
+    }
+    let list: Vec<Value> = serde_json::from_str(text).map_err(|e| bad(e.to_string()))?;
+    if list.len() > MAX_TOOLS {
+        return Err(bad(format!("{} tools; at most {MAX_TOOLS}", list.len())));
+    }
+    list.iter()
+        .enumerate()
+        .map(|(i, t)| {
+            let f = t.get("function").unwrap_or(t);
+            let name = f.get("name").and_then(Value::as_str).filter(|n| !n.trim().is_empty());
+            let name = name.ok_or_else(|| bad(format!("tool {} has no name", i + 1)))?;
+            let parameters = f.get("parameters").cloned().unwrap_or_else(|| serde_json::json!({"type": "object"}));
+            if !parameters.is_object() {
+                return Err(bad(format!("the parameters of `{name}` are not a JSON Schema object")));
+            }
+            let description = f.get("description").and_then(Value::as_str).map(str::to_string);
+            Ok(Tool { name: name.to_string(), description, parameters: parameters.to_string() })
+        })
+        .collect()
+}
+
+/// The chat template requests for `target` are rendered with (its own), when it has one.
+fn template_of(target: &std::path::Path) -> Option<String> {
+    draftlab_core::files::gguf::GgufFile::open(target)
+        .ok()
+        .and_then(|g| g.get_str("tokenizer.chat_template").map(str::to_string))
 }
 
 /// Generates the answer, streaming `ChatEvent`s; the job id goes to `state.current_chat` (for
 /// cancel) while it runs.
 pub fn answer(state: &AppState, request: ChatRequest, send: &mut dyn FnMut(ChatEvent)) -> Result<ChatAnswer, ApiError> {
+    let tools = tools_of(&request.tools)?;
+    let template = template_of(&request.target);
+    let format = template.as_deref().and_then(Format::of_template);
+    if !tools.is_empty() && format.is_none() {
+        return Err(ApiError::new(
+            ErrorCode::InvalidSettings,
+            "this model's chat template does not show it tools (or writes calls in a format Draftlab does not read)",
+            "Clear the tools, or chat with a model that calls tools (Qwen, Mistral, Llama 3.x).",
+        ));
+    }
+    let thinking = template.as_deref().and_then(reasoning::thinking_of).is_some_and(|(_, opened)| opened[1]);
+    let names: Vec<String> = tools.iter().map(|t| t.name.clone()).collect();
     let (job, rx) = state.workers.submit(Command::Chat {
         target: request.target,
         draft: request.draft,
         mode: request.mode,
-        input: ChatInput::Messages { messages: request.messages, tools: Vec::new(), render: Default::default() },
+        input: ChatInput::Messages { messages: request.messages, tools, render: Default::default() },
         settings: request.settings,
         open_ended: request.open_ended,
     })?;
     *state.current_chat.lock().unwrap_or_else(|e| e.into_inner()) = Some(job);
-    let result = follow(&rx, send);
+    let result = follow(&rx, thinking, send);
     *state.current_chat.lock().unwrap_or_else(|e| e.into_inner()) = None;
-    result
+    let mut answer = result?;
+    // Calls in the family's format become the answer's tool calls; an answer whose calls cannot
+    // be read stays text (the user sees what the model wrote).
+    if let (Some(format), false) = (format, names.is_empty()) {
+        if let Ok(parsed) = format.parse(&answer.report.text, &names) {
+            answer.content = parsed.content;
+            answer.tool_calls = parsed
+                .calls
+                .into_iter()
+                .enumerate()
+                .map(|(i, c)| ToolCall {
+                    id: format!("call_{}_{i}", answer.report.started_at),
+                    name: c.name,
+                    arguments: c.arguments,
+                })
+                .collect();
+        }
+    }
+    Ok(answer)
 }
 
 fn flush(frame: &mut Frame, send: &mut dyn FnMut(ChatEvent)) {
@@ -89,7 +179,11 @@ fn flush(frame: &mut Frame, send: &mut dyn FnMut(ChatEvent)) {
     }
 }
 
-fn follow(rx: &std::sync::mpsc::Receiver<Reply>, send: &mut dyn FnMut(ChatEvent)) -> Result<ChatAnswer, ApiError> {
+fn follow(
+    rx: &std::sync::mpsc::Receiver<Reply>,
+    thinking: bool,
+    send: &mut dyn FnMut(ChatEvent),
+) -> Result<ChatAnswer, ApiError> {
     let mut frame = Frame::new();
     loop {
         let reply = match frame.pending_until() {
@@ -117,12 +211,14 @@ fn follow(rx: &std::sync::mpsc::Receiver<Reply>, send: &mut dyn FnMut(ChatEvent)
             }
             Reply::Event { event: Event::Started { prompt_tokens, reused_tokens, prompt_ms, target_alone_tps } } => {
                 frame = Frame::new();
-                send(ChatEvent::Started { prompt_tokens, reused_tokens, prompt_ms, target_alone_tps });
+                send(ChatEvent::Started { prompt_tokens, reused_tokens, prompt_ms, target_alone_tps, thinking });
             }
             Reply::Event { event: Event::Done { report } } => {
                 flush(&mut frame, send);
                 let stats = TurnStats::of(&report);
-                return Ok(ChatAnswer { report: *report, tokens: std::mem::take(&mut frame.shown), stats });
+                let content = report.text.clone();
+                let tokens = std::mem::take(&mut frame.shown);
+                return Ok(ChatAnswer { report: *report, tokens, stats, content, tool_calls: Vec::new() });
             }
             Reply::Event { event } => {
                 frame.add(&event);
@@ -156,5 +252,31 @@ fn follow(rx: &std::sync::mpsc::Receiver<Reply>, send: &mut dyn FnMut(ChatEvent)
 pub fn cancel(state: &AppState) {
     if let Some(job) = *state.current_chat.lock().unwrap_or_else(|e| e.into_inner()) {
         state.workers.cancel_or_stop(job);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tools_are_read_in_openai_s_shape_or_as_bare_functions() {
+        assert!(tools_of("  ").unwrap().is_empty());
+        let t = tools_of(
+            r#"[{"type": "function", "function": {"name": "get_weather", "description": "Weather.",
+                "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}},
+               {"name": "now"}]"#,
+        )
+        .unwrap();
+        assert_eq!(t.len(), 2);
+        assert_eq!((t[0].name.as_str(), t[0].description.as_deref()), ("get_weather", Some("Weather.")));
+        assert!(t[0].parameters.contains("\"city\""));
+        assert_eq!(t[1].parameters, r#"{"type":"object"}"#);
+        for bad in ["{", r#"[{"description": "no name"}]"#, r#"[{"name": "f", "parameters": 3}]"#] {
+            let e = tools_of(bad).unwrap_err();
+            assert!(e.message.contains("the tools cannot be read"), "{}", e.message);
+        }
+        let many = format!("[{}]", vec![r#"{"name": "f"}"#; MAX_TOOLS + 1].join(","));
+        assert!(tools_of(&many).unwrap_err().message.contains("at most"));
     }
 }

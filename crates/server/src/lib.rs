@@ -184,19 +184,6 @@ fn chat_template(config: &ServeConfig) -> Option<String> {
     })
 }
 
-/// A reasoning model's tags, and whether its template leaves the answer inside the thinking block
-/// with thinking off and on (rendered once for a one-line conversation).
-fn thinking_of(template: &str) -> Option<(reasoning::Tags, [bool; 2])> {
-    let tags = reasoning::Tags::of_template(template)?;
-    let opened = |on: bool| {
-        let mut vars = TemplateVars::new("", "", false);
-        vars.enable_thinking = on;
-        draftlab_core::decoding::template::render(template, &[ChatMessage::new("user", "Hello")], &vars)
-            .is_ok_and(|p| tags.opened_by(&p))
-    };
-    Some((tags, [opened(false), opened(true)]))
-}
-
 /// A running server: its address, and how to stop it.
 pub struct ServerHandle {
     pub addr: SocketAddr,
@@ -230,7 +217,7 @@ pub fn router(config: ServeConfig, workers: Arc<Workers>, guard: guard::Guard) -
     let template = chat_template(&config);
     let shared = Arc::new(Shared {
         tool_format: template.as_deref().and_then(tools::Format::of_template),
-        thinking: template.as_deref().and_then(thinking_of),
+        thinking: template.as_deref().and_then(reasoning::thinking_of),
         model_id: config.model_id(),
         config,
         workers,

@@ -9,6 +9,7 @@
 //! answer starts inside it, and the server knows that from rendering the template once.
 
 use draftlab_core::decoding::report::{Decision, RoundRecord};
+use draftlab_core::decoding::template::{self, ChatMessage, TemplateVars};
 use serde::{Deserialize, Serialize};
 
 /// The tags a model thinks between.
@@ -31,6 +32,18 @@ impl Tags {
     pub fn opened_by(self, prompt: &str) -> bool {
         prompt.trim_end().ends_with(self.open)
     }
+}
+
+/// A reasoning model's tags, and whether its template leaves the answer inside the thinking block
+/// with thinking off and on (`[false, true]`; rendered once for a one-line conversation).
+pub fn thinking_of(template: &str) -> Option<(Tags, [bool; 2])> {
+    let tags = Tags::of_template(template)?;
+    let opened = |on: bool| {
+        let mut vars = TemplateVars::new("", "", false);
+        vars.enable_thinking = on;
+        template::render(template, &[ChatMessage::new("user", "Hello")], &vars).is_ok_and(|p| tags.opened_by(&p))
+    };
+    Some((tags, [opened(false), opened(true)]))
 }
 
 /// Which part of the answer a text belongs to.
@@ -240,6 +253,9 @@ mod tests {
         assert_eq!(Tags::of_template("{% for m in messages %}{{ m.content }}{% endfor %}"), None);
         assert!(Tags::THINK.opened_by("<|im_start|>assistant\n<think>\n"));
         assert!(!Tags::THINK.opened_by("<|im_start|>assistant\n<think>\n\n</think>\n\n"));
+        let opens = "{{ messages[0].content }}{% if enable_thinking is false %}<think>\n\n</think>\n\n{% else %}<think>\n{% endif %}";
+        assert_eq!(thinking_of(opens), Some((Tags::THINK, [false, true])));
+        assert_eq!(thinking_of("{{ messages[0].content }}</think>"), Some((Tags::THINK, [false, false])));
     }
 
     #[test]

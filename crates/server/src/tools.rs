@@ -198,8 +198,16 @@ fn loose(text: &str, tools: &[String]) -> Option<Parsed> {
         };
         let key = if v.get("parameters").is_some() { "parameters" } else { "arguments" };
         calls.push(call_of(&v, key).ok()?);
-        let after = after.trim_start();
-        rest = if fenced { after.strip_prefix("```").unwrap_or(after) } else { after };
+        let mut after = after.trim_start();
+        if fenced {
+            after = after.strip_prefix("```").unwrap_or(after);
+        } else if content.trim_end().ends_with('{') && after.starts_with('}') {
+            // `{{"name": …}}`: Qwen2.5's template shows the call format with doubled braces (a
+            // Python format string written out), and small models copy them.
+            content.truncate(content.trim_end().len() - 1);
+            after = &after[1..];
+        }
+        rest = after;
     }
     if calls.is_empty() {
         return None;
@@ -362,6 +370,8 @@ mod tests {
         .unwrap();
         assert_eq!(b.content, "");
         assert_eq!(b.calls.iter().map(|c| c.name.as_str()).collect::<Vec<_>>(), ["weather", "time"]);
+        let doubled = p(Format::Hermes, "{{\"name\": \"weather\", \"arguments\": {\"city\": \"Paris\"}}}").unwrap();
+        assert_eq!((doubled.content.as_str(), doubled.calls.len()), ("", 1));
         let json = "Use {\"name\": \"package\"} in package.json, and {\"name\": broken";
         assert_eq!(p(Format::Hermes, json).unwrap(), Parsed { content: json.into(), calls: vec![] });
         assert!(!Format::Hermes.certain(code) && Format::Hermes.certain("<tool_call>{"));

@@ -754,9 +754,17 @@ arguments: string, };
 
 export type Turn = { 
 /**
- * `user` or `assistant`.
+ * `user`, `assistant`, or `tool` (a tool's result, as the user gave it).
  */
 role: string, content: string, 
+/**
+ * The tools an answer called.
+ */
+tool_calls?: Array<ToolCall>, 
+/**
+ * A tool turn: the call it answers.
+ */
+tool_call_id?: string, 
 /**
  * An answer's tokens as they were shown (provenance colours).
  */
@@ -785,7 +793,12 @@ updated_at: number, target: string, draft: string | null,
 /**
  * Speculative (the strategy in `settings`) or the target alone.
  */
-mode: Mode, settings: Settings, system: string, turns: Array<Turn>, };
+mode: Mode, settings: Settings, system: string, turns: Array<Turn>, 
+/**
+ * The tools the model may call, as the user wrote them (a JSON array of OpenAI function
+ * tools); empty: none.
+ */
+tools: string, };
 
 export type ChatEntry = { id: string, title: string, updated_at: number, turns: number, target: string, };
 
@@ -798,11 +811,28 @@ messages: Array<ChatMessage>,
  * Answer in the room the context leaves instead of refusing a conversation that leaves too
  * little for `n_predict` tokens.
  */
-open_ended: boolean, };
+open_ended: boolean, 
+/**
+ * The tools the model may call: a JSON array of OpenAI function tools (`{"type": "function",
+ * "function": {"name", "description", "parameters"}}`, or the function alone); empty: none.
+ */
+tools: string, };
 
-export type ChatEvent = { "type": "loading" } | { "type": "loaded", target: ModelId, draft: ModelId | null, load_ms: number, warm: boolean, } | { "type": "started", prompt_tokens: number, reused_tokens: number, prompt_ms: number, target_alone_tps: number | null, } | { "type": "tokens", tokens: Array<TokenView>, stats: LiveStats, };
+export type ChatEvent = { "type": "loading" } | { "type": "loaded", target: ModelId, draft: ModelId | null, load_ms: number, warm: boolean, } | { "type": "started", prompt_tokens: number, reused_tokens: number, prompt_ms: number, target_alone_tps: number | null, 
+/**
+ * A reasoning model's answer starts inside its thinking (the template opened it).
+ */
+thinking: boolean, } | { "type": "tokens", tokens: Array<TokenView>, stats: LiveStats, };
 
-export type ChatAnswer = { report: Report, tokens: Array<TokenView>, stats: TurnStats, };
+export type ChatAnswer = { report: Report, tokens: Array<TokenView>, stats: TurnStats, 
+/**
+ * The answer's text outside its tool calls (all of it when it called none).
+ */
+content: string, 
+/**
+ * The tools it called, read in the model family's format.
+ */
+tool_calls: Array<ToolCall>, };
 
 export type ServerRequest = { target: string, draft: string | null, 
 /**

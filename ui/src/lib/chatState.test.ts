@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { defaultSettings } from "./settings";
 import {
-  answerTurn, applyChatEvent, editedAt, liveTargetAloneTps, newConversation, requestMessages, savedMs, speedupEstimate,
+  answerTurn, applyChatEvent, callText, editedAt, pendingCalls, splitThinking, toolTurns, transcript, liveTargetAloneTps, newConversation, requestMessages, savedMs, speedupEstimate,
   startStreaming, userTurn, withoutLastAnswer, withoutOldest,
 } from "./chatState";
 import type { ChatAnswer, Conversation, TurnStats } from "./types";
@@ -35,7 +35,8 @@ describe("chat state", () => {
     const s = startStreaming();
     applyChatEvent(s, { type: "loading" });
     expect(s.status).toBe("loading");
-    applyChatEvent(s, { type: "started", prompt_tokens: 50, reused_tokens: 40, prompt_ms: 12, target_alone_tps: 20 });
+    applyChatEvent(s, { type: "started", prompt_tokens: 50, reused_tokens: 40, prompt_ms: 12, target_alone_tps: 20, thinking: true });
+    expect(s.thinking).toBe(true);
     expect([s.status, s.reusedTokens, s.targetAloneTps]).toEqual(["running", 40, 20]);
     const live = { tokens: 2, elapsed_ms: 100, tokens_per_s: 20, steps: 1, drafted: 2, accepted: 1, acceptance_rate: 0.5, mean_accepted_len: 1, draft_ms: 0, verify_ms: 50, steady_steps: 0, steady_ms: 0 };
     applyChatEvent(s, { type: "tokens", tokens: [{ text: "a", source: "target", step: 0 }, { text: "b", source: "draft", step: 1, strategy: "lookup" }], stats: live });
@@ -44,8 +45,42 @@ describe("chat state", () => {
   });
 
   it("keeps an answer's text, tokens and numbers", () => {
-    const a = { report: { text: "ab" }, tokens: [{ text: "a", source: "target", step: 0 }], stats } as unknown as ChatAnswer;
+    const a = { report: { text: "ab" }, content: "ab", tool_calls: [], tokens: [{ text: "a", source: "target", step: 0 }], stats } as unknown as ChatAnswer;
     expect(answerTurn(a)).toEqual({ role: "assistant", content: "ab", tokens: a.tokens, stats });
+  });
+
+  it("keeps an answer's tool calls, sends their results back, and knows which are unanswered", () => {
+    const call = { id: "call_1", name: "get_weather", arguments: '{"city":"Paris"}' };
+    const a = { report: { text: "<tool_call>…" }, content: "", tool_calls: [call], tokens: [], stats } as unknown as ChatAnswer;
+    const c = conversation();
+    c.turns = [userTurn("weather?"), answerTurn(a)];
+    expect(pendingCalls(c)).toEqual([call]);
+    expect(callText(call)).toBe('get_weather({"city":"Paris"})');
+    c.turns.push(...toolTurns([call], ["18 °C"]));
+    expect(pendingCalls(c)).toEqual([]);
+    expect(requestMessages(c).slice(-2)).toEqual([
+      { role: "assistant", content: "", tool_calls: [call] },
+      { role: "tool", content: "18 °C", tool_call_id: "call_1" },
+    ]);
+    expect(transcript(c)).toContain('assistant: get_weather({"city":"Paris"})');
+  });
+
+  it("splits a reasoning model's thinking from its answer, token by token", () => {
+    const toks = (...texts: string[]) => texts.map((text, step) => ({ text, source: "target" as const, step }));
+    const texts = (v: { text: string }[]) => v.map((k) => k.text).join("");
+    // The answer opens the block itself; the tags may be cut across tokens.
+    let s = splitThinking(toks("\n<th", "ink>Let", " me see.</", "think>\n\n", "Paris."), false);
+    expect([texts(s.thinking), texts(s.answer), s.open, s.thought]).toEqual(["Let me see.", "Paris.", false, true]);
+    // The prompt opened it: thinking until the closing tag, open while it has not come.
+    s = splitThinking(toks("2+2", " is 4"), true);
+    expect([texts(s.thinking), texts(s.answer), s.open]).toEqual(["2+2 is 4", "", true]);
+    // A closing tag with no opening one: what came before it was thinking (a saved answer).
+    s = splitThinking(toks("hmm", "</think>", "4"), false);
+    expect([texts(s.thinking), texts(s.answer)]).toEqual(["hmm", "4"]);
+    // No thinking: all answer, the tokens as they were.
+    const plain = toks("a <think> in ", "text");
+    s = splitThinking(plain, false);
+    expect([s.thinking, s.answer, s.thought]).toEqual([[], plain, false]);
   });
 
   it("regenerates, edits and drops the oldest turns", () => {

@@ -1,7 +1,7 @@
 // What the Chat view keeps and shows: a conversation, the answer streaming in, and the edits a
 // user makes (regenerate, edit and resend, drop the oldest turns). Pure: tested without a backend.
 import type {
-  ChatAnswer, ChatEvent, ChatMessage, Conversation, LiveStats, Mode, Settings, TokenView, Turn, TurnStats,
+  ChatAnswer, ChatEvent, ChatMessage, Conversation, LiveStats, Mode, Settings, TokenView, ToolCall, Turn, TurnStats,
 } from "./types";
 
 /// The answer being written.
@@ -16,24 +16,87 @@ export interface Streaming {
   targetAloneTps: number | null;
   loadMs: number | null;
   warm: boolean;
+  /// A reasoning model's answer starts inside its thinking (its template opened it).
+  thinking: boolean;
 }
 
 export function newConversation(target: string, draft: string | null, mode: Mode, settings: Settings): Conversation {
-  return { id: "", title: "", updated_at: 0, target, draft, mode, settings, system: "", turns: [] };
+  return { id: "", title: "", updated_at: 0, target, draft, mode, settings, system: "", turns: [], tools: "" };
 }
 
 /// What a request sends: the system prompt (when there is one), then every turn's text.
 export function requestMessages(c: Conversation): ChatMessage[] {
   const out: ChatMessage[] = [];
   if (c.system.trim() !== "") out.push({ role: "system", content: c.system });
-  for (const t of c.turns) out.push({ role: t.role, content: t.content });
+  for (const t of c.turns) {
+    const m: ChatMessage = { role: t.role, content: t.content };
+    if (t.tool_calls?.length) m.tool_calls = t.tool_calls;
+    if (t.tool_call_id) m.tool_call_id = t.tool_call_id;
+    out.push(m);
+  }
   return out;
+}
+
+/// The calls of the last answer that no tool turn answers yet (the user gives their results).
+export function pendingCalls(c: Conversation): ToolCall[] {
+  const last = c.turns.map((t) => t.role).lastIndexOf("assistant");
+  if (last < 0) return [];
+  const answered = new Set(c.turns.slice(last + 1).map((t) => t.tool_call_id));
+  return (c.turns[last]?.tool_calls ?? []).filter((k) => !answered.has(k.id));
+}
+
+/// Tool turns giving each call's result (in the calls' order).
+export function toolTurns(calls: ToolCall[], results: string[]): Turn[] {
+  return calls.map((k, i) => ({ role: "tool", content: results[i] ?? "", tool_call_id: k.id, tokens: [], stats: null }));
+}
+
+/// A tool call as one line: `name({"arg": …})`.
+export function callText(k: ToolCall): string {
+  return `${k.name}(${k.arguments})`;
+}
+
+/// The tokens of `tokens` whose text lies in [from, to) of their joined text (a token across an
+/// end is cut there).
+function sliceTokens(tokens: TokenView[], from: number, to: number): TokenView[] {
+  const out: TokenView[] = [];
+  let at = 0;
+  for (const k of tokens) {
+    const end = at + k.text.length;
+    const a = Math.max(from, at);
+    const b = Math.min(to, end);
+    if (b > a) out.push(a === at && b === end ? k : { ...k, text: k.text.slice(a - at, b - at) });
+    at = end;
+  }
+  return out;
+}
+
+/// A reasoning model's answer split into its thinking and its answer (`<think>` … `</think>`):
+/// the thinking is what follows an opening tag the answer starts with (or, when the prompt opened
+/// it, `opened`, the answer's start), up to the closing tag (or the end, while it is `open`); the
+/// answer is what follows the closing tag, without the white space before it. An answer that
+/// does not think is all answer.
+export function splitThinking(tokens: TokenView[], opened: boolean, tags = { open: "<think>", close: "</think>" }):
+  { thinking: TokenView[]; answer: TokenView[]; open: boolean; thought: boolean } {
+  const text = tokens.map((k) => k.text).join("");
+  let start = -1;
+  if (opened) start = 0;
+  else {
+    const lead = text.length - text.trimStart().length;
+    if (text.startsWith(tags.open, lead)) start = lead + tags.open.length;
+  }
+  const close = text.indexOf(tags.close, Math.max(start, 0));
+  if (start < 0 && close >= 0 && !text.slice(0, close).includes(tags.open)) start = 0;
+  if (start < 0) return { thinking: [], answer: tokens, open: false, thought: false };
+  if (close < 0) return { thinking: sliceTokens(tokens, start, text.length), answer: [], open: true, thought: true };
+  let after = close + tags.close.length;
+  while (after < text.length && /\s/.test(text[after] ?? "")) after++;
+  return { thinking: sliceTokens(tokens, start, close), answer: sliceTokens(tokens, after, text.length), open: false, thought: true };
 }
 
 export function startStreaming(): Streaming {
   return {
     status: "loading", tokens: [], stats: null, promptTokens: null, reusedTokens: null, promptMs: null,
-    targetAloneTps: null, loadMs: null, warm: false,
+    targetAloneTps: null, loadMs: null, warm: false, thinking: false,
   };
 }
 
@@ -53,6 +116,7 @@ export function applyChatEvent(s: Streaming, e: ChatEvent): Streaming {
       s.reusedTokens = e.reused_tokens;
       s.promptMs = e.prompt_ms;
       s.targetAloneTps = e.target_alone_tps;
+      s.thinking = e.thinking;
       break;
     case "tokens":
       s.status = "running";
@@ -69,7 +133,9 @@ export function userTurn(content: string): Turn {
 
 /// A finished answer as the conversation keeps it.
 export function answerTurn(a: ChatAnswer): Turn {
-  return { role: "assistant", content: a.report.text, tokens: a.tokens, stats: a.stats };
+  const t: Turn = { role: "assistant", content: a.content, tokens: a.tokens, stats: a.stats };
+  if (a.tool_calls.length > 0) t.tool_calls = a.tool_calls;
+  return t;
 }
 
 /// The conversation without its last answer (to write it again).
@@ -118,5 +184,7 @@ export function savedMs(s: Pick<TurnStats, "prompt_tokens" | "prompt_reused" | "
 
 /// The conversation as text (for copying it whole).
 export function transcript(c: Conversation): string {
-  return requestMessages(c).map((m) => `${m.role}: ${m.content}`).join("\n\n");
+  return requestMessages(c)
+    .map((m) => `${m.role}: ${[m.content, ...(m.tool_calls ?? []).map(callText)].filter((x) => x).join("\n")}`)
+    .join("\n\n");
 }

@@ -324,7 +324,7 @@ export class FakeBackend implements Backend {
     }
     onEvent({ type: "loaded", target: { path: request.target, name: request.target, architecture: "qwen2", quantization: "Q4_K_M", n_params: 1, file_size: 1, mtime: 0 }, draft: null, load_ms: 0, warm: this.cachedPrompt > 0 });
     const reused = Math.min(this.cachedPrompt, prompt);
-    onEvent({ type: "started", prompt_tokens: prompt, reused_tokens: reused, prompt_ms: 2 * (prompt - reused), target_alone_tps: 20 });
+    onEvent({ type: "started", prompt_tokens: prompt, reused_tokens: reused, prompt_ms: 2 * (prompt - reused), target_alone_tps: 20, thinking: false });
     const words = ["Sure", ",", " here", " it", " is", "."];
     const tokens: TokenView[] = [];
     for (let i = 0; i < Math.min(words.length, request.settings.n_predict); i++) {
@@ -342,7 +342,14 @@ export class FakeBackend implements Backend {
       prompt_tokens: prompt, prompt_reused: reused, prompt_ms: 2 * (prompt - reused),
       stop_reason: this.cancelled ? ("cancelled" as const) : ("end_of_generation" as const),
     };
-    return { report: { text } as Report, tokens, stats };
+    // With tools, the fake model calls the first one, then answers from its result.
+    const tools = request.tools.trim() ? (JSON.parse(request.tools) as { function?: { name: string }; name?: string }[]) : [];
+    const first = tools[0]?.function?.name ?? tools[0]?.name;
+    if (first && request.messages.at(-1)?.role !== "tool") {
+      const arguments_ = JSON.stringify({ city: "Paris" });
+      return { report: { text } as Report, tokens, stats, content: "", tool_calls: [{ id: `call_${this.chatRequests.length}`, name: first, arguments: arguments_ }] };
+    }
+    return { report: { text } as Report, tokens, stats, content: text, tool_calls: [] };
   }
 
   async chatStop(): Promise<void> {

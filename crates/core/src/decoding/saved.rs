@@ -13,6 +13,7 @@ use crate::decoding::compare::Comparison;
 use crate::decoding::report::{Report, StopReason, TokenSource};
 use crate::decoding::settings::{Mode, Settings};
 use crate::decoding::strategy::Strategy;
+use crate::decoding::template::ToolCall;
 
 /// A generated token as the UI shows it.
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
@@ -42,6 +43,10 @@ pub struct Conversation {
     pub settings: Settings,
     pub system: String,
     pub turns: Vec<Turn>,
+    /// The tools the model may call, as the user wrote them (a JSON array of OpenAI function
+    /// tools); empty: none.
+    #[serde(default)]
+    pub tools: String,
 }
 
 impl Conversation {
@@ -57,9 +62,17 @@ impl Conversation {
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Turn {
-    /// `user` or `assistant`.
+    /// `user`, `assistant`, or `tool` (a tool's result, as the user gave it).
     pub role: String,
     pub content: String,
+    /// The tools an answer called.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[cfg_attr(feature = "ts", ts(optional, as = "Option<Vec<ToolCall>>"))]
+    pub tool_calls: Vec<ToolCall>,
+    /// A tool turn: the call it answers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "ts", ts(optional))]
+    pub tool_call_id: Option<String>,
     /// An answer's tokens as they were shown (provenance colours).
     #[serde(default)]
     pub tokens: Vec<TokenView>,
