@@ -119,18 +119,13 @@ fn tools_of(text: &str) -> Result<Vec<Tool>, ApiError> {
         .collect()
 }
 
-/// The chat template requests for `target` are rendered with (its own), when it has one.
-fn template_of(target: &std::path::Path) -> Option<String> {
-    draftlab_core::files::gguf::GgufFile::open(target)
-        .ok()
-        .and_then(|g| g.get_str("tokenizer.chat_template").map(str::to_string))
-}
-
 /// Generates the answer, streaming `ChatEvent`s; the job id goes to `state.current_chat` (for
 /// cancel) while it runs.
 pub fn answer(state: &AppState, request: ChatRequest, send: &mut dyn FnMut(ChatEvent)) -> Result<ChatAnswer, ApiError> {
     let tools = tools_of(&request.tools)?;
-    let template = template_of(&request.target);
+    // The template says how the model writes calls and whether it thinks (the worker reads it:
+    // the file's bytes stay out of the window).
+    let template = state.workers.chat_template(request.target.clone())?;
     let format = template.as_deref().and_then(Format::of_template);
     if !tools.is_empty() && format.is_none() {
         return Err(ApiError::new(
@@ -240,6 +235,7 @@ fn follow(
             | Reply::SweepPlan { .. }
             | Reply::Discovered { .. }
             | Reply::Drafters { .. }
+            | Reply::Template { .. }
             | Reply::RunEvent { .. }
             | Reply::Compared { .. } => {}
         }

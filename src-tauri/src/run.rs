@@ -231,7 +231,8 @@ impl Following {
                 | Reply::Memory { .. }
                 | Reply::SweepPlan { .. }
                 | Reply::Discovered { .. }
-                | Reply::Drafters { .. } => continue,
+                | Reply::Drafters { .. }
+                | Reply::Template { .. } => continue,
             };
             if mode != self.mode {
                 // A `both` job's speculative run: on the models already loaded.

@@ -409,6 +409,18 @@ fn a_web_page_cannot_use_the_server() {
         let rebound = [("Host", host.as_str()), ("Content-Type", "application/json")];
         assert_eq!(error(request(s.port, method, path, &rebound, body.as_bytes()), 403)["code"], "host_not_allowed");
     }
+    // Anthropic's route refuses the same, in Anthropic's error shape.
+    let anthropic = |r: Response, status: u16| -> Value {
+        assert_eq!(r.status, status, "{}", r.body);
+        let v = r.json();
+        assert_eq!(v["type"], "error", "{v}");
+        v["error"].clone()
+    };
+    let e = anthropic(request(s.port, "POST", "/v1/messages", &page, body.as_bytes()), 403);
+    assert_eq!(e["type"], "permission_error");
+    assert!(e["message"].as_str().unwrap().contains("--allow-origin"), "{e}");
+    let e = anthropic(request(s.port, "POST", "/v1/messages", &[("Content-Type", "text/plain")], body.as_bytes()), 415);
+    assert_eq!(e["type"], "invalid_request_error");
     assert_eq!(served(), 0, "nothing refused was generated");
     // Names and pages the user allowed.
     assert_eq!(request(s.port, "GET", "/health", &[("Host", "box.local:8080")], b"").status, 200);

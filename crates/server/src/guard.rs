@@ -118,13 +118,16 @@ fn is_json(headers: &HeaderMap) -> bool {
 /// The middleware: Host, Origin (and its preflight), Content-Type; CORS headers for an allowed
 /// origin.
 pub(crate) async fn guard(State(g): State<Arc<Guard>>, request: Request, next: Next) -> Response {
+    // Anthropic's route answers its errors in Anthropic's shape, these too.
+    let anthropic = request.uri().path() == "/v1/messages";
+    let refuse = |e: ApiError| if anthropic { e.into_anthropic() } else { e.into_response() };
     let headers = request.headers();
     if let Err(e) = g.host_allowed(headers) {
-        return e.into_response();
+        return refuse(e);
     }
     let origin = match g.origin(headers) {
         Ok(o) => o,
-        Err(e) => return e.into_response(),
+        Err(e) => return refuse(e),
     };
     if request.method() == Method::OPTIONS {
         // A preflight: only an allowed origin gets here.
@@ -133,19 +136,21 @@ pub(crate) async fn guard(State(g): State<Arc<Guard>>, request: Request, next: N
         allow(r.headers_mut(), origin);
         let h = r.headers_mut();
         h.insert(header::ACCESS_CONTROL_ALLOW_METHODS, HeaderValue::from_static("GET, POST"));
-        h.insert(header::ACCESS_CONTROL_ALLOW_HEADERS, HeaderValue::from_static("authorization, content-type"));
+        h.insert(
+            header::ACCESS_CONTROL_ALLOW_HEADERS,
+            HeaderValue::from_static("authorization, content-type, x-api-key, anthropic-version, anthropic-beta"),
+        );
         h.insert(header::ACCESS_CONTROL_MAX_AGE, HeaderValue::from_static("600"));
         return r;
     }
     if request.method() == Method::POST && !is_json(headers) {
-        return ApiError::new(
+        return refuse(ApiError::new(
             StatusCode::UNSUPPORTED_MEDIA_TYPE,
             "invalid_request_error",
             Some("unsupported_media_type"),
             None,
             "The request body must be JSON, sent with `Content-Type: application/json`.",
-        )
-        .into_response();
+        ));
     }
     let mut response = next.run(request).await;
     allow(response.headers_mut(), origin);

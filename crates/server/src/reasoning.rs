@@ -4,7 +4,10 @@
 //! its answer).
 //!
 //! Which tags a model thinks between comes from its chat template: `<think>` … `</think>` (Qwen3,
-//! DeepSeek-R1, GLM, most 2025–2026 reasoning models), `[THINK]` … `[/THINK]` (Magistral). A
+//! DeepSeek-R1, GLM, most 2025–2026 reasoning models), `[THINK]` … `[/THINK]` (Magistral),
+//! gpt-oss's harmony analysis channel (`<|channel|>analysis<|message|>` … `<|end|>`, the answer
+//! in the `final` channel after it), Gemma 4's thought channel (`<|channel>thought` …
+//! `<channel|>`; the engine passes these control tokens on as text). A
 //! template may open the block itself (its generation prompt ends with the opening tag): then the
 //! answer starts inside it, and the server knows that from rendering the template once.
 
@@ -17,15 +20,26 @@ use serde::{Deserialize, Serialize};
 pub struct Tags {
     pub open: &'static str,
     pub close: &'static str,
+    /// Markup that may lead the answer (after the thinking, or alone), dropped from it.
+    pub lead: &'static [&'static str],
+    /// Text of the template that says it is this family's.
+    sign: &'static str,
 }
 
 impl Tags {
-    pub const THINK: Tags = Tags { open: "<think>", close: "</think>" };
-    pub const MAGISTRAL: Tags = Tags { open: "[THINK]", close: "[/THINK]" };
+    pub const THINK: Tags = Tags { open: "<think>", close: "</think>", lead: &[], sign: "</think>" };
+    pub const MAGISTRAL: Tags = Tags { open: "[THINK]", close: "[/THINK]", lead: &[], sign: "[/THINK]" };
+    pub const HARMONY: Tags = Tags {
+        open: "<|channel|>analysis<|message|>",
+        close: "<|end|>",
+        lead: &["<|start|>assistant", "<|channel|>final<|message|>"],
+        sign: "<|channel|>",
+    };
+    pub const GEMMA4: Tags = Tags { open: "<|channel>thought", close: "<channel|>", lead: &[], sign: "<channel|>" };
 
     /// The tags a chat template's model thinks between, if it is a reasoning model's.
     pub fn of_template(template: &str) -> Option<Tags> {
-        [Tags::THINK, Tags::MAGISTRAL].into_iter().find(|t| template.contains(t.close))
+        [Tags::HARMONY, Tags::GEMMA4, Tags::THINK, Tags::MAGISTRAL].into_iter().find(|t| template.contains(t.sign))
     }
 
     /// Whether a rendered prompt leaves the model inside the thinking block.
@@ -58,8 +72,9 @@ enum State {
     /// Nothing but white space yet: the answer may open a thinking block.
     Start,
     Thinking,
-    /// Just after the thinking: the white space the template puts before the answer is dropped.
-    AfterThinking,
+    /// Before the answer (after the thinking, or without one): white space and the family's
+    /// leading markup are dropped.
+    Lead,
     Answer,
 }
 
@@ -124,7 +139,7 @@ impl Split {
                     } else if t.is_empty() || self.tags.open.starts_with(t) {
                         return out;
                     } else {
-                        self.state = State::Answer;
+                        self.state = State::Lead;
                     }
                 }
                 State::Thinking => {
@@ -132,7 +147,7 @@ impl Split {
                         let thought: String = self.pending[..at].to_string();
                         self.pending.drain(..at + self.tags.close.len());
                         self.emit(&mut out, Part::Thinking, thought);
-                        self.state = State::AfterThinking;
+                        self.state = State::Lead;
                     } else {
                         let keep = partial_end(&self.pending, self.tags.close);
                         let cut = self.pending.len() - keep;
@@ -141,10 +156,13 @@ impl Split {
                         return out;
                     }
                 }
-                State::AfterThinking => {
-                    let t = self.pending.trim_start();
-                    if t.is_empty() {
-                        self.pending.clear();
+                State::Lead => {
+                    let mut t = self.pending.trim_start();
+                    while let Some(rest) = self.tags.lead.iter().find_map(|l| t.strip_prefix(l)) {
+                        t = rest.trim_start();
+                    }
+                    if t.is_empty() || self.tags.lead.iter().any(|l| l.starts_with(t)) {
+                        self.pending = t.to_string();
                         return out;
                     }
                     self.pending = t.to_string();
@@ -179,7 +197,7 @@ impl Split {
         let mut out = Vec::new();
         match self.state {
             State::Thinking => self.emit(&mut out, Part::Thinking, rest),
-            State::Start | State::AfterThinking if rest.trim().is_empty() => {}
+            State::Start | State::Lead if rest.trim().is_empty() => {}
             _ => self.emit(&mut out, Part::Answer, rest),
         }
         out
@@ -251,6 +269,8 @@ mod tests {
         assert_eq!(Tags::of_template(qwen3), Some(Tags::THINK));
         assert_eq!(Tags::of_template("[SYSTEM_PROMPT]…[THINK]…[/THINK]"), Some(Tags::MAGISTRAL));
         assert_eq!(Tags::of_template("{% for m in messages %}{{ m.content }}{% endfor %}"), None);
+        assert_eq!(Tags::of_template("<|start|>assistant<|channel|>final<|message|>"), Some(Tags::HARMONY));
+        assert_eq!(Tags::of_template("<|turn>model\n<|channel>thought\n<channel|>"), Some(Tags::GEMMA4));
         assert!(Tags::THINK.opened_by("<|im_start|>assistant\n<think>\n"));
         assert!(!Tags::THINK.opened_by("<|im_start|>assistant\n<think>\n\n</think>\n\n"));
         let opens = "{{ messages[0].content }}{% if enable_thinking is false %}<think>\n\n</think>\n\n{% else %}<think>\n{% endif %}";
@@ -269,6 +289,56 @@ mod tests {
         let (t, a) = run(&mut s, &["2+2", " is 4", "</think>", "\n\n4"]);
         assert_eq!((t.as_str(), a.as_str()), ("2+2 is 4", "4"));
         assert_eq!(s.thinking_tokens(), 3);
+    }
+
+    /// gpt-oss (harmony) and Gemma 4 write their channels with control tokens, which the engine
+    /// passes on as text: the analysis and thought channels are the thinking, the final channel
+    /// (its markup dropped) the answer; a call in the commentary channel stays in the answer,
+    /// where the tool-call reader finds it.
+    #[test]
+    fn harmony_and_gemma_4_channels() {
+        let mut s = Split::new(Tags::HARMONY, false);
+        let (t, a) = run(
+            &mut s,
+            &[
+                "<|channel|>",
+                "analysis",
+                "<|message|>",
+                "User wants",
+                " weather.",
+                "<|end|>",
+                "<|start|>",
+                "assistant",
+                "<|channel|>",
+                "final",
+                "<|message|>",
+                "It is ",
+                "sunny.",
+            ],
+        );
+        assert_eq!((t.as_str(), a.as_str()), ("User wants weather.", "It is sunny."));
+        let mut s = Split::new(Tags::HARMONY, false);
+        let (t, a) = run(
+            &mut s,
+            &[
+                "<|channel|>analysis<|message|>",
+                "Call it.",
+                "<|end|>",
+                "<|start|>assistant",
+                "<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>{\"city\":\"Paris\"}",
+            ],
+        );
+        assert_eq!(t, "Call it.");
+        assert_eq!(
+            a,
+            "<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>{\"city\":\"Paris\"}"
+        );
+        // The final channel alone (no analysis).
+        let mut s = Split::new(Tags::HARMONY, false);
+        assert_eq!(run(&mut s, &["<|channel|>final<|message|>", "Hi."]), (String::new(), "Hi.".to_string()));
+        let mut s = Split::new(Tags::GEMMA4, false);
+        let (t, a) = run(&mut s, &["<|channel>", "thought\nHmm", ".", "<channel|>", "Paris."]);
+        assert_eq!((t.as_str(), a.as_str()), ("\nHmm.", "Paris."));
     }
 
     #[test]

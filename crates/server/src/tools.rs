@@ -12,6 +12,11 @@
 //!   `[TOOL_CALLS]name[ARGS]{…}` per call.
 //! - **Llama 3.x**: `{"name": …, "parameters": {…}}` (after `<|python_tag|>` or alone), calls
 //!   separated by `;`.
+//! - **gpt-oss (harmony)**: a call in the commentary channel,
+//!   `<|channel|>commentary to=functions.NAME <|constrain|>json<|message|>{…}` (the engine passes
+//!   harmony's control tokens on as text; the call ends the answer, at `<|call|>`).
+//! - **Gemma 4**: `<|tool_call>call:NAME{key:value,…}<tool_call|>`, strings between `<|"|>`
+//!   markers, keys bare.
 
 use draftlab_core::decoding::template::Tool;
 use serde_json::Value;
@@ -22,6 +27,8 @@ pub enum Format {
     Hermes,
     Mistral,
     Llama3,
+    Harmony,
+    Gemma4,
 }
 
 /// What an answer that may call tools is read with: the family's format and the tools' names.
@@ -52,7 +59,11 @@ impl Format {
         if !template.contains("tools") {
             return None;
         }
-        if template.contains("<tool_call>") {
+        if template.contains("<|tool_call>") {
+            Some(Format::Gemma4)
+        } else if template.contains("<|channel|>") && template.contains("functions") {
+            Some(Format::Harmony)
+        } else if template.contains("<tool_call>") {
             Some(Format::Hermes)
         } else if template.contains("[TOOL_CALLS]") {
             Some(Format::Mistral)
@@ -70,6 +81,8 @@ impl Format {
             Format::Hermes => &["<tool_call>", "```json", "{\"name\""],
             Format::Mistral => &["[TOOL_CALLS]"],
             Format::Llama3 => &["<|python_tag|>", "{\"name\""],
+            Format::Harmony => &["<|channel|>commentary", "to=functions."],
+            Format::Gemma4 => &["<|tool_call>"],
         }
     }
 
@@ -101,6 +114,8 @@ impl Format {
             Format::Hermes => hermes(&rest[rest.find("<tool_call>").unwrap_or(0)..])?,
             Format::Mistral => mistral(rest.trim_start_matches("[TOOL_CALLS]"))?,
             Format::Llama3 => llama3(rest.trim_start_matches("<|python_tag|>"))?,
+            Format::Harmony => harmony(rest)?,
+            Format::Gemma4 => gemma4(rest)?,
         };
         Ok(Parsed { content, calls })
     }
@@ -262,6 +277,141 @@ fn llama3(mut rest: &str) -> Result<Vec<Call>, String> {
     }
 }
 
+/// Calls in harmony's commentary channel: `to=functions.NAME … <|message|>{arguments}`.
+fn harmony(mut rest: &str) -> Result<Vec<Call>, String> {
+    let mut calls = Vec::new();
+    while let Some(at) = rest.find("to=functions.") {
+        let after = &rest[at + "to=functions.".len()..];
+        let end = after.find(|c: char| c.is_whitespace() || c == '<').unwrap_or(after.len());
+        let name = &after[..end];
+        if name.is_empty() {
+            return Err(format!("a call without a name: {}", clip(after)));
+        }
+        let Some(m) = after.find("<|message|>") else {
+            return Err(format!("a call to `{name}` without its arguments"));
+        };
+        let (v, next) = json_prefix(&after[m + "<|message|>".len()..])?;
+        if !v.is_object() {
+            return Err(format!("arguments that are not an object: {v}"));
+        }
+        calls.push(Call { name: name.to_string(), arguments: v.to_string() });
+        rest = next;
+    }
+    Ok(calls)
+}
+
+/// Gemma 4's calls: `<|tool_call>call:NAME{…}<tool_call|>`.
+fn gemma4(mut rest: &str) -> Result<Vec<Call>, String> {
+    let mut calls = Vec::new();
+    while let Some(at) = rest.find("<|tool_call>") {
+        let body = rest[at + "<|tool_call>".len()..].trim_start();
+        let body = body.strip_prefix("call:").ok_or_else(|| format!("a call without `call:`: {}", clip(body)))?;
+        let brace = body.find('{').ok_or_else(|| format!("a call without arguments: {}", clip(body)))?;
+        let name = body[..brace].trim();
+        if name.is_empty() {
+            return Err(format!("a call without a name: {}", clip(body)));
+        }
+        let mut r = GemmaReader { s: &body[brace..] };
+        let args = r.value(0)?;
+        calls.push(Call { name: name.to_string(), arguments: args.to_string() });
+        let after = r.s.trim_start();
+        rest = after.strip_prefix("<tool_call|>").unwrap_or(after);
+    }
+    Ok(calls)
+}
+
+/// Gemma 4's argument syntax, read into JSON: objects with bare (or quoted) keys, arrays,
+/// strings between `<|"|>` markers, numbers, `true`, `false`, `null`.
+struct GemmaReader<'a> {
+    s: &'a str,
+}
+
+impl GemmaReader<'_> {
+    const QUOTE: &'static str = "<|\"|>";
+    /// Deeper nesting than any call has is refused (a hostile answer cannot recurse without end).
+    const MAX_DEPTH: usize = 64;
+
+    fn value(&mut self, depth: usize) -> Result<Value, String> {
+        if depth > Self::MAX_DEPTH {
+            return Err("arguments nested too deeply".into());
+        }
+        self.s = self.s.trim_start();
+        if let Some(rest) = self.s.strip_prefix(Self::QUOTE) {
+            let end = rest.find(Self::QUOTE).ok_or("a string that does not end")?;
+            self.s = &rest[end + Self::QUOTE.len()..];
+            return Ok(Value::String(rest[..end].to_string()));
+        }
+        if self.s.starts_with('"') {
+            let (v, rest) = json_prefix(self.s)?;
+            self.s = rest;
+            return Ok(v);
+        }
+        if let Some(rest) = self.s.strip_prefix('{') {
+            self.s = rest;
+            let mut map = serde_json::Map::new();
+            loop {
+                self.s = self.s.trim_start();
+                if let Some(rest) = self.s.strip_prefix('}') {
+                    self.s = rest;
+                    return Ok(Value::Object(map));
+                }
+                let key = match self.value_key()? {
+                    Some(k) => k,
+                    None => return Err(format!("an object key expected: {}", clip(self.s))),
+                };
+                self.s = self.s.trim_start().strip_prefix(':').ok_or_else(|| format!("`:` expected after `{key}`"))?;
+                let v = self.value(depth + 1)?;
+                map.insert(key, v);
+                self.s = self.s.trim_start();
+                self.s = self.s.strip_prefix(',').unwrap_or(self.s);
+            }
+        }
+        if let Some(rest) = self.s.strip_prefix('[') {
+            self.s = rest;
+            let mut list = Vec::new();
+            loop {
+                self.s = self.s.trim_start();
+                if let Some(rest) = self.s.strip_prefix(']') {
+                    self.s = rest;
+                    return Ok(Value::Array(list));
+                }
+                if self.s.is_empty() {
+                    return Err("a list that does not end".into());
+                }
+                list.push(self.value(depth + 1)?);
+                self.s = self.s.trim_start();
+                self.s = self.s.strip_prefix(',').unwrap_or(self.s);
+            }
+        }
+        // A bare scalar: up to the next `,`, `}` or `]`.
+        let end = self.s.find([',', '}', ']']).unwrap_or(self.s.len());
+        let word = self.s[..end].trim();
+        if word.is_empty() {
+            return Err(format!("a value expected: {}", clip(self.s)));
+        }
+        self.s = &self.s[end..];
+        Ok(serde_json::from_str::<Value>(word).unwrap_or_else(|_| Value::String(word.to_string())))
+    }
+
+    /// An object key: bare up to `:`, or quoted.
+    fn value_key(&mut self) -> Result<Option<String>, String> {
+        if self.s.starts_with(Self::QUOTE) || self.s.starts_with('"') {
+            return match self.value(Self::MAX_DEPTH)? {
+                Value::String(k) => Ok(Some(k)),
+                other => Err(format!("a key that is not a string: {other}")),
+            };
+        }
+        let end = self.s.find(':').ok_or_else(|| format!("`:` expected: {}", clip(self.s)))?;
+        let key = self.s[..end].trim();
+        if key.is_empty() || key.contains(['{', '}', ',']) {
+            return Ok(None);
+        }
+        let key = key.to_string();
+        self.s = &self.s[end..];
+        Ok(Some(key))
+    }
+}
+
 /// Holds back a streamed answer from the first text that starts a call (and any text that may be
 /// the start of one), so the calls go out whole as `tool_calls` and nothing of them as content.
 #[derive(Debug)]
@@ -329,6 +479,16 @@ mod tests {
             Some(Format::Llama3)
         );
         assert_eq!(Format::of_template("{% for m in messages %}{{ m.content }}{% endfor %}"), None);
+        assert_eq!(
+            Format::of_template(
+                "{% if tools %}<|start|>developer<|message|># Tools namespace functions {% endif %}<|channel|>"
+            ),
+            Some(Format::Harmony)
+        );
+        assert_eq!(
+            Format::of_template("{% if tools %}<|tool>…<tool|>{% endif %}<|tool_call>call:"),
+            Some(Format::Gemma4)
+        );
     }
 
     #[test]
@@ -375,12 +535,42 @@ mod tests {
         let json = "Use {\"name\": \"package\"} in package.json, and {\"name\": broken";
         assert_eq!(p(Format::Hermes, json).unwrap(), Parsed { content: json.into(), calls: vec![] });
         assert!(!Format::Hermes.certain(code) && Format::Hermes.certain("<tool_call>{"));
+        // gpt-oss: a call in the commentary channel (the engine passes harmony's markup on).
+        let g = p(
+            Format::Harmony,
+            "<|channel|>commentary to=functions.weather <|constrain|>json<|message|>{\"city\": \"Nice\"}",
+        )
+        .unwrap();
+        assert_eq!(
+            (g.content.as_str(), g.calls.clone()),
+            ("", vec![Call { name: "weather".into(), arguments: r#"{"city":"Nice"}"#.into() }])
+        );
+        assert!(Format::Harmony.certain("<|channel|>commentary to=functions.a"));
+        // Gemma 4: bare keys, strings between <|"|>, numbers, lists and objects.
+        let q = "<|\"|>";
+        let gm = p(Format::Gemma4, &format!("Let me check.<|tool_call>call:weather{{city:{q}Kyoto{q},days:3,units:[{q}C{q}],opts:{{hourly:true}}}}<tool_call|><|tool_call>call:time{{}}<tool_call|>"))
+            .unwrap();
+        assert_eq!(gm.content, "Let me check.");
+        assert_eq!(
+            gm.calls[0],
+            Call {
+                name: "weather".into(),
+                arguments: r#"{"city":"Kyoto","days":3,"units":["C"],"opts":{"hourly":true}}"#.into()
+            }
+        );
+        assert_eq!(gm.calls[1], Call { name: "time".into(), arguments: "{}".into() });
         // Plain answers are content.
         assert_eq!(p(Format::Hermes, "Hello.").unwrap(), Parsed { content: "Hello.".into(), calls: vec![] });
     }
 
     #[test]
     fn malformed_calls_say_what_is_wrong() {
+        assert!(p(Format::Gemma4, "<|tool_call>call:weather{city:<|\"|>Kyo").unwrap_err().contains("does not end"));
+        assert!(p(Format::Harmony, "<|channel|>commentary to=functions.weather <|message|>[1]")
+            .unwrap_err()
+            .contains("not an object"));
+        let deep = format!("<|tool_call>call:f{}", "{a:".repeat(100));
+        assert!(p(Format::Gemma4, &deep).unwrap_err().contains("too deeply"));
         let e = p(Format::Hermes, "<tool_call>\n{\"name\": \"weather\", \"arguments\": {\"city\": \"Par").unwrap_err();
         assert!(e.contains("not valid JSON"), "{e}");
         let e = p(Format::Hermes, "<tool_call>{\"arguments\": {}}</tool_call>").unwrap_err();

@@ -494,6 +494,14 @@ impl Workers {
         }
     }
 
+    /// A model's chat template, from the worker (see [`Command::ChatTemplate`]).
+    pub fn chat_template(&self, model: PathBuf) -> Result<Option<String>, ApiError> {
+        match self.ask(Command::ChatTemplate { model })? {
+            Reply::Template { template } => Ok(template),
+            other => Err(unexpected("chat template", &other)),
+        }
+    }
+
     /// Asks job `job` to stop between rounds.
     pub fn cancel(&self, job: u64) {
         let mut current = lock(&self.current);

@@ -135,6 +135,11 @@ pub enum Command {
         #[serde(default)]
         folders: Vec<PathBuf>,
     },
+    /// A model's chat template, from its GGUF header (answered with `template`): outside bytes,
+    /// so read here, not in the window.
+    ChatTemplate {
+        model: PathBuf,
+    },
 }
 
 impl Command {
@@ -150,6 +155,7 @@ impl Command {
                 | Command::SweepPlan { .. }
                 | Command::Discover { .. }
                 | Command::Drafters { .. }
+                | Command::ChatTemplate { .. }
         )
     }
 
@@ -157,7 +163,11 @@ impl Command {
     pub fn answers_beside_jobs(&self) -> bool {
         match self {
             Command::Doctor { settings, .. } | Command::Check { settings, .. } => settings.rpc.is_empty(),
-            Command::Memory | Command::SweepPlan { .. } | Command::Discover { .. } | Command::Drafters { .. } => true,
+            Command::Memory
+            | Command::SweepPlan { .. }
+            | Command::Discover { .. }
+            | Command::Drafters { .. }
+            | Command::ChatTemplate { .. } => true,
             _ => false,
         }
     }
@@ -243,6 +253,11 @@ pub enum Reply {
     Drafters {
         drafters: Box<crate::files::finder::Drafters>,
     },
+    /// A model's chat template (`chat_template`): none when it has none, or the file cannot be
+    /// read (a job with it says why).
+    Template {
+        template: Option<String>,
+    },
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -305,6 +320,7 @@ pub fn is_final(reply: &Reply) -> bool {
             | Reply::SweepPlan { .. }
             | Reply::Discovered { .. }
             | Reply::Drafters { .. }
+            | Reply::Template { .. }
             | Reply::Compared { .. }
     ) || matches!(reply, Reply::Event { event: crate::decoding::event::Event::Done { .. } })
 }

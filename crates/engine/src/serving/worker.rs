@@ -115,6 +115,11 @@ fn answer_check(command: Command) -> Reply {
             crate::files::finder::find(&target, &folders, &mem, &|t, d| costs.measured_ratio(t, d))
                 .map(|d| Reply::Drafters { drafters: Box::new(d) })
         }
+        Command::ChatTemplate { model } => Ok(Reply::Template {
+            template: draftlab_core::files::gguf::GgufFile::open(&model)
+                .ok()
+                .and_then(|g| g.get_str("tokenizer.chat_template").map(str::to_string)),
+        }),
         other => return Reply::Error { error: bad_request(format!("{other:?} is not a check")) },
     };
     result.unwrap_or_else(|e| Reply::Error { error: e.info() })
@@ -211,7 +216,8 @@ pub fn serve<R: BufRead + Send + 'static, W: Write + Send + 'static>(input: R, o
             | Command::Memory
             | Command::SweepPlan { .. }
             | Command::Discover { .. }
-            | Command::Drafters { .. }) => out.send(id, answer_check(command)),
+            | Command::Drafters { .. }
+            | Command::ChatTemplate { .. }) => out.send(id, answer_check(command)),
             Command::Sweep { spec, out: dir } => {
                 warm = None; // a sweep loads its own pairs; never hold two sets of models
                 let job = Running { id, out: &out, cancel: cancels.flag(id) };

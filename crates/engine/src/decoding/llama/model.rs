@@ -274,9 +274,21 @@ impl Model {
         v.should_add_bos().then(|| v.bos().0)
     }
 
-    /// The bytes a token stands for (special tokens render as nothing).
+    /// The bytes a token stands for: special tokens render as nothing, except the markup some
+    /// families write their answers' structure in ([`SHOWN_MARKERS`]: gpt-oss's harmony channels,
+    /// Gemma 4's tool calls and thinking), which render as their text so the answer can be read.
     pub fn piece(&self, token: Token) -> Vec<u8> {
-        self.inner.vocab().token_to_piece(LlamaToken(token), false, None)
+        let v = self.inner.vocab();
+        let plain = v.token_to_piece(LlamaToken(token), false, None);
+        if !plain.is_empty() {
+            return plain;
+        }
+        let special = v.token_to_piece(LlamaToken(token), true, None);
+        if !self.is_eog(token) && std::str::from_utf8(&special).is_ok_and(shown_marker) {
+            special
+        } else {
+            plain
+        }
     }
 
     pub fn is_eog(&self, token: Token) -> bool {
@@ -473,6 +485,29 @@ fn raw_model(model: &LlamaModel) -> *mut llama_cpp_sys_2::llama_model {
     // above leaves no room to be anywhere but at offset 0. The pointer is only read; the model
     // outlives every context made from it (they borrow the `Model`).
     unsafe { *(model as *const LlamaModel).cast::<*mut llama_cpp_sys_2::llama_model>() }
+}
+
+/// Control tokens that are markup of an answer's structure, shown as text in the output: gpt-oss's
+/// harmony (`<|channel|>analysis<|message|>…<|end|>`, a call's `to=functions.…
+/// <|constrain|>json<|message|>{…}`), Gemma 4's tool calls (`<|tool_call>call:name{…}<tool_call|>`,
+/// strings between `<|"|>`) and thinking (`<|channel>thought…<channel|>`). Every other control
+/// token renders as nothing, as llama.cpp renders them.
+pub const SHOWN_MARKERS: &[&str] = &[
+    "<|channel|>",
+    "<|message|>",
+    "<|start|>",
+    "<|end|>",
+    "<|constrain|>",
+    "<|tool_call>",
+    "<tool_call|>",
+    "<|\"|>",
+    "<|channel>",
+    "<channel|>",
+];
+
+/// Whether a control token's text is one of [`SHOWN_MARKERS`].
+pub fn shown_marker(text: &str) -> bool {
+    SHOWN_MARKERS.contains(&text)
 }
 
 #[cfg(test)]
