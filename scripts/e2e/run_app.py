@@ -406,6 +406,31 @@ def chat_and_serve(s, smol, out):
     s.click("nav-run" if s.exists("nav-run") else "nav-history")
 
 
+ERROR_HOOKS = (
+    "window.__errors = [];"
+    "window.addEventListener('error', (e) => window.__errors.push(String(e.message || e.error)));"
+    "window.addEventListener('unhandledrejection', (e) => window.__errors.push('unhandled: ' + String(e.reason?.message ?? e.reason)));"
+)
+
+
+def remembered_gone(s, smol, out):
+    """A remembered model that no longer exists (deleted since the app last ran) is dropped from the
+    form quietly and marked in Recent; the one that exists stays; no error on start."""
+    s.script(f"localStorage.setItem('draftlab.recent', JSON.stringify(['/tmp/draftlab-e2e-gone/target.gguf', {json.dumps(smol)}]));"
+             "location.reload();")
+    time.sleep(1)
+    wait("the page again", lambda: s.exists("target"), timeout=30)
+    s.script(ERROR_HOOKS)
+    wait("the gone target dropped", lambda: s.prop("target", "value") == "", timeout=30)
+    assert s.prop("draft", "value") == smol, s.prop("draft", "value")
+    time.sleep(1)
+    assert not s.exists("doctor-error"), s.text("doctor-error")
+    label = s.script("return document.querySelector('#recent option[value=\"/tmp/draftlab-e2e-gone/target.gguf\"]')?.label")
+    assert label == "not found", label
+    s.screenshot(out / "remembered-gone.png")
+    print("e2e: a remembered model that is gone is dropped from the form quietly (marked in Recent), no error")
+
+
 def chat_tools(s, qwen, out):
     """The Chat view with tools, on the Qwen target (its template writes Hermes calls): the model
     calls the tool, the call shows as a call, the user gives its result, the model answers from it."""
@@ -438,6 +463,40 @@ def chat_tools(s, qwen, out):
     assert "18" in final, final
     s.screenshot(out / "chat-tools.png")
     print(f"e2e: chat: the model called {call.strip()!r}, and answered from its result: {final.strip()[:60]!r}")
+    hostile_answer(s, out)
+
+
+def hostile_answer(s, out):
+    """An answer whose text is Markdown with a code block, and hostile HTML and script: shown as
+    Markdown (the code block with a Copy button), the HTML as text, and nothing of it runs. The
+    conversation is one the app saved, its last answer rewritten on disk as a model could write it."""
+    chats = pathlib.Path(os.environ["DRAFTLAB_DATA_DIR"]) / "chats"
+    saved = max(chats.glob("*.json"), key=lambda p: p.stat().st_mtime)
+    conv = json.loads(saved.read_text())
+    conv["id"] = "1900000000-000000001"  # ids are what the app makes: digits and a dash
+    conv["title"] = "Hostile answer"
+    conv["turns"][-1] = {"role": "assistant", "tokens": [], "stats": None, "content": (
+        "Here is **the code**:\n\n```python\nprint('hi')\n```\n\n"
+        "<script>window.__pwned = 1</script>\n\n<img src=x onerror=\"window.__pwned = 2\">\n\n"
+        "[click](javascript:window.__pwned=3) <a href=\"javascript:window.__pwned=4\">link</a>\n")}
+    (chats / f"{conv['id']}.json").write_text(json.dumps(conv))
+    s.click("nav-run")
+    s.click("nav-chat")
+    wait("the saved conversation listed", lambda: "Hostile answer" in s.script(
+        "return [...document.querySelectorAll('[data-testid=chat-entry]')].map(e => e.textContent).join('|')"), timeout=30)
+    s.script("[...document.querySelectorAll('[data-testid=chat-entry]')].find(e => e.textContent.includes('Hostile answer')).click()")
+    wait("the answer as Markdown", lambda: s.script(
+        "return !!document.querySelector('[data-testid=chat-markdown] pre code')"), timeout=30)
+    md = "[...document.querySelectorAll('[data-testid=chat-markdown]')].pop()"
+    assert s.script(f"return {md}.querySelector('strong')?.textContent") == "the code"
+    assert s.script(f"return {md}.querySelector('pre > button.copy-code')?.textContent") == "Copy"
+    assert s.script(f"return {md}.querySelectorAll('script, img, iframe').length") == 0
+    assert "<script>" in s.script(f"return {md}.textContent")
+    s.script(f"{md}.querySelectorAll('a').forEach(a => a.click())")
+    time.sleep(0.5)
+    assert s.script("return window.__pwned === undefined"), s.script("return window.__pwned")
+    s.screenshot(out / "chat-markdown-hostile.png")
+    print("e2e: chat: an answer renders as Markdown with a code block; hostile HTML shows as text and nothing runs")
 
 
 def head_drafter(s, models, out):
@@ -497,11 +556,7 @@ def main():
     out_dir[0] = out
     s = Session(app)
     # The page's uncaught errors, printed if a step fails (an exception in an effect shows nowhere).
-    s.script(
-        "window.__errors = [];"
-        "window.addEventListener('error', (e) => window.__errors.push(String(e.message || e.error)));"
-        "window.addEventListener('unhandledrejection', (e) => window.__errors.push('unhandled: ' + String(e.reason?.message ?? e.reason)));"
-    )
+    s.script(ERROR_HOOKS)
     try:
         if os.environ.get("E2E_ONLY") == "models":
             models_view(s)
@@ -609,6 +664,7 @@ def main():
         s.screenshot(out / "dropped-text-file.png")
         print("e2e: a dropped non-GGUF file gets a clear message")
 
+        remembered_gone(s, smol, out)
         head_drafter(s, models, out)
         drafter_finder(s, models, out)
         bad_files(s, smol, out)

@@ -40,6 +40,9 @@ pub struct HistoryEntry {
     pub speedup: Option<f64>,
     pub identical: Option<bool>,
     pub tokens_per_s: Vec<f64>,
+    /// The fewest tokens a run of it generated (a speedup over a few tokens says little).
+    #[serde(default)]
+    pub tokens: usize,
 }
 
 fn entry(run: &HistoryRun) -> HistoryEntry {
@@ -54,6 +57,7 @@ fn entry(run: &HistoryRun) -> HistoryEntry {
         speedup: run.speedup,
         identical: run.comparison.as_ref().map(|c| c.identical),
         tokens_per_s: run.reports.iter().map(|r| r.tokens_per_s).collect(),
+        tokens: run.reports.iter().map(|r| r.generated_tokens).min().unwrap_or(0),
     }
 }
 

@@ -469,7 +469,11 @@ export type RunOutcome = {
  */
 history_id: string | null, cancelled: boolean, };
 
-export type HistoryEntry = { id: string, saved_at: number, target: string, draft: string | null, prompt: string, modes: Array<Mode>, speedup: number | null, identical: boolean | null, tokens_per_s: Array<number>, };
+export type HistoryEntry = { id: string, saved_at: number, target: string, draft: string | null, prompt: string, modes: Array<Mode>, speedup: number | null, identical: boolean | null, tokens_per_s: Array<number>, 
+/**
+ * The fewest tokens a run of it generated (a speedup over a few tokens says little).
+ */
+tokens: number, };
 
 export type ModeTokens = { mode: Mode, tokens: Array<TokenView>, };
 

@@ -155,6 +155,7 @@ export class FakeBackend implements Backend {
     return this.saved.map((r) => ({
       id: r.id, saved_at: r.saved_at, target: r.request.target, draft: r.request.draft, prompt: r.request.prompt,
       modes: r.reports.map((x) => x.mode), speedup: r.speedup, identical: null, tokens_per_s: r.reports.map((x) => x.tokens_per_s),
+      tokens: Math.min(...r.reports.map((x) => x.generated_tokens)),
     })).reverse();
   }
 

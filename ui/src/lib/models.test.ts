@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { FakeBackend } from "./fake";
-import { applyDownloadEvent, bytes, downloadPair, draftSuggestions, fileJob, newDownload, newPairDownload } from "./models";
+import { applyDownloadEvent, bytes, downloadPair, draftSuggestions, fileJob, missingPath, newDownload, newPairDownload } from "./models";
 import type { CatalogModel, FoundModel, VocabGroup } from "./types";
 
 /// Only the parameter count of the summary matters here.
@@ -8,6 +8,16 @@ function found(path: string, n_params: number): FoundModel {
   const summary = { n_params } as FoundModel["summary"];
   return { path, source: "hugging_face", label: path, file_size: n_params / 2, summary, error: null };
 }
+
+describe("a remembered model that is gone", () => {
+  it("is told by the engine's not_found naming its path", () => {
+    const gone = { code: "not_found", message: "/tmp/x/draft.gguf: no such file", hint: "Check the path" } as const;
+    expect(missingPath(gone, ["/m/target.gguf", "/tmp/x/draft.gguf"])).toBe("/tmp/x/draft.gguf");
+    expect(missingPath(gone, ["/m/target.gguf", ""])).toBeNull();
+    // Another error about the same file is not "gone".
+    expect(missingPath({ code: "invalid_gguf", message: "/tmp/x/draft.gguf: not a GGUF file", hint: "" }, ["/tmp/x/draft.gguf"])).toBeNull();
+  });
+});
 
 describe("draft suggestions", () => {
   it("offers the target's vocabulary group first, smallest first, then the recent files", () => {

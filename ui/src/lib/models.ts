@@ -1,6 +1,6 @@
 // Helpers of the Models and Run views (tested without Tauri, against the fake backend).
 import type { Backend } from "./backend";
-import type { CatalogModel, DownloadEvent, VocabGroup } from "./types";
+import type { ApiError, CatalogModel, DownloadEvent, VocabGroup } from "./types";
 
 /// The drafts to offer for a target: the models on disk with the target's vocabulary (smallest
 /// first, the target itself left out), then the other recent files.
@@ -11,6 +11,13 @@ export function draftSuggestions(target: string, groups: VocabGroup[], recent: s
     .sort((a, b) => (a.summary?.n_params ?? 0) - (b.summary?.n_params ?? 0))
     .map((m) => m.path);
   return [...same, ...recent.filter((r) => r !== target && !same.includes(r))];
+}
+
+/// Which of `paths` an error says does not exist (the engine's `not_found`: "PATH: no such
+/// file"), if any.
+export function missingPath(e: ApiError, paths: string[]): string | null {
+  if (e.code !== "not_found") return null;
+  return paths.find((p) => p !== "" && e.message.startsWith(`${p}:`)) ?? null;
 }
 
 export interface DownloadState {
