@@ -592,18 +592,10 @@ impl Answer {
                         json!({"type": "content_block_delta", "index": *index, "delta": d}),
                     ));
                 };
+                let kind = if matches!(step, Step::Thinking(_)) { "thinking" } else { "text" };
                 let end = match step {
-                    Step::Text(t, _) => {
-                        delta(&mut events, "text", &t, &mut open, &mut index);
-                        if provenance {
-                            if let Some((_, delta)) = events.last_mut() {
-                                delta["draftlab"] = json!({"tokens": std::mem::take(&mut a.sources)});
-                            }
-                        }
-                        false
-                    }
-                    Step::Thinking(t) => {
-                        delta(&mut events, "thinking", &t, &mut open, &mut index);
+                    Step::Text(t, _) | Step::Thinking(t) => {
+                        delta(&mut events, kind, &t, &mut open, &mut index);
                         if provenance {
                             if let Some((_, delta)) = events.last_mut() {
                                 delta["draftlab"] = json!({"tokens": std::mem::take(&mut a.sources)});
