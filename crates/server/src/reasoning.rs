@@ -87,8 +87,6 @@ pub struct Split {
     pending: String,
     /// Tokens that arrived while the model was thinking (the closing tag's included).
     thinking_tokens: usize,
-    /// The thinking's text so far (for a continuation after a thinking budget).
-    thought: String,
 }
 
 /// The longest end of `text` that is a proper beginning of `tag`.
@@ -100,7 +98,7 @@ impl Split {
     /// `opened`: the prompt ended inside the thinking block.
     pub fn new(tags: Tags, opened: bool) -> Self {
         let state = if opened { State::Thinking } else { State::Start };
-        Split { tags, state, pending: String::new(), thinking_tokens: 0, thought: String::new() }
+        Split { tags, state, pending: String::new(), thinking_tokens: 0 }
     }
 
     pub fn tags(&self) -> Tags {
@@ -146,13 +144,13 @@ impl Split {
                     if let Some(at) = self.pending.find(self.tags.close) {
                         let thought: String = self.pending[..at].to_string();
                         self.pending.drain(..at + self.tags.close.len());
-                        self.emit(&mut out, Part::Thinking, thought);
+                        emit(&mut out, Part::Thinking, thought);
                         self.state = State::Lead;
                     } else {
                         let keep = partial_end(&self.pending, self.tags.close);
                         let cut = self.pending.len() - keep;
                         let thought: String = self.pending.drain(..cut).collect();
-                        self.emit(&mut out, Part::Thinking, thought);
+                        emit(&mut out, Part::Thinking, thought);
                         return out;
                     }
                 }
@@ -170,23 +168,10 @@ impl Split {
                 }
                 State::Answer => {
                     let text = std::mem::take(&mut self.pending);
-                    self.emit(&mut out, Part::Answer, text);
+                    emit(&mut out, Part::Answer, text);
                     return out;
                 }
             }
-        }
-    }
-
-    fn emit(&mut self, out: &mut Vec<(Part, String)>, part: Part, text: String) {
-        if text.is_empty() {
-            return;
-        }
-        if part == Part::Thinking {
-            self.thought.push_str(&text);
-        }
-        match out.last_mut() {
-            Some((p, t)) if *p == part => t.push_str(&text),
-            _ => out.push((part, text)),
         }
     }
 
@@ -196,16 +181,22 @@ impl Split {
         let rest = std::mem::take(&mut self.pending);
         let mut out = Vec::new();
         match self.state {
-            State::Thinking => self.emit(&mut out, Part::Thinking, rest),
+            State::Thinking => emit(&mut out, Part::Thinking, rest),
             State::Start | State::Lead if rest.trim().is_empty() => {}
-            _ => self.emit(&mut out, Part::Answer, rest),
+            _ => emit(&mut out, Part::Answer, rest),
         }
         out
     }
+}
 
-    /// The thinking so far, as the model wrote it (to continue it after a budget).
-    pub fn thought(&self) -> &str {
-        &self.thought
+/// Adds text of a part to what goes out (joined to the last text of the same part).
+fn emit(out: &mut Vec<(Part, String)>, part: Part, text: String) {
+    if text.is_empty() {
+        return;
+    }
+    match out.last_mut() {
+        Some((p, t)) if *p == part => t.push_str(&text),
+        _ => out.push((part, text)),
     }
 }
 
@@ -350,7 +341,6 @@ mod tests {
         let mut s = Split::new(Tags::THINK, true);
         let (t, a) = run(&mut s, &["still", " thinking </thi"]);
         assert_eq!((t.as_str(), a.as_str()), ("still thinking </thi", ""));
-        assert_eq!(s.thought(), "still thinking </thi");
     }
 
     #[test]
