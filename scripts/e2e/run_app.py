@@ -83,6 +83,27 @@ class Session:
         call("DELETE", f"/session/{self.id}")
 
 
+def choose(s, testid, path):
+    """Picks a model in a model picker (the card `testid`): opens it, pastes the path, Enter."""
+    if not s.exists(f"{testid}-search"):
+        s.click(testid)
+    el = s.find(f"{testid}-search")
+    call("POST", f"/session/{s.id}/element/{el}/clear", {})
+    call("POST", f"/session/{s.id}/element/{el}/value", {"text": path + "\ue007"})
+    wait(f"{testid} = {path}", lambda: s.attr(testid, "data-path") == path, timeout=10)
+
+
+def path_of(s, testid):
+    """The file a model picker holds."""
+    return s.attr(testid, "data-path")
+
+
+def open_details(s, testid):
+    """Opens a <details> (the engine's line, the Advanced settings) so what is in it can be used."""
+    if not s.script(f"return document.querySelector('[data-testid={testid}]').open"):
+        s.script(f"document.querySelector('[data-testid={testid}] > summary').click()")
+
+
 def wait(what, predicate, timeout=180):
     t0 = time.time()
     while time.time() - t0 < timeout:
@@ -96,6 +117,16 @@ def wait(what, predicate, timeout=180):
 
 
 
+def sweep_models(s, which, paths):
+    """The Sweep view's targets or drafts: the list emptied, then each added with its picker."""
+    s.script(f"document.querySelectorAll('[data-testid=sweep-{which}] .chip .x').forEach(b => b.click())")
+    for p in paths:
+        s.click(f"sweep-add-{which}")
+        s.set_value(f"sweep-add-{which}-search", p + ENTER)
+    chips = f"return [...document.querySelectorAll('[data-testid=sweep-{which}] .chip')].map(e => e.dataset.path)"
+    wait(f"the sweep's {which}", lambda: s.script(chips) == paths, timeout=10)
+
+
 def sweep_view(s, models, out):
     """A sweep from the Sweep view: SmolLM2 target, SmolLM2 and Qwen drafts (the second across
     vocabularies), one draft length; the heat map fills in, with the cross-vocabulary marker, and
@@ -103,13 +134,8 @@ def sweep_view(s, models, out):
     smol = str(models / "SmolLM2-135M-Instruct.Q4_1.gguf")
     draft_qwen = str(models / "qwen2.5-coder-0.5b-instruct.gguf")
     s.click("nav-sweep")
-    s.set_value("sweep-targets", smol)
-    # (WebKitWebDriver types no newline into a textarea: set the two lines as a paste would.)
-    s.script(
-        "const el = document.querySelector('[data-testid=sweep-drafts]');"
-        f"el.value = {json.dumps(smol + chr(10) + draft_qwen)};"
-        "el.dispatchEvent(new Event('input', {bubbles: true}));"
-    )
+    sweep_models(s, "targets", [smol])
+    sweep_models(s, "drafts", [smol, draft_qwen])
     s.set_value("sweep-lengths", "2")
     for testid, value in [("sweep-reps", "1"), ("sweep-warmup", "0"), ("sweep-tokens", "8")]:
         s.set_value(testid, value)
@@ -129,9 +155,9 @@ def sweep_view(s, models, out):
     # "Serve this pair" hands the best pair and its settings to the Serve view; "Chat with this
     # pair" there hands them on to a new conversation.
     s.click("serve-pair")
-    wait("the Serve view with the best pair", lambda: s.prop("serve-target", "value") == smol, timeout=10)
+    wait("the Serve view with the best pair", lambda: path_of(s, "serve-target") == smol, timeout=10)
     s.click("serve-chat")
-    wait("a conversation with the pair", lambda: s.prop("chat-target", "value") == smol, timeout=10)
+    wait("a conversation with the pair", lambda: path_of(s, "chat-target") == smol, timeout=10)
     print("e2e: Serve this pair, then Chat with this pair, carry the best setting across")
 
 def drafter_finder(s, models, out):
@@ -139,7 +165,7 @@ def drafter_finder(s, models, out):
     drafts with its vocabulary, SmolLM2 across vocabularies, the synthetic heads made for another
     target are refused with the reason; "Use" fills the draft and the strategy."""
     qwen = str(models / "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf")
-    s.set_value("target", qwen)
+    choose(s, "target", qwen)
     wait("the finder", lambda: s.exists("drafters") and s.attr("drafters", "data-for") == qwen, timeout=60)
     text = s.text("drafters")
     assert "qwen2.5-coder-0.5b-instruct.gguf" in text and "SmolLM2-135M-Instruct.Q4_1.gguf" in text, text
@@ -148,10 +174,10 @@ def drafter_finder(s, models, out):
     refused = s.text("drafters-refused")
     assert "draftlab-synthetic-eagle3.gguf" in refused and "reads hidden states of 64 values, the target has 1536" in refused, refused
     s.script(
-        "[...document.querySelectorAll('[data-testid=drafters] tr')]"
+        "[...document.querySelectorAll('[data-testid=drafters] li')]"
         ".find(r => r.textContent.includes('qwen2.5-coder-0.5b-instruct.gguf')).querySelector('button').click()"
     )
-    wait("the draft from the finder", lambda: s.prop("draft", "value").endswith("qwen2.5-coder-0.5b-instruct.gguf"), timeout=10)
+    wait("the draft from the finder", lambda: path_of(s, "draft").endswith("qwen2.5-coder-0.5b-instruct.gguf"), timeout=10)
     assert s.prop("strategy", "value") == "draft", s.prop("strategy", "value")
     s.screenshot(out / "drafter-finder.png")
     print(f"e2e: the drafter finder: {s.text('drafters').splitlines()[0][:160]}; Use filled the draft")
@@ -189,7 +215,7 @@ def models_view(s):
     wait("the cached model", lambda: "SmolLM2-135M-Instruct.Q4_1.gguf" in s.text("disk-group"), timeout=30)
     s.screenshot(out_dir[0] / "models.png")
     s.script("[...document.querySelectorAll('[data-testid=disk-group] button')].find(b => b.textContent === 'Target').click()")
-    wait("the Run view's target", lambda: "SmolLM2" in s.prop("target", "value"), timeout=10)
+    wait("the Run view's target", lambda: "SmolLM2" in path_of(s, "target"), timeout=10)
     print("e2e: the Models view lists the catalog with fit badges and the cached model; Target fills the Run view")
 
 
@@ -212,22 +238,22 @@ def bad_files(s, smol, out):
         bad_gguf_corpus.main(smol, str(corpus))
     files = [line.split("\t") for line in listing.getvalue().splitlines()]
     assert len(files) >= 20, len(files)
-    s.set_value("target", smol)
-    s.set_value("draft", smol)
+    choose(s, "target", smol)
+    choose(s, "draft", smol)
     s.set_value("prompt", "Say hello.")
     for name, what in files:
         path = str(corpus / name)
         for role in ("target", "draft"):
             if role == "target":
-                s.set_value("draft", smol)
+                choose(s, "draft", smol)
                 s.script(
                     "window.__TAURI_INTERNALS__.invoke('plugin:event|emit', {event: 'tauri://drag-drop', "
                     f"payload: {{paths: [{json.dumps(path)}], position: {{x: 10, y: 10}}}}}})"
                 )
-                wait("the dropped file as target", lambda: s.prop("target", "value") == path, timeout=20)
+                wait("the dropped file as target", lambda: path_of(s, "target") == path, timeout=20)
             else:
-                s.set_value("target", smol)
-                s.set_value("draft", path)
+                choose(s, "target", smol)
+                choose(s, "draft", path)
             wait(f"the doctor on {name}", lambda: path in (s.attr("doctor", "data-for") or ""), timeout=30)
             message = s.text("doctor")
             header_ok = name in ("unknown-architecture.gguf",) or (name == "missing-tokenizer.gguf" and role == "target")
@@ -238,14 +264,14 @@ def bad_files(s, smol, out):
             s.screenshot(shots / f"{name}-{role}.png")
             print(f"e2e: {name} ({what}) as {role}: {message.splitlines()[0][:140]}")
     # A file the header reader accepts but llama.cpp cannot load: the run fails with its reason.
-    s.set_value("draft", smol)
-    s.set_value("target", str(corpus / "unknown-architecture.gguf"))
+    choose(s, "draft", smol)
+    choose(s, "target", str(corpus / "unknown-architecture.gguf"))
     s.click("run-baseline")
     wait("the load failure", lambda: s.attr("pane-baseline", "data-status") == "failed", timeout=60)
     assert "could not load" in s.text("error-baseline"), s.text("error-baseline")
     s.screenshot(shots / "unknown-architecture-run.png")
     # The window keeps working.
-    s.set_value("target", smol)
+    choose(s, "target", smol)
     s.click("run-baseline")
     wait("a run after the bad files", lambda: s.attr("pane-baseline", "data-status") == "done", timeout=120)
     print(f"e2e: {len(files)} bad files as target and as draft, each a clear message; the app still runs")
@@ -256,6 +282,7 @@ def history_and_memory(s, out):
     after); History re-opens the first run with its coloured tokens and charts, runs it again with
     the same settings, and deletes a run."""
     wait("models in memory", lambda: s.attr("engine-status", "data-loaded") == "yes", timeout=20)
+    open_details(s, "engine-status")
     wait("the Unload button", lambda: s.prop("unload", "disabled") is False, timeout=20)
     s.click("unload")
     try:
@@ -308,7 +335,7 @@ def history_and_memory(s, out):
     wait("the deleted entry", lambda: s.script(entries) == before)
     s.screenshot(out / "history-deleted.png")
     print("e2e: History runs a saved run again and deletes one")
-    s.script("document.querySelector('header nav button').click()")  # back to the Run view
+    s.script("document.querySelector('[data-testid=nav-run]').click()")  # back to the Run view
 
 
 def chat_and_serve(s, smol, out):
@@ -317,8 +344,8 @@ def chat_and_serve(s, smol, out):
     switches the local server on, a request through it is answered, and it is switched off."""
     s.click("nav-chat")
     s.click("chat-new")
-    s.set_value("chat-target", smol)
-    s.set_value("chat-draft", smol)
+    choose(s, "chat-target", smol)
+    choose(s, "chat-draft", smol)
     # A fixed draft length, so both turns draft whatever the schedule would judge worth it on this
     # machine (the colours are under test here, not the schedule; SmolLM2 drafting for itself
     # saves nothing, and adaptive rightly stops drafting with it).
@@ -377,8 +404,8 @@ def chat_and_serve(s, smol, out):
 
     # The local server, on and off.
     s.click("nav-serve")
-    s.set_value("serve-target", smol)
-    s.set_value("serve-draft", smol)
+    choose(s, "serve-target", smol)
+    choose(s, "serve-draft", smol)
     s.set_value("serve-port", "0")
     s.click("serve-start")
     wait("the server", lambda: s.attr("serve-status", "data-running") == "yes", timeout=60)
@@ -413,6 +440,151 @@ ERROR_HOOKS = (
 )
 
 
+IN_VIEW = ("verdict", "pane-baseline", "pane-speculative", "stats-baseline", "stats-speculative", "target", "draft")
+
+
+def layout(s, out):
+    """After a run, at 1280×800 and at 1024×700: the two output panes with their stats, the speedup
+    and the pair are inside the window, and nothing had to scroll to show them."""
+    for w, h in ((1280, 800), (1024, 700)):
+        call("POST", f"/session/{s.id}/window/rect", {"width": w, "height": h})
+        wait(f"the window at {w}×{h}", lambda: s.script("return innerWidth") <= w and s.script("return innerHeight") <= h, timeout=10)
+        time.sleep(0.5)
+        got = s.script(
+            "const r = {vw: innerWidth, vh: innerHeight, scrolled: [document.scrollingElement.scrollTop, document.querySelector('main').scrollTop,"
+            " document.querySelector('[data-testid=run-content]').scrollTop]};"
+            f"for (const id of {json.dumps(IN_VIEW)}) {{ const b = document.querySelector(`[data-testid=${{id}}]`).getBoundingClientRect();"
+            " r[id] = [b.left, b.top, b.right, b.bottom].map(Math.round); } return r;")
+        assert got["scrolled"] == [0, 0, 0], got
+        for tid in IN_VIEW:
+            left, top, right, bottom = got[tid]
+            assert 0 <= left and 0 <= top and right <= got["vw"] and bottom <= got["vh"] and right > left and bottom > top, (w, h, tid, got)
+        s.screenshot(out / f"run-{w}x{h}.png")
+        print(f"e2e: at {w}×{h} (viewport {got['vw']}×{got['vh']}) the panes, their stats and the speedup are in view, nothing scrolled")
+    call("POST", f"/session/{s.id}/window/rect", {"width": 1280, "height": 820})
+
+
+def every_view(s, out):
+    """A screenshot of every view, light and dark (the Appearance setting)."""
+    (out / "views").mkdir(exist_ok=True)
+    for theme in ("light", "dark"):
+        s.script(f"const el = document.querySelector('[data-testid=theme]'); el.value = '{theme}'; el.dispatchEvent(new Event('change'));")
+        wait(f"the {theme} theme", lambda: s.script("return document.documentElement.dataset.theme") == theme, timeout=10)
+        for view in ("run", "chat", "serve", "sweep", "models", "history"):
+            s.click(f"nav-{view}")
+            time.sleep(0.8)
+            s.screenshot(out / "views" / f"{theme}-{view}.png")
+    s.script("const el = document.querySelector('[data-testid=theme]'); el.value = 'system'; el.dispatchEvent(new Event('change'));")
+    s.click("nav-run")
+    print("e2e: every view shot in light and dark (views/)")
+
+
+TAB, ENTER, CTRL, ESC = "\ue004", "\ue007", "\ue009", "\ue00c"
+
+
+def keys(s, *seq):
+    """Keys pressed on whatever has the focus (WebDriver actions): strings key by key, tuples as a
+    chord (held together, e.g. (CTRL, ENTER))."""
+    acts = []
+    for k in seq:
+        if isinstance(k, tuple):
+            acts += [{"type": "keyDown", "value": x} for x in k] + [{"type": "keyUp", "value": x} for x in reversed(k)]
+        else:
+            for ch in k:
+                acts += [{"type": "keyDown", "value": ch}, {"type": "keyUp", "value": ch}]
+    call("POST", f"/session/{s.id}/actions", {"actions": [{"type": "key", "id": "keyboard", "actions": acts}]})
+    call("DELETE", f"/session/{s.id}/actions")
+
+
+def focused(s):
+    return s.script("return document.activeElement?.dataset?.testid || document.activeElement?.tagName || ''")
+
+
+def tab_to(s, testid, most=60):
+    """Tab until `testid` has the focus: it is reachable from the keyboard."""
+    for _ in range(most):
+        if focused(s) == testid:
+            return
+        keys(s, TAB)
+    raise AssertionError(f"Tab never reached {testid} (stopped at {focused(s)})")
+
+
+def model_picker(s, out):
+    """The model picker: search, a file on disk picked (the Hugging Face cache's SmolLM2), then a
+    catalog model picked, downloaded from the (mock) hub with a progress bar, and set."""
+    s.click("nav-run")
+    s.click("target")
+    s.set_value("target-search", "smollm2 hugging")
+    # (In Recent when an earlier step picked it, else under On this machine.)
+    disk = "[...document.querySelectorAll('[data-testid=pick-item]')]"
+    wait("SmolLM2 in the Hugging Face cache", lambda: s.script(f"return {disk}.some(e => e.dataset.path.includes('hf-hub'))"), timeout=30)
+    assert s.script("return document.querySelectorAll('[data-testid=pick-item][data-section=catalog]').length") == 0
+    s.screenshot(out / "picker-search.png")
+    s.script(f"{disk}.find(e => e.dataset.path.includes('hf-hub')).querySelector('button').click()")
+    wait("the picked file", lambda: "hf-hub" in path_of(s, "target"), timeout=10)
+    assert not s.exists("target-search"), "the picker stays open after a pick"
+    card = " ".join(s.script("return document.querySelector('[data-testid=target]').textContent").split())
+    assert "135M" in card and "Q4_1" in card, card
+    print(f"e2e: picker: searched, picked from disk: {card!r}")
+
+    s.click("target")
+    s.set_value("target-search", "qwen3-8b")
+    item = "[...document.querySelectorAll('[data-testid=pick-item][data-section=catalog]')].find(e => e.querySelector('.name').textContent === 'qwen3-8b')"
+    wait("qwen3-8b in the catalog", lambda: s.script(f"return !!{item}"), timeout=30)
+    s.screenshot(out / "picker-catalog.png")
+    s.script("window.__sawBar = false; new MutationObserver(() => { if (document.querySelector('[data-testid=target-download]'))"
+             " window.__sawBar = true; }).observe(document.body, {subtree: true, childList: true});")
+    s.script(f"{item}.querySelector('button').click()")
+    wait("the downloaded model", lambda: path_of(s, "target").endswith("Qwen3-8B-Q4_K_M.gguf"), timeout=120)
+    assert s.script("return window.__sawBar"), "no progress bar while it downloaded"
+    assert not s.exists("target-error"), s.text("target-error")
+    print(f"e2e: picker: qwen3-8b picked from the catalog, downloaded with a bar: {path_of(s, 'target')}")
+
+
+def keyboard_only(s, smol, out):
+    """The main flow from the keyboard alone: Tab to the target, pick a model by typing, Tab to the
+    prompt, type it, Ctrl+Enter runs both, and the verdict comes."""
+    s.script("document.activeElement?.blur()")
+    keys(s, (CTRL, "1"))
+    tab_to(s, "target")
+    keys(s, ENTER)
+    wait("the search focused", lambda: focused(s) == "target-search", timeout=10)
+    keys(s, "smollm2-135m-instruct.q4_1", ENTER)
+    wait("a SmolLM2 target", lambda: "SmolLM2-135M-Instruct.Q4_1" in path_of(s, "target"), timeout=10)
+    tab_to(s, "draft")
+    keys(s, ENTER)
+    wait("the draft's search focused", lambda: focused(s) == "draft-search", timeout=10)
+    keys(s, smol, ENTER)
+    wait("the draft", lambda: path_of(s, "draft") == smol, timeout=10)
+    tab_to(s, "prompt")
+    s.script("document.activeElement.select()")
+    keys(s, "Name two planets.", (CTRL, ENTER))
+    wait("the verdict", lambda: s.exists("verdict") and "×" in s.text("verdict"), timeout=180)
+    s.screenshot(out / "keyboard-only.png")
+    print(f"e2e: keyboard only: target, draft, prompt and run reached by Tab and keys; {s.text('verdict')}")
+
+
+def first_run(s, out):
+    """A first run (an empty data folder, no model anywhere): the Run view offers the catalog's
+    models that fit with their drafters; one click downloads the pair with one progress bar and runs
+    it. The mock hub serves qwen3-8b (a small test model under its name); the EAGLE-3 head the
+    catalog pins cannot match its hash here, so the model runs with n-gram drafting and says why."""
+    wait("the first-run offer", lambda: s.exists("first-run") and s.exists("first-qwen3-8b"), timeout=60)
+    assert path_of(s, "target") == "", path_of(s, "target")
+    s.screenshot(out / "first-run.png")
+    s.script("window.__sawProgress = false; new MutationObserver(() => { if (document.querySelector('[data-testid=first-run-progress]'))"
+             " window.__sawProgress = true; }).observe(document.body, {subtree: true, childList: true});")
+    s.click("first-qwen3-8b")
+    wait("the run", lambda: s.exists("verdict") and "×" in s.text("verdict"), timeout=300)
+    assert s.script("return window.__sawProgress"), "no progress bar was shown"
+    assert path_of(s, "target").endswith("Qwen3-8B-Q4_K_M.gguf"), path_of(s, "target")
+    notice = s.text("first-run-notice")
+    assert "could not be fetched" in notice and "n-gram drafting" in notice, notice
+    assert not s.exists("first-run"), "the offer stays after the model is here"
+    s.screenshot(out / "first-run-done.png")
+    print(f"e2e: first run: qwen3-8b downloaded with one bar and run ({s.text('verdict')}); {notice[:120]}")
+
+
 def remembered_gone(s, smol, out):
     """A remembered model that no longer exists (deleted since the app last ran) is dropped from the
     form quietly and marked in Recent; the one that exists stays; no error on start."""
@@ -421,13 +593,17 @@ def remembered_gone(s, smol, out):
     time.sleep(1)
     wait("the page again", lambda: s.exists("target"), timeout=30)
     s.script(ERROR_HOOKS)
-    wait("the gone target dropped", lambda: s.prop("target", "value") == "", timeout=30)
-    assert s.prop("draft", "value") == smol, s.prop("draft", "value")
+    wait("the gone target dropped", lambda: path_of(s, "target") == "", timeout=30)
+    assert path_of(s, "draft") == smol, path_of(s, "draft")
     time.sleep(1)
     assert not s.exists("doctor-error"), s.text("doctor-error")
-    label = s.script("return document.querySelector('#recent option[value=\"/tmp/draftlab-e2e-gone/target.gguf\"]')?.label")
-    assert label == "not found", label
+    s.click("target")
+    item = "document.querySelector('[data-testid=pick-item][data-path=\"/tmp/draftlab-e2e-gone/target.gguf\"]')"
+    wait("the gone file in Recent", lambda: s.script(f"return !!{item}"), timeout=10)
+    label = s.script(f"return {item}.textContent")
+    assert "not found" in label and s.script(f"return {item}.querySelector('button').disabled"), label
     s.screenshot(out / "remembered-gone.png")
+    s.click("target")  # closed again
     print("e2e: a remembered model that is gone is dropped from the form quietly (marked in Recent), no error")
 
 
@@ -436,7 +612,7 @@ def chat_tools(s, qwen, out):
     calls the tool, the call shows as a call, the user gives its result, the model answers from it."""
     s.click("nav-chat")
     s.click("chat-new")
-    s.set_value("chat-target", qwen)
+    choose(s, "chat-target", qwen)
     s.script("const d = document.querySelector('[data-testid=chat-draft]'); d.value = '';"
              "d.dispatchEvent(new Event('input', { bubbles: true }));")
     s.script("const e = document.querySelector('[data-testid=chat-strategy]'); e.value = 'lookup';"
@@ -504,13 +680,14 @@ def head_drafter(s, models, out):
     names the head before anything loads; the eagle3 strategy (a fixed length: the colours and the
     output are under test here, not the schedule) runs both, with the target alone's output and
     drafted tokens coloured as the head's."""
-    s.set_value("target", str(models / "draftlab-synthetic-qwen35-mtp.gguf"))
-    s.set_value("draft", str(models / "draftlab-synthetic-eagle3.gguf"))
+    choose(s, "target", str(models / "draftlab-synthetic-qwen35-mtp.gguf"))
+    choose(s, "draft", str(models / "draftlab-synthetic-eagle3.gguf"))
     wait("the doctor names the head", lambda: "EAGLE-3" in s.text("doctor"))
     s.script(
         "const el = document.querySelector('[data-testid=strategy]');"
         "el.value = 'eagle3'; el.dispatchEvent(new Event('change', {bubbles: true}));"
     )
+    open_details(s, "advanced")
     if s.prop("adaptive", "checked"):
         s.click("adaptive")
     s.set_value("n-draft", "3")
@@ -528,6 +705,7 @@ def head_drafter(s, models, out):
 
 def device_line(s):
     """The header names what llama.cpp really computed on, read from its device list at load time."""
+    open_details(s, "engine-status")
     wait("the engine's device line", lambda: s.exists("engine-device") and " · " in s.text("engine-device"), timeout=20)
     line = s.text("engine-device")
     if sys.platform.startswith("linux") and "DRAFTLAB_GPU_LAYERS" not in os.environ:
@@ -537,8 +715,8 @@ def device_line(s):
 
 def installed_app(s, smol, out):
     """The installed package's binary: a pair, a run of both, the verdict, the device line."""
-    s.set_value("target", smol)
-    s.set_value("draft", smol)
+    choose(s, "target", smol)
+    choose(s, "draft", smol)
     s.set_value("prompt", "List three colours, one per line.")
     wait("the doctor's verdict", lambda: "Works" in s.text("doctor"))
     s.click("run-both")
@@ -558,12 +736,28 @@ def main():
     # The page's uncaught errors, printed if a step fails (an exception in an effect shows nowhere).
     s.script(ERROR_HOOKS)
     try:
+        if os.environ.get("E2E_ONLY") == "picker":
+            keyboard_only(s, smol, out)
+            model_picker(s, out)
+            return
+        if os.environ.get("E2E_ONLY") == "first":  # scripts/e2e/run: an empty data folder
+            first_run(s, out)
+            return
+        if os.environ.get("E2E_ONLY") == "layout":  # the Run view's layout and every view's look
+            choose(s, "target", smol)
+            choose(s, "draft", smol)
+            s.set_value("prompt", "List three colours, one per line.")
+            s.click("run-both")
+            wait("the verdict", lambda: s.exists("verdict") and "×" in s.text("verdict"))
+            layout(s, out)
+            every_view(s, out)
+            return
         if os.environ.get("E2E_ONLY") == "models":
             models_view(s)
             return
         if os.environ.get("E2E_ONLY") == "history":
-            s.set_value("target", smol)
-            s.set_value("draft", smol)
+            choose(s, "target", smol)
+            choose(s, "draft", smol)
             s.set_value("prompt", "List three colours, one per line.")
             s.click("run-both")
             wait("the verdict", lambda: s.exists("verdict"))
@@ -590,8 +784,8 @@ def main():
             sweep_view(s, models, out)
             return
         # A pair: the doctor's verdict shows before anything loads.
-        s.set_value("target", smol)
-        s.set_value("draft", smol)
+        choose(s, "target", smol)
+        choose(s, "draft", smol)
         # (A model drafting for itself works but cannot save time: the doctor warns.)
         wait("the doctor's verdict", lambda: "Works, with a warning" in s.text("doctor"))
         s.set_value("prompt", "List three colours, one per line.")
@@ -613,10 +807,11 @@ def main():
         assert lat, "no token latencies recorded"
         print(f"e2e: engine → page latency over {len(lat)} frames: median {lat[len(lat) // 2]} ms, max {lat[-1]} ms")
         (out / "latency.json").write_text(json.dumps(lat))
+        layout(s, out)
 
         # A pair across vocabularies (Qwen target, SmolLM2 draft): the verdict says so and why,
         # and speculative runs are offered (the draft drafts through text).
-        s.set_value("target", qwen)
+        choose(s, "target", qwen)
         wait("cross-vocabulary verdict", lambda: "Cross-vocabulary" in s.text("doctor"))
         assert s.prop("run-both", "disabled") is False
         assert "token 5 differs" in s.text("doctor"), s.text("doctor")
@@ -624,7 +819,7 @@ def main():
         print("e2e: a pair across vocabularies is named so before loading, and may run")
 
         # Cancel mid-run: the run ends, the app stays usable.
-        s.set_value("target", smol)
+        choose(s, "target", smol)
         s.set_value("prompt", "Write a very long story about a lighthouse keeper and the sea.")
         s.click("run-baseline")
         wait("streaming", lambda: len(s.text("text-baseline")) > 20)
@@ -672,7 +867,10 @@ def main():
         chat_tools(s, qwen, out)
         sweep_view(s, models, out)
         models_view(s)
+        every_view(s, out)
+        keyboard_only(s, smol, out)
         if os.environ.get("HF_ENDPOINT"):
+            model_picker(s, out)
             bundle_download(s)
     except BaseException:
         try:

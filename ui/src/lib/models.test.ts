@@ -107,6 +107,8 @@ describe("a pair download", () => {
     await expect(downloadPair(backend, target, draft, s)).rejects.toMatchObject({ code: "cancelled" });
     expect(s.current).toEqual(draft);
     expect(s.paths).toBeNull();
+    // The target is there (a first run goes on with it, drafting by n-grams).
+    expect(s.targetPath).toContain("big-Q4_K_M.gguf");
     expect(s.downloaded).toBe(1250);
   });
 

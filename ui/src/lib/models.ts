@@ -1,6 +1,6 @@
 // Helpers of the Models and Run views (tested without Tauri, against the fake backend).
 import type { Backend } from "./backend";
-import type { ApiError, CatalogModel, DownloadEvent, VocabGroup } from "./types";
+import type { ApiError, CatalogEntry, CatalogModel, DownloadEvent, VocabGroup } from "./types";
 
 /// The drafts to offer for a target: the models on disk with the target's vocabulary (smallest
 /// first, the target itself left out), then the other recent files.
@@ -91,10 +91,45 @@ export function fileJob(m: CatalogModel, quant: string | undefined): FileJob | n
 export interface PairDownload extends DownloadState {
   current: FileJob | null;
   paths: { target: string; draft: string | null } | null;
+  /// The target's path as soon as it is there (the drafter's download may still fail).
+  targetPath: string | null;
 }
 
 export function newPairDownload(): PairDownload {
-  return { ...newDownload(), current: null, paths: null };
+  return { ...newDownload(), current: null, paths: null, targetPath: null };
+}
+
+/// What *With drafter* fetches for a catalog model: its file and its best drafter's (the first of
+/// its bundle that fits beside it; none when it drafts for itself), and the strategy it runs as.
+export interface BundlePlan {
+  target: FileJob;
+  draft: FileJob | null;
+  strategy: string;
+  /// The drafter's catalog id (the target's own for its MTP layers).
+  drafter: string;
+}
+
+export function bundlePlan(entries: CatalogEntry[], id: string, quant?: string): BundlePlan | null {
+  const entry = entries.find((e) => e.model.id === id);
+  const best = entry?.drafter;
+  if (!entry || !best) return null;
+  const draftEntry = best.separate ? entries.find((e) => e.model.id === best.id) : undefined;
+  const q = quant ?? entry.model.files[0]?.quant;
+  const target = fileJob(entry.model, q);
+  const draft = draftEntry ? fileJob(draftEntry.model, q) : null;
+  if (!target || (best.separate && !draft)) return null;
+  return { target, draft, strategy: best.strategy, drafter: best.id };
+}
+
+/// A first run's offer: the catalog's models (not drafters) that fit this machine with a drafter
+/// beside them. First those whose pair takes at most half of `limit` (room left for the rest of
+/// the machine, and a download of minutes, not hours), largest first; then the others that fit.
+export function firstRunChoices(entries: CatalogEntry[], limit: number): CatalogEntry[] {
+  const need = (e: CatalogEntry) => e.fit.needed_with_draft ?? e.fit.needed;
+  const roomy = (e: CatalogEntry) => limit > 0 && need(e) <= limit / 2;
+  return entries
+    .filter((e) => !e.model.drafter && e.fit.verdict === "fits" && e.drafter !== null && e.fit.fits_with_draft !== false)
+    .sort((a, b) => Number(roomy(b)) - Number(roomy(a)) || b.model.params - a.model.params);
 }
 
 /// Downloads a target and then its drafter's file (none: the target drafts for itself), updating
@@ -104,6 +139,7 @@ export function newPairDownload(): PairDownload {
 export async function downloadPair(backend: Backend, target: FileJob, draft: FileJob | null, s: PairDownload): Promise<{ target: string; draft: string | null }> {
   s.status = "downloading";
   s.paths = null;
+  s.targetPath = null;
   const jobs = draft ? [target, draft] : [target];
   const sizes = jobs.map((j) => j.approxSize);
   const got = jobs.map(() => 0);
@@ -128,6 +164,7 @@ export async function downloadPair(backend: Backend, target: FileJob, draft: Fil
     });
     got[i] = sizes[i] ?? got[i] ?? 0;
     paths.push(path);
+    if (i === 0) s.targetPath = path;
   }
   s.current = null;
   s.downloaded = s.total;
