@@ -465,18 +465,29 @@ def layout(s, out):
 
 
 def every_view(s, out):
-    """A screenshot of every view, light and dark (the Appearance setting)."""
+    """A screenshot of every view, light and dark (Settings, opened with Ctrl+, as ⌘, on a Mac)."""
     (out / "views").mkdir(exist_ok=True)
     for theme in ("light", "dark"):
-        s.script(f"const el = document.querySelector('[data-testid=theme]'); el.value = '{theme}'; el.dispatchEvent(new Event('change'));")
-        wait(f"the {theme} theme", lambda: s.script("return document.documentElement.dataset.theme") == theme, timeout=10)
+        set_theme(s, theme)
         for view in ("run", "chat", "serve", "sweep", "models", "history"):
             s.click(f"nav-{view}")
             time.sleep(0.8)
             s.screenshot(out / "views" / f"{theme}-{view}.png")
-    s.script("const el = document.querySelector('[data-testid=theme]'); el.value = 'system'; el.dispatchEvent(new Event('change'));")
+    set_theme(s, "system")
     s.click("nav-run")
     print("e2e: every view shot in light and dark (views/)")
+
+
+def set_theme(s, theme):
+    """Appearance in Settings: opened from the keyboard, closed with its Done button."""
+    s.script("document.activeElement?.blur()")
+    keys(s, (CTRL, ","))
+    wait("Settings", lambda: s.script("return document.querySelector('[data-testid=preferences]').open"), timeout=10)
+    s.script(f"const el = document.querySelector('[data-testid=theme]'); el.value = '{theme}'; el.dispatchEvent(new Event('change'));")
+    want = None if theme == "system" else theme
+    wait(f"the {theme} theme", lambda: s.script("return document.documentElement.dataset.theme ?? null") == want, timeout=10)
+    s.click("preferences-close")
+    wait("Settings closed", lambda: not s.script("return document.querySelector('[data-testid=preferences]').open"), timeout=10)
 
 
 TAB, ENTER, CTRL, ESC = "\ue004", "\ue007", "\ue009", "\ue00c"

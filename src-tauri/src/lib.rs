@@ -15,6 +15,7 @@ pub mod serve;
 pub mod state;
 pub mod store;
 pub mod sweep;
+pub mod window;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -429,8 +430,17 @@ pub fn build_app<R: Runtime>(builder: tauri::Builder<R>, state: AppState) -> tau
             let handle = app.handle().clone();
             let _ = for_setup.save_dialog.get_or_init(|| native_save_dialog(handle));
             watch_idle(app.handle().clone(), Arc::clone(&for_setup));
+            if let Some(w) = tauri::Manager::get_webview_window(app, "main") {
+                window::remember(&w);
+            }
+            #[cfg(target_os = "macos")]
+            {
+                let menu = window::menu(app.handle())?;
+                app.set_menu(menu)?;
+            }
             Ok(())
         })
+        .on_menu_event(|app, event| window::on_menu(app, event.id().as_ref()))
         .manage(state)
         .invoke_handler(tauri::generate_handler![
             doctor,

@@ -54,6 +54,8 @@ export interface Backend {
   pickFolder(title: string): Promise<string | null>;
   /// Calls back with the paths of files dropped on the window; returns a function that stops it.
   onFileDrop(handler: (paths: string[]) => void): Promise<() => void>;
+  /// The app menu's items the page acts on (macOS): `preferences`, `view:run`, `view:chat`, …
+  onMenu(handler: (id: string) => void): Promise<() => void>;
   /// The next answer of a conversation (the engine keeps the earlier turns in its caches).
   chatSend(request: ChatRequest, onEvent: (e: ChatEvent) => void): Promise<ChatAnswer>;
   /// Stops the answer being written (what it wrote so far is kept).
@@ -110,6 +112,7 @@ export async function tauriBackend(): Promise<Backend> {
     unloadModels: () => invoke<UnloadOutcome>("unload_models"),
     setUnloadAfter: (seconds) => invoke<void>("set_unload_after", { seconds }),
     onModelsUnloaded: (handler) => listen<UnloadOutcome>("models-unloaded", (e) => handler(e.payload)),
+    onMenu: (handler) => listen<string>("draftlab://menu", (e) => handler(e.payload)),
     pickFile: async (title, kind) => {
       const picked = await open({ title, multiple: false, directory: false, filters: FILE_FILTERS[kind] });
       return typeof picked === "string" ? picked : null;

@@ -306,6 +306,14 @@ export class FakeBackend implements Backend {
     return "/models/more";
   }
 
+  /// The menu (tests call `menu(id)` as the app menu would).
+  menuHandlers: ((id: string) => void)[] = [];
+
+  async onMenu(handler: (id: string) => void): Promise<() => void> {
+    this.menuHandlers.push(handler);
+    return () => (this.menuHandlers = this.menuHandlers.filter((h) => h !== handler));
+  }
+
   async onFileDrop(handler: (paths: string[]) => void): Promise<() => void> {
     this.dropHandler = handler;
     return () => (this.dropHandler = null);

@@ -2,7 +2,8 @@
 // included) and the catalog. Looked at again when a picker opens, so a download or a file copied
 // in since shows; answers that come back out of order are dropped.
 import type { Backend } from "./backend";
-import type { CatalogEntry, VocabGroup } from "./types";
+import type { CatalogEntry, ModelSummary, VocabGroup } from "./types";
+import { defaultSettings } from "./settings";
 import { storedStrings } from "./stored";
 
 export const library = $state<{ onDisk: VocabGroup[]; catalog: CatalogEntry[]; scanned: boolean; limit: number }>({
@@ -26,4 +27,18 @@ export async function refreshLibrary(backend: Backend): Promise<void> {
     library.limit = catalog.value.limit;
   }
   library.scanned = true;
+}
+
+/// What a file's header says (name, family, size…), read by the engine for a file the scan did not
+/// see; kept per path (a file that cannot be read is asked again next time).
+const described = new Map<string, Promise<ModelSummary>>();
+
+export function describe(backend: Backend, path: string): Promise<ModelSummary> {
+  let p = described.get(path);
+  if (!p) {
+    p = backend.doctor(path, null, defaultSettings()).then((d) => d.target);
+    described.set(path, p);
+    p.catch(() => described.delete(path));
+  }
+  return p;
 }

@@ -16,23 +16,35 @@ type DrawResult = std::result::Result<(), Box<dyn std::error::Error>>;
 
 const FONT: &[u8] = include_bytes!("../../../assets/DejaVuSans.ttf");
 
+// Colours from the Okabe–Ito set (told apart with the common colour-vision deficiencies); text
+// colours have at least 4.5:1 contrast on white.
 const INK: RGBColor = RGBColor(33, 37, 41);
-const MUTED: RGBColor = RGBColor(108, 117, 125);
-const BASELINE: RGBColor = RGBColor(134, 150, 168);
-const SPECULATIVE: RGBColor = RGBColor(46, 157, 91);
-const SLOW: RGBColor = RGBColor(215, 48, 31);
+const MUTED: RGBColor = RGBColor(95, 102, 110);
+const BASELINE: RGBColor = RGBColor(120, 130, 140);
+const SPECULATIVE: RGBColor = RGBColor(0, 114, 178);
+/// The ends of the speedup scale: vermillion below 1×, blue above.
+const SLOW: RGBColor = RGBColor(213, 94, 0);
 const NEUTRAL: RGBColor = RGBColor(247, 247, 247);
-const FAST: RGBColor = RGBColor(26, 152, 80);
+const FAST: RGBColor = RGBColor(0, 114, 178);
+/// Speedups written as text (darker, for contrast).
+const SLOW_TEXT: RGBColor = RGBColor(168, 62, 0);
+const FAST_TEXT: RGBColor = RGBColor(0, 92, 148);
 const NOT_RUN: RGBColor = RGBColor(200, 200, 200);
 /// Colours of successive series (lines of a timeline, pairs of a draft-length chart).
-const PALETTE: [RGBColor; 6] = [
-    RGBColor(134, 150, 168),
-    RGBColor(46, 157, 91),
-    RGBColor(52, 101, 164),
-    RGBColor(230, 126, 34),
-    RGBColor(142, 68, 173),
-    RGBColor(192, 57, 43),
+const PALETTE: [RGBColor; 7] = [
+    RGBColor(120, 130, 140),
+    RGBColor(0, 114, 178),
+    RGBColor(230, 159, 0),
+    RGBColor(0, 158, 115),
+    RGBColor(204, 121, 167),
+    RGBColor(213, 94, 0),
+    RGBColor(86, 180, 233),
 ];
+/// The smallest type on a chart (CSS pixels at 1×), and the title's.
+const TEXT: f64 = 12.0;
+const TITLE: f64 = 15.0;
+/// Series lines are never thinner than this.
+const LINE: f64 = 2.0;
 
 pub(super) fn register_font() {
     static ONCE: Once = Once::new();
@@ -59,8 +71,13 @@ fn upx(s: f64, v: f64) -> u32 {
     (v * s).round().max(0.0) as u32
 }
 
+/// plotters' SVG writes a font's size divided by this (and draws PNG glyphs as small): sizes here
+/// are CSS pixels, so they are multiplied by it.
+const PLOTTERS_EM: f64 = 1.24;
+
+/// Type of `size` CSS pixels (times the scale `s`).
 fn font(s: f64, size: f64) -> TextStyle<'static> {
-    FontDesc::new(FontFamily::SansSerif, size * s, FontStyle::Normal).color(&INK)
+    FontDesc::new(FontFamily::SansSerif, size * s * PLOTTERS_EM, FontStyle::Normal).color(&INK)
 }
 
 fn stroke(color: RGBColor, s: f64, width: f64) -> ShapeStyle {
@@ -86,42 +103,96 @@ fn finite_or(v: f64, fallback: f64) -> f64 {
 
 type Ctx<'a, DB> = ChartContext<'a, DB, Cartesian2d<RangedCoordf64, RangedCoordf64>>;
 
-/// A titled chart on `area` with label areas of (x, y) CSS pixels and the given axis ranges.
+/// A chart on `area` (below its head) with label areas of (x, y) CSS pixels and the given axis ranges.
 fn chart_on<'a, DB: DrawingBackend>(
     area: &'a DrawingArea<DB, Shift>,
-    title: &str,
     s: f64,
     (x_area, y_area): (f64, f64),
     x: std::ops::Range<f64>,
     y: std::ops::Range<f64>,
 ) -> std::result::Result<Ctx<'a, DB>, DrawingAreaErrorKind<DB::ErrorType>> {
     ChartBuilder::on(area)
-        .caption(title, font(s, 16.0))
         .margin(px(s, 12.0))
+        .margin_top(px(s, 4.0))
+        .margin_right(px(s, 20.0))
         .x_label_area_size(px(s, x_area))
         .y_label_area_size(px(s, y_area))
         .build_cartesian_2d(x, y)
 }
 
-/// The series legend, in one style for every chart.
-fn legend<'a, DB: DrawingBackend + 'a>(
-    ch: &mut Ctx<'a, DB>,
-    position: SeriesLabelPosition,
-    key_width: f64,
+/// How a series shows in the key.
+#[derive(Clone, Copy)]
+enum Key {
+    Line(RGBColor),
+    Dashed(RGBColor),
+    Box(RGBColor),
+}
+
+/// The title and the series key (rows of entries, left to right) above the plot, never over the
+/// data; returns the area left for the plot.
+fn head<DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
+    title: &str,
+    keys: &[(String, Key)],
     s: f64,
-) -> DrawResult
-where
-    DB::ErrorType: 'static,
-{
-    ch.configure_series_labels()
-        .position(position)
-        .label_font(font(s, 11.0))
-        .background_style(WHITE.mix(0.85))
-        .border_style(stroke(RGBColor(210, 210, 210), s, 1.0))
-        .margin(px(s, 6.0))
-        .legend_area_size(px(s, key_width))
-        .draw()?;
-    Ok(())
+) -> std::result::Result<DrawingArea<DB, Shift>, DrawingAreaErrorKind<DB::ErrorType>> {
+    let (w, _) = root.dim_in_pixel();
+    let w = w as i32;
+    root.draw(&Text::new(
+        title.to_string(),
+        (w / 2, px(s, 10.0)),
+        font(s, TITLE).pos(Pos::new(HPos::Center, VPos::Top)),
+    ))?;
+    let (row_h, key_w, gap) = (px(s, 22.0), px(s, 18.0), px(s, 16.0));
+    // Entries flow in rows, each row centred.
+    let mut rows: Vec<Vec<(&str, Key, i32)>> = vec![Vec::new()];
+    let mut used = 0;
+    for (label, key) in keys {
+        let text_w =
+            root.estimate_text_size(label, &font(s, TEXT)).map_or(label.len() as i32 * px(s, 7.0), |(x, _)| x as i32);
+        let item = key_w + px(s, 6.0) + text_w;
+        let row = rows.last_mut().expect("a row");
+        if !row.is_empty() && used + gap + item > w - px(s, 24.0) {
+            rows.push(Vec::new());
+            used = 0;
+        }
+        let row = rows.last_mut().expect("a row");
+        used += if row.is_empty() { item } else { gap + item };
+        row.push((label.as_str(), *key, item));
+    }
+    let top = px(s, 36.0);
+    let mut y = top;
+    for row in rows.iter().filter(|r| !r.is_empty()) {
+        let total: i32 = row.iter().map(|r| r.2).sum::<i32>() + gap * (row.len() as i32 - 1);
+        let mut x = (w - total) / 2;
+        let yc = y + row_h / 2;
+        for &(label, key, item) in row {
+            let (x0, x1) = (x, x + key_w);
+            match key {
+                Key::Line(c) => root.draw(&PathElement::new(vec![(x0, yc), (x1, yc)], stroke(c, s, LINE + 1.0)))?,
+                Key::Dashed(c) => root.draw(&DashedPathElement::new(
+                    vec![(x0, yc), (x1, yc)],
+                    upx(s, 5.0),
+                    upx(s, 3.0),
+                    stroke(c, s, LINE),
+                ))?,
+                Key::Box(c) => root.draw(&Rectangle::new(
+                    [(x0 + px(s, 3.0), yc - px(s, 6.0)), (x1 - px(s, 3.0), yc + px(s, 6.0))],
+                    c.filled(),
+                ))?,
+            }
+            root.draw(&Text::new(
+                label.to_string(),
+                (x1 + px(s, 6.0), yc),
+                font(s, TEXT).pos(Pos::new(HPos::Left, VPos::Center)),
+            ))?;
+            x += item + gap;
+        }
+        y += row_h;
+    }
+    let body_top = if keys.is_empty() { top } else { y + px(s, 4.0) };
+    let (_, body) = root.split_vertically(body_top);
+    Ok(body)
 }
 
 pub(super) fn draw<DB: DrawingBackend>(backend: DB, chart: &Chart, s: f64) -> DrawResult
@@ -148,15 +219,11 @@ where
     DB::ErrorType: 'static,
 {
     let (w, h) = root.dim_in_pixel();
-    root.draw(&Text::new(
-        title.to_string(),
-        (w as i32 / 2, px(s, 12.0)),
-        font(s, 16.0).pos(Pos::new(HPos::Center, VPos::Top)),
-    ))?;
+    head(root, title, &[], s)?;
     root.draw(&Text::new(
         message.to_string(),
         (w as i32 / 2, h as i32 / 2),
-        font(s, 13.0).color(&MUTED).pos(Pos::new(HPos::Center, VPos::Center)),
+        font(s, TITLE).color(&MUTED).pos(Pos::new(HPos::Center, VPos::Center)),
     ))?;
     Ok(())
 }
@@ -175,7 +242,12 @@ where
         .flat_map(|g| [g.baseline.max, g.speculative.max, g.baseline.median, g.speculative.median])
         .filter(|v| v.is_finite())
         .fold(0.0, f64::max);
-    let mut ch = chart_on(root, &c.title, s, (40.0, 56.0), 0f64..n as f64, 0f64..nice_max(top * 1.18))?;
+    let keys = [
+        ("baseline (target alone)".to_string(), Key::Box(BASELINE)),
+        ("speculative".to_string(), Key::Box(SPECULATIVE)),
+    ];
+    let body = head(root, &c.title, &keys, s)?;
+    let mut ch = chart_on(&body, s, (44.0, 62.0), 0f64..n as f64, 0f64..nice_max(top * 1.18))?;
     ch.configure_mesh()
         .disable_x_mesh()
         .x_labels(0)
@@ -189,16 +261,8 @@ where
         let x0 = i as f64 + if left { 0.14 } else { 0.52 };
         Rectangle::new([(x0, 0.0), (x0 + 0.34, finite_or(v, 0.0))], color.filled())
     };
-    ch.draw_series(c.groups.iter().enumerate().map(|(i, g)| bar(i, true, g.baseline.median, BASELINE)))?
-        .label("baseline (target alone)")
-        .legend(move |(x, y)| {
-            Rectangle::new([(x, y - px(s, 5.0)), (x + px(s, 12.0), y + px(s, 5.0))], BASELINE.filled())
-        });
-    ch.draw_series(c.groups.iter().enumerate().map(|(i, g)| bar(i, false, g.speculative.median, SPECULATIVE)))?
-        .label("speculative")
-        .legend(move |(x, y)| {
-            Rectangle::new([(x, y - px(s, 5.0)), (x + px(s, 12.0), y + px(s, 5.0))], SPECULATIVE.filled())
-        });
+    ch.draw_series(c.groups.iter().enumerate().map(|(i, g)| bar(i, true, g.baseline.median, BASELINE)))?;
+    ch.draw_series(c.groups.iter().enumerate().map(|(i, g)| bar(i, false, g.speculative.median, SPECULATIVE)))?;
     // Min–max whiskers.
     for (i, g) in c.groups.iter().enumerate() {
         for (left, sp) in [(true, &g.baseline), (false, &g.speculative)] {
@@ -207,7 +271,7 @@ where
             }
             let x = i as f64 + if left { 0.31 } else { 0.69 };
             let cap = 0.05;
-            let style = stroke(INK, s, 1.5);
+            let style = stroke(INK, s, LINE);
             ch.draw_series([
                 PathElement::new(vec![(x, sp.min), (x, sp.max)], style),
                 PathElement::new(vec![(x - cap, sp.min), (x + cap, sp.min)], style),
@@ -222,21 +286,20 @@ where
         let (_, y) = ch.backend_coord(&(i as f64 + 0.5, finite_or(high, 0.0)));
         if g.baseline.median > 0.0 && g.speculative.median.is_finite() {
             let speedup = g.speculative.median / g.baseline.median;
-            let color = if speedup >= 1.0 { FAST } else { SLOW };
+            let color = if speedup >= 1.0 { FAST_TEXT } else { SLOW_TEXT };
             root.draw(&Text::new(
                 format!("{speedup:.2}×"),
                 (x, y - px(s, 4.0)),
-                font(s, 13.0).color(&color).pos(Pos::new(HPos::Center, VPos::Bottom)),
+                font(s, 14.0).color(&color).pos(Pos::new(HPos::Center, VPos::Bottom)),
             ))?;
         }
         let (_, y0) = ch.backend_coord(&(0.0, 0.0));
         root.draw(&Text::new(
             g.label.clone(),
             (x, y0 + px(s, 8.0)),
-            font(s, 11.0).pos(Pos::new(HPos::Center, VPos::Top)),
+            font(s, TEXT).pos(Pos::new(HPos::Center, VPos::Top)),
         ))?;
     }
-    legend(&mut ch, SeriesLabelPosition::UpperLeft, 18.0, s)?;
     Ok(())
 }
 
@@ -250,7 +313,10 @@ where
     }
     let xmax = points().map(|p| p.0).fold(0.0, f64::max);
     let ymax = points().map(|p| p.1).fold(0.0, f64::max);
-    let mut ch = chart_on(root, &c.title, s, (40.0, 56.0), 0f64..nice_max(xmax), 0f64..nice_max(ymax * 1.1))?;
+    let keys: Vec<(String, Key)> =
+        c.series.iter().enumerate().map(|(i, x)| (x.label.clone(), Key::Line(PALETTE[i % PALETTE.len()]))).collect();
+    let body = head(root, &c.title, &keys, s)?;
+    let mut ch = chart_on(&body, s, (44.0, 62.0), 0f64..nice_max(xmax), 0f64..nice_max(ymax * 1.1))?;
     ch.configure_mesh()
         .x_desc("seconds")
         .y_desc("tokens/s")
@@ -263,11 +329,8 @@ where
         let color = PALETTE[i % PALETTE.len()];
         let pts: Vec<(f64, f64)> =
             series.points.iter().copied().filter(|(x, y)| x.is_finite() && y.is_finite()).collect();
-        ch.draw_series(LineSeries::new(pts, stroke(color, s, 2.0)))?
-            .label(series.label.clone())
-            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + px(s, 16.0), y)], stroke(color, s, 2.0)));
+        ch.draw_series(LineSeries::new(pts, stroke(color, s, LINE)))?;
     }
-    legend(&mut ch, SeriesLabelPosition::LowerRight, 22.0, s)?;
     Ok(())
 }
 
@@ -288,7 +351,8 @@ where
     DB::ErrorType: 'static,
 {
     let n = values.len().max(1);
-    let mut ch = chart_on(root, title, s, (44.0, 56.0), 0f64..n as f64, 0f64..y_top)?;
+    let body = head(root, title, &[], s)?;
+    let mut ch = chart_on(&body, s, (48.0, 62.0), 0f64..n as f64, 0f64..y_top)?;
     ch.configure_mesh()
         .disable_x_mesh()
         .x_labels(0)
@@ -307,13 +371,13 @@ where
         root.draw(&Text::new(
             label.clone(),
             (x, y0 + px(s, 6.0)),
-            font(s, 12.0).pos(Pos::new(HPos::Center, VPos::Top)),
+            font(s, TEXT).pos(Pos::new(HPos::Center, VPos::Top)),
         ))?;
         if let Some(note) = notes.get(i) {
             root.draw(&Text::new(
                 note.clone(),
                 (x, y - px(s, 3.0)),
-                font(s, 10.0).color(&MUTED).pos(Pos::new(HPos::Center, VPos::Bottom)),
+                font(s, TEXT).color(&MUTED).pos(Pos::new(HPos::Center, VPos::Bottom)),
             ))?;
         }
     }
@@ -321,7 +385,7 @@ where
     root.draw(&Text::new(
         x_desc.to_string(),
         (w as i32 / 2, h as i32 - px(s, 6.0)),
-        font(s, 12.0).pos(Pos::new(HPos::Center, VPos::Bottom)),
+        font(s, TEXT).pos(Pos::new(HPos::Center, VPos::Bottom)),
     ))?;
     Ok(())
 }
@@ -364,7 +428,73 @@ where
     category_bars(root, &c.title, &labels, &values, &notes, "draft tokens accepted in a round", "rounds", top, s)
 }
 
-/// The colour of a speedup: red below 1×, near-white at 1×, green above, saturating at ½× and 2×.
+/// `text` in at most three lines of at most `width` pixels: its " · "-separated parts (a cell's
+/// detail) packed into lines, and a line still too wide cut with "…".
+fn fit_lines<DB: DrawingBackend>(
+    area: &DrawingArea<DB, Shift>,
+    text: &str,
+    width: i32,
+    style: &TextStyle,
+) -> Vec<String> {
+    const MOST: usize = 3;
+    let wide = |t: &str| area.estimate_text_size(t, style).map_or(0, |(w, _)| w as i32);
+    let mut lines: Vec<String> = Vec::new();
+    for part in text.split(" · ") {
+        match lines.last_mut() {
+            Some(line) if wide(&format!("{line} · {part}")) <= width => *line = format!("{line} · {part}"),
+            _ => lines.push(part.to_string()),
+        }
+    }
+    if lines.len() > MOST {
+        let rest = lines.split_off(MOST - 1).join(" · ");
+        lines.push(rest);
+    }
+    lines.iter().map(|l| cut_to(area, l, width, style)).collect()
+}
+
+/// A name in at most two lines of at most `width` pixels, broken after a `-`, `_`, `.` or space
+/// where one fits (else anywhere), the rest cut with "…".
+fn wrap<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, text: &str, width: i32, style: &TextStyle) -> Vec<String> {
+    let wide = |t: &str| area.estimate_text_size(t, style).map_or(0, |(w, _)| w as i32);
+    if wide(text) <= width {
+        return vec![text.to_string()];
+    }
+    let chars: Vec<char> = text.chars().collect();
+    let fits = |n: usize| wide(&chars[..n].iter().collect::<String>()) <= width;
+    let most = (1..chars.len()).rev().find(|&n| fits(n)).unwrap_or(1);
+    let at = (1..=most).rev().find(|&n| matches!(chars[n - 1], '-' | '_' | '.' | ' ')).unwrap_or(most);
+    let first: String = chars[..at].iter().collect();
+    let rest: String = chars[at..].iter().collect();
+    vec![first.trim_end().to_string(), cut_to(area, rest.trim_start(), width, style)]
+}
+
+/// `text` cut with "…" to at most `width` pixels (one character and "…" at the least).
+fn cut_to<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, text: &str, width: i32, style: &TextStyle) -> String {
+    let wide = |t: &str| area.estimate_text_size(t, style).map_or(0, |(w, _)| w as i32);
+    if wide(text) <= width {
+        return text.to_string();
+    }
+    let chars: Vec<char> = text.chars().collect();
+    let with_dots = |n: usize| format!("{}…", chars[..n].iter().collect::<String>().trim_end());
+    let n = (1..chars.len()).rev().find(|&n| wide(&with_dots(n)) <= width).unwrap_or(1);
+    with_dots(n)
+}
+
+/// Relative luminance (WCAG) of a colour, 0 (black) to 1 (white).
+fn luminance(c: RGBColor) -> f64 {
+    let lin = |v: u8| {
+        let v = f64::from(v) / 255.0;
+        if v <= 0.03928 {
+            v / 12.92
+        } else {
+            ((v + 0.055) / 1.055).powf(2.4)
+        }
+    };
+    0.2126 * lin(c.0) + 0.7152 * lin(c.1) + 0.0722 * lin(c.2)
+}
+
+/// The colour of a speedup: vermillion below 1×, near-white at 1×, blue above, saturating at ½×
+/// and 2×.
 pub(super) fn speedup_color(speedup: f64) -> RGBColor {
     let t = if speedup > 0.0 { speedup.log2().clamp(-1.0, 1.0) } else { -1.0 };
     let (from, to, t) = if t < 0.0 { (NEUTRAL, SLOW, -t) } else { (NEUTRAL, FAST, t) };
@@ -379,17 +509,18 @@ where
     if c.rows.is_empty() || c.cols.is_empty() {
         return empty(root, &c.title, "no cells", s);
     }
-    let (w, _) = root.dim_in_pixel();
-    let (plot, legend) = root.split_horizontally(w.saturating_sub(upx(s, 84.0)));
+    let body = head(root, &c.title, &[], s)?;
+    let (w, _) = body.dim_in_pixel();
+    let (plot, legend) = body.split_horizontally(w.saturating_sub(upx(s, 84.0)));
     let (rows, cols) = (c.rows.len(), c.cols.len());
-    let row_label_width = c.rows.iter().map(|r| r.chars().count()).max().unwrap_or(0).clamp(6, 28) as f64 * 6.6 + 12.0;
+    let row_label_width = c.rows.iter().map(|r| r.chars().count()).max().unwrap_or(0).clamp(6, 28) as f64 * 7.4 + 12.0;
     let mut ch = ChartBuilder::on(&plot)
-        .caption(&c.title, font(s, 16.0))
         .margin(px(s, 12.0))
+        .margin_top(px(s, 4.0))
         .x_label_area_size(px(s, 36.0))
         .y_label_area_size(px(s, row_label_width))
         .build_cartesian_2d(0f64..cols as f64, 0f64..rows as f64)?;
-    let cell_font = (9.0 + 14.0 / (rows.max(cols) as f64).sqrt()).min(15.0);
+    let cell_font = (9.0 + 14.0 / (rows.max(cols) as f64).sqrt()).clamp(TEXT + 1.0, 16.0);
     for (r, row) in c.cells.iter().enumerate().take(rows) {
         let y1 = (rows - r) as f64;
         for (k, cell) in row.iter().enumerate().take(cols) {
@@ -408,7 +539,7 @@ where
                     )
                 }
                 HeatCell::Incompatible => (NOT_RUN, "incompatible".to_string(), "vocabularies differ".to_string()),
-                HeatCell::TooBig => (NOT_RUN, "too big".to_string(), "does not fit in memory".to_string()),
+                HeatCell::TooBig => (NOT_RUN, "too big".to_string(), "does not fit".to_string()),
                 HeatCell::Failed => (NOT_RUN, "failed".to_string(), String::new()),
                 HeatCell::Pending => (WHITE, "…".to_string(), String::new()),
             };
@@ -420,41 +551,65 @@ where
                 // The marker of a draft across vocabularies: a dark corner, top right.
                 let (right, top) = ch.backend_coord(&(x0 + 1.0, y1));
                 let d = px(s, 12.0);
-                plot.draw(&Polygon::new(vec![(right - d, top), (right, top), (right, top + d)], INK.filled()))?;
+                root.draw(&Polygon::new(vec![(right - d, top), (right, top), (right, top + d)], INK.filled()))?;
             }
             let (cx, cy) = ch.backend_coord(&(x0 + 0.5, y1 - 0.5));
-            let ink = if matches!(cell, HeatCell::Speedup { .. }) { INK } else { MUTED };
-            plot.draw(&Text::new(
-                text,
+            // White type on the dark ends of the scale, dark type elsewhere.
+            let dark = luminance(fill) < 0.3;
+            let ink = if dark {
+                WHITE
+            } else if matches!(cell, HeatCell::Speedup { .. }) {
+                INK
+            } else {
+                MUTED
+            };
+            let soft = if dark { RGBColor(235, 240, 245) } else { MUTED };
+            let (left, _) = ch.backend_coord(&(x0, 0.0));
+            let (right, _) = ch.backend_coord(&(x0 + 1.0, 0.0));
+            let room = right - left - px(s, 8.0);
+            // The value in the cell's type, or smaller (not under the smallest) where it is too wide.
+            let size = [cell_font, TEXT + 1.0]
+                .into_iter()
+                .find(|&f| root.estimate_text_size(&text, &font(s, f)).is_ok_and(|(w, _)| w as i32 <= room))
+                .unwrap_or(TEXT + 1.0);
+            root.draw(&Text::new(
+                cut_to(root, &text, room, &font(s, size)),
                 (cx, cy - px(s, cell_font * 0.35)),
-                font(s, cell_font).color(&ink).pos(Pos::new(HPos::Center, VPos::Center)),
+                font(s, size).color(&ink).pos(Pos::new(HPos::Center, VPos::Center)),
             ))?;
             if !detail.is_empty() {
-                plot.draw(&Text::new(
-                    detail,
-                    (cx, cy + px(s, cell_font * 0.75)),
-                    font(s, (cell_font * 0.62).max(8.0)).color(&MUTED).pos(Pos::new(HPos::Center, VPos::Center)),
-                ))?;
+                let lines = fit_lines(root, &detail, room, &font(s, TEXT));
+                for (i, line) in lines.into_iter().enumerate() {
+                    root.draw(&Text::new(
+                        line,
+                        (cx, cy + px(s, cell_font * 0.75) + i as i32 * px(s, TEXT + 3.0)),
+                        font(s, TEXT).color(&soft).pos(Pos::new(HPos::Center, VPos::Center)),
+                    ))?;
+                }
             }
         }
     }
     for (r, label) in c.rows.iter().enumerate() {
         let (x, y) = ch.backend_coord(&(0.0, (rows - r) as f64 - 0.5));
-        plot.draw(&Text::new(
+        root.draw(&Text::new(
             label.clone(),
             (x - px(s, 6.0), y),
-            font(s, 11.0).pos(Pos::new(HPos::Right, VPos::Center)),
+            font(s, TEXT).pos(Pos::new(HPos::Right, VPos::Center)),
         ))?;
     }
     for (k, label) in c.cols.iter().enumerate() {
         let (x, y) = ch.backend_coord(&(k as f64 + 0.5, 0.0));
-        plot.draw(&Text::new(
-            label.clone(),
-            (x, y + px(s, 6.0)),
-            font(s, 11.0).pos(Pos::new(HPos::Center, VPos::Top)),
-        ))?;
+        let (left, _) = ch.backend_coord(&(k as f64, 0.0));
+        let (right, _) = ch.backend_coord(&(k as f64 + 1.0, 0.0));
+        for (i, line) in wrap(root, label, right - left - px(s, 6.0), &font(s, TEXT)).into_iter().enumerate() {
+            root.draw(&Text::new(
+                line,
+                (x, y + px(s, 6.0) + i as i32 * px(s, TEXT + 3.0)),
+                font(s, TEXT).pos(Pos::new(HPos::Center, VPos::Top)),
+            ))?;
+        }
     }
-    // The colour scale: ½× (red) to 2× (green), 1× in the middle.
+    // The colour scale: ½× (vermillion) to 2× (blue), 1× in the middle.
     let (_, lh) = legend.dim_in_pixel();
     let (top, bottom) = (px(s, 48.0), lh as i32 - px(s, 48.0));
     let x0 = px(s, 16.0);
@@ -470,13 +625,13 @@ where
         legend.draw(&Text::new(
             label.to_string(),
             (x0 + px(s, 22.0), y),
-            font(s, 11.0).pos(Pos::new(HPos::Left, VPos::Center)),
+            font(s, TEXT).pos(Pos::new(HPos::Left, VPos::Center)),
         ))?;
     }
     legend.draw(&Text::new(
         "speedup".to_string(),
         (x0, top - px(s, 10.0)),
-        font(s, 11.0).pos(Pos::new(HPos::Left, VPos::Bottom)),
+        font(s, TEXT).pos(Pos::new(HPos::Left, VPos::Bottom)),
     ))?;
     Ok(())
 }
@@ -496,7 +651,16 @@ where
     }
     let xmax = all().map(|p| p.0).fold(1.0, f64::max);
     let ymax = all().map(|p| p.1).fold(1.0, f64::max);
-    let mut ch = chart_on(root, &c.title, s, (40.0, 56.0), 0f64..xmax + 1.0, 0f64..nice_max(ymax * 1.15))?;
+    let mut keys = Vec::new();
+    for (i, series) in c.series.iter().enumerate() {
+        let color = PALETTE[(i + 1) % PALETTE.len()];
+        keys.push((format!("{} measured", series.label), Key::Line(color)));
+        if series.predicted.iter().any(|p| p.1.is_finite()) {
+            keys.push((format!("{} predicted", series.label), Key::Dashed(color)));
+        }
+    }
+    let body = head(root, &c.title, &keys, s)?;
+    let mut ch = chart_on(&body, s, (44.0, 62.0), 0f64..xmax + 1.0, 0f64..nice_max(ymax * 1.15))?;
     ch.configure_mesh()
         .x_desc("draft length (tokens)")
         .x_labels(((xmax + 1.0) as usize + 1).min(12))
@@ -512,30 +676,18 @@ where
         vec![(0.0, 1.0), (xmax + 1.0, 1.0)],
         upx(s, 4.0),
         upx(s, 4.0),
-        stroke(MUTED, s, 1.0),
+        stroke(MUTED, s, LINE),
     ))?;
     for (i, series) in c.series.iter().enumerate() {
         let color = PALETTE[(i + 1) % PALETTE.len()];
         let measured: Vec<(f64, f64)> = series.measured.iter().copied().filter(|p| p.1.is_finite()).collect();
         let predicted: Vec<(f64, f64)> = series.predicted.iter().copied().filter(|p| p.1.is_finite()).collect();
-        ch.draw_series(LineSeries::new(measured.clone(), stroke(color, s, 2.0)))?
-            .label(format!("{} measured", series.label))
-            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + px(s, 16.0), y)], stroke(color, s, 2.0)));
-        ch.draw_series(measured.iter().map(|&p| Circle::new(p, upx(s, 3.5), color.filled())))?;
+        ch.draw_series(LineSeries::new(measured.clone(), stroke(color, s, LINE)))?;
+        ch.draw_series(measured.iter().map(|&p| Circle::new(p, upx(s, 4.0), color.filled())))?;
         if !predicted.is_empty() {
-            ch.draw_series(predicted.iter().map(|&p| Circle::new(p, upx(s, 4.0), stroke(color, s, 1.5))))?;
-            ch.draw_series(DashedLineSeries::new(predicted, upx(s, 6.0), upx(s, 4.0), stroke(color, s, 1.5)))?
-                .label(format!("{} predicted", series.label))
-                .legend(move |(x, y)| {
-                    DashedPathElement::new(
-                        vec![(x, y), (x + px(s, 16.0), y)],
-                        upx(s, 4.0),
-                        upx(s, 3.0),
-                        stroke(color, s, 1.5),
-                    )
-                });
+            ch.draw_series(predicted.iter().map(|&p| Circle::new(p, upx(s, 4.5), stroke(color, s, LINE))))?;
+            ch.draw_series(DashedLineSeries::new(predicted, upx(s, 6.0), upx(s, 4.0), stroke(color, s, LINE)))?;
         }
     }
-    legend(&mut ch, SeriesLabelPosition::UpperRight, 22.0, s)?;
     Ok(())
 }

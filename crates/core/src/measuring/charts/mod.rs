@@ -14,9 +14,10 @@ use serde::{Deserialize, Serialize};
 use crate::error::{Error, Result};
 use crate::measuring::bench::Spread;
 
-/// The size charts are drawn at unless asked otherwise (CSS pixels; PNGs multiply it by their scale).
-pub const WIDTH: u32 = 800;
-pub const HEIGHT: u32 = 450;
+/// The size charts are drawn at unless asked otherwise (CSS pixels; PNGs multiply it by their
+/// scale): about the size the app shows them at, so 12-pixel type is 12 pixels on screen.
+pub const WIDTH: u32 = 560;
+pub const HEIGHT: u32 = 340;
 /// PNG exports are drawn at this multiple of the CSS size (sharp on Retina screens).
 pub const PNG_SCALE: u32 = 2;
 

@@ -105,7 +105,8 @@ fn heatmap_polygons_without_markers() -> usize {
 
 #[test]
 fn svg_holds_the_labels_and_cell_values() {
-    let s = svg(&heatmap(1.4), WIDTH, HEIGHT).expect("svg");
+    // (Drawn wide: at the default width a long name breaks over two lines, tested below.)
+    let s = svg(&heatmap(1.4), 1000, 450).expect("svg");
     assert!(s.starts_with("<svg"), "{}", &s[..80.min(s.len())]);
     for text in [
         "qwen2.5-coder-1.5b",
@@ -116,11 +117,17 @@ fn svg_holds_the_labels_and_cell_values() {
         "incompatible",
         "too big",
         "speedup",
-        "k=4 · cross-vocab",
+        "k=4",
+        "cross-vocab",
     ] {
         assert!(s.contains(text), "the heat map SVG lacks {text:?}");
     }
-    assert!(!s.contains("k=2 · cross-vocab"), "only the cross-vocabulary cell is marked");
+    // (A detail too wide for its cell goes on two lines: "1.30–1.50 · k=4" and "cross-vocab".)
+    assert_eq!(s.matches("cross-vocab").count(), 1, "only the cross-vocabulary cell is marked");
+    // At the size shown, a column's name too long for it breaks after a hyphen.
+    let narrow = svg(&heatmap(1.4), WIDTH, HEIGHT).expect("svg");
+    let texts: Vec<&str> = narrow.lines().map(str::trim).collect();
+    assert!(texts.contains(&"qwen2.5-") && texts.contains(&"coder-0.5b"), "{narrow}");
     // The corner marker: one filled triangle, for the one cross-vocabulary cell.
     assert_eq!(s.matches("<polygon").count(), heatmap_polygons_without_markers() + 1, "{s}");
     let bars = svg(&all_kinds()[0], WIDTH, HEIGHT).expect("svg");
@@ -144,13 +151,14 @@ fn empty_data_draws_a_message_and_bad_sizes_are_refused() {
 }
 
 #[test]
-fn speedup_colours_are_red_below_one_and_green_above() {
+fn speedup_colours_are_vermillion_below_one_and_blue_above() {
+    // (Okabe–Ito's: told apart with the common colour-vision deficiencies, unlike red and green.)
     let one = draw::speedup_color(1.0);
     assert_eq!((one.0, one.1, one.2), (247, 247, 247));
     let slow = draw::speedup_color(0.5);
-    assert!(slow.0 > 200 && slow.1 < 80, "{slow:?}");
+    assert!(slow.0 > 200 && slow.2 < 40, "{slow:?}");
     let fast = draw::speedup_color(2.0);
-    assert!(fast.1 > 140 && fast.0 < 60, "{fast:?}");
+    assert!(fast.2 > 160 && fast.0 < 40, "{fast:?}");
     // Beyond ½× and 2× the colour saturates.
     assert_eq!(draw::speedup_color(0.1), slow);
 }
@@ -180,5 +188,44 @@ fn write_samples_when_asked() {
     let Some(dir) = std::env::var_os("DRAFTLAB_CHART_SAMPLES") else { return };
     for chart in all_kinds() {
         save(&chart, &std::path::Path::new(&dir).join(format!("{}.png", chart.kind())), WIDTH, HEIGHT).expect("save");
+    }
+}
+
+/// Every number after `attr="` in the SVG.
+fn svg_numbers(svg: &str, attr: &str) -> Vec<f64> {
+    let key = format!("{attr}=\"");
+    svg.match_indices(&key)
+        .filter_map(|(i, _)| svg[i + key.len()..].split('"').next()?.trim_end_matches("px").parse().ok())
+        .collect()
+}
+
+#[test]
+fn type_is_readable_and_lines_are_not_hairlines_at_the_size_shown() {
+    for chart in all_kinds() {
+        let s = svg(&chart, WIDTH, HEIGHT).expect("svg");
+        let sizes = svg_numbers(&s, "font-size");
+        assert!(!sizes.is_empty(), "{}: no text", chart.kind());
+        assert!(sizes.iter().all(|&f| f >= 12.0), "{}: type below 12 px: {sizes:?}", chart.kind());
+        // Series are coloured polylines (plotters' SVG; the grid and axes are grey): none thinner
+        // than 2 px.
+        let grey = |tag: &str| {
+            tag.split("stroke=\"#")
+                .nth(1)
+                .and_then(|c| c.get(..6))
+                .is_some_and(|c| c[..2] == c[2..4] && c[2..4] == c[4..6])
+        };
+        let lines: Vec<f64> = s
+            .split("<polyline")
+            .skip(1)
+            .map(|p| p.split('>').next().unwrap_or(""))
+            .filter(|tag| !grey(tag))
+            .filter_map(|tag| svg_numbers(tag, "stroke-width").first().copied())
+            .collect();
+        assert!(
+            !lines.is_empty() || chart.kind() == "heatmap" || chart.kind() == "positions" || chart.kind() == "lengths",
+            "{}: no series lines",
+            chart.kind()
+        );
+        assert!(lines.iter().all(|&w| w >= 2.0), "{}: a series thinner than 2 px: {lines:?}", chart.kind());
     }
 }
