@@ -464,18 +464,36 @@ def layout(s, out):
     call("POST", f"/session/{s.id}/window/rect", {"width": 1280, "height": 820})
 
 
+UNNAMED = """
+const name = (el) => {
+  const by = el.getAttribute('aria-labelledby');
+  return (el.getAttribute('aria-label') || (by && document.getElementById(by)?.textContent)
+    || (el.labels && [...el.labels].map((l) => l.textContent).join(''))
+    || (['BUTTON', 'SUMMARY'].includes(el.tagName) ? el.textContent : '') || el.getAttribute('title') || '').trim();
+};
+return [...document.querySelectorAll('button, input, select, textarea, summary')]
+  .filter((el) => el.getClientRects().length > 0 && el.type !== 'hidden')
+  .filter((el) => !name(el)).map((el) => el.outerHTML.slice(0, 160));
+"""
+
+
 def every_view(s, out):
-    """A screenshot of every view, light and dark (Settings, opened with Ctrl+, as ⌘, on a Mac)."""
+    """A screenshot of every view, light and dark (Settings, opened with Ctrl+, as ⌘, on a Mac);
+    every control shown has a name a screen reader can say."""
     (out / "views").mkdir(exist_ok=True)
+    unnamed = {}
     for theme in ("light", "dark"):
         set_theme(s, theme)
         for view in ("run", "chat", "serve", "sweep", "models", "history"):
             s.click(f"nav-{view}")
             time.sleep(0.8)
             s.screenshot(out / "views" / f"{theme}-{view}.png")
+            if theme == "light" and s.script(UNNAMED):
+                unnamed[view] = s.script(UNNAMED)
     set_theme(s, "system")
     s.click("nav-run")
-    print("e2e: every view shot in light and dark (views/)")
+    assert not unnamed, f"controls without a label: {json.dumps(unnamed, indent=1)}"
+    print("e2e: every view shot in light and dark (views/); every control shown has a label")
 
 
 def set_theme(s, theme):

@@ -11,7 +11,37 @@ describe("answers as Markdown", () => {
     const html = markdownHtml("Use **this**:\n\n- one\n- two\n\n```rust\nfn main() {}\n```\n");
     expect(html).toContain("<strong>this</strong>");
     expect(html).toContain("<li>one</li>");
-    expect(html).toMatch(/<pre><code class="language-rust">fn main\(\) \{\}\n<\/code><\/pre>/);
+    expect(html).toMatch(/<pre><code class="hljs language-rust"><span class="hljs-keyword">fn<\/span> <span class="hljs-title function_">main<\/span>\(\) \{\}\n<\/code><\/pre>/);
+  });
+
+  it("highlights the code of known languages, escapes every block, and keeps an unknown one plain", () => {
+    const py = markdownHtml("```python\ndef f(x):\n    return 'a' # note\n```\n");
+    expect(py).toContain('<span class="hljs-keyword">def</span>');
+    expect(py).toContain('<span class="hljs-string">\'a\'</span>');
+    expect(py).toContain('<span class="hljs-comment"># note</span>');
+    // Aliases as models write them.
+    expect(markdownHtml("```sh\nls -la\n```")).toContain("hljs language-sh");
+    // Markup inside a fence is code, shown as text: highlighted or not.
+    for (const lang of ["html", "brainfuck", ""]) {
+      const root = document.createElement("div");
+      root.innerHTML = markdownHtml("```" + lang + "\n<script>window.pwned = 9</script><img src=x onerror=alert(1)>\n```");
+      expect(root.querySelector("script, img")).toBeNull();
+      expect(root.textContent).toContain("<script>window.pwned = 9</script>");
+    }
+    expect(markdownHtml("```brainfuck\n+++\n```")).toContain("<pre><code class=\"hljs language-brainfuck\">+++");
+  });
+
+  it("paints provenance over highlighted code, character for character", () => {
+    const tokens = toks("```js\n", "const ", "x = ", "1;\n```");
+    const root = document.createElement("div");
+    root.innerHTML = markdownHtml(tokens.map((t) => t.text).join(""));
+    paintTokens(root, tokens, (t) => (t.source === "draft" ? "tok-draft" : ""));
+    const code = root.querySelector("code");
+    expect(code?.textContent).toBe("const x = 1;\n");
+    // "const " and "1;" were drafted: painted inside the highlighted spans.
+    const painted = Array.from(code?.querySelectorAll(".tok-draft") ?? []).map((e) => e.textContent).join("");
+    expect(painted).toContain("const");
+    expect(code?.querySelector(".hljs-keyword")?.textContent).toBe("const");
   });
 
   it("runs nothing a hostile answer holds", () => {

@@ -5,10 +5,44 @@
 // tokens' provenance colours are then painted over the rendered text.
 import DOMPurify from "dompurify";
 import { Marked, type Tokens } from "marked";
+import hljs from "highlight.js/lib/core";
+import bash from "highlight.js/lib/languages/bash";
+import c from "highlight.js/lib/languages/c";
+import cpp from "highlight.js/lib/languages/cpp";
+import go from "highlight.js/lib/languages/go";
+import java from "highlight.js/lib/languages/java";
+import javascript from "highlight.js/lib/languages/javascript";
+import json from "highlight.js/lib/languages/json";
+import python from "highlight.js/lib/languages/python";
+import rust from "highlight.js/lib/languages/rust";
+import sql from "highlight.js/lib/languages/sql";
+import typescript from "highlight.js/lib/languages/typescript";
+import xml from "highlight.js/lib/languages/xml";
+import yaml from "highlight.js/lib/languages/yaml";
 import type { TokenView } from "./types";
 
 const escape = (s: string) =>
   s.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;").replace(/"/g, "&quot;").replace(/'/g, "&#39;");
+
+// The languages models write most; a fence naming another is shown plain.
+for (const [name, lang] of Object.entries({ bash, c, cpp, go, java, javascript, json, python, rust, sql, typescript, xml, yaml })) {
+  hljs.registerLanguage(name, lang);
+}
+hljs.registerAliases(["sh", "shell", "zsh", "console"], { languageName: "bash" });
+hljs.registerAliases(["js", "jsx", "mjs"], { languageName: "javascript" });
+hljs.registerAliases(["ts", "tsx"], { languageName: "typescript" });
+hljs.registerAliases(["py", "python3"], { languageName: "python" });
+hljs.registerAliases(["rs"], { languageName: "rust" });
+hljs.registerAliases(["html", "svg"], { languageName: "xml" });
+hljs.registerAliases(["yml"], { languageName: "yaml" });
+hljs.registerAliases(["c++", "h", "hpp", "cc"], { languageName: "cpp" });
+
+/// A code block's text highlighted (escaped HTML), for a fence naming a known language.
+export function highlighted(code: string, lang: string): string | null {
+  const name = lang.trim().split(/\s+/)[0]?.toLowerCase() ?? "";
+  if (!name || !hljs.getLanguage(name)) return null;
+  return hljs.highlight(code, { language: name, ignoreIllegals: true }).value;
+}
 
 const md = new Marked({ gfm: true, breaks: false, async: false });
 md.use({
@@ -16,6 +50,14 @@ md.use({
     // What the model wrote as HTML is text.
     html(token: Tokens.HTML | Tokens.Tag) {
       return escape(token.text);
+    },
+    // Code blocks highlighted for the languages known (the text is escaped by highlight.js, and
+    // everything is sanitised after).
+    code(token: Tokens.Code) {
+      const lang = token.lang ?? "";
+      const body = highlighted(token.text, lang) ?? escape(token.text);
+      const cls = lang ? ` class="hljs language-${escape(lang.trim().split(/\s+/)[0] ?? "")}"` : "";
+      return `<pre><code${cls}>${body}\n</code></pre>\n`;
     },
     // No remote fetch from a model's answer: the image's description, as text.
     image(token: Tokens.Image) {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { FakeBackend } from "./fake";
-import { applyEvent, divergenceIndex, initialState, startRun, stateFromHistory, statsView, tokenClass } from "./runState";
+import { tokenTitle, applyEvent, divergenceIndex, initialState, startRun, stateFromHistory, statsView, tokenClass } from "./runState";
 import { defaultSettings, problemText } from "./settings";
 import type { ApiError } from "./types";
 import type { RunEvent, RunRequest } from "./types";
@@ -141,5 +141,13 @@ describe("settings", () => {
     // A pane that never ran is not marked.
     const fresh = startRun(initialState(), ["baseline"]);
     expect(fresh.panes.speculative.stale).toBe(false);
+  });
+});
+
+describe("what hovering a token says", () => {
+  it("names its round and what proposed it", () => {
+    expect(tokenTitle({ text: "a", source: "target", step: 3 })).toBe("round 3 · the target's own token");
+    expect(tokenTitle({ text: "a", source: "draft", step: 4, strategy: "lookup" })).toBe("round 4 · drafted by lookup, accepted");
+    expect(tokenTitle({ text: "{", source: "grammar", step: 1 })).toBe("round 1 · forced by the output format, accepted");
   });
 });

@@ -170,6 +170,13 @@ export function statsView(p: Pane): StatsView | null {
 
 /// The CSS class of a token: where it came from (a model draft — a draft model's or the target's
 /// own MTP layers' —, an n-gram hit, a token the output's schema forced, the target).
+/// What hovering a token says: its round, and what proposed it.
+export function tokenTitle(k: TokenView): string {
+  const how = k.source === "target" ? "the target's own token"
+    : `${k.source === "grammar" ? "forced by the output format" : "drafted"}${k.strategy ? ` by ${k.strategy}` : ""}, accepted`;
+  return `round ${k.step} · ${how}`;
+}
+
 export function tokenClass(t: TokenView): string {
   if (t.source === "grammar") return "tok-grammar";
   if (t.source !== "draft") return "tok-target";
