@@ -502,7 +502,7 @@ def set_theme(s, theme):
     keys(s, (CTRL, ","))
     wait("Settings", lambda: s.script("return document.querySelector('[data-testid=preferences]').open"), timeout=10)
     s.script(f"const el = document.querySelector('[data-testid=theme]'); el.value = '{theme}'; el.dispatchEvent(new Event('change'));")
-    want = None if theme == "system" else theme
+    want = s.script("return matchMedia('(prefers-color-scheme: dark)').matches ? 'dark' : 'light'") if theme == "system" else theme
     wait(f"the {theme} theme", lambda: s.script("return document.documentElement.dataset.theme ?? null") == want, timeout=10)
     s.click("preferences-close")
     wait("Settings closed", lambda: not s.script("return document.querySelector('[data-testid=preferences]').open"), timeout=10)
