@@ -446,6 +446,10 @@ IN_VIEW = ("verdict", "pane-baseline", "pane-speculative", "stats-baseline", "st
 def layout(s, out):
     """After a run, at 1280×800 and at 1024×700: the two output panes with their stats, the speedup
     and the pair are inside the window, and nothing had to scroll to show them."""
+    # Hovering a token says its round, what drafted it and (greedy) the target's margin there.
+    hover = s.script("return document.querySelector('[data-testid=text-speculative] span')?.title || ''")
+    assert hover.startswith("round ") and "the target's margin" in hover, hover
+    print(f"e2e: a token's hover: {hover}")
     for w, h in ((1280, 800), (1024, 700)):
         call("POST", f"/session/{s.id}/window/rect", {"width": w, "height": h})
         wait(f"the window at {w}×{h}", lambda: s.script("return innerWidth") <= w and s.script("return innerHeight") <= h, timeout=10)

@@ -110,9 +110,9 @@ pub(crate) enum Command {
         #[arg(long, short = 'o')]
         out: PathBuf,
         /// Width in CSS pixels (a PNG has twice as many).
-        #[arg(long, default_value_t = draftlab_engine::measuring::charts::WIDTH)]
+        #[arg(long, default_value_t = draftlab_engine::measuring::charts::FILE_WIDTH)]
         width: u32,
-        #[arg(long, default_value_t = draftlab_engine::measuring::charts::HEIGHT)]
+        #[arg(long, default_value_t = draftlab_engine::measuring::charts::FILE_HEIGHT)]
         height: u32,
     },
     /// Export a results file (runs, bench or sweep) as CSV or JSON, by the --out extension.

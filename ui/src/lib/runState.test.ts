@@ -149,5 +149,7 @@ describe("what hovering a token says", () => {
     expect(tokenTitle({ text: "a", source: "target", step: 3 })).toBe("round 3 · the target's own token");
     expect(tokenTitle({ text: "a", source: "draft", step: 4, strategy: "lookup" })).toBe("round 4 · drafted by lookup, accepted");
     expect(tokenTitle({ text: "{", source: "grammar", step: 1 })).toBe("round 1 · forced by the output format, accepted");
+    expect(tokenTitle({ text: "a", source: "target", step: 2 }, 0.0312)).toBe("round 2 · the target's own token · the target's margin 0.03 logits");
+    expect(tokenTitle({ text: "a", source: "target", step: 2 }, Number.NaN)).toBe("round 2 · the target's own token");
   });
 });

@@ -170,11 +170,14 @@ export function statsView(p: Pane): StatsView | null {
 
 /// The CSS class of a token: where it came from (a model draft — a draft model's or the target's
 /// own MTP layers' —, an n-gram hit, a token the output's schema forced, the target).
-/// What hovering a token says: its round, and what proposed it.
-export function tokenTitle(k: TokenView): string {
+/// What hovering a token says: its round, what proposed it, and (greedy runs, once the run is
+/// done) the target's margin there: how far its first choice led its second, in logits (a near tie
+/// is where a speculative run may differ from the target alone).
+export function tokenTitle(k: TokenView, margin?: number): string {
   const how = k.source === "target" ? "the target's own token"
     : `${k.source === "grammar" ? "forced by the output format" : "drafted"}${k.strategy ? ` by ${k.strategy}` : ""}, accepted`;
-  return `round ${k.step} · ${how}`;
+  const lead = margin !== undefined && Number.isFinite(margin) ? ` · the target's margin ${margin.toFixed(2)} logits` : "";
+  return `round ${k.step} · ${how}${lead}`;
 }
 
 export function tokenClass(t: TokenView): string {

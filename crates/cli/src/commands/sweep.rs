@@ -136,7 +136,7 @@ pub(crate) fn sweep_cmd(args: SweepArgs) -> anyhow::Result<ExitCode> {
     for (kind, name) in [("heatmap", "heatmap"), ("draft-length", "draft-length"), ("bars", "best")] {
         let chart = Results::Sweep(Box::new(results.clone())).chart(kind)?;
         for ext in ["png", "svg"] {
-            charts::save(&chart, &args.out.join(format!("{name}.{ext}")), charts::WIDTH, charts::HEIGHT)?;
+            charts::save(&chart, &args.out.join(format!("{name}.{ext}")), charts::FILE_WIDTH, charts::FILE_HEIGHT)?;
         }
     }
     write_atomically(&args.out.join("cells.csv"), results.csv().as_bytes())?;

@@ -18,6 +18,10 @@ use crate::measuring::bench::Spread;
 /// scale): about the size the app shows them at, so 12-pixel type is 12 pixels on screen.
 pub const WIDTH: u32 = 560;
 pub const HEIGHT: u32 = 340;
+/// The size of the chart files the CLI writes (a file opened on its own, not a card in the app:
+/// room for a sweep's long model names in full).
+pub const FILE_WIDTH: u32 = 960;
+pub const FILE_HEIGHT: u32 = 540;
 /// PNG exports are drawn at this multiple of the CSS size (sharp on Retina screens).
 pub const PNG_SCALE: u32 = 2;
 
