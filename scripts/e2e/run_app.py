@@ -564,6 +564,7 @@ def model_picker(s, out):
     s.set_value("target-search", "qwen3-8b")
     item = "[...document.querySelectorAll('[data-testid=pick-item][data-section=catalog]')].find(e => e.querySelector('.name').textContent === 'qwen3-8b')"
     wait("qwen3-8b in the catalog", lambda: s.script(f"return !!{item}"), timeout=30)
+    time.sleep(0.5)  # (the list painted before the screenshot)
     s.screenshot(out / "picker-catalog.png")
     s.script("window.__sawBar = false; new MutationObserver(() => { if (document.querySelector('[data-testid=target-download]'))"
              " window.__sawBar = true; }).observe(document.body, {subtree: true, childList: true});")

@@ -4,15 +4,26 @@
 import type { Backend } from "./backend";
 import type { CatalogEntry, ModelSummary, VocabGroup } from "./types";
 import { defaultSettings } from "./settings";
-import { storedStrings } from "./stored";
+import { store, storedStrings } from "./stored";
 
-export const library = $state<{ onDisk: VocabGroup[]; catalog: CatalogEntry[]; scanned: boolean; limit: number }>({
+/// The models picked last (any view's picker), newest first.
+const RECENT_KEY = "draftlab.recent";
+
+export const library = $state<{ onDisk: VocabGroup[]; catalog: CatalogEntry[]; scanned: boolean; limit: number; recent: string[] }>({
+  recent: storedStrings(RECENT_KEY),
   onDisk: [],
   catalog: [],
   scanned: false,
   /// The memory the catalog's fit is judged against (bytes; 0 until read).
   limit: 0,
 });
+
+/// A model picked: first in Recent (in every view), kept for the next start.
+export function rememberModel(path: string) {
+  if (!path) return;
+  library.recent = [path, ...library.recent.filter((p) => p !== path)].slice(0, 8);
+  store(RECENT_KEY, JSON.stringify(library.recent));
+}
 
 let seq = 0;
 
