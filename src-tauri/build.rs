@@ -3,6 +3,9 @@
 include!("src/command_names.rs");
 
 fn main() {
+    // The page is embedded when the app compiles (`generate_context!`), which cargo does not see:
+    // a rebuilt UI (scripts/build-ui) must rebuild the app, or it would show the previous page.
+    println!("cargo:rerun-if-changed=../ui/dist");
     tauri_build::try_build(
         tauri_build::Attributes::new().app_manifest(tauri_build::AppManifest::new().commands(COMMANDS)),
     )
