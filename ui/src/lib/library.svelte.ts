@@ -1,6 +1,6 @@
 // What every model picker lists, shared by the views: the models on disk (the user's folders
 // included) and the catalog. Looked at again when a picker opens, so a download or a file copied
-// in since shows; answers that come back out of order are dropped.
+// in since shows.
 import type { Backend } from "./backend";
 import type { CatalogEntry, ModelSummary, VocabGroup } from "./types";
 import { defaultSettings } from "./settings";
@@ -25,19 +25,36 @@ export function rememberModel(path: string) {
   store(RECENT_KEY, JSON.stringify(library.recent));
 }
 
-let seq = 0;
+let inflight: Promise<void> | null = null;
+let again = false;
 
-export async function refreshLibrary(backend: Backend): Promise<void> {
-  const mine = ++seq;
+async function scan(backend: Backend) {
   const folders = storedStrings("draftlab.folders");
   const [disk, catalog] = await Promise.allSettled([backend.modelsOnDisk(folders), backend.catalog()]);
-  if (mine !== seq) return;
   if (disk.status === "fulfilled") library.onDisk = disk.value;
   if (catalog.status === "fulfilled") {
     library.catalog = catalog.value.models;
     library.limit = catalog.value.limit;
   }
   library.scanned = true;
+}
+
+/// Scans the disk and reads the catalog again. Every picker asks when it mounts and when it opens:
+/// asks while a scan is under way share it and make one more scan after it (a file downloaded
+/// meanwhile shows), never one each.
+export function refreshLibrary(backend: Backend): Promise<void> {
+  if (inflight) {
+    again = true;
+    return inflight;
+  }
+  inflight = scan(backend).finally(() => {
+    inflight = null;
+    if (again) {
+      again = false;
+      void refreshLibrary(backend);
+    }
+  });
+  return inflight;
 }
 
 /// What a file's header says (name, family, size…), read by the engine for a file the scan did not

@@ -428,6 +428,11 @@ where
     category_bars(root, &c.title, &labels, &values, &notes, "draft tokens accepted in a round", "rounds", top, s)
 }
 
+/// How wide `text` is drawn in `style` (0 when the font cannot tell).
+fn text_width<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, text: &str, style: &TextStyle) -> i32 {
+    area.estimate_text_size(text, style).map_or(0, |(w, _)| w as i32)
+}
+
 /// `text` in at most three lines of at most `width` pixels: its " · "-separated parts (a cell's
 /// detail) packed into lines, and a line still too wide cut with "…".
 fn fit_lines<DB: DrawingBackend>(
@@ -437,7 +442,7 @@ fn fit_lines<DB: DrawingBackend>(
     style: &TextStyle,
 ) -> Vec<String> {
     const MOST: usize = 3;
-    let wide = |t: &str| area.estimate_text_size(t, style).map_or(0, |(w, _)| w as i32);
+    let wide = |t: &str| text_width(area, t, style);
     let mut lines: Vec<String> = Vec::new();
     for part in text.split(" · ") {
         match lines.last_mut() {
@@ -455,7 +460,7 @@ fn fit_lines<DB: DrawingBackend>(
 /// A name in at most two lines of at most `width` pixels, broken after a `-`, `_`, `.` or space
 /// where one fits (else anywhere), the rest cut with "…".
 fn wrap<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, text: &str, width: i32, style: &TextStyle) -> Vec<String> {
-    let wide = |t: &str| area.estimate_text_size(t, style).map_or(0, |(w, _)| w as i32);
+    let wide = |t: &str| text_width(area, t, style);
     if wide(text) <= width {
         return vec![text.to_string()];
     }
@@ -470,7 +475,7 @@ fn wrap<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, text: &str, width: i3
 
 /// `text` cut with "…" to at most `width` pixels (one character and "…" at the least).
 fn cut_to<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, text: &str, width: i32, style: &TextStyle) -> String {
-    let wide = |t: &str| area.estimate_text_size(t, style).map_or(0, |(w, _)| w as i32);
+    let wide = |t: &str| text_width(area, t, style);
     if wide(text) <= width {
         return text.to_string();
     }
@@ -570,7 +575,7 @@ where
             // The value in the cell's type, or smaller (not under the smallest) where it is too wide.
             let size = [cell_font, TEXT + 1.0]
                 .into_iter()
-                .find(|&f| root.estimate_text_size(&text, &font(s, f)).is_ok_and(|(w, _)| w as i32 <= room))
+                .find(|&f| text_width(root, &text, &font(s, f)) <= room)
                 .unwrap_or(TEXT + 1.0);
             root.draw(&Text::new(
                 cut_to(root, &text, room, &font(s, size)),
