@@ -169,3 +169,62 @@ fn print_code_rounds() {
     }
     println!("{line}\nspeedup {:.3} costs {:?}", out.speedup(), r.costs.verify_ms);
 }
+
+/// `auto`'s n-gram drafters (lookup, n-gram cache, llama.cpp's ngram-mod) replayed on every
+/// recording in `DRAFTLAB_REPLAYS` (a folder of files as `scripts/record-replays` writes them;
+/// default: this crate's): `cargo test --release --features testing --test replay -- --ignored
+/// --nocapture print_auto`. `DRAFTLAB_CHARGED` (a verify curve as a JSON list of ms) charges every
+/// recording's rounds by that curve instead of its own; `DRAFTLAB_JUDGED` makes the schedule
+/// decide by another curve than the one rounds are charged by (a cached measurement that is off,
+/// say), to see what a wrong curve costs and how much of it the run's own passes win back.
+#[test]
+#[ignore]
+fn print_auto() {
+    use draftlab_engine::decoding::draft::ngram_mod::NgramMod;
+    let dir = std::env::var("DRAFTLAB_REPLAYS")
+        .unwrap_or_else(|_| format!("{}/tests/data/replay", env!("CARGO_MANIFEST_DIR")));
+    let mut names: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().to_str()?.strip_suffix(".json").map(str::to_string))
+        .collect();
+    names.sort();
+    let settings = Settings { strategy: Strategy::Auto, ..Settings::default() }.validate(Mode::Speculative).unwrap();
+    let (n_match, n_min, n_max) = draftlab_engine::decoding::settings::ngram_mod_sizes(&settings);
+    let mut product = 1.0;
+    for name in &names {
+        let mut r: Recorded = serde_json::from_slice(&std::fs::read(format!("{dir}/{name}.json")).unwrap()).unwrap();
+        if let Ok(v) = std::env::var("DRAFTLAB_CHARGED") {
+            r.costs = Costs { verify_ms: serde_json::from_str(&v).unwrap(), draft_token_ms: 0.0, c: 0.0 };
+        }
+        let mut drafters: Vec<Box<dyn Drafter>> =
+            vec![lookup(), ngram_cache(), Box::new(NgramMod::new(n_match, n_min, n_max).unwrap())];
+        let judged = match std::env::var("DRAFTLAB_JUDGED") {
+            Ok(v) => {
+                let verify_ms: Vec<f64> = serde_json::from_str(&v).unwrap();
+                Costs { verify_ms, draft_token_ms: 0.0, c: 0.0 }
+            }
+            Err(_) => r.costs.clone(),
+        };
+        let out = draftlab_engine::decoding::replay::replay_judged(
+            &r.prompt,
+            &r.output,
+            &mut drafters,
+            &settings,
+            &r.costs,
+            &judged,
+        )
+        .unwrap();
+        let bound = copy_bound(&r.costs, &r.prompt, &r.output).speedup;
+        let mut rounds = String::new();
+        let mut pos = 0;
+        for rd in &out.report.rounds {
+            if rd.drafted > 0 {
+                rounds.push_str(&format!(" {pos}:{}/{}", rd.accepted, rd.drafted));
+            }
+            pos += rd.accepted + 1;
+        }
+        product *= out.speedup();
+        println!("{name:10} auto {:.3}× (copy bound {bound:.3}×) drafts:{rounds}", out.speedup());
+    }
+    println!("geometric mean {:.4}", product.powf(1.0 / names.len() as f64));
+}

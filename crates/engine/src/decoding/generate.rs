@@ -331,8 +331,7 @@ impl<'r, 'j, 'd> Loop<'r, 'j, 'd> {
         let mut tokens = self.grammar.as_mut()?.forced();
         tokens.truncate(max);
         if let Some(s) = self.scheduler.as_ref() {
-            let c = s.costs();
-            let rate = |k: usize| (k + 1) as f64 / c.verify(k + 1);
+            let rate = |k: usize| (k + 1) as f64 / s.verify(k + 1);
             let best = (1..=tokens.len()).max_by(|&a, &b| rate(a).total_cmp(&rate(b)))?;
             if rate(best) <= rate(0) {
                 return None;
@@ -416,7 +415,8 @@ impl<'r, 'j, 'd> Loop<'r, 'j, 'd> {
                 g.accept(t)?;
             }
         }
-        Ok(Verdict { accepted, tokens, margins, verify_ms: ms(t.elapsed()) })
+        let verify_ms = self.target.pass_ms(batch.len(), ms(t.elapsed()));
+        Ok(Verdict { accepted, tokens, margins, verify_ms })
     }
 
     /// Keeps what was accepted: the target's KV cache loses the rejected draft positions.
@@ -434,6 +434,11 @@ impl<'r, 'j, 'd> Loop<'r, 'j, 'd> {
     /// Counts the round: per strategy, per position, histograms, times; teaches the schedule.
     fn tally(&mut self, round: &Round, v: &Verdict) {
         let (k, m) = (round.tokens.len(), v.accepted);
+        // What the pass took teaches the schedule what passes cost now (not while the context
+        // feeds a drafter: those passes carry the feed, which the schedule adds on its own).
+        if let Some(s) = self.scheduler.as_mut().filter(|_| !self.target.feeding()) {
+            s.observe_pass(k + 1, v.verify_ms);
+        }
         let t = &mut self.tally;
         if round.forced {
             t.forced_drafted += k;

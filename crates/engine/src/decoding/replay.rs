@@ -28,16 +28,18 @@ struct ReplayTarget {
     vocab: usize,
     eog: Token,
     n_ctx: usize,
+    /// What the real target's passes cost (each verify pass is charged this).
+    costs: Costs,
 }
 
 impl ReplayTarget {
-    fn new(prompt: &[Token], output: &[Token], n_ctx: usize) -> Result<Self> {
+    fn new(prompt: &[Token], output: &[Token], n_ctx: usize, costs: Costs) -> Result<Self> {
         let script: Vec<Token> = prompt.iter().chain(output).copied().collect();
         if script.iter().any(|&t| t < 0) {
             return Err(Error::InvalidPrompt("a replayed token id is negative".into()));
         }
         let eog = script.iter().copied().max().unwrap_or(0) + 1;
-        Ok(ReplayTarget { script, cache: Vec::new(), rows: Vec::new(), vocab: eog as usize + 2, eog, n_ctx })
+        Ok(ReplayTarget { script, cache: Vec::new(), rows: Vec::new(), vocab: eog as usize + 2, eog, n_ctx, costs })
     }
 
     /// The target's choice after the cached tokens: the script's next token while the cache follows
@@ -100,6 +102,10 @@ impl Target for ReplayTarget {
     fn piece(&self, _token: Token) -> Vec<u8> {
         Vec::new()
     }
+
+    fn pass_ms(&self, batch: usize, _measured: f64) -> f64 {
+        self.costs.verify(batch)
+    }
 }
 
 /// A replayed run: what the loop did, and what its rounds cost by the measured costs.
@@ -134,6 +140,19 @@ pub fn replay(
     settings: &ValidSettings,
     costs: &Costs,
 ) -> Result<Replayed> {
+    replay_judged(prompt, output, drafters, settings, costs, costs)
+}
+
+/// The same, with the schedule deciding by `judged` (what it believes the steps cost: a cached
+/// measurement, say) while each round is charged by `costs` (what they cost).
+pub fn replay_judged(
+    prompt: &[Token],
+    output: &[Token],
+    drafters: &mut [Box<dyn Drafter + '_>],
+    settings: &ValidSettings,
+    costs: &Costs,
+    judged: &Costs,
+) -> Result<Replayed> {
     if !settings.sampling.is_greedy() {
         return Err(Error::InvalidSettings("a replay follows a greedy run: set the temperature to 0".into()));
     }
@@ -144,8 +163,8 @@ pub fn replay(
     s.n_predict = output.len();
     s.n_ctx = s.n_ctx.max((prompt.len() + output.len() + s.longest_draft() + 2) as u32);
     let settings = s.validate(Mode::Speculative)?;
-    let mut target = ReplayTarget::new(prompt, output, settings.n_ctx as usize)?;
-    let scheduler = settings.adaptive.then(|| Scheduler::new(costs.clone()));
+    let mut target = ReplayTarget::new(prompt, output, settings.n_ctx as usize, costs.clone())?;
+    let scheduler = settings.adaptive.then(|| Scheduler::new(judged.clone()));
     let info = RunInfo { mode: Mode::Speculative, target: replay_id(), draft: None, notes: Vec::new(), runtime: None };
     let report =
         generate(&mut target, drafters, scheduler, prompt, &settings, info, &mut Job::uncancelled(&mut |_| {}))?;

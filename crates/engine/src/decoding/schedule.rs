@@ -41,6 +41,9 @@ const MARGIN: f64 = 1.05;
 /// up to `EXPLORE_MAX`.
 const EXPLORE_EVERY: usize = 16;
 const EXPLORE_MAX: usize = 512;
+/// How many of this run's own passes of a batch size weigh as much as the measured curve's value
+/// for it (see [`Scheduler::verify`]).
+const CURVE_WEIGHT: f64 = 4.0;
 
 #[derive(Debug, Default, Clone)]
 struct PositionStats {
@@ -84,6 +87,8 @@ pub struct Scheduler {
     observed: std::collections::HashSet<usize>,
     /// How often each length was chosen (index = length).
     pub chosen: Vec<u64>,
+    /// This run's own passes by batch size (index = size − 1): how many, and their summed ms.
+    passes: Vec<(f64, f64)>,
 }
 
 impl Scheduler {
@@ -97,6 +102,7 @@ impl Scheduler {
             exploring: false,
             observed: Default::default(),
             chosen: Vec::new(),
+            passes: Vec::new(),
         }
     }
 
@@ -203,7 +209,54 @@ impl Scheduler {
     fn round_cost_with(&self, k: usize, token_ms: f64, setup_ms: f64, fed: bool) -> f64 {
         let setup = if k > 0 { setup_ms } else { 0.0 };
         let feed = if fed { self.feed(k + 1) } else { 0.0 };
-        setup + k as f64 * token_ms + self.costs.verify(k + 1) + feed
+        setup + k as f64 * token_ms + self.verify(k + 1) + feed
+    }
+
+    /// What a target pass of `b` tokens costs: the measured curve's value, corrected by this run's
+    /// own passes of that size as they come ([`CURVE_WEIGHT`] passes weigh as much as the curve).
+    /// The curve is measured once and kept for a week, on a machine whose speed drifts (measured
+    /// here: one cached curve had a single step 7 % faster and two-token passes 6 % slower than
+    /// this run saw, which makes every short draft look worse than it is); a run makes hundreds of
+    /// single steps and, where it drafts, dozens of each length it drafts.
+    pub fn verify(&self, b: usize) -> f64 {
+        let curve = self.costs.verify(b);
+        let Some(drift) = self.drift() else { return curve };
+        match self.passes.get(b.wrapping_sub(1)) {
+            Some(&(n, ms)) if n > 0.0 => (ms + CURVE_WEIGHT * curve * drift) / (n + CURVE_WEIGHT),
+            _ => curve * drift,
+        }
+    }
+
+    /// How much slower (> 1) or faster than the curve this run's passes have been, over every
+    /// size it has seen (weighted by passes); `None` before the first. Every size the run has not
+    /// seen moves by it (which changes no decision: they compare costs with each other), and a
+    /// size it has seen moves from it towards what its own passes took.
+    fn drift(&self) -> Option<f64> {
+        let (mut n, mut sum) = (0.0, 0.0);
+        for (i, &(count, ms)) in self.passes.iter().enumerate() {
+            let curve = self.costs.verify(i + 1);
+            if count > 0.0 && curve > 0.0 {
+                n += count;
+                sum += ms / curve;
+            }
+        }
+        (n > 0.0).then(|| sum / n)
+    }
+
+    /// Learns what a target pass of `b` tokens took in this run. A pass slowed by something else
+    /// (the system, another program) counts at most twice the curve's value (and one sped up by
+    /// nothing real, at least half).
+    pub fn observe_pass(&mut self, b: usize, ms: f64) {
+        if b == 0 || b > self.costs.verify_ms.len() || !ms.is_finite() {
+            return;
+        }
+        let curve = self.costs.verify(b);
+        if self.passes.len() < b {
+            self.passes.resize(b, (0.0, 0.0));
+        }
+        let p = &mut self.passes[b - 1];
+        p.0 += 1.0;
+        p.1 += ms.clamp(0.5 * curve, 2.0 * curve);
     }
 
     /// The longest draft the measured verify curve covers.
@@ -452,5 +505,45 @@ mod tests {
         let c = Candidate { bucket: (0, 0), max: 1, token_ms: 0.0, setup_ms: 0.0, observed: false, fed: false };
         assert_eq!(s.decide(&[c]), Some((0, 1)));
         assert_eq!(t.decide(&[c]), None);
+    }
+
+    #[test]
+    fn a_curve_measured_off_is_corrected_by_the_runs_own_passes() {
+        // The cached curve says two tokens cost 1.95× one (measured in a bad moment); this run's
+        // passes show 1.5×. A drafter right 85 % of the time does not pay by the curve (1.85
+        // tokens for 1.95) and does by what the run sees (1.85 for 1.5).
+        let curve = costs(vec![30.0, 58.5], 0.0);
+        let mut s = Scheduler::new(curve);
+        for i in 0..200 {
+            s.record((0, 0), 1, usize::from(i % 20 >= 3));
+        }
+        let c = Candidate { bucket: (0, 0), max: 1, token_ms: 0.0, setup_ms: 0.0, observed: false, fed: false };
+        assert_eq!(s.decide(&[c]), None, "by the curve");
+        let mut calibrated = s.clone();
+        for _ in 0..40 {
+            calibrated.observe_pass(1, 30.0);
+            calibrated.observe_pass(2, 45.0);
+        }
+        assert!((calibrated.verify(2) / calibrated.verify(1) - 1.5).abs() < 0.05);
+        assert_eq!(calibrated.decide(&[c]), Some((0, 1)), "by the run's passes");
+        // A run that is slower or faster all over changes no decision (costs are compared with
+        // each other), and a pass slowed by something else counts at most twice the curve.
+        for scale in [0.7, 1.3] {
+            let mut t = s.clone();
+            for _ in 0..40 {
+                t.observe_pass(1, 30.0 * scale);
+                t.observe_pass(2, 58.5 * scale);
+            }
+            assert!((t.verify(2) / t.verify(1) - 1.95).abs() < 1e-9);
+            assert_eq!(t.decide(&[c]), None);
+        }
+        let mut t = s.clone();
+        t.observe_pass(1, 1e6);
+        assert!(t.verify(1) <= 60.0 + 1e-9);
+        // Sizes past the curve and nonsense are ignored.
+        t.observe_pass(0, 10.0);
+        t.observe_pass(9, 10.0);
+        t.observe_pass(1, f64::NAN);
+        assert!(t.verify(1).is_finite());
     }
 }

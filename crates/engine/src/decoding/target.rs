@@ -45,6 +45,12 @@ pub trait Target {
     /// Starts or stops feeding that drafter (stopped, it drafts nothing until the context starts
     /// over at position 0).
     fn set_feeding(&mut self, _on: bool) {}
+    /// What a verify pass of `batch` tokens counts as having taken, given the `measured` ms: the
+    /// measured time itself, except for a target that stands in for another (a replay charges
+    /// what the real one's passes cost).
+    fn pass_ms(&self, _batch: usize, measured: f64) -> f64 {
+        measured
+    }
 }
 
 /// A target model and a context of it.
