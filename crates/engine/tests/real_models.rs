@@ -272,6 +272,41 @@ fn a_code_draft_across_vocabularies_gets_tokens_accepted() {
 }
 
 #[test]
+fn a_run_teaches_the_next_runs_what_its_passes_cost() {
+    // An adaptive lookup run on the Qwen target: the step costs the next runs start from are the
+    // measured curve as this run's own passes corrected it — in this session and, for a session
+    // loaded afresh, on disk. (A context size of its own: its costs entry is this test's alone.)
+    let s = Settings { strategy: Strategy::PromptLookup, adaptive: true, n_ctx: 1552, ..settings(96, 4) };
+    let valid = s.clone().validate(Mode::Speculative).unwrap();
+    let p = pair(QWEN_TARGET, None);
+    let tokens = p.prompt_tokens(PROMPTS[0], false).unwrap();
+    let before = p.costs(&tokens, &valid).unwrap().verify_ms;
+    let r = run_tokens(&p, Mode::Speculative, &tokens, &s, &mut Job::uncancelled(&mut |_| {})).unwrap();
+    assert!(r.target_passes >= 32, "enough passes to learn from: {}", r.target_passes);
+    let after = p.costs(&tokens, &valid).unwrap().verify_ms;
+    assert_eq!(after.len(), before.len());
+    assert_ne!(after, before, "the run's passes moved the curve");
+    // A size the run never verified moved with the rest (by one factor, within what a pass may
+    // count for); a single step moved towards what this run's single steps took.
+    let used = |b: usize| r.draft_len_histogram.get(b - 1).is_some_and(|&n| n > 0);
+    let unused: Vec<f64> = (1..=before.len()).filter(|&b| !used(b)).map(|b| after[b - 1] / before[b - 1]).collect();
+    assert!(!unused.is_empty());
+    assert!(unused.iter().all(|d| (d - unused[0]).abs() < 1e-9 && (0.5..=2.0).contains(d)), "{unused:?}");
+    let step = 1e3 / r.target_alone_tps.unwrap();
+    let (lo, hi) = (before[0].min(step), before[0].max(step));
+    assert!(
+        (0.9 * lo..=1.1 * hi).contains(&after[0]),
+        "V(1) {} → {} (this run's steps {step:.2} ms)",
+        before[0],
+        after[0]
+    );
+    // A session loaded afresh starts from the learned curve, not from a new measurement.
+    let again = pair(QWEN_TARGET, None);
+    let kept = again.costs(&tokens, &valid).unwrap().verify_ms;
+    assert!(kept.iter().zip(&after).all(|(a, b)| (a - b).abs() < 1e-9 * b), "{kept:?} vs {after:?}");
+}
+
+#[test]
 fn a_prompt_the_draft_spells_longer_than_its_context_drafts_nothing_and_runs() {
     // Qwen's vocabulary writes this text in fewer tokens than SmolLM2's: the prompt fits the
     // target's context but not the draft's (the same size). (Qwen's small model as the target.)

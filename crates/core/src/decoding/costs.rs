@@ -193,6 +193,31 @@ impl CostsCache {
         Self::store_in(&Self::path(), key, costs);
     }
 
+    /// Replaces a kept entry's costs with what runs have since learned (see the engine's
+    /// `Scheduler::learned`), keeping when it was measured: it still expires a week after the
+    /// measurement (the sizes runs never use are only ever moved with the rest). An entry that is
+    /// gone or expired stays so: the next run measures afresh.
+    pub fn refine(key: &str, costs: &Costs, max_age_s: u64) {
+        Self::refine_in(&Self::path(), key, costs, max_age_s);
+    }
+
+    fn refine_in(path: &std::path::Path, key: &str, costs: &Costs, max_age_s: u64) {
+        if costs.verify_ms.is_empty() || !costs.verify_ms.iter().all(|v| v.is_finite() && *v > 0.0) {
+            return;
+        }
+        let _held = crate::paths::lock_beside(path);
+        let mut cache = CostsCache::load_from(path);
+        let now = crate::paths::now_secs();
+        let Some(e) = cache.entries.get_mut(key) else { return };
+        if now.saturating_sub(e.measured_at) >= max_age_s || e.costs.verify_ms.len() != costs.verify_ms.len() {
+            return;
+        }
+        e.costs = costs.clone();
+        if let Ok(bytes) = serde_json::to_vec_pretty(&cache) {
+            let _ = crate::paths::write_atomically(path, &bytes);
+        }
+    }
+
     fn store_in(path: &std::path::Path, key: &str, costs: &Costs) {
         let _ = path.parent().map(std::fs::create_dir_all);
         let _held = crate::paths::lock_beside(path);
@@ -209,6 +234,32 @@ impl CostsCache {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_refined_entry_keeps_its_age_and_a_missing_one_stays_missing() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("costs.json");
+        let measured = Costs { verify_ms: vec![10.0, 20.0], draft_token_ms: 1.0, c: 0.1 };
+        let learned = Costs { verify_ms: vec![11.0, 18.0], draft_token_ms: 1.0, c: 1.0 / 11.0 };
+        CostsCache::store_in(&path, "k", &measured);
+        let at = CostsCache::load_from(&path).entries["k"].measured_at;
+        CostsCache::refine_in(&path, "k", &learned, COSTS_MAX_AGE_S);
+        let cache = CostsCache::load_from(&path);
+        let curve = |c: &CostsCache, k: &str| c.get(k, COSTS_MAX_AGE_S).map(|c| c.verify_ms);
+        assert_eq!(curve(&cache, "k"), Some(learned.verify_ms.clone()));
+        assert_eq!(cache.entries["k"].measured_at, at, "it expires when the measurement does");
+        CostsCache::refine_in(&path, "other", &learned, COSTS_MAX_AGE_S);
+        assert_eq!(curve(&CostsCache::load_from(&path), "other"), None);
+        // Another curve's length, or nonsense, changes nothing.
+        let short = Costs { verify_ms: vec![5.0], ..learned.clone() };
+        let bad = Costs { verify_ms: vec![f64::NAN, 1.0], ..learned.clone() };
+        CostsCache::refine_in(&path, "k", &short, COSTS_MAX_AGE_S);
+        CostsCache::refine_in(&path, "k", &bad, COSTS_MAX_AGE_S);
+        assert_eq!(curve(&CostsCache::load_from(&path), "k"), Some(learned.verify_ms));
+        // Expired: left to be measured again.
+        CostsCache::refine_in(&path, "k", &measured, 0);
+        assert_ne!(curve(&CostsCache::load_from(&path), "k"), Some(measured.verify_ms));
+    }
 
     /// Writers at once (the app and a CLI run) each keep their entry.
     #[test]

@@ -37,6 +37,20 @@ pub fn generate(
     info: RunInfo,
     job: &mut Job<'_, Event>,
 ) -> Result<Report> {
+    generate_learning(target, drafters, scheduler, prompt, settings, info, job).map(|(report, _)| report)
+}
+
+/// [`generate`], handing back the schedule as the run left it (what it learned of this machine's
+/// step costs: see [`Scheduler::learned`]).
+pub fn generate_learning(
+    target: &mut dyn Target,
+    drafters: &mut [Box<dyn Drafter + '_>],
+    scheduler: Option<Scheduler>,
+    prompt: &[Token],
+    settings: &ValidSettings,
+    info: RunInfo,
+    job: &mut Job<'_, Event>,
+) -> Result<(Report, Option<Scheduler>)> {
     settings.require(info.mode)?;
     check_room(prompt.len(), target.n_ctx(), info.mode, settings.longest_draft())?;
     let started_at = crate::paths::now_secs();
@@ -530,7 +544,7 @@ impl<'r, 'j, 'd> Loop<'r, 'j, 'd> {
     }
 
     /// The report, announced and returned.
-    fn finish(mut self, info: RunInfo, started_at: u64) -> Report {
+    fn finish(mut self, info: RunInfo, started_at: u64) -> (Report, Option<Scheduler>) {
         let tail = self.utf8.finish();
         self.tally.text.push_str(&tail);
         let generation_ms = ms(self.t_gen.elapsed());
@@ -594,7 +608,7 @@ impl<'r, 'j, 'd> Loop<'r, 'j, 'd> {
             started_at,
         };
         self.job.emit(Event::Done { report: Box::new(report.clone()) });
-        report
+        (report, self.scheduler)
     }
 }
 

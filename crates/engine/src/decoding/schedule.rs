@@ -44,6 +44,8 @@ const EXPLORE_MAX: usize = 512;
 /// How many of this run's own passes of a batch size weigh as much as the measured curve's value
 /// for it (see [`Scheduler::verify`]).
 const CURVE_WEIGHT: f64 = 4.0;
+/// A run's corrected curve is kept for the next runs once it rests on this many passes.
+const LEARNED_AFTER: f64 = 32.0;
 
 #[derive(Debug, Default, Clone)]
 struct PositionStats {
@@ -241,6 +243,18 @@ impl Scheduler {
             }
         }
         (n > 0.0).then(|| sum / n)
+    }
+
+    /// The curve as this run has corrected it (every size, see [`Scheduler::verify`]), once it
+    /// has made [`LEARNED_AFTER`] passes; the draft model's step cost as measured.
+    pub fn learned(&self) -> Option<Costs> {
+        let passes: f64 = self.passes.iter().map(|p| p.0).sum();
+        if passes < LEARNED_AFTER {
+            return None;
+        }
+        let verify_ms: Vec<f64> = (1..=self.costs.verify_ms.len()).map(|b| self.verify(b)).collect();
+        let c = if verify_ms[0] > 0.0 { self.costs.draft_token_ms / verify_ms[0] } else { 0.0 };
+        Some(Costs { verify_ms, draft_token_ms: self.costs.draft_token_ms, c })
     }
 
     /// Learns what a target pass of `b` tokens took in this run. A pass slowed by something else
@@ -545,5 +559,13 @@ mod tests {
         t.observe_pass(9, 10.0);
         t.observe_pass(1, f64::NAN);
         assert!(t.verify(1).is_finite());
+        // What the next runs start from: every size as this run corrected it, once there is
+        // enough of it.
+        assert!(s.learned().is_none(), "no passes");
+        let learned = calibrated.learned().unwrap();
+        assert_eq!(learned.verify_ms, vec![calibrated.verify(1), calibrated.verify(2)]);
+        let mut few = s.clone();
+        few.observe_pass(1, 30.0);
+        assert!(few.learned().is_none(), "one pass is not enough");
     }
 }

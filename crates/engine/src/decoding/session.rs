@@ -19,7 +19,7 @@ use crate::decoding::draft::ngram_map::NgramMap;
 use crate::decoding::draft::ngram_mod::NgramMod;
 use crate::decoding::draft::prompt_lookup::PromptLookup;
 use crate::decoding::draft::{Drafter, Strategy};
-use crate::decoding::generate::{generate, Event, RunInfo};
+use crate::decoding::generate::{generate_learning, Event, RunInfo};
 use crate::decoding::llama::{self, Context, Model, MtpLayers, Runtime, Token};
 pub use crate::decoding::report::speedup;
 use crate::decoding::report::{Report, StopReason};
@@ -584,6 +584,7 @@ impl Session {
             Mode::Baseline => Vec::new(),
             Mode::Speculative => self.drafters(settings, &mut notes, lent, costs.as_ref(), fed.as_ref())?,
         };
+        let feeds = fed.is_some();
         let scheduler = match drafters.is_empty() {
             false => costs.map(|c| match fed {
                 Some(f) => Scheduler::new(c).with_feed(f),
@@ -597,7 +598,11 @@ impl Session {
         };
         let runtime = self.runtime_with(settings.threads, draft.as_ref().and(self.draft.as_ref()));
         let info = RunInfo { mode, target: self.target.id.clone(), draft, notes, runtime: Some(runtime) };
-        let mut report = generate(target, &mut drafters, scheduler, prompt, settings, info, job)?;
+        let (mut report, scheduler) = generate_learning(target, &mut drafters, scheduler, prompt, settings, info, job)?;
+        // A run that fed a drafter learned nothing of the plain costs (see `Loop::tally`).
+        if let Some(learned) = scheduler.filter(|_| !feeds).and_then(|s| s.learned()) {
+            self.learn_costs(settings, learned);
+        }
         // A cache saves what it learned; a failure to save costs the next run, not this one.
         let context: Vec<Token> = prompt.iter().chain(&report.tokens).copied().collect();
         for d in &mut drafters {
@@ -790,14 +795,12 @@ impl Session {
     /// disk for a week, an hour for a target spread over other machines, see [`CostsCache`]),
     /// then reused.
     pub fn costs(&self, prompt: &[Token], settings: &ValidSettings) -> Result<Costs> {
-        let with_draft = self.drafts_with_model(settings);
         let max_batch = settings.longest_draft() + 1;
-        let key = memo_key(settings, with_draft, None);
+        let (key, disk_key) = self.costs_keys(settings);
         if let Some(c) = self.costs.borrow().get(&key) {
             return Ok(c.clone());
         }
-        let draft = self.draft.as_ref().filter(|_| with_draft);
-        let disk_key = costs_key(&self.target.id, draft.map(|d| &d.id), settings, max_batch);
+        let draft = self.draft.as_ref().filter(|_| self.drafts_with_model(settings));
         let c = match CostsCache::load().get(&disk_key, costs_max_age_s(settings)) {
             Some(c) => c,
             None => {
@@ -808,6 +811,28 @@ impl Session {
         };
         self.costs.borrow_mut().insert(key, c.clone());
         Ok(c)
+    }
+
+    /// Where [`Session::costs`] keeps the costs for these settings: in this session, and on disk.
+    fn costs_keys(&self, settings: &ValidSettings) -> (CostsKey, String) {
+        let with_draft = self.drafts_with_model(settings);
+        let draft = self.draft.as_ref().filter(|_| with_draft);
+        let disk_key = costs_key(&self.target.id, draft.map(|d| &d.id), settings, settings.longest_draft() + 1);
+        (memo_key(settings, with_draft, None), disk_key)
+    }
+
+    /// Keeps what a run learned of the step costs (see [`Scheduler::learned`]) for the next runs,
+    /// in this session and on disk: a measurement is one moment of a machine whose speed drifts,
+    /// a run is hundreds of passes.
+    fn learn_costs(&self, settings: &ValidSettings, learned: Costs) {
+        let (key, disk_key) = self.costs_keys(settings);
+        let mut memo = self.costs.borrow_mut();
+        let Some(kept) = memo.get_mut(&key) else { return };
+        if kept.verify_ms.len() != learned.verify_ms.len() {
+            return;
+        }
+        CostsCache::refine(&disk_key, &learned, costs_max_age_s(settings));
+        *kept = learned;
     }
 
     /// The target's step costs on a context that feeds the drafter a speculative run with these
