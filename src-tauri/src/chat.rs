@@ -14,8 +14,10 @@ use draftlab_core::decoding::settings::{Mode, Settings};
 use draftlab_core::decoding::template::{ChatMessage, Tool, ToolCall};
 use draftlab_core::serving::protocol::{Command, Reply};
 use draftlab_core::ErrorCode;
+use draftlab_server::openai::ToolSpec;
 use draftlab_server::reasoning;
 use draftlab_server::tools::Format;
+use draftlab_server::{check_tools, MAX_TOOLS};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -81,10 +83,11 @@ pub struct ChatAnswer {
 }
 
 /// The most tools a conversation may offer, and the most text they may take.
-const MAX_TOOLS: usize = 128;
 const MAX_TOOLS_TEXT: usize = 256 << 10;
 
-/// The tools a conversation offers, from the JSON the user wrote.
+/// The tools the Chat view's text gives: a JSON array in OpenAI's shape (`{"type": "function",
+/// "function": {…}}`) or of bare functions (`{"name": …}`), checked as the server checks a
+/// request's (`draftlab_server::check_tools`).
 fn tools_of(text: &str) -> Result<Vec<Tool>, ApiError> {
     if text.trim().is_empty() {
         return Ok(Vec::new());
@@ -103,20 +106,22 @@ fn tools_of(text: &str) -> Result<Vec<Tool>, ApiError> {
     if list.len() > MAX_TOOLS {
         return Err(bad(format!("{} tools; at most {MAX_TOOLS}", list.len())));
     }
-    list.iter()
+    let specs = list
+        .into_iter()
         .enumerate()
         .map(|(i, t)| {
-            let f = t.get("function").unwrap_or(t);
-            let name = f.get("name").and_then(Value::as_str).filter(|n| !n.trim().is_empty());
-            let name = name.ok_or_else(|| bad(format!("tool {} has no name", i + 1)))?;
-            let parameters = f.get("parameters").cloned().unwrap_or_else(|| serde_json::json!({"type": "object"}));
-            if !parameters.is_object() {
-                return Err(bad(format!("the parameters of `{name}` are not a JSON Schema object")));
-            }
-            let description = f.get("description").and_then(Value::as_str).map(str::to_string);
-            Ok(Tool { name: name.to_string(), description, parameters: parameters.to_string() })
+            // A bare function stands for OpenAI's wrapper around it.
+            let t = match t {
+                Value::Object(mut o) if o.contains_key("function") => {
+                    o.entry("type").or_insert_with(|| "function".into());
+                    Value::Object(o)
+                }
+                t => serde_json::json!({"type": "function", "function": t}),
+            };
+            serde_json::from_value::<ToolSpec>(t).map_err(|e| bad(format!("tool {}: {e}", i + 1)))
         })
-        .collect()
+        .collect::<Result<Vec<_>, _>>()?;
+    check_tools(&specs).map_err(|f| bad(format!("{}: {}", f.param, f.message)))
 }
 
 /// Generates the answer, streaming `ChatEvent`s; the job id goes to `state.current_chat` (for
@@ -267,8 +272,16 @@ mod tests {
         assert_eq!(t.len(), 2);
         assert_eq!((t[0].name.as_str(), t[0].description.as_deref()), ("get_weather", Some("Weather.")));
         assert!(t[0].parameters.contains("\"city\""));
-        assert_eq!(t[1].parameters, r#"{"type":"object"}"#);
-        for bad in ["{", r#"[{"description": "no name"}]"#, r#"[{"name": "f", "parameters": 3}]"#] {
+        assert_eq!(t[1].parameters, r#"{"type":"object","properties":{}}"#);
+        // Checked as the server checks a request's tools.
+        for bad in [
+            "{",
+            r#"[{"description": "no name"}]"#,
+            r#"[{"name": "f", "parameters": 3}]"#,
+            r#"[{"name": "two words"}]"#,
+            r#"[{"name": "f"}, {"name": "f"}]"#,
+            r#"[{"type": "retrieval", "function": {"name": "f"}}]"#,
+        ] {
             let e = tools_of(bad).unwrap_err();
             assert!(e.message.contains("the tools cannot be read"), "{}", e.message);
         }

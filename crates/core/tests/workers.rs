@@ -73,3 +73,27 @@ fn a_worker_silent_with_work_to_do_is_stopped_by_the_watchdog_and_an_idle_one_is
     assert!(matches!(rx.recv_timeout(Duration::from_secs(30)).unwrap(), Reply::Pong));
     assert_eq!(w.pid(), pid, "an idle worker was stopped");
 }
+
+/// A stand-in that answers every request with a chat template numbered by how many it was asked.
+const TEMPLATES: &str = r#"n=0
+while IFS= read -r line; do
+  n=$((n+1))
+  id=$(printf '%s' "$line" | sed 's/.*"id":\([0-9]*\).*/\1/')
+  printf '{"id":%s,"type":"template","template":"t%s"}\n' "$id" "$n"
+done"#;
+
+#[test]
+fn a_models_chat_template_is_asked_for_once_while_its_file_stays_the_same() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = dir.path().join("m.gguf");
+    std::fs::write(&model, b"GGUF one").unwrap();
+    let w = stand_in(TEMPLATES);
+    assert_eq!(w.chat_template(model.clone()).unwrap().as_deref(), Some("t1"));
+    assert_eq!(w.chat_template(model.clone()).unwrap().as_deref(), Some("t1"), "kept");
+    std::fs::write(&model, b"GGUF, and longer now").unwrap();
+    assert_eq!(w.chat_template(model.clone()).unwrap().as_deref(), Some("t2"), "a changed file is asked again");
+    // A file the window cannot see is left to the worker every time (it says why a job fails).
+    let gone = dir.path().join("gone.gguf");
+    assert_eq!(w.chat_template(gone.clone()).unwrap().as_deref(), Some("t3"));
+    assert_eq!(w.chat_template(gone).unwrap().as_deref(), Some("t4"));
+}

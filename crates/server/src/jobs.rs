@@ -56,45 +56,50 @@ pub(crate) enum Choice {
 }
 
 /// The most tools a request may offer.
-const MAX_TOOLS: usize = 128;
+pub const MAX_TOOLS: usize = 128;
 
-/// `tools`, as the template shows them.
-pub(crate) fn tool_specs(given: &[ToolSpec]) -> Result<Vec<Tool>, ApiError> {
+/// What is wrong with a list of tools: the parameter at fault (`tools[2].function.name`), and why.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolsFault {
+    pub param: String,
+    pub message: String,
+}
+
+/// `tools`, as the template shows them: functions, each named 1 to 64 letters, digits,
+/// underscores or dashes (names the model writes back in its calls), none twice, with a JSON
+/// Schema object for parameters (an empty object when none is given). The server's routes and
+/// the app's Chat view check tools with this.
+pub fn check_tools(given: &[ToolSpec]) -> Result<Vec<Tool>, ToolsFault> {
+    let fault = |param: &str, message: String| ToolsFault { param: param.to_string(), message };
     if given.len() > MAX_TOOLS {
-        return Err(ApiError::invalid(
-            Some("tools"),
-            format!("`tools` holds {} tools; give at most {MAX_TOOLS}.", given.len()),
-        ));
+        return Err(fault("tools", format!("`tools` holds {} tools; give at most {MAX_TOOLS}.", given.len())));
     }
     let mut tools: Vec<Tool> = Vec::with_capacity(given.len());
     for (i, t) in given.iter().enumerate() {
         let param = format!("tools[{i}]");
         if t.kind != "function" {
-            return Err(ApiError::invalid(
-                Some(&param),
-                format!("Tools of type `{}` are not supported: give functions.", t.kind),
-            ));
+            return Err(fault(&param, format!("Tools of type `{}` are not supported: give functions.", t.kind)));
         }
         let name = &t.function.name;
         if name.is_empty()
             || name.len() > 64
             || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
         {
-            return Err(ApiError::invalid(
-                Some(&format!("{param}.function.name")),
-                "A function name is 1 to 64 letters, digits, underscores or dashes.",
+            return Err(fault(
+                &format!("{param}.function.name"),
+                "A function name is 1 to 64 letters, digits, underscores or dashes.".into(),
             ));
         }
         if tools.iter().any(|x| &x.name == name) {
-            return Err(ApiError::invalid(Some(&param), format!("Two tools are named `{name}`.")));
+            return Err(fault(&param, format!("Two tools are named `{name}`.")));
         }
         let parameters = match &t.function.parameters {
             None => serde_json::json!({"type": "object", "properties": {}}),
             Some(p @ serde_json::Value::Object(_)) => p.clone(),
             Some(_) => {
-                return Err(ApiError::invalid(
-                    Some(&format!("{param}.function.parameters")),
-                    "`parameters` must be a JSON Schema object.",
+                return Err(fault(
+                    &format!("{param}.function.parameters"),
+                    "`parameters` must be a JSON Schema object.".into(),
                 ))
             }
         };
@@ -105,6 +110,11 @@ pub(crate) fn tool_specs(given: &[ToolSpec]) -> Result<Vec<Tool>, ApiError> {
         });
     }
     Ok(tools)
+}
+
+/// `tools`, as the template shows them (see [`check_tools`]), or the request's 400.
+pub(crate) fn tool_specs(given: &[ToolSpec]) -> Result<Vec<Tool>, ApiError> {
+    check_tools(given).map_err(|f| ApiError::invalid(Some(&f.param), f.message))
 }
 
 /// The tools the model is shown for `choice` (none for `none`); a choice that asks for a tool

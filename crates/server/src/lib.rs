@@ -35,7 +35,7 @@ pub mod stop;
 pub mod tools;
 
 pub use errors::ApiError;
-pub use jobs::Asked;
+pub use jobs::{check_tools, Asked, ToolsFault, MAX_TOOLS};
 
 use std::net::SocketAddr;
 use std::path::PathBuf;

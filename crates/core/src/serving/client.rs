@@ -180,7 +180,15 @@ pub struct Workers {
     current: Mutex<Option<Proc>>,
     next_id: AtomicU64,
     silence_limit: Duration,
+    /// Chat templates the worker read, by file and its size and modification time (a chat asks
+    /// for its model's at every message; a file changed on disk is read again).
+    templates: Mutex<HashMap<TemplateKey, Option<String>>>,
 }
+
+type TemplateKey = (PathBuf, u64, Option<std::time::SystemTime>);
+
+/// The most chat templates kept (each at most what the worker accepts of a template).
+const TEMPLATES_KEPT: usize = 16;
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
@@ -249,6 +257,7 @@ impl Workers {
             current: Mutex::new(None),
             next_id: AtomicU64::new(1),
             silence_limit: SILENCE_LIMIT,
+            templates: Mutex::new(HashMap::new()),
         }
     }
 
@@ -494,12 +503,26 @@ impl Workers {
         }
     }
 
-    /// A model's chat template, from the worker (see [`Command::ChatTemplate`]).
+    /// A model's chat template, from the worker (see [`Command::ChatTemplate`]); kept while the
+    /// file's size and modification time stay the same (the window reads no GGUF bytes: only
+    /// the file's metadata).
     pub fn chat_template(&self, model: PathBuf) -> Result<Option<String>, ApiError> {
-        match self.ask(Command::ChatTemplate { model })? {
-            Reply::Template { template } => Ok(template),
-            other => Err(unexpected("chat template", &other)),
+        let key = std::fs::metadata(&model).ok().map(|m| (model.clone(), m.len(), m.modified().ok()));
+        if let Some(kept) = key.as_ref().and_then(|k| lock(&self.templates).get(k).cloned()) {
+            return Ok(kept);
         }
+        let template = match self.ask(Command::ChatTemplate { model })? {
+            Reply::Template { template } => template,
+            other => return Err(unexpected("chat template", &other)),
+        };
+        if let Some(key) = key {
+            let mut kept = lock(&self.templates);
+            if kept.len() >= TEMPLATES_KEPT {
+                kept.clear();
+            }
+            kept.insert(key, template.clone());
+        }
+        Ok(template)
     }
 
     /// Asks job `job` to stop between rounds.

@@ -211,7 +211,9 @@ impl Scheduler {
     fn round_cost_with(&self, k: usize, token_ms: f64, setup_ms: f64, fed: bool) -> f64 {
         let setup = if k > 0 { setup_ms } else { 0.0 };
         let feed = if fed { self.feed(k + 1) } else { 0.0 };
-        setup + k as f64 * token_ms + self.verify(k + 1) + feed
+        // What was measured beside the curve (a draft model's steps, the feed) moves with it.
+        let drift = self.drift().unwrap_or(1.0);
+        (setup + k as f64 * token_ms + feed) * drift + self.verify(k + 1)
     }
 
     /// What a target pass of `b` tokens costs: the measured curve's value, corrected by this run's
@@ -231,8 +233,9 @@ impl Scheduler {
 
     /// How much slower (> 1) or faster than the curve this run's passes have been, over every
     /// size it has seen (weighted by passes); `None` before the first. Every size the run has not
-    /// seen moves by it (which changes no decision: they compare costs with each other), and a
-    /// size it has seen moves from it towards what its own passes took.
+    /// seen moves by it, and so do the draft model's step and the feed (a machine that is slower
+    /// all over changes no decision: they compare costs with each other); a size it has seen
+    /// moves from it towards what its own passes took.
     fn drift(&self) -> Option<f64> {
         let (mut n, mut sum) = (0.0, 0.0);
         for (i, &(count, ms)) in self.passes.iter().enumerate() {
@@ -245,16 +248,18 @@ impl Scheduler {
         (n > 0.0).then(|| sum / n)
     }
 
-    /// The curve as this run has corrected it (every size, see [`Scheduler::verify`]), once it
-    /// has made [`LEARNED_AFTER`] passes; the draft model's step cost as measured.
+    /// The costs as this run has corrected them (every size of the curve, see
+    /// [`Scheduler::verify`]; the draft model's step moved by the drift), once it has made
+    /// [`LEARNED_AFTER`] passes.
     pub fn learned(&self) -> Option<Costs> {
         let passes: f64 = self.passes.iter().map(|p| p.0).sum();
         if passes < LEARNED_AFTER {
             return None;
         }
         let verify_ms: Vec<f64> = (1..=self.costs.verify_ms.len()).map(|b| self.verify(b)).collect();
-        let c = if verify_ms[0] > 0.0 { self.costs.draft_token_ms / verify_ms[0] } else { 0.0 };
-        Some(Costs { verify_ms, draft_token_ms: self.costs.draft_token_ms, c })
+        let draft_token_ms = self.costs.draft_token_ms * self.drift().unwrap_or(1.0);
+        let c = if verify_ms[0] > 0.0 { draft_token_ms / verify_ms[0] } else { 0.0 };
+        Some(Costs { verify_ms, draft_token_ms, c })
     }
 
     /// Learns what a target pass of `b` tokens took in this run. A pass slowed by something else
@@ -550,6 +555,25 @@ mod tests {
             }
             assert!((t.verify(2) / t.verify(1) - 1.95).abs() < 1e-9);
             assert_eq!(t.decide(&[c]), None);
+        }
+        // The same with a draft model, its steps moving with the target's: right 90 % of the
+        // time, 1.9 tokens for 10 + 45 ms do not beat 30 ms a token by the margin; were only the
+        // target's passes twice as slow, 1.9 for 10 + 90 would beat 60.
+        let model = Candidate { bucket: (1, 0), max: 1, token_ms: 10.0, setup_ms: 0.0, observed: false, fed: false };
+        let mut m = Scheduler::new(costs(vec![30.0, 45.0], 10.0));
+        for i in 0..200 {
+            m.record((1, 0), 1, usize::from(i % 10 != 0));
+        }
+        let verdict = m.decide(&[model]);
+        assert_eq!(verdict, None);
+        for scale in [0.5, 2.0] {
+            let mut t = m.clone();
+            for _ in 0..40 {
+                t.observe_pass(1, 30.0 * scale);
+                t.observe_pass(2, 45.0 * scale);
+            }
+            assert_eq!(t.decide(&[model]), verdict, "at {scale}×");
+            assert!((t.learned().unwrap().draft_token_ms - 10.0 * scale).abs() < 1e-9);
         }
         let mut t = s.clone();
         t.observe_pass(1, 1e6);
