@@ -796,10 +796,11 @@ impl Session {
     /// then reused.
     pub fn costs(&self, prompt: &[Token], settings: &ValidSettings) -> Result<Costs> {
         let max_batch = settings.longest_draft() + 1;
-        let (key, disk_key) = self.costs_keys(settings);
+        let key = memo_key(settings, self.drafts_with_model(settings), None);
         if let Some(c) = self.costs.borrow().get(&key) {
             return Ok(c.clone());
         }
+        let disk_key = self.costs_disk_key(settings);
         let draft = self.draft.as_ref().filter(|_| self.drafts_with_model(settings));
         let c = match CostsCache::load().get(&disk_key, costs_max_age_s(settings)) {
             Some(c) => c,
@@ -813,25 +814,23 @@ impl Session {
         Ok(c)
     }
 
-    /// Where [`Session::costs`] keeps the costs for these settings: in this session, and on disk.
-    fn costs_keys(&self, settings: &ValidSettings) -> (CostsKey, String) {
-        let with_draft = self.drafts_with_model(settings);
-        let draft = self.draft.as_ref().filter(|_| with_draft);
-        let disk_key = costs_key(&self.target.id, draft.map(|d| &d.id), settings, settings.longest_draft() + 1);
-        (memo_key(settings, with_draft, None), disk_key)
+    /// Where [`Session::costs`] keeps the costs for these settings on disk.
+    fn costs_disk_key(&self, settings: &ValidSettings) -> String {
+        let draft = self.draft.as_ref().filter(|_| self.drafts_with_model(settings));
+        costs_key(&self.target.id, draft.map(|d| &d.id), settings, settings.longest_draft() + 1)
     }
 
     /// Keeps what a run learned of the step costs (see [`Scheduler::learned`]) for the next runs,
     /// in this session and on disk: a measurement is one moment of a machine whose speed drifts,
     /// a run is hundreds of passes.
     fn learn_costs(&self, settings: &ValidSettings, learned: Costs) {
-        let (key, disk_key) = self.costs_keys(settings);
+        let key = memo_key(settings, self.drafts_with_model(settings), None);
         let mut memo = self.costs.borrow_mut();
         let Some(kept) = memo.get_mut(&key) else { return };
         if kept.verify_ms.len() != learned.verify_ms.len() {
             return;
         }
-        CostsCache::refine(&disk_key, &learned, costs_max_age_s(settings));
+        CostsCache::refine(&self.costs_disk_key(settings), &learned, costs_max_age_s(settings));
         *kept = learned;
     }
 
