@@ -91,6 +91,8 @@ pub struct Scheduler {
     pub chosen: Vec<u64>,
     /// This run's own passes by batch size (index = size − 1): how many, and their summed ms.
     passes: Vec<(f64, f64)>,
+    /// Over all of them: how many, and the sum of each one's time ÷ the curve's (see `drift`).
+    seen: (f64, f64),
 }
 
 impl Scheduler {
@@ -105,6 +107,7 @@ impl Scheduler {
             observed: Default::default(),
             chosen: Vec::new(),
             passes: Vec::new(),
+            seen: (0.0, 0.0),
         }
     }
 
@@ -237,14 +240,7 @@ impl Scheduler {
     /// all over changes no decision: they compare costs with each other); a size it has seen
     /// moves from it towards what its own passes took.
     fn drift(&self) -> Option<f64> {
-        let (mut n, mut sum) = (0.0, 0.0);
-        for (i, &(count, ms)) in self.passes.iter().enumerate() {
-            let curve = self.costs.verify(i + 1);
-            if count > 0.0 && curve > 0.0 {
-                n += count;
-                sum += ms / curve;
-            }
-        }
+        let (n, sum) = self.seen;
         (n > 0.0).then(|| sum / n)
     }
 
@@ -252,8 +248,7 @@ impl Scheduler {
     /// [`Scheduler::verify`]; the draft model's step moved by the drift), once it has made
     /// [`LEARNED_AFTER`] passes.
     pub fn learned(&self) -> Option<Costs> {
-        let passes: f64 = self.passes.iter().map(|p| p.0).sum();
-        if passes < LEARNED_AFTER {
+        if self.seen.0 < LEARNED_AFTER {
             return None;
         }
         let verify_ms: Vec<f64> = (1..=self.costs.verify_ms.len()).map(|b| self.verify(b)).collect();
@@ -273,9 +268,14 @@ impl Scheduler {
         if self.passes.len() < b {
             self.passes.resize(b, (0.0, 0.0));
         }
+        let ms = ms.clamp(0.5 * curve, 2.0 * curve);
         let p = &mut self.passes[b - 1];
         p.0 += 1.0;
-        p.1 += ms.clamp(0.5 * curve, 2.0 * curve);
+        p.1 += ms;
+        if curve > 0.0 {
+            self.seen.0 += 1.0;
+            self.seen.1 += ms / curve;
+        }
     }
 
     /// The longest draft the measured verify curve covers.
