@@ -36,12 +36,16 @@ build_cli() {
 # plain build, which hands itself over to it on a CPU that has AVX-512 and the rest it is compiled
 # for (crates/engine/src/serving/variant.rs). Fixed flags, never this machine's own (the build is
 # the same wherever it is made); a target dir of its own (other compiler flags: one shared dir
-# would rebuild everything at each switch). Prints the binary's path; its build log goes to stderr.
+# would rebuild everything at each switch). The target named (`--target`): the flags then reach only
+# what the binary is made of, not the build scripts and proc macros cargo runs here, which would
+# stop on an illegal instruction on a CPU without AVX-512. Prints the binary's path; its build log
+# goes to stderr; fails when the build does.
 avx512_target="$CARGO_TARGET_DIR-avx512"
 build_avx512_cli() {
+  local triple=x86_64-unknown-linux-gnu
   CARGO_TARGET_DIR="$avx512_target" RUSTFLAGS="-C target-cpu=x86-64-v4 -C target-feature=+avx512vnni,+avx512vbmi" \
-    cargo build --release -p draftlab >&2
-  echo "$avx512_target/release/draftlab"
+    cargo build --release -p draftlab --target "$triple" >&2 || return 1
+  echo "$avx512_target/$triple/release/draftlab"
 }
 
 # The command line as the Linux package installs it, in $CARGO_TARGET_DIR/installed/: the plain
@@ -54,7 +58,9 @@ install_cli() {
   cp "$release/draftlab" "$dir/draftlab"
   rm -f "$dir/draftlab-avx512"
   if [ "$(uname -m)" = x86_64 ]; then
-    cp "$(build_avx512_cli)" "$dir/draftlab-avx512"
+    local avx512
+    avx512="$(build_avx512_cli)"
+    cp "$avx512" "$dir/draftlab-avx512"
   fi
   draftlab="$dir/draftlab"
 }

@@ -5,8 +5,10 @@
 fn main() {
     if std::env::args().nth(1).as_deref() == Some(draftlab_app::WORKER_FLAG) {
         // On a CPU with AVX-512, the worker of the command line built for it, when the package
-        // installed it beside the app (the same protocol: `draftlab worker`).
-        draftlab_engine::serving::variant::hand_over(["worker".into()]);
+        // installed it beside the app (the same protocol: `draftlab worker`); on Linux, with the
+        // weights in huge pages from the start.
+        let own = std::env::args_os().skip(1).collect();
+        draftlab_engine::serving::variant::hand_over(vec!["worker".into()], own);
         draftlab_engine::serving::worker::serve_stdio();
         return;
     }

@@ -18,8 +18,10 @@ use crate::commands::{
 };
 
 fn main() -> ExitCode {
-    // On a CPU with AVX-512, the build for it, when it is installed beside this one.
-    draftlab_engine::serving::variant::hand_over(std::env::args_os().skip(1));
+    // On a CPU with AVX-512, the build for it, when it is installed beside this one; on Linux,
+    // with the weights in huge pages from the start.
+    let args: Vec<_> = std::env::args_os().skip(1).collect();
+    draftlab_engine::serving::variant::hand_over(args.clone(), args);
     let cli = Cli::parse();
     match run(cli) {
         Ok(code) => code,

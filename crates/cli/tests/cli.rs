@@ -836,3 +836,47 @@ fn a_plain_build_hands_over_to_the_avx512_build_beside_it() {
     }
     assert!(own(&[(ENV, "off")]).starts_with("draftlab "), "{ENV}=off keeps the plain build");
 }
+
+/// On Linux a run starts again with glibc told to put malloc's memory in huge pages, and a model
+/// on the CPU is read into that memory rather than mapped (crates/engine/src/decoding/llama/pages.rs):
+/// the load says so (`DRAFTLAB_LLAMA_LOG=1`), the process holds huge pages, and the output is the
+/// same token for token as with the file mapped or with huge pages off.
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+#[test]
+fn a_run_reads_the_weights_into_huge_pages_and_writes_the_same_text() {
+    let target = model(SMOLLM2);
+    let run = |envs: &[(&str, &str)]| {
+        let o = Command::new(env!("CARGO_BIN_EXE_draftlab"))
+            .args(["run", "-t", s(&target), "-p", "The three primary colours are", "-n", "24"])
+            .args(["--mode", "baseline", "--threads", "2", "--json"])
+            .env("DRAFTLAB_LLAMA_LOG", "1")
+            .envs(envs.iter().copied())
+            .output()
+            .unwrap();
+        let (out, err) = text(&o);
+        assert!(o.status.success(), "{err}");
+        let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+        let line = err.lines().find(|l| l.starts_with("draftlab: file ")).unwrap_or_else(|| panic!("{err}")).to_owned();
+        // "draftlab: file read (N MiB of the load's memory advised …; the process holds M MiB in them)"
+        let numbers: Vec<u64> = line.split(['(', ' ']).filter_map(|w| w.parse().ok()).collect();
+        (v["reports"][0]["text"].as_str().unwrap().to_owned(), line, numbers)
+    };
+    let thp = std::fs::read_to_string("/sys/kernel/mm/transparent_hugepage/enabled").unwrap_or_default();
+    let offered = !thp.is_empty() && !thp.contains("[never]");
+
+    let (text_default, line, numbers) = run(&[]);
+    if offered {
+        assert!(line.starts_with("draftlab: file read"), "{line}");
+        assert_eq!(numbers.len(), 2, "{line}");
+        assert!(numbers[0] >= 2 && numbers[1] >= numbers[0], "the weights are in huge pages: {line}");
+    } else {
+        assert!(line.starts_with("draftlab: file mapped"), "no huge pages here ({thp}): {line}");
+    }
+    let (text_mapped, line, _) = run(&[("DRAFTLAB_MMAP", "1")]);
+    assert!(line.starts_with("draftlab: file mapped"), "{line}");
+    let (text_off, line, numbers) = run(&[("DRAFTLAB_HUGE_PAGES", "0")]);
+    assert!(line.starts_with("draftlab: file mapped") && numbers.first() == Some(&0), "{line}");
+    assert!(!text_default.is_empty());
+    assert_eq!(text_default, text_mapped, "read and mapped weights write the same text");
+    assert_eq!(text_default, text_off);
+}

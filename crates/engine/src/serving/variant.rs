@@ -59,20 +59,41 @@ pub fn better_build(exe: &Path) -> Option<PathBuf> {
     variant.is_file().then_some(variant)
 }
 
-/// Replaces this process with the AVX-512 build beside it, run with `args` (the command line's
-/// arguments: the app's worker passes `worker`), when [`better_build`] names one. Returns when it
-/// does not, or when starting it fails: the caller goes on as it is.
-pub fn hand_over(args: impl IntoIterator<Item = OsString>) {
-    let Some(variant) = std::env::current_exe().ok().and_then(|exe| better_build(&exe)) else { return };
+/// Starts this process again before it does anything else, when that makes it faster: as the
+/// AVX-512 build beside it when [`better_build`] names one (run with `variant_args`: the app's
+/// worker passes `worker`), and on glibc Linux with glibc told to put the memory malloc maps in
+/// huge pages from the first byte (the weights, [`pages`]; this executable again, run with
+/// `own_args`, when no other build is chosen). `argv[0]` is kept. Returns when neither applies,
+/// or when starting fails: the caller goes on as it is.
+///
+/// [`pages`]: crate::decoding::llama::pages
+pub fn hand_over(variant_args: Vec<OsString>, own_args: Vec<OsString>) {
+    use crate::decoding::llama::pages;
+    let exe = std::env::current_exe().ok();
+    let variant = exe.as_deref().and_then(better_build);
+    let tunables = pages::tunables_to_start_with();
+    let (program, args) = match (variant, exe) {
+        (Some(variant), _) => (variant, variant_args),
+        (None, Some(exe)) if tunables.is_some() => (exe, own_args),
+        _ => return,
+    };
     #[cfg(unix)]
     {
         use std::os::unix::process::CommandExt;
+        let mut command = std::process::Command::new(&program);
+        command.args(args);
+        if let Some(arg0) = std::env::args_os().next() {
+            command.arg0(arg0);
+        }
+        if let Some(t) = tunables {
+            command.env(pages::GLIBC_TUNABLES, t);
+        }
         // Only returns on failure (the process is replaced otherwise).
-        let e = std::process::Command::new(&variant).args(args).exec();
-        eprintln!("draftlab: could not start {} ({e}); going on with this build", variant.display());
+        let e = command.exec();
+        eprintln!("draftlab: could not start {} ({e}); going on as it is", program.display());
     }
     #[cfg(not(unix))]
-    let _ = (variant, args.into_iter());
+    let _ = (program, args, tunables);
 }
 
 #[cfg(test)]

@@ -12,6 +12,7 @@ mod context;
 mod devices;
 mod model;
 mod native;
+pub mod pages;
 
 use std::sync::OnceLock;
 
@@ -35,16 +36,20 @@ pub fn log_to_stderr(on: bool) {
     LLAMA_LOG.store(on, std::sync::atomic::Ordering::Relaxed);
 }
 
+/// Whether llama.cpp's log (and the loader's notes beside it) go to stderr.
+fn llama_log_on() -> bool {
+    LLAMA_LOG.load(std::sync::atomic::Ordering::Relaxed)
+        || std::env::var_os("DRAFTLAB_LLAMA_LOG").is_some_and(|v| v != "0")
+}
+
 /// The process-wide llama.cpp backend, initialised on first use.
 pub fn backend() -> Result<&'static LlamaBackend> {
     BACKEND
         .get_or_init(|| {
             let b = LlamaBackend::init().map_err(|e| Error::Llama(e.to_string()))?;
-            let env = std::env::var_os("DRAFTLAB_LLAMA_LOG").is_some_and(|v| v != "0");
-            let on = env || LLAMA_LOG.load(std::sync::atomic::Ordering::Relaxed);
             // llama.cpp's logs through the binding: on stderr or nowhere, and read while models
             // load (where their layers went).
-            crate::decoding::speculative::llama_log(on);
+            crate::decoding::speculative::llama_log(llama_log_on());
             Ok(b)
         })
         .as_ref()

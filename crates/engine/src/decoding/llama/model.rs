@@ -179,8 +179,27 @@ impl Model {
             });
         }
         let backend = backend()?;
+        // Read rather than mapped where all of it stays on this machine's CPU, so all of it can go
+        // into huge pages (pages.rs).
+        let cpu_only = devices.is_none() && (gpu_layers.n() == 0 || local_gpu_devices().is_empty());
+        if !params.vocab_only() && super::pages::read_not_map(summary.file_size, cpu_only) {
+            params = params.with_use_mmap(false);
+        }
+        let memory = super::pages::before();
         let (loaded, placement) =
             crate::decoding::speculative::loading(|| LlamaModel::load_from_file(backend, path, &params));
+        if loaded.is_ok() {
+            let advised = super::pages::after(memory);
+            if super::llama_log_on() {
+                let held = super::pages::in_huge_pages().unwrap_or(0);
+                eprintln!(
+                    "draftlab: {} ({} MiB of the load's memory advised for huge pages; the process holds {} MiB in them)",
+                    if params.use_mmap() { "file mapped" } else { "file read" },
+                    advised >> 20,
+                    held >> 20
+                );
+            }
+        }
         let inner = loaded.map_err(|e| Error::Load {
             path: path.to_path_buf(),
             reason: format!(
