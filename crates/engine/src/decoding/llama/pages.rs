@@ -74,7 +74,7 @@ fn from_first_touch() -> bool {
 }
 
 /// The anonymous memory of the process before a load.
-pub struct Before(#[cfg_attr(not(target_os = "linux"), allow(dead_code))] Vec<(usize, usize)>);
+pub struct Before(Vec<(usize, usize)>);
 
 /// Whether huge pages are asked for (`DRAFTLAB_HUGE_PAGES=0`: not).
 fn wanted() -> bool {
@@ -119,9 +119,11 @@ pub fn in_huge_pages() -> Option<u64> {
     imp::in_huge_pages()
 }
 
+#[cfg_attr(not(target_os = "linux"), allow(dead_code))] // (the maps are Linux's)
 const HUGE: usize = 2 << 20;
 
 /// The parts of `after`'s regions that none of `before`'s covers, each cut to whole 2 MiB pages.
+#[cfg_attr(not(target_os = "linux"), allow(dead_code))] // (the maps are Linux's)
 fn new_parts(before: &[(usize, usize)], after: &[(usize, usize)]) -> Vec<(usize, usize)> {
     let mut parts = Vec::new();
     for &(start, end) in after {
@@ -151,6 +153,7 @@ fn new_parts(before: &[(usize, usize)], after: &[(usize, usize)]) -> Vec<(usize,
 }
 
 /// The anonymous regions of a `/proc/PID/maps` text: writable, private, no file.
+#[cfg_attr(not(target_os = "linux"), allow(dead_code))] // (the maps are Linux's)
 fn parse_anonymous(maps: &str) -> Vec<(usize, usize)> {
     maps.lines()
         .filter_map(|line| {
