@@ -51,9 +51,8 @@ pub fn tunables_to_start_with() -> Option<OsString> {
 /// `tunables` with [`GLIBC_HUGE`] added, or `None` when they name glibc's huge-page tunable already.
 fn with_huge(tunables: Option<OsString>) -> Option<OsString> {
     match tunables {
-        Some(t) if t.to_string_lossy().contains("glibc.malloc.hugetlb") => None,
-        Some(t) if !t.is_empty() => {
-            let mut t = t;
+        Some(t) if hugetlb(&t.to_string_lossy()).is_some() => None,
+        Some(mut t) if !t.is_empty() => {
             t.push(":");
             t.push(GLIBC_HUGE);
             Some(t)
@@ -62,15 +61,16 @@ fn with_huge(tunables: Option<OsString>) -> Option<OsString> {
     }
 }
 
+/// The value `tunables` (`GLIBC_TUNABLES`' `name=value:…` list) gives glibc's huge-page tunable.
+fn hugetlb(tunables: &str) -> Option<&str> {
+    tunables.split(':').find_map(|kv| kv.strip_prefix("glibc.malloc.hugetlb="))
+}
+
 /// Whether this process's memory goes into huge pages as it is first written: it started with
-/// glibc's huge-page tunable on.
+/// glibc's huge-page tunable on (1: advised; 2: the kernel's reserved huge pages).
 fn from_first_touch() -> bool {
     cfg!(all(target_os = "linux", target_env = "gnu"))
-        && std::env::var_os(GLIBC_TUNABLES).is_some_and(|t| {
-            t.to_string_lossy()
-                .split(':')
-                .any(|kv| kv.strip_prefix("glibc.malloc.hugetlb=").is_some_and(|v| v == "1" || v == "2"))
-        })
+        && std::env::var_os(GLIBC_TUNABLES).is_some_and(|t| matches!(hugetlb(&t.to_string_lossy()), Some("1" | "2")))
 }
 
 /// The anonymous memory of the process before a load.
@@ -127,19 +127,12 @@ const HUGE: usize = 2 << 20;
 fn new_parts(before: &[(usize, usize)], after: &[(usize, usize)]) -> Vec<(usize, usize)> {
     let mut parts = Vec::new();
     for &(start, end) in after {
-        // What is left of [start, end) once every earlier region is taken out.
+        // What is left of [start, end) once every earlier region is taken out: each piece keeps
+        // what lies before the region and what lies after it.
         let mut left = vec![(start, end)];
         for &(b0, b1) in before {
-            left = left
-                .into_iter()
-                .flat_map(|(s, e)| {
-                    if b1 <= s || e <= b0 {
-                        vec![(s, e)]
-                    } else {
-                        [(s, b0.max(s)), (b1.min(e), e)].into_iter().filter(|(x, y)| x < y).collect()
-                    }
-                })
-                .collect();
+            left =
+                left.into_iter().flat_map(|(s, e)| [(s, e.min(b0)), (s.max(b1), e)]).filter(|(s, e)| s < e).collect();
         }
         for (s, e) in left {
             let s = s.div_ceil(HUGE) * HUGE;
