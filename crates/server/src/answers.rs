@@ -767,15 +767,20 @@ impl Answer {
 
 /// Moves a job's replies from the worker's channel onto an async one, holding the request's place
 /// in the queue until the job's last reply (so a cancelled job keeps its place until it stopped).
+/// The place is freed before that last reply is passed on: a client that has its answer and sends
+/// the next request at once finds the place free (no 429 from a race with this thread).
 pub(crate) fn forward(
     replies: std::sync::mpsc::Receiver<Reply>,
     permit: OwnedSemaphorePermit,
 ) -> mpsc::Receiver<Reply> {
     let (tx, rx) = mpsc::channel(256);
     std::thread::spawn(move || {
-        let _permit = permit;
+        let mut place = Some(permit);
         while let Ok(reply) = replies.recv() {
             let last = draftlab_core::serving::client::is_final(&reply);
+            if last {
+                drop(place.take());
+            }
             // The request may be gone; keep draining until the job ends so its place is freed then.
             let _ = tx.blocking_send(reply);
             if last {
@@ -862,4 +867,26 @@ fn epoch_ms() -> f64 {
 
 fn now_secs() -> u64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::sync::Semaphore;
+
+    /// A job's place is free by the time its last reply arrives: the client that reads its answer
+    /// and asks again at once is never refused by a place still held behind it.
+    #[test]
+    fn the_place_is_free_when_the_last_reply_arrives() {
+        let places = Arc::new(Semaphore::new(1));
+        for _ in 0..200 {
+            let (tx, replies) = std::sync::mpsc::channel();
+            let mut rx = forward(replies, Arc::clone(&places).try_acquire_owned().unwrap());
+            assert_eq!(places.available_permits(), 0);
+            tx.send(Reply::Error { error: ErrorInfo::new(ErrorCode::Cancelled, "stopped", "") }).unwrap();
+            let last = rx.blocking_recv().unwrap();
+            assert!(matches!(last, Reply::Error { .. }));
+            assert_eq!(places.available_permits(), 1, "the place was still held after the last reply");
+        }
+    }
 }
