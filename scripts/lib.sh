@@ -43,8 +43,10 @@ build_cli() {
 avx512_target="$CARGO_TARGET_DIR-avx512"
 build_avx512_cli() {
   local triple=x86_64-unknown-linux-gnu
+  # Its C and C++ keep the compiler's default tuning (.cargo/config.toml tunes the plain build's for
+  # Haswell; set empty, these hide that setting).
   CARGO_TARGET_DIR="$avx512_target" RUSTFLAGS="-C target-cpu=x86-64-v4 -C target-feature=+avx512vnni,+avx512vbmi" \
-    cargo build --release -p draftlab --target "$triple" >&2 || return 1
+    CFLAGS_x86_64_unknown_linux_gnu="" CXXFLAGS_x86_64_unknown_linux_gnu="" cargo build --release -p draftlab --target "$triple" >&2 || return 1
   echo "$avx512_target/$triple/release/draftlab"
 }
 

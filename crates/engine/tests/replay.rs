@@ -228,3 +228,103 @@ fn print_auto() {
     }
     println!("geometric mean {:.4}", product.powf(1.0 / names.len() as f64));
 }
+
+/// llama.cpp's own lookup drafter (`common_ngram_cache_draft`, what `llama-lookup` runs), through the
+/// project's binding: drafts up to `n_max` a round, no schedule (as `llama-lookup` runs it).
+struct UpstreamLookup(draftlab_engine::decoding::speculative::Native);
+
+impl Drafter for UpstreamLookup {
+    fn strategy(&self) -> Strategy {
+        Strategy::NgramCache
+    }
+    fn is_cheap(&self) -> bool {
+        true
+    }
+    fn prefill(&mut self, prompt: &[Token]) -> draftlab_engine::error::Result<()> {
+        self.0.begin(prompt)
+    }
+    fn propose(
+        &mut self,
+        context: &[Token],
+        max: usize,
+    ) -> draftlab_engine::error::Result<draftlab_engine::decoding::draft::Proposal> {
+        let tokens = self.0.draft(context, max)?;
+        Ok(draftlab_engine::decoding::draft::Proposal::deterministic(tokens, 1, Strategy::NgramCache))
+    }
+}
+
+/// Upstream's lookup against the project's drafters on every recording, each charged by the verify
+/// curve of the engine it runs in (`DRAFTLAB_UPSTREAM` and `DRAFTLAB_OURS`, JSON lists of ms; default:
+/// the recording's own): which part of a gap is the drafting and which the engine's batch costs.
+/// `cargo test --release --features testing --test replay -- --ignored --nocapture upstream_lookup`
+#[test]
+#[ignore]
+fn print_upstream_lookup_against_ours() {
+    use draftlab_engine::decoding::speculative::{Native, NativeKind, NativeParams};
+    let curve = |var: &str, own: &Costs| match std::env::var(var) {
+        Ok(v) => Costs { verify_ms: serde_json::from_str(&v).unwrap(), draft_token_ms: 0.0, c: 0.0 },
+        Err(_) => own.clone(),
+    };
+    let dir = std::env::var("DRAFTLAB_REPLAYS")
+        .unwrap_or_else(|_| format!("{}/tests/data/replay", env!("CARGO_MANIFEST_DIR")));
+    let mut names: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().to_str()?.strip_suffix(".json").map(str::to_string))
+        .collect();
+    names.sort();
+    for name in names {
+        let r: Recorded = serde_json::from_slice(&std::fs::read(format!("{dir}/{name}.json")).unwrap()).unwrap();
+        let (up, ours) = (curve("DRAFTLAB_UPSTREAM", &r.costs), curve("DRAFTLAB_OURS", &r.costs));
+        let tps = |out: &Replayed| 1000.0 * r.output.len() as f64 / out.time_ms;
+        let line = |label: &str, out: &Replayed| {
+            let long: Vec<String> = out
+                .report
+                .rounds
+                .iter()
+                .filter(|rd| rd.drafted > 4)
+                .map(|rd| format!("{}/{}", rd.accepted, rd.drafted))
+                .collect();
+            println!(
+                "  {label:34} {:6.2} tok/s  {:.3}×  drafted {:4} accepted {:4} passes {} long {}",
+                tps(out),
+                out.speedup(),
+                out.report.drafted,
+                out.report.accepted,
+                out.report.target_passes,
+                long.join(" ")
+            )
+        };
+        println!("{name}");
+        let native =
+            || Box::new(UpstreamLookup(Native::ngram(NativeKind::NgramCache, NativeParams::default()).unwrap()));
+        let settings =
+            Settings { adaptive: false, n_draft: 3, ..Settings::default() }.validate(Mode::Speculative).unwrap();
+        for (label, costs) in [("upstream lookup k3, upstream curve", &up), ("upstream lookup k3, our curve", &ours)] {
+            let mut d: Vec<Box<dyn Drafter>> = vec![native()];
+            line(label, &replay(&r.prompt, &r.output, &mut d, &settings, costs).unwrap());
+        }
+        let mut r2 = Recorded { prompt: r.prompt.clone(), output: r.output.clone(), costs: ours.clone() };
+        line("ours auto (no draft model)", &auto_ngrams(&r2));
+        line("ours lookup adaptive", &run(&r2, lookup(), true, 8));
+        line("ours ngram-cache adaptive", &run(&r2, ngram_cache(), true, 8));
+        line("ours lookup k3", &run(&r2, lookup(), false, 3));
+        let auto_with = |r: &Recorded, extra: bool, n_draft: usize| {
+            let settings = Settings { strategy: Strategy::Auto, n_draft, ..Settings::default() }
+                .validate(Mode::Speculative)
+                .unwrap();
+            let mut drafters = vec![lookup(), ngram_cache()];
+            if extra {
+                drafters.push(native());
+            }
+            replay(&r.prompt, &r.output, &mut drafters, &settings, &r.costs).unwrap()
+        };
+        line("ours auto + upstream lookup", &auto_with(&r2, true, 8));
+        line("ours auto, n-draft 2 (max 8)", &auto_with(&r2, false, 2));
+        line("ours auto, n-draft 1 (max 4)", &auto_with(&r2, false, 1));
+        let a = Settings { adaptive: true, n_draft: 1, ..Settings::default() }.validate(Mode::Speculative).unwrap();
+        let mut d: Vec<Box<dyn Drafter>> = vec![native()];
+        line("upstream lookup adaptive (max 4)", &replay(&r2.prompt, &r2.output, &mut d, &a, &r2.costs).unwrap());
+        r2.costs = up.clone();
+        line("ours auto, upstream curve", &auto_ngrams(&r2));
+    }
+}
