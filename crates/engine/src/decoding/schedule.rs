@@ -35,6 +35,8 @@ const POSITION_WEIGHT: f64 = 4.0;
 /// judged by are estimates (a few percent of noise), and a bet that barely pays on paper loses as
 /// often as it wins. Not drafting costs exactly what the target alone costs.
 const MARGIN: f64 = 1.05;
+/// The most single steps one round may lose on top of its own step (see `Scheduler::longest`).
+const WORST_ROUND: f64 = 4.0;
 /// After this many rounds without drafting, draft once to learn whether things have changed (at
 /// the shortest length that would pay if the draft were right: a wrong probe then costs least —
 /// on a CPU a probe of 6 cost 3.6× one of 1); the wait doubles after each exploration that fails,
@@ -278,9 +280,19 @@ impl Scheduler {
         }
     }
 
-    /// The longest draft the measured verify curve covers.
+    /// The longest draft the measured verify curve covers, and whose pass costs at most
+    /// [`WORST_ROUND`] single steps more than one step: a draft rejected at its first token then
+    /// loses at most that. Where a long pass costs little more than one token (a GPU), drafts
+    /// reach as far as the curve; on a CPU, where each verified token costs half a step or more,
+    /// a long copy that breaks off early (the next function's signature, rewritten) cannot cost
+    /// more than a few steps.
     fn longest(&self, max: usize) -> usize {
-        max.min(self.costs.verify_ms.len().saturating_sub(1))
+        let one = self.verify(1);
+        let mut k = max.min(self.costs.verify_ms.len().saturating_sub(1));
+        while k > 1 && self.verify(k + 1) - one > WORST_ROUND * one {
+            k -= 1;
+        }
+        k
     }
 
     /// The draft length (≤ `max`) at which a draft that is always right pays best, if any length
@@ -398,6 +410,23 @@ mod tests {
 
     fn costs(verify_ms: Vec<f64>, draft_token_ms: f64) -> Costs {
         Costs { c: draft_token_ms / verify_ms[0], verify_ms, draft_token_ms }
+    }
+
+    /// A copy that has always been right still cannot make one round lose more than
+    /// [`WORST_ROUND`] steps: on a CPU-like curve (each token half a step more) a sure n-gram
+    /// draft of 32 is cut to what 5 steps verify; on a flat curve (a GPU) it is drafted whole.
+    #[test]
+    fn one_round_cannot_lose_more_than_a_few_steps() {
+        let cpu: Vec<f64> = (0..33).map(|b| 44.0 + 25.0 * b as f64).collect();
+        let gpu: Vec<f64> = (0..33).map(|b| 20.0 + 0.5 * b as f64).collect();
+        for (curve, longest) in [(cpu, 7), (gpu, 32)] {
+            let mut s = Scheduler::new(costs(curve, 0.0));
+            for _ in 0..50 {
+                s.record((0, 32), 32, 32);
+            }
+            assert_eq!(s.longest(32), longest);
+            assert_eq!(choose(&mut s, (0, 32), 32, 0.0), longest);
+        }
     }
 
     #[test]
