@@ -39,13 +39,28 @@ fn run(r: &Recorded, drafter: Box<dyn Drafter>, adaptive: bool, n_draft: usize) 
 
 /// Every recorded output, by name.
 fn all_recorded() -> Vec<(String, Recorded)> {
-    let dir = format!("{}/tests/data/replay", env!("CARGO_MANIFEST_DIR"));
+    recorded_in(&format!("{}/tests/data/replay", env!("CARGO_MANIFEST_DIR")))
+}
+
+/// Every recording in `dir` (files as `scripts/record-replays` writes them), by name.
+fn recorded_in(dir: &str) -> Vec<(String, Recorded)> {
     let mut names: Vec<String> = std::fs::read_dir(dir)
         .expect("replay folder")
         .filter_map(|e| e.ok()?.file_name().to_str()?.strip_suffix(".json").map(str::to_string))
         .collect();
     names.sort();
-    names.into_iter().map(|n| (n.clone(), recorded(&n))).collect()
+    let read = |n: &str| {
+        serde_json::from_slice(&std::fs::read(format!("{dir}/{n}.json")).expect("recording")).expect("replay file")
+    };
+    names.into_iter().map(|n| (n.clone(), read(&n))).collect()
+}
+
+/// The recordings in `DRAFTLAB_REPLAYS` (default: this crate's).
+fn recorded_in_env() -> Vec<(String, Recorded)> {
+    match std::env::var("DRAFTLAB_REPLAYS") {
+        Ok(dir) => recorded_in(&dir),
+        Err(_) => all_recorded(),
+    }
 }
 
 /// The lookup before suffix matching: the last 1–4 tokens, the most recent place, as is.
@@ -181,18 +196,12 @@ fn print_code_rounds() {
 #[ignore]
 fn print_auto() {
     use draftlab_engine::decoding::draft::ngram_mod::NgramMod;
-    let dir = std::env::var("DRAFTLAB_REPLAYS")
-        .unwrap_or_else(|_| format!("{}/tests/data/replay", env!("CARGO_MANIFEST_DIR")));
-    let mut names: Vec<_> = std::fs::read_dir(&dir)
-        .unwrap()
-        .filter_map(|e| e.ok()?.file_name().to_str()?.strip_suffix(".json").map(str::to_string))
-        .collect();
-    names.sort();
+    let recordings = recorded_in_env();
+    let count = recordings.len();
     let settings = Settings { strategy: Strategy::Auto, ..Settings::default() }.validate(Mode::Speculative).unwrap();
     let (n_match, n_min, n_max) = draftlab_engine::decoding::settings::ngram_mod_sizes(&settings);
     let mut product = 1.0;
-    for name in &names {
-        let mut r: Recorded = serde_json::from_slice(&std::fs::read(format!("{dir}/{name}.json")).unwrap()).unwrap();
+    for (name, mut r) in recordings {
         if let Ok(v) = std::env::var("DRAFTLAB_CHARGED") {
             r.costs = Costs { verify_ms: serde_json::from_str(&v).unwrap(), draft_token_ms: 0.0, c: 0.0 };
         }
@@ -226,7 +235,7 @@ fn print_auto() {
         product *= out.speedup();
         println!("{name:10} auto {:.3}× (copy bound {bound:.3}×) drafts:{rounds}", out.speedup());
     }
-    println!("geometric mean {:.4}", product.powf(1.0 / names.len() as f64));
+    println!("geometric mean {:.4}", product.powf(1.0 / count as f64));
 }
 
 /// llama.cpp's own lookup drafter (`common_ngram_cache_draft`, what `llama-lookup` runs), through the
@@ -265,15 +274,7 @@ fn print_upstream_lookup_against_ours() {
         Ok(v) => Costs { verify_ms: serde_json::from_str(&v).unwrap(), draft_token_ms: 0.0, c: 0.0 },
         Err(_) => own.clone(),
     };
-    let dir = std::env::var("DRAFTLAB_REPLAYS")
-        .unwrap_or_else(|_| format!("{}/tests/data/replay", env!("CARGO_MANIFEST_DIR")));
-    let mut names: Vec<_> = std::fs::read_dir(&dir)
-        .unwrap()
-        .filter_map(|e| e.ok()?.file_name().to_str()?.strip_suffix(".json").map(str::to_string))
-        .collect();
-    names.sort();
-    for name in names {
-        let r: Recorded = serde_json::from_slice(&std::fs::read(format!("{dir}/{name}.json")).unwrap()).unwrap();
+    for (name, r) in recorded_in_env() {
         let (up, ours) = (curve("DRAFTLAB_UPSTREAM", &r.costs), curve("DRAFTLAB_OURS", &r.costs));
         let tps = |out: &Replayed| 1000.0 * r.output.len() as f64 / out.time_ms;
         let line = |label: &str, out: &Replayed| {
