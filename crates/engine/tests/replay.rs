@@ -24,9 +24,20 @@ struct Recorded {
     costs: Costs,
 }
 
+const RECORDINGS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/replay");
+
 fn recorded(name: &str) -> Recorded {
-    let path = format!("{}/tests/data/replay/{name}.json", env!("CARGO_MANIFEST_DIR"));
-    serde_json::from_slice(&std::fs::read(&path).expect("recorded replay")).expect("replay file")
+    read_recording(&format!("{RECORDINGS}/{name}.json"))
+}
+
+fn read_recording(path: &str) -> Recorded {
+    serde_json::from_slice(&std::fs::read(path).expect("recorded replay")).expect("replay file")
+}
+
+/// A verify curve given in the environment variable `var` (a JSON list of ms), if any.
+fn curve_from_env(var: &str) -> Option<Costs> {
+    let v = std::env::var(var).ok()?;
+    Some(Costs { verify_ms: serde_json::from_str(&v).expect("a JSON list of ms"), draft_token_ms: 0.0, c: 0.0 })
 }
 
 fn run(r: &Recorded, drafter: Box<dyn Drafter>, adaptive: bool, n_draft: usize) -> Replayed {
@@ -39,7 +50,7 @@ fn run(r: &Recorded, drafter: Box<dyn Drafter>, adaptive: bool, n_draft: usize) 
 
 /// Every recorded output, by name.
 fn all_recorded() -> Vec<(String, Recorded)> {
-    recorded_in(&format!("{}/tests/data/replay", env!("CARGO_MANIFEST_DIR")))
+    recorded_in(RECORDINGS)
 }
 
 /// Every recording in `dir` (files as `scripts/record-replays` writes them), by name.
@@ -49,10 +60,7 @@ fn recorded_in(dir: &str) -> Vec<(String, Recorded)> {
         .filter_map(|e| e.ok()?.file_name().to_str()?.strip_suffix(".json").map(str::to_string))
         .collect();
     names.sort();
-    let read = |n: &str| {
-        serde_json::from_slice(&std::fs::read(format!("{dir}/{n}.json")).expect("recording")).expect("replay file")
-    };
-    names.into_iter().map(|n| (n.clone(), read(&n))).collect()
+    names.into_iter().map(|n| (n.clone(), read_recording(&format!("{dir}/{n}.json")))).collect()
 }
 
 /// The recordings in `DRAFTLAB_REPLAYS` (default: this crate's).
@@ -94,8 +102,14 @@ fn suffix_lookup_is_right_more_often_than_fixed_ngrams() {
 
 /// `auto`'s free drafters as it runs them without a draft model: lookup, then the n-gram cache.
 fn auto_ngrams(r: &Recorded) -> Replayed {
-    let settings = Settings { strategy: Strategy::Auto, ..Settings::default() }.validate(Mode::Speculative).unwrap();
-    let mut drafters = vec![lookup(), ngram_cache()];
+    auto_with(r, vec![lookup(), ngram_cache()], Settings::default().n_draft)
+}
+
+/// `auto` with these drafters, up to `n_draft` (n-gram drafters reach further, see
+/// `Settings::ngram_draft`).
+fn auto_with(r: &Recorded, mut drafters: Vec<Box<dyn Drafter>>, n_draft: usize) -> Replayed {
+    let settings =
+        Settings { strategy: Strategy::Auto, n_draft, ..Settings::default() }.validate(Mode::Speculative).unwrap();
     let out = replay(&r.prompt, &r.output, &mut drafters, &settings, &r.costs).unwrap();
     assert_eq!(out.report.tokens, r.output);
     out
@@ -202,18 +216,12 @@ fn print_auto() {
     let (n_match, n_min, n_max) = draftlab_engine::decoding::settings::ngram_mod_sizes(&settings);
     let mut product = 1.0;
     for (name, mut r) in recordings {
-        if let Ok(v) = std::env::var("DRAFTLAB_CHARGED") {
-            r.costs = Costs { verify_ms: serde_json::from_str(&v).unwrap(), draft_token_ms: 0.0, c: 0.0 };
+        if let Some(charged) = curve_from_env("DRAFTLAB_CHARGED") {
+            r.costs = charged;
         }
         let mut drafters: Vec<Box<dyn Drafter>> =
             vec![lookup(), ngram_cache(), Box::new(NgramMod::new(n_match, n_min, n_max).unwrap())];
-        let judged = match std::env::var("DRAFTLAB_JUDGED") {
-            Ok(v) => {
-                let verify_ms: Vec<f64> = serde_json::from_str(&v).unwrap();
-                Costs { verify_ms, draft_token_ms: 0.0, c: 0.0 }
-            }
-            Err(_) => r.costs.clone(),
-        };
+        let judged = curve_from_env("DRAFTLAB_JUDGED").unwrap_or_else(|| r.costs.clone());
         let out = draftlab_engine::decoding::replay::replay_judged(
             &r.prompt,
             &r.output,
@@ -270,12 +278,9 @@ impl Drafter for UpstreamLookup {
 #[ignore]
 fn print_upstream_lookup_against_ours() {
     use draftlab_engine::decoding::speculative::{Native, NativeKind, NativeParams};
-    let curve = |var: &str, own: &Costs| match std::env::var(var) {
-        Ok(v) => Costs { verify_ms: serde_json::from_str(&v).unwrap(), draft_token_ms: 0.0, c: 0.0 },
-        Err(_) => own.clone(),
-    };
-    for (name, r) in recorded_in_env() {
-        let (up, ours) = (curve("DRAFTLAB_UPSTREAM", &r.costs), curve("DRAFTLAB_OURS", &r.costs));
+    for (name, mut r) in recorded_in_env() {
+        let up = curve_from_env("DRAFTLAB_UPSTREAM").unwrap_or_else(|| r.costs.clone());
+        let ours = curve_from_env("DRAFTLAB_OURS").unwrap_or_else(|| r.costs.clone());
         let tps = |out: &Replayed| 1000.0 * r.output.len() as f64 / out.time_ms;
         let line = |label: &str, out: &Replayed| {
             let long: Vec<String> = out
@@ -296,36 +301,25 @@ fn print_upstream_lookup_against_ours() {
             )
         };
         println!("{name}");
-        let native =
-            || Box::new(UpstreamLookup(Native::ngram(NativeKind::NgramCache, NativeParams::default()).unwrap()));
+        let native = || -> Box<dyn Drafter> {
+            Box::new(UpstreamLookup(Native::ngram(NativeKind::NgramCache, NativeParams::default()).unwrap()))
+        };
         let settings =
             Settings { adaptive: false, n_draft: 3, ..Settings::default() }.validate(Mode::Speculative).unwrap();
         for (label, costs) in [("upstream lookup k3, upstream curve", &up), ("upstream lookup k3, our curve", &ours)] {
             let mut d: Vec<Box<dyn Drafter>> = vec![native()];
             line(label, &replay(&r.prompt, &r.output, &mut d, &settings, costs).unwrap());
         }
-        let mut r2 = Recorded { prompt: r.prompt.clone(), output: r.output.clone(), costs: ours.clone() };
-        line("ours auto (no draft model)", &auto_ngrams(&r2));
-        line("ours lookup adaptive", &run(&r2, lookup(), true, 8));
-        line("ours ngram-cache adaptive", &run(&r2, ngram_cache(), true, 8));
-        line("ours lookup k3", &run(&r2, lookup(), false, 3));
-        let auto_with = |r: &Recorded, extra: bool, n_draft: usize| {
-            let settings = Settings { strategy: Strategy::Auto, n_draft, ..Settings::default() }
-                .validate(Mode::Speculative)
-                .unwrap();
-            let mut drafters = vec![lookup(), ngram_cache()];
-            if extra {
-                drafters.push(native());
-            }
-            replay(&r.prompt, &r.output, &mut drafters, &settings, &r.costs).unwrap()
-        };
-        line("ours auto + upstream lookup", &auto_with(&r2, true, 8));
-        line("ours auto, n-draft 2 (max 8)", &auto_with(&r2, false, 2));
-        line("ours auto, n-draft 1 (max 4)", &auto_with(&r2, false, 1));
-        let a = Settings { adaptive: true, n_draft: 1, ..Settings::default() }.validate(Mode::Speculative).unwrap();
-        let mut d: Vec<Box<dyn Drafter>> = vec![native()];
-        line("upstream lookup adaptive (max 4)", &replay(&r2.prompt, &r2.output, &mut d, &a, &r2.costs).unwrap());
-        r2.costs = up.clone();
-        line("ours auto, upstream curve", &auto_ngrams(&r2));
+        r.costs = ours;
+        line("ours auto (no draft model)", &auto_ngrams(&r));
+        line("ours lookup adaptive", &run(&r, lookup(), true, 8));
+        line("ours ngram-cache adaptive", &run(&r, ngram_cache(), true, 8));
+        line("ours lookup k3", &run(&r, lookup(), false, 3));
+        line("ours auto + upstream lookup", &auto_with(&r, vec![lookup(), ngram_cache(), native()], 8));
+        line("ours auto, n-draft 2 (max 8)", &auto_with(&r, vec![lookup(), ngram_cache()], 2));
+        line("ours auto, n-draft 1 (max 4)", &auto_with(&r, vec![lookup(), ngram_cache()], 1));
+        line("upstream lookup adaptive (max 4)", &run(&r, native(), true, 1));
+        r.costs = up;
+        line("ours auto, upstream curve", &auto_ngrams(&r));
     }
 }

@@ -775,17 +775,19 @@ pub(crate) fn forward(
 ) -> mpsc::Receiver<Reply> {
     let (tx, rx) = mpsc::channel(256);
     std::thread::spawn(move || {
-        let mut place = Some(permit);
-        while let Ok(reply) = replies.recv() {
-            let last = draftlab_core::serving::client::is_final(&reply);
-            if last {
-                drop(place.take());
+        // The request may be gone; keep draining until the job ends so its place is freed then.
+        let last = loop {
+            match replies.recv() {
+                Ok(reply) if draftlab_core::serving::client::is_final(&reply) => break Some(reply),
+                Ok(reply) => {
+                    let _ = tx.blocking_send(reply);
+                }
+                Err(_) => break None,
             }
-            // The request may be gone; keep draining until the job ends so its place is freed then.
+        };
+        drop(permit);
+        if let Some(reply) = last {
             let _ = tx.blocking_send(reply);
-            if last {
-                break;
-            }
         }
     });
     rx
