@@ -468,7 +468,7 @@ impl<'r, 'j, 'd> Loop<'r, 'j, 'd> {
             if let Some(s) = self.scheduler.as_mut() {
                 if round.observed {
                     // Its statistics come from its shadow, drafted or not.
-                    s.record_exploration(k, m);
+                    s.record_round(k, m);
                 } else {
                     s.record(round.bucket, k, m);
                 }
