@@ -9,6 +9,7 @@
 
 use draftlab_engine::decoding::costs::Costs;
 use draftlab_engine::decoding::draft::ngram_cache::NgramCache;
+use draftlab_engine::decoding::draft::ngram_mod::NgramMod;
 use draftlab_engine::decoding::draft::prompt_lookup::{LookupConfig, PromptLookup};
 use draftlab_engine::decoding::draft::{Drafter, Strategy};
 use draftlab_engine::decoding::llama::Token;
@@ -82,6 +83,13 @@ fn lookup() -> Box<dyn Drafter> {
 
 fn ngram_cache() -> Box<dyn Drafter> {
     Box::new(NgramCache::new(1, 4).unwrap())
+}
+
+/// llama.cpp's ngram-mod at the sizes `auto` gives it.
+fn ngram_mod() -> NgramMod {
+    let settings = Settings { strategy: Strategy::Auto, ..Settings::default() }.validate(Mode::Speculative).unwrap();
+    let (n_match, n_min, n_max) = draftlab_engine::decoding::settings::ngram_mod_sizes(&settings);
+    NgramMod::new(n_match, n_min, n_max).unwrap()
 }
 
 #[test]
@@ -184,14 +192,11 @@ fn an_answer_asked_for_again_is_drafted_at_length() {
 #[test]
 #[ignore]
 fn print_server_repeat() {
-    use draftlab_engine::decoding::draft::ngram_mod::NgramMod;
-    let settings = Settings { strategy: Strategy::Auto, ..Settings::default() }.validate(Mode::Speculative).unwrap();
-    let (n_match, n_min, n_max) = draftlab_engine::decoding::settings::ngram_mod_sizes(&settings);
     for (name, r) in all_recorded() {
-        let mut m = NgramMod::new(n_match, n_min, n_max).unwrap();
+        let mut m = ngram_mod();
         m.finish(&[&r.prompt[..], &r.output[..]].concat()).unwrap();
-        let mut drafters: Vec<Box<dyn Drafter>> = vec![lookup(), ngram_cache(), Box::new(m)];
-        let out = replay(&r.prompt, &r.output, &mut drafters, &settings, &cpu_curve()).unwrap();
+        let r = Recorded { costs: cpu_curve(), ..r };
+        let out = auto_with(&r, vec![lookup(), ngram_cache(), Box::new(m)], Settings::default().n_draft);
         let mut rounds = String::new();
         for rd in out.report.rounds.iter().filter(|rd| rd.drafted > 0) {
             let strategy = rd.strategy.map_or_else(|| "-".to_string(), |s| format!("{s:?}"));
@@ -263,18 +268,15 @@ fn print_code_rounds() {
 #[test]
 #[ignore]
 fn print_auto() {
-    use draftlab_engine::decoding::draft::ngram_mod::NgramMod;
     let recordings = recorded_in_env();
     let count = recordings.len();
     let settings = Settings { strategy: Strategy::Auto, ..Settings::default() }.validate(Mode::Speculative).unwrap();
-    let (n_match, n_min, n_max) = draftlab_engine::decoding::settings::ngram_mod_sizes(&settings);
     let mut product = 1.0;
     for (name, mut r) in recordings {
         if let Some(charged) = curve_from_env("DRAFTLAB_CHARGED") {
             r.costs = charged;
         }
-        let mut drafters: Vec<Box<dyn Drafter>> =
-            vec![lookup(), ngram_cache(), Box::new(NgramMod::new(n_match, n_min, n_max).unwrap())];
+        let mut drafters: Vec<Box<dyn Drafter>> = vec![lookup(), ngram_cache(), Box::new(ngram_mod())];
         let judged = curve_from_env("DRAFTLAB_JUDGED").unwrap_or_else(|| r.costs.clone());
         let out = draftlab_engine::decoding::replay::replay_judged(
             &r.prompt,
