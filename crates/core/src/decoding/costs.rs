@@ -68,6 +68,11 @@ impl Costs {
     }
 }
 
+/// The version of [`costs_key`]'s form, raised when curves measured by older builds no longer say
+/// what this one pays: `v2`, llama.cpp compiled by clang on x86-64 Linux (its 4-token pass of a
+/// Q4_K_M target a fifth cheaper than gcc's build; a one-token step about the same).
+const KEY_VERSION: &str = "v2";
+
 /// The identity of a cost measurement on disk: the models (path, size, modification time; the
 /// draft only when its cost is measured), the settings the costs depend on, the machine and build,
 /// and the other machines holding part of the target (`rpc`, `tensor_split`): every target pass
@@ -78,7 +83,7 @@ pub fn costs_key(target: &ModelId, draft: Option<&ModelId>, settings: &Settings,
     let draft = draft.map_or_else(|| "-".to_string(), id);
     let machine = crate::machine::MachineInfo::now();
     format!(
-        "v1|{}|{draft}|ctx{}|batch{}|t{}|gpu{:?}|max{max_batch}|{}|{}|{}|{:?}{:?}{:?}{:?}|rpc{:?}{:?}",
+        "{KEY_VERSION}|{}|{draft}|ctx{}|batch{}|t{}|gpu{:?}|max{max_batch}|{}|{}|{}|{:?}{:?}{:?}{:?}|rpc{:?}{:?}",
         id(target),
         settings.n_ctx,
         settings.n_batch,
@@ -175,7 +180,7 @@ impl CostsCache {
             let mtime = m.modified().ok()?.duration_since(std::time::UNIX_EPOCH).ok()?.as_secs();
             Some(format!("{}:{}:{mtime}", p.display(), m.len()))
         };
-        let prefix = format!("v1|{}|{}|", id(target)?, id(draft)?);
+        let prefix = format!("{KEY_VERSION}|{}|{}|", id(target)?, id(draft)?);
         let now = crate::paths::now_secs();
         self.entries
             .range(prefix.clone()..)
