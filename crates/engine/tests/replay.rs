@@ -14,7 +14,7 @@ use draftlab_engine::decoding::draft::prompt_lookup::{LookupConfig, PromptLookup
 use draftlab_engine::decoding::draft::{Drafter, Strategy};
 use draftlab_engine::decoding::llama::Token;
 use draftlab_engine::decoding::replay::{replay, Replayed};
-use draftlab_engine::decoding::settings::{Mode, Settings};
+use draftlab_engine::decoding::settings::{Mode, Settings, ValidSettings};
 use draftlab_engine::measuring::bench::copy_bound;
 use serde::Deserialize;
 
@@ -85,10 +85,15 @@ fn ngram_cache() -> Box<dyn Drafter> {
     Box::new(NgramCache::new(1, 4).unwrap())
 }
 
+/// `auto`'s settings, drafting up to `n_draft`.
+fn auto_settings(n_draft: usize) -> ValidSettings {
+    Settings { strategy: Strategy::Auto, n_draft, ..Settings::default() }.validate(Mode::Speculative).unwrap()
+}
+
 /// llama.cpp's ngram-mod at the sizes `auto` gives it.
 fn ngram_mod() -> NgramMod {
-    let settings = Settings { strategy: Strategy::Auto, ..Settings::default() }.validate(Mode::Speculative).unwrap();
-    let (n_match, n_min, n_max) = draftlab_engine::decoding::settings::ngram_mod_sizes(&settings);
+    let (n_match, n_min, n_max) =
+        draftlab_engine::decoding::settings::ngram_mod_sizes(&auto_settings(Settings::default().n_draft));
     NgramMod::new(n_match, n_min, n_max).unwrap()
 }
 
@@ -116,8 +121,7 @@ fn auto_ngrams(r: &Recorded) -> Replayed {
 /// `auto` with these drafters, up to `n_draft` (n-gram drafters reach further, see
 /// `Settings::ngram_draft`).
 fn auto_with(r: &Recorded, mut drafters: Vec<Box<dyn Drafter>>, n_draft: usize) -> Replayed {
-    let settings =
-        Settings { strategy: Strategy::Auto, n_draft, ..Settings::default() }.validate(Mode::Speculative).unwrap();
+    let settings = auto_settings(n_draft);
     let out = replay(&r.prompt, &r.output, &mut drafters, &settings, &r.costs).unwrap();
     assert_eq!(out.report.tokens, r.output);
     out
@@ -156,8 +160,9 @@ fn adaptive_n_gram_drafting_never_loses_and_pays_on_copies() {
 }
 
 /// A whole verify curve (1–33 tokens) of the Qwen 1.5B target on a 2-core AVX2 CPU (Zen 3, 2
-/// threads; the recordings carry only its first 9 sizes). From 8 tokens on, ggml's tiled matmul
-/// takes the output head (+80 ms).
+/// threads; the recordings carry only its first 9 sizes), measured with llama.cpp built by gcc
+/// (a clang build's 4- to 8-token passes are a fifth cheaper). From 8 tokens on, ggml's tiled
+/// matmul takes the output head (+80 ms).
 fn cpu_curve() -> Costs {
     let verify_ms = vec![
         43.7, 73.9, 102.3, 117.9, 151.8, 177.4, 208.4, 290.6, 311.6, 330.8, 350.0, 369.2, 388.4, 408.3, 428.2, 448.1,
@@ -270,7 +275,7 @@ fn print_code_rounds() {
 fn print_auto() {
     let recordings = recorded_in_env();
     let count = recordings.len();
-    let settings = Settings { strategy: Strategy::Auto, ..Settings::default() }.validate(Mode::Speculative).unwrap();
+    let settings = auto_settings(Settings::default().n_draft);
     let mut product = 1.0;
     for (name, mut r) in recordings {
         if let Some(charged) = curve_from_env("DRAFTLAB_CHARGED") {

@@ -73,6 +73,12 @@ impl Costs {
 /// Q4_K_M target a fifth cheaper than gcc's build; a one-token step about the same).
 const KEY_VERSION: &str = "v2";
 
+/// How every key of a target and draft starts (`draft` "-" when none was measured): what
+/// [`CostsCache::measured_ratio`] looks a pair up by.
+fn pair_prefix(target: &str, draft: &str) -> String {
+    format!("{KEY_VERSION}|{target}|{draft}|")
+}
+
 /// The identity of a cost measurement on disk: the models (path, size, modification time; the
 /// draft only when its cost is measured), the settings the costs depend on, the machine and build,
 /// and the other machines holding part of the target (`rpc`, `tensor_split`): every target pass
@@ -83,8 +89,8 @@ pub fn costs_key(target: &ModelId, draft: Option<&ModelId>, settings: &Settings,
     let draft = draft.map_or_else(|| "-".to_string(), id);
     let machine = crate::machine::MachineInfo::now();
     format!(
-        "{KEY_VERSION}|{}|{draft}|ctx{}|batch{}|t{}|gpu{:?}|max{max_batch}|{}|{}|{}|{:?}{:?}{:?}{:?}|rpc{:?}{:?}",
-        id(target),
+        "{}ctx{}|batch{}|t{}|gpu{:?}|max{max_batch}|{}|{}|{}|{:?}{:?}{:?}{:?}|rpc{:?}{:?}",
+        pair_prefix(&id(target), &draft),
         settings.n_ctx,
         settings.n_batch,
         settings.threads,
@@ -180,7 +186,7 @@ impl CostsCache {
             let mtime = m.modified().ok()?.duration_since(std::time::UNIX_EPOCH).ok()?.as_secs();
             Some(format!("{}:{}:{mtime}", p.display(), m.len()))
         };
-        let prefix = format!("{KEY_VERSION}|{}|{}|", id(target)?, id(draft)?);
+        let prefix = pair_prefix(&id(target)?, &id(draft)?);
         let now = crate::paths::now_secs();
         self.entries
             .range(prefix.clone()..)

@@ -40,7 +40,7 @@ const WORST_ROUND: f64 = 4.0;
 /// … and the share of what the copy it continues has gained that it may risk besides. Chosen on
 /// replays (`tests/replay.rs`): half of it gave back a third of rewrite's gain on copies that
 /// broke off; a quarter keeps rewrite's and still lets an answer asked for again reach 32-token
-/// drafts (1.47× → 1.66× on this CPU's curve).
+/// drafts (1.47× → 1.66× on a Zen 3's curve, `cpu_curve` there).
 const STREAK_SHARE: f64 = 0.25;
 /// After this many rounds without drafting, draft once to learn whether things have changed (at
 /// the shortest length that would pay if the draft were right: a wrong probe then costs least —
@@ -381,9 +381,10 @@ impl Scheduler {
     /// a probe that was wholly right makes the next one come sooner, one that failed makes it wait
     /// twice as long.
     pub fn record_round(&mut self, drafted: usize, accepted: usize) {
-        self.streak_ms = match drafted > 0 && accepted == drafted {
-            true => (self.streak_ms + (drafted + 1) as f64 * self.verify(1) - self.verify(drafted + 1)).max(0.0),
-            false => 0.0,
+        self.streak_ms = if drafted > 0 && accepted == drafted {
+            (self.streak_ms + (drafted + 1) as f64 * self.verify(1) - self.verify(drafted + 1)).max(0.0)
+        } else {
+            0.0
         };
         if self.exploring {
             self.explore_every =
