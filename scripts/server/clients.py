@@ -98,7 +98,8 @@ print(f"openai: response_format json_schema: {answers['{}']!r}, the same with an
 
 # Errors are the client's own exceptions, with OpenAI's codes.
 for call, exc, code in [
-    (lambda: client.chat.completions.create(model="gpt-9", messages=ask), openai.NotFoundError, "model_not_found"),
+    (lambda: client.responses.create(model=model, input="hi", previous_response_id="resp_0"), openai.NotFoundError,
+     "previous_response_not_found"),
     (lambda: client.chat.completions.create(model=model, messages=ask, n=3), openai.BadRequestError, None),
     (lambda: client.chat.completions.create(model=model, messages=ask, extra_body={"draftlab": {"strategy": "x"}}), openai.BadRequestError, None),
     (lambda: client.chat.completions.create(model=model, messages=ask, response_format={"type": "json_schema", "json_schema": {"name": "x", "schema": {"type": "nonsense"}}}), openai.BadRequestError, None),
@@ -114,6 +115,30 @@ for call, exc, code in [
         assert code is None or e.code == code, (e.code, code)
 print("openai: errors raise NotFoundError, BadRequestError and AuthenticationError")
 assert [m.id for m in client.models.list()] == [model]
+# Any name is served by the target (clients set up with a fixed name work), and answers name it.
+assert client.models.retrieve("gpt-9").id == "gpt-9"
+r = client.chat.completions.create(model="gpt-9", messages=ask, max_tokens=32, temperature=0)
+assert r.model == model and r.choices[0].message.content == text, r
+
+# The Responses API: the same answer as chat completions for the same conversation, whole and
+# streamed through the client's event parser; continued by id.
+r = client.responses.create(model=model, instructions=ask[0]["content"], input=ask[1]["content"],
+                            max_output_tokens=32, temperature=0)
+assert r.output_text == text.rstrip() and r.status in ("completed", "incomplete"), r
+assert r.usage.input_tokens > 0 and r.usage.total_tokens == r.usage.input_tokens + r.usage.output_tokens, r.usage
+kinds, streamed = [], ""
+with client.responses.stream(model=model, instructions=ask[0]["content"], input=ask[1]["content"],
+                             max_output_tokens=32, temperature=0) as stream:
+    for event in stream:
+        kinds.append(event.type)
+        if event.type == "response.output_text.delta":
+            streamed += event.delta
+    final = stream.get_final_response()
+assert streamed.rstrip() == text.rstrip() and final.output_text == text.rstrip(), (streamed, final)
+assert kinds[0] == "response.created" and kinds[-1] in ("response.completed", "response.incomplete"), kinds
+again = client.responses.create(model=model, input="Say it again.", previous_response_id=r.id, max_output_tokens=16)
+assert again.usage.input_tokens > r.usage.input_tokens, again.usage
+print(f"openai: responses {r.output_text!r}, streamed the same ({len(kinds)} events), continued by id")
 
 # Load: CLIENTS concurrent clients, a few requests each; every answer checked, none lost.
 before = health()

@@ -1,7 +1,8 @@
 """Anthropic's Messages API on `draftlab serve`, with the anthropic Python package: a message,
 streamed and not (the same text: the server's default is greedy, and this client no longer sends a
 temperature), a tool round trip (tool_use → tool_result →
-answer), the `draftlab` extension, errors as the client's exceptions.
+answer), the `draftlab` extension, any model name, `count_tokens`, the models list, errors as the
+client's exceptions.
 
 Usage: messages.py BASE_URL MODEL API_KEY
 """
@@ -60,9 +61,22 @@ answer = m.content[0].text
 assert m.stop_reason == "end_turn" and "18" in answer, m
 print(f"anthropic: answer from the tool's result: {answer!r}")
 
+# Any model name is served by the target, as Claude Code's default names are; tokens are counted
+# as the template renders them; models are listed in Anthropic's shape.
+m = client.messages.create(model="claude-opus-5-5", max_tokens=48, system="You are terse.", messages=ask)
+assert m.model == model and m.content[0].text == text, m
+counted = client.messages.count_tokens(model="claude-opus-5-5", system="You are terse.", messages=ask)
+assert counted.input_tokens == m.usage.input_tokens, (counted, m.usage)
+listed = client.models.list()
+assert [x.id for x in listed.data] == [model] and listed.data[0].type == "model", listed
+assert client.models.retrieve("claude-haiku-5").id == "claude-haiku-5"
+print(f"anthropic: claude-opus-5-5 answered by {m.model}; {counted.input_tokens} input tokens counted")
+
 # Errors are the client's own exceptions.
+image = {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "iVBORw0KGgo="}}
 for call, exc in [
-    (lambda: client.messages.create(model="claude-9", max_tokens=8, messages=ask), anthropic.NotFoundError),
+    (lambda: client.messages.create(model=model, max_tokens=8, messages=[{"role": "user", "content": [image]}]),
+     anthropic.BadRequestError),
     (lambda: client.messages.create(model=model, max_tokens=8, messages=[{"role": "system", "content": "x"}]),
      anthropic.BadRequestError),
     (lambda: anthropic.Anthropic(base_url=base.removesuffix("/v1"), api_key="wrong", max_retries=0)

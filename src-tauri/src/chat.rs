@@ -241,6 +241,7 @@ fn follow(
             | Reply::Discovered { .. }
             | Reply::Drafters { .. }
             | Reply::Template { .. }
+            | Reply::Counted { .. }
             | Reply::RunEvent { .. }
             | Reply::Compared { .. } => {}
         }

@@ -232,7 +232,8 @@ impl Following {
                 | Reply::SweepPlan { .. }
                 | Reply::Discovered { .. }
                 | Reply::Drafters { .. }
-                | Reply::Template { .. } => continue,
+                | Reply::Template { .. }
+                | Reply::Counted { .. } => continue,
             };
             if mode != self.mode {
                 // A `both` job's speculative run: on the models already loaded.

@@ -100,6 +100,7 @@ pub async fn start(state: Arc<AppState>, request: ServerRequest) -> Result<Serve
         allowed_hosts: Vec::new(),
         allowed_origins: Vec::new(),
         chat_template: None,
+        aliases: Vec::new(),
     };
     let model = config.model_id();
     let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, request.port));

@@ -288,9 +288,10 @@ pub(crate) struct GenArgs {
     /// Stop drafting when the draft's top probability is below this.
     #[arg(long, default_value_t = defaults().p_min)]
     p_min: f32,
-    /// Context size in tokens.
-    #[arg(long, default_value_t = defaults().n_ctx)]
-    ctx: u32,
+    /// Context size in tokens [default: 4096; `serve`: as large as the target was trained for and
+    /// memory allows, at most 32768].
+    #[arg(long)]
+    ctx: Option<u32>,
     /// Layers to offload to the GPU: a number or `all`.
     #[arg(long, default_value_t = defaults().gpu_layers.to_string())]
     gpu_layers: String,
@@ -437,6 +438,10 @@ pub(crate) struct ServeArgs {
     /// The default strategy (see `run --strategy`; requests may ask for `none`, the target alone).
     #[arg(long, default_value_t = defaults().strategy.name().to_string())]
     pub(crate) strategy: String,
+    /// Another name `/v1/models` lists for the target (repeatable), e.g. the name a client is set
+    /// up with. Requests may name any model: the target answers them all.
+    #[arg(long = "alias", value_name = "NAME")]
+    pub(crate) aliases: Vec<String>,
     /// Print nothing per request.
     #[arg(long, short = 'q')]
     pub(crate) quiet: bool,
@@ -474,6 +479,11 @@ pub(crate) struct RunArgs {
 }
 
 impl GenArgs {
+    /// The context size, when one was given.
+    pub(crate) fn ctx(&self) -> Option<u32> {
+        self.ctx
+    }
+
     /// The settings, with the draft length and strategy given apart (`sweep` varies them).
     pub(crate) fn settings(&self, n_draft: usize, adaptive: bool, strategy: Strategy) -> Result<Settings, Error> {
         Ok(Settings {
@@ -491,7 +501,7 @@ impl GenArgs {
                 seed: self.seed,
             },
             p_min: self.p_min,
-            n_ctx: self.ctx,
+            n_ctx: self.ctx.unwrap_or(defaults().n_ctx),
             threads: self.threads.unwrap_or(defaults().threads),
             raw: self.raw,
             gpu_layers: self.gpu_layers.parse()?,

@@ -9,7 +9,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use draftlab_engine::testing::{model, SMOLLM2};
+use draftlab_engine::testing::{model, QWEN_DRAFT, QWEN_TARGET, SMOLLM2};
 use serde_json::{json, Value};
 
 /// A running `draftlab serve`; stopped when dropped.
@@ -30,9 +30,21 @@ impl Drop for Server {
 
 /// Starts a server on SmolLM2 (target and draft) with `extra` flags, and waits until it serves.
 fn serve(extra: &[&str]) -> Server {
-    let smol = model(SMOLLM2);
+    serve_pair(SMOLLM2, SMOLLM2, extra)
+}
+
+/// Starts a server on a pair of test models with `extra` flags, and waits until it serves.
+fn serve_pair(target: &str, draft: &str, extra: &[&str]) -> Server {
+    let (target, draft) = (model(target), model(draft));
+    let base =
+        ["serve", "-t", target.to_str().unwrap(), "-d", draft.to_str().unwrap(), "--port", "0", "--threads", "2"];
+    serve_with(&base, extra)
+}
+
+/// Starts `draftlab` with `args` then `extra`, and waits until it serves.
+fn serve_with(args: &[&str], extra: &[&str]) -> Server {
     let mut child = Command::new(env!("CARGO_BIN_EXE_draftlab"))
-        .args(["serve", "-t", smol.to_str().unwrap(), "-d", smol.to_str().unwrap(), "--port", "0", "--threads", "2"])
+        .args(args)
         .args(extra)
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
@@ -230,12 +242,6 @@ fn models_health_and_every_error_in_openai_shape() {
     };
     let bad = request(s.port, "POST", "/v1/chat/completions", &[("Content-Type", "application/json")], b"{not json");
     assert!(error(bad, 400)["message"].as_str().unwrap().contains("not valid JSON"));
-    let unknown = post(
-        s.port,
-        "/v1/chat/completions",
-        &json!({"model": "gpt-9", "messages": [{"role": "user", "content": "hi"}]}),
-    );
-    assert_eq!(error(unknown, 404)["code"], "model_not_found");
     let big = json!({"model": model_id(), "messages": [{"role": "user", "content": "x".repeat(8000)}]});
     assert_eq!(error(post(s.port, "/v1/chat/completions", &big), 413)["code"], "request_too_large");
     // A conversation longer than the context: 400 with the numbers.
@@ -245,13 +251,24 @@ fn models_health_and_every_error_in_openai_shape() {
     let e = error(post(s2.port, "/v1/chat/completions", &long), 400);
     assert_eq!(e["code"], "context_length_exceeded");
     let msg = e["message"].as_str().unwrap();
-    assert!(msg.contains("256") && msg.contains("100 for the answer"), "{msg}");
-    // An answer as long as a number can say: refused the same way, not wrapped past the check.
-    let huge = json!({"model": model_id(), "messages": [{"role": "user", "content": "hi"}], "max_tokens": u64::MAX});
-    assert_eq!(error(post(s2.port, "/v1/chat/completions", &huge), 400)["code"], "context_length_exceeded");
+    assert!(msg.contains("256"), "{msg}");
+    // An answer longer than the room left (even as long as a number can say, which must not wrap
+    // past the check): it ends where the context does, with `length`, as llama-server's does.
+    let huge = json!({"model": model_id(), "prompt": "1, 2, 3, 4, 5, 6, 7,", "max_tokens": u64::MAX, "temperature": 0});
+    let v = post(s2.port, "/v1/completions", &huge).json();
+    assert_eq!(v["choices"][0]["finish_reason"], "length", "{v}");
+    let used = v["usage"]["total_tokens"].as_u64().unwrap();
+    assert!((150..=256).contains(&used), "{used} tokens in a context of 256");
     drop(s2);
-    let no_model = post(s.port, "/v1/chat/completions", &json!({"messages": [{"role": "user", "content": "hi"}]}));
-    assert_eq!(error(no_model, 400)["param"], "model");
+    // Any model name, or none, is answered by the target, and the answer names it.
+    for body in [
+        json!({"model": "gpt-9", "messages": [{"role": "user", "content": "hi"}], "max_tokens": 2}),
+        json!({"messages": [{"role": "user", "content": "hi"}], "max_tokens": 2}),
+    ] {
+        let r = post(s.port, "/v1/chat/completions", &body);
+        assert_eq!(r.status, 200, "{}", r.body);
+        assert_eq!(r.json()["model"], model_id());
+    }
     let two = post(s.port, "/v1/chat/completions", &chat(json!([{"role": "user", "content": "hi"}]), json!({"n": 2})));
     assert_eq!(error(two, 400)["param"], "n");
     let strategy = post(
@@ -299,9 +316,22 @@ fn models_health_and_every_error_in_openai_shape() {
     assert_eq!(request(k.port, "GET", "/health", &[], b"").status, 200);
 }
 
+/// Starts a server on one test model, no draft, with `extra` flags.
+fn serve_alone(target: &str, extra: &[&str]) -> Server {
+    let target = model(target);
+    serve_with(&["serve", "-t", target.to_str().unwrap(), "--port", "0", "--threads", "2"], extra)
+}
+
+/// A follow-up turn keeps the earlier turns' KV cache: with a draft model, and with the target
+/// alone at the default strategy (`auto`, which was loaded again for every request there).
 #[test]
 fn a_follow_up_turn_decodes_only_what_is_new() {
-    let s = serve(&[]);
+    for s in [serve(&[]), serve_alone(SMOLLM2, &[])] {
+        follow_up_turn(&s);
+    }
+}
+
+fn follow_up_turn(s: &Server) {
     let turn1 = json!([{"role": "user", "content": "Write one sentence about the sea."}]);
     let a = post(s.port, "/v1/chat/completions", &chat(turn1.clone(), json!({"max_tokens": 20}))).json();
     let answer = a["choices"][0]["message"]["content"].as_str().unwrap();
@@ -460,4 +490,198 @@ fn a_web_page_cannot_use_the_server() {
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(!out.status.success() && err.contains(says), "{flag} {value}: {err}");
     }
+}
+
+/// The server-sent events of a stream: `(event name, data)`.
+fn named_events(body: &str) -> Vec<(String, Value)> {
+    let mut out = Vec::new();
+    let mut name = String::new();
+    for line in body.lines() {
+        if let Some(n) = line.strip_prefix("event: ") {
+            name = n.to_string();
+        } else if let Some(d) = line.strip_prefix("data: ") {
+            out.push((std::mem::take(&mut name), serde_json::from_str(d).unwrap_or_else(|e| panic!("{e}: {d}"))));
+        }
+    }
+    out
+}
+
+/// What Claude Code 2.1.328 sends on its first request, as recorded: its own model name, 128,000
+/// `max_tokens`, `system` as blocks and a `system` message among the turns, adaptive thinking
+/// with its text omitted, `context_management`, `output_config`, `metadata`, tools with
+/// `cache_control` and `defer_loading`, and the beta headers. Answered, streamed, with the prompt's
+/// tokens at `message_start` and the same count from `count_tokens`; an image in the newest turn
+/// refused naming it, one in an earlier turn left out. On the Qwen pair (its template shows tools).
+#[test]
+fn claude_code_s_request_is_answered_and_its_tokens_counted() {
+    let s = serve_pair(QWEN_TARGET, QWEN_DRAFT, &["--ctx", "1024"]);
+    let body = json!({
+        "model": "claude-opus-5-5", "max_tokens": 128000, "stream": true,
+        "system": [{"type": "text", "text": "x-anthropic-billing-header: cc_version=2.1.328;"},
+                   {"type": "text", "text": "You are an agent. Answer in one line.", "cache_control": {"type": "ephemeral"}}],
+        "messages": [
+            {"role": "user", "content": "Say hello."},
+            {"role": "system", "content": [{"type": "text", "text": "# Environment\nWorking directory: /tmp"}]}],
+        "tools": [{"name": "Read", "description": "Reads a file.", "defer_loading": false,
+                   "input_schema": {"type": "object", "properties": {"file_path": {"type": "string"}}, "required": ["file_path"]}},
+                  {"type": "web_search_20250305", "name": "web_search", "max_uses": 5}],
+        "metadata": {"user_id": "{\"device_id\":\"d\"}"},
+        "thinking": {"type": "adaptive", "display": "omitted"},
+        "context_management": {"edits": [{"type": "clear_thinking_20251015", "keep": "all"}]},
+        "output_config": {"effort": "medium"},
+        "temperature": 0,
+    });
+    let headers = [
+        ("Content-Type", "application/json"),
+        ("anthropic-version", "2023-06-01"),
+        ("anthropic-beta", "claude-code-20250219,interleaved-thinking-2025-05-14,context-management-2025-06-27"),
+        ("x-api-key", "anything"),
+    ];
+    let r = request(s.port, "POST", "/v1/messages?beta=true", &headers, body.to_string().as_bytes());
+    assert_eq!(r.status, 200, "{}", r.body);
+    let ev = named_events(&r.body);
+    let names: Vec<&str> = ev.iter().map(|(n, _)| n.as_str()).collect();
+    assert_eq!(names.first(), Some(&"message_start"), "{names:?}");
+    assert_eq!(names.last(), Some(&"message_stop"), "{names:?}");
+    let start = &ev[0].1["message"];
+    assert_eq!(start["model"], QWEN_TARGET.strip_suffix(".gguf").unwrap(), "the answer names the model that served it");
+    let input_tokens = start["usage"]["input_tokens"].as_u64().unwrap();
+    assert!(input_tokens > 50, "message_start says {input_tokens} input tokens");
+    let delta = &ev.iter().find(|(n, _)| n == "message_delta").unwrap().1;
+    assert!(
+        ["end_turn", "max_tokens", "tool_use"].contains(&delta["delta"]["stop_reason"].as_str().unwrap()),
+        "{delta}"
+    );
+    // The same request counted: the same prompt.
+    let mut count = body.clone();
+    for k in ["max_tokens", "stream", "temperature"] {
+        count.as_object_mut().unwrap().remove(k);
+    }
+    let r = request(s.port, "POST", "/v1/messages/count_tokens?beta=true", &headers, count.to_string().as_bytes());
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(r.json()["input_tokens"].as_u64(), Some(input_tokens));
+    // An image in the newest turn: refused once, naming the block; in an earlier turn, left out.
+    let image =
+        json!({"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "iVBORw0KGgo="}});
+    let mut with_image = body.clone();
+    with_image["stream"] = json!(false);
+    with_image["max_tokens"] = json!(8);
+    with_image["messages"] = json!([{"role": "user", "content": [{"type": "text", "text": "What is this?"}, image]}]);
+    let r = request(s.port, "POST", "/v1/messages", &headers, with_image.to_string().as_bytes());
+    assert_eq!(r.status, 400, "{}", r.body);
+    let message = r.json()["error"]["message"].as_str().unwrap().to_string();
+    assert!(message.contains("messages[0].content[1]") && message.contains("image"), "{message}");
+    with_image["messages"] = json!([
+        {"role": "user", "content": [{"type": "text", "text": "What is this?"}, image]},
+        {"role": "assistant", "content": "I cannot see images."},
+        {"role": "user", "content": "Then say hi."}]);
+    let r = request(s.port, "POST", "/v1/messages", &headers, with_image.to_string().as_bytes());
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(r.json()["type"], "message");
+}
+
+/// `/v1/models` in both APIs' shapes, with `--alias` names; `/v1/models/{id}` for any name.
+#[test]
+fn models_are_listed_in_the_client_s_api_shape_with_aliases() {
+    let s = serve(&["--alias", "qwen-coder", "--alias", "claude-haiku-5"]);
+    let openai = request(s.port, "GET", "/v1/models", &[], b"").json();
+    let ids: Vec<&str> = openai["data"].as_array().unwrap().iter().map(|m| m["id"].as_str().unwrap()).collect();
+    assert_eq!(ids, [model_id(), "qwen-coder", "claude-haiku-5"]);
+    assert_eq!(openai["object"], "list");
+    let anthropic = request(s.port, "GET", "/v1/models", &[("anthropic-version", "2023-06-01")], b"").json();
+    assert_eq!(anthropic["data"][1]["type"], "model");
+    assert_eq!(anthropic["first_id"], model_id());
+    assert_eq!(anthropic["has_more"], false);
+    assert!(anthropic["data"][0]["created_at"].as_str().unwrap().ends_with('Z'), "{anthropic}");
+    let one = request(s.port, "GET", "/v1/models/gpt-5.5", &[], b"").json();
+    assert_eq!((one["id"].as_str(), one["object"].as_str()), (Some("gpt-5.5"), Some("model")));
+    let one = request(s.port, "GET", "/v1/models/claude-opus-5-5", &[("anthropic-version", "2023-06-01")], b"").json();
+    assert_eq!(one["type"], "model");
+    // A name that cannot be one is refused before anything loads.
+    let out = Command::new(env!("CARGO_BIN_EXE_draftlab"))
+        .args(["serve", "-t", model(SMOLLM2).to_str().unwrap(), "--port", "0", "--alias", "a/b"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success() && String::from_utf8_lossy(&out.stderr).contains("model name"));
+}
+
+/// OpenAI's Responses API: the same answer as chat completions for the same conversation
+/// (temperature 0), whole and as typed events that add up to it; `max_output_tokens` makes it
+/// `incomplete`; a kept response continues with `previous_response_id`, one made with `store:
+/// false` cannot.
+#[test]
+fn responses_answer_as_chat_does_whole_streamed_and_continued() {
+    let s = serve(&[]);
+    let chat_text = post(
+        s.port,
+        "/v1/chat/completions",
+        &chat(
+            json!([{"role": "system", "content": "Answer briefly."}, {"role": "user", "content": "Name a colour."}]),
+            json!({"max_tokens": 16}),
+        ),
+    )
+    .json()["choices"][0]["message"]["content"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let body = json!({"model": "gpt-5.5", "instructions": "Answer briefly.", "temperature": 0, "max_output_tokens": 16,
+        "input": [{"type": "message", "role": "user", "content": [{"type": "input_text", "text": "Name a colour."}]}]});
+    let v = post(s.port, "/v1/responses", &body).json();
+    assert_eq!(v["object"], "response", "{v}");
+    assert!(v["id"].as_str().unwrap().starts_with("resp_"), "{v}");
+    assert_eq!(v["model"], model_id());
+    assert_eq!(v["output_text"], chat_text.trim_end());
+    let message = v["output"].as_array().unwrap().iter().find(|o| o["type"] == "message").unwrap();
+    assert_eq!(message["content"][0]["type"], "output_text");
+    assert_eq!(message["content"][0]["text"], chat_text.trim_end());
+    let u = &v["usage"];
+    assert_eq!(u["total_tokens"], u["input_tokens"].as_u64().unwrap() + u["output_tokens"].as_u64().unwrap());
+    let status = v["status"].as_str().unwrap();
+    assert!(
+        status == "completed" || (status == "incomplete" && v["incomplete_details"]["reason"] == "max_output_tokens")
+    );
+
+    let mut streamed = body.clone();
+    streamed["stream"] = json!(true);
+    let r = post(s.port, "/v1/responses", &streamed);
+    assert_eq!(r.status, 200, "{}", r.body);
+    let ev = named_events(&r.body);
+    let names: Vec<&str> = ev.iter().map(|(n, _)| n.as_str()).collect();
+    assert_eq!(&names[..2], ["response.created", "response.in_progress"], "{names:?}");
+    assert!(names.contains(&"response.output_item.added") && names.contains(&"response.output_item.done"));
+    for (name, data) in &ev {
+        assert_eq!(data["type"], name.as_str(), "each event's name is its type");
+    }
+    let seq: Vec<u64> = ev.iter().map(|(_, d)| d["sequence_number"].as_u64().unwrap()).collect();
+    assert_eq!(seq, (0..ev.len() as u64).collect::<Vec<_>>());
+    let text: String = ev
+        .iter()
+        .filter(|(n, _)| n == "response.output_text.delta")
+        .map(|(_, d)| d["delta"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(text.trim_end(), chat_text.trim_end());
+    let (last, end) = ev.last().unwrap();
+    assert!(last == "response.completed" || last == "response.incomplete", "{last}");
+    assert_eq!(end["response"]["output_text"], chat_text.trim_end());
+
+    // One token: incomplete.
+    let mut short = body.clone();
+    short["max_output_tokens"] = json!(1);
+    let v = post(s.port, "/v1/responses", &short).json();
+    assert_eq!(
+        (v["status"].as_str(), v["incomplete_details"]["reason"].as_str()),
+        (Some("incomplete"), Some("max_output_tokens"))
+    );
+
+    // Kept (the default), then continued by id; not kept with store: false.
+    let first = post(s.port, "/v1/responses", &json!({"input": "My name is Ada.", "max_output_tokens": 8})).json();
+    let next = json!({"input": "What is my name?", "max_output_tokens": 8, "previous_response_id": first["id"]});
+    let r = post(s.port, "/v1/responses", &next);
+    assert_eq!(r.status, 200, "{}", r.body);
+    let v = r.json();
+    assert!(v["usage"]["input_tokens"].as_u64().unwrap() > first["usage"]["input_tokens"].as_u64().unwrap(), "{v}");
+    let unkept = post(s.port, "/v1/responses", &json!({"input": "x", "max_output_tokens": 2, "store": false})).json();
+    let r = post(s.port, "/v1/responses", &json!({"input": "y", "previous_response_id": unkept["id"]}));
+    assert_eq!(r.status, 404, "{}", r.body);
+    assert_eq!(r.json()["error"]["code"], "previous_response_not_found");
 }

@@ -687,6 +687,10 @@ fn the_mtp_strategy_needs_a_model_with_mtp_layers() {
     let p = pair(SMOLLM2, None);
     let mtp = Settings { strategy: Strategy::Mtp, ..settings(8, 4) }.validate(Mode::Speculative).unwrap();
     assert!(!p.serves(&mtp));
+    // A target loaded alone serves `auto` (it drafts from the text) and not `draft`.
+    let auto = Settings { strategy: Strategy::Auto, ..settings(8, 4) }.validate(Mode::Speculative).unwrap();
+    let draft = Settings { strategy: Strategy::DraftModel, ..settings(8, 4) }.validate(Mode::Speculative).unwrap();
+    assert!(p.serves(&auto) && !p.serves(&draft));
     // A speculative session on a model with MTP layers keeps them, whatever its first strategy:
     // a later run (a sweep's cell, a chat request) may draft with them.
     let lookup = Settings { strategy: Strategy::PromptLookup, ..settings(8, 4) }.validate(Mode::Speculative).unwrap();

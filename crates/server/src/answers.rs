@@ -55,7 +55,7 @@ impl Drop for CancelGuard {
 }
 
 /// What the job's stream of replies said, step by step.
-enum Step {
+pub(crate) enum Step {
     /// Text, and when its last token arrived from the engine (ms since the Unix epoch).
     Text(String, f64),
     /// A reasoning model's thinking.
@@ -65,20 +65,20 @@ enum Step {
 }
 
 pub(crate) struct Answer {
-    shared: Arc<Shared>,
-    id: String,
-    created: u64,
+    pub(crate) shared: Arc<Shared>,
+    pub(crate) id: String,
+    pub(crate) created: u64,
     endpoint: Endpoint,
     rx: mpsc::Receiver<Reply>,
     guard: CancelGuard,
     stop: StopFilter,
     /// Text read while waiting for the first token (streams start when generation starts).
-    buffered: Vec<Step>,
+    pub(crate) buffered: Vec<Step>,
     /// When the answer may call tools: how they are read, and the text held back from the first
     /// call on (read whole at the end).
     tools: Option<(ToolCalls, Hold)>,
     /// The answer's calls, once it ended with calls in it (or why they could not be read).
-    calls: Option<Result<Parsed, ApiError>>,
+    pub(crate) calls: Option<Result<Parsed, ApiError>>,
     /// Which API's shapes the answer is written in.
     api: Api,
     /// Where each token since the last text step came from (`draftlab.provenance`).
@@ -97,6 +97,10 @@ pub(crate) struct Answer {
     raw: String,
     /// What speculation did in the thinking and in the answer (once the answer ended).
     parts: Option<(PartUsage, PartUsage)>,
+    /// The thinking's text is left out of the answer (Anthropic's `display: "omitted"`).
+    hide_thinking: bool,
+    /// The prompt's tokens, once the engine read it (for Anthropic's `message_start`).
+    pub(crate) prompt_tokens: Option<usize>,
 }
 
 /// A request's thinking budget: its tokens, and the job it asked for (continued, with the
@@ -112,6 +116,8 @@ pub(crate) struct Budget {
 pub(crate) enum Api {
     OpenAi,
     Anthropic,
+    /// OpenAI's Responses API (`/v1/responses`).
+    Responses,
 }
 
 /// An answer's tool calls, read (or why they could not be).
@@ -176,14 +182,18 @@ impl Answer {
             thought: None,
             raw: String::new(),
             parts: None,
+            hide_thinking: false,
+            prompt_tokens: None,
         };
         answer.with_id()
     }
 
-    /// A reasoning model's answer: split into thinking and answer, the thinking within `budget`.
-    pub(crate) fn thinking(mut self, split: Option<Split>, budget: Option<Budget>) -> Self {
+    /// A reasoning model's answer: split into thinking and answer, the thinking within `budget`,
+    /// its text left out when `hidden`.
+    pub(crate) fn thinking(mut self, split: Option<Split>, budget: Option<Budget>, hidden: bool) -> Self {
         self.split = split;
         self.budget = budget;
+        self.hide_thinking = hidden;
         self
     }
 
@@ -197,6 +207,7 @@ impl Answer {
         };
         for (part, t) in parts {
             match part {
+                Part::Thinking if self.hide_thinking => {}
                 Part::Thinking => self.buffered.push(Step::Thinking(t)),
                 Part::Answer => {
                     let out = self.release(t);
@@ -268,15 +279,17 @@ impl Answer {
         let nanos = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.subsec_nanos());
         let prefix = match (self.api, self.endpoint) {
             (Api::Anthropic, _) => "msg",
+            (Api::Responses, _) => "resp",
             (Api::OpenAi, Endpoint::Chat) => "chatcmpl",
             (Api::OpenAi, Endpoint::Completion) => "cmpl",
         };
-        self.id = format!("{prefix}-{:x}{nanos:08x}{n:04x}", self.created);
+        let sep = if self.api == Api::Responses { '_' } else { '-' };
+        self.id = format!("{prefix}{sep}{:x}{nanos:08x}{n:04x}", self.created);
         self
     }
 
     /// The next thing the job said (text, the end, or an error); a stop string ends the text.
-    async fn next(&mut self) -> Step {
+    pub(crate) async fn next(&mut self) -> Step {
         if !self.buffered.is_empty() {
             return self.buffered.remove(0);
         }
@@ -357,6 +370,7 @@ impl Answer {
                     };
                     for (part, t) in tail.drain(..) {
                         match part {
+                            Part::Thinking if self.hide_thinking => {}
                             Part::Thinking => self.buffered.push(Step::Thinking(t)),
                             Part::Answer => rest.push_str(&t),
                         }
@@ -378,6 +392,11 @@ impl Answer {
                     self.buffered.push(Step::Done(report));
                     return self.buffered.remove(0);
                 }
+                Reply::Event { event: Event::Started { prompt_tokens, .. } } => {
+                    // A continuation after the thinking's budget reads its prompt again: the
+                    // request's prompt is the first.
+                    self.prompt_tokens.get_or_insert(prompt_tokens);
+                }
                 Reply::Error { error } => {
                     self.guard.finished = true;
                     return Step::Failed(error);
@@ -387,7 +406,7 @@ impl Answer {
         }
     }
 
-    fn finish_reason(&self, r: &Report) -> &'static str {
+    pub(crate) fn finish_reason(&self, r: &Report) -> &'static str {
         if matches!(self.calls, Some(Ok(_))) {
             return "tool_calls";
         }
@@ -400,8 +419,19 @@ impl Answer {
         }
     }
 
-    fn model(&self) -> &str {
+    /// The model that served the answer (whatever name the request gave).
+    pub(crate) fn model(&self) -> &str {
         &self.shared.model_id
+    }
+
+    /// What speculation did in the thinking and in the answer, once the answer ended.
+    pub(crate) fn parts(&self) -> Option<&(PartUsage, PartUsage)> {
+        self.parts.as_ref()
+    }
+
+    /// The unique end of the answer's id (for the ids of its items).
+    pub(crate) fn suffix(&self) -> &str {
+        self.id.rsplit(['-', '_']).next().unwrap_or(&self.id)
     }
 
     /// Anthropic's `stop_reason`.
@@ -427,9 +457,9 @@ impl Answer {
         blocks
     }
 
-    fn call_id(&self, i: usize) -> String {
+    pub(crate) fn call_id(&self, i: usize) -> String {
         let prefix = if self.api == Api::Anthropic { "toolu" } else { "call" };
-        format!("{prefix}_{}_{i}", self.id.rsplit('-').next().unwrap_or(&self.id))
+        format!("{prefix}_{}_{i}", self.suffix())
     }
 
     /// Anthropic's `usage`, with Draftlab's numbers beside its own.
@@ -550,7 +580,8 @@ impl Answer {
             let mut a = self;
             let start = json!({"type": "message_start", "message": {
                 "id": a.id, "type": "message", "role": "assistant", "model": a.model(), "content": [],
-                "stop_reason": null, "stop_sequence": null, "usage": {"input_tokens": 0, "output_tokens": 0}}});
+                "stop_reason": null, "stop_sequence": null,
+                "usage": {"input_tokens": a.prompt_tokens.unwrap_or(0), "output_tokens": 0}}});
             if tx.send(("message_start", start)).await.is_err() {
                 return;
             }
@@ -835,7 +866,7 @@ fn merged(first: Report, second: Report, kept: usize) -> Report {
     r
 }
 
-fn usage(r: &Report, parts: Option<&(PartUsage, PartUsage)>) -> Usage {
+pub(crate) fn usage(r: &Report, parts: Option<&(PartUsage, PartUsage)>) -> Usage {
     Usage {
         prompt_tokens: r.prompt_tokens,
         completion_tokens: r.generated_tokens,

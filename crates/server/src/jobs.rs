@@ -44,6 +44,8 @@ pub(crate) struct Thinking {
     pub(crate) budget: Option<usize>,
     /// Leave the thinking in the answer's text (`reasoning_format: none`).
     pub(crate) raw: bool,
+    /// Leave the thinking's text out of the answer (Anthropic's `display: "omitted"`).
+    pub(crate) hidden: bool,
 }
 
 /// `tool_choice`, read.
@@ -133,13 +135,12 @@ pub(crate) fn shown_tools(choice: &Choice, tools: Vec<Tool>) -> Result<Vec<Tool>
 const COMPLETION_DEFAULT_MAX_TOKENS: usize = 16;
 
 /// Settings for one request: the server's, with what the request asks for.
-fn request_settings(base: &Settings, c: &Common, endpoint: Endpoint) -> Result<(Settings, Mode, bool), ApiError> {
+fn request_settings(base: &Settings, c: &Common, endpoint: Endpoint) -> Result<(Settings, Mode), ApiError> {
     let mut s = base.clone();
     if c.n.is_some_and(|n| n != 1) {
         return Err(ApiError::invalid(Some("n"), "This server writes one choice per request (`n` must be 1)."));
     }
     let asked = c.max_completion_tokens.or(c.max_tokens);
-    let open_ended = asked.is_none() && endpoint == Endpoint::Chat;
     match asked {
         Some(0) => return Err(ApiError::invalid(Some("max_tokens"), "`max_tokens` must be at least 1.")),
         Some(n) => s.n_predict = n,
@@ -218,15 +219,13 @@ fn request_settings(base: &Settings, c: &Common, endpoint: Endpoint) -> Result<(
         });
         return Err(ApiError::invalid(param.as_deref(), info.message));
     }
-    Ok((s, mode, open_ended))
+    Ok((s, mode))
 }
 
-/// What a request asks for, checked: its settings and mode, whether it runs until the answer ends,
-/// and its stop strings.
+/// What a request asks for, checked: its settings and mode, and its stop strings.
 pub struct Asked {
     pub settings: Settings,
     pub mode: Mode,
-    pub open_ended: bool,
     pub stops: StopFilter,
     /// How the answer's tool calls are read (when it may call tools).
     pub tool_calls: Option<ToolCalls>,
@@ -235,7 +234,7 @@ pub struct Asked {
 impl Job {
     /// The server's settings `base` with what this request asks for, or why it cannot run.
     pub(crate) fn asked(&self, base: &Settings, format: Option<Format>) -> Result<Asked, ApiError> {
-        let (mut settings, mode, open_ended) = request_settings(base, &self.common, self.endpoint)?;
+        let (mut settings, mode) = request_settings(base, &self.common, self.endpoint)?;
         let tools = match &self.input {
             ChatInput::Messages { tools, .. } => tools.as_slice(),
             ChatInput::Text { .. } => &[],
@@ -281,29 +280,30 @@ impl Job {
                 format!("`stop` holds {} strings; give at most {}.", stops.len(), StopFilter::MAX_STOPS),
             ));
         }
-        Ok(Asked { settings, mode, open_ended, stops: StopFilter::new(stops), tool_calls })
+        Ok(Asked { settings, mode, stops: StopFilter::new(stops), tool_calls })
     }
 
     pub(crate) async fn run(self, s: Arc<Shared>) -> Result<Response, ApiError> {
         self.run_as(s, Api::OpenAi).await
     }
 
-    /// The job, its answer written in `api`'s shapes.
+    /// The job, its answer written in `api`'s shapes (chat completions, completions, messages).
     pub(crate) async fn run_as(self, s: Arc<Shared>, api: Api) -> Result<Response, ApiError> {
-        if let Some(m) = self.common.model.as_deref() {
-            if m != s.model_id && m != format!("{}.gguf", s.model_id) {
-                return Err(ApiError::new(
-                    StatusCode::NOT_FOUND,
-                    "invalid_request_error",
-                    Some("model_not_found"),
-                    Some("model"),
-                    format!("The model `{m}` does not exist on this server; it serves `{}`.", s.model_id),
-                ));
-            }
+        let stream = self.common.stream;
+        let usage_chunk = self.common.stream_options.as_ref().is_some_and(|o| o.include_usage);
+        let timings = self.common.draftlab.as_ref().is_some_and(|x| x.timings);
+        let provenance = self.common.draftlab.as_ref().is_some_and(|x| x.provenance);
+        let answer = self.start(s, api).await?;
+        if stream {
+            answer.stream(usage_chunk, timings, provenance).await
         } else {
-            return Err(ApiError::invalid(Some("model"), "You must provide a model parameter."));
+            answer.whole().await
         }
-        let Asked { settings, mode, open_ended, stops, tool_calls } = self.asked(&s.config.settings, s.tool_format)?;
+    }
+
+    /// The job started on the worker: its answer, to be written in `api`'s shapes.
+    pub(crate) async fn start(self, s: Arc<Shared>, api: Api) -> Result<Answer, ApiError> {
+        let Asked { settings, mode, stops, tool_calls } = self.asked(&s.config.settings, s.tool_format)?;
         let Ok(permit) = Arc::clone(&s.places).try_acquire_owned() else { return Err(busy(&s)) };
         let mut input = self.input;
         if let ChatInput::Messages { render, .. } = &mut input {
@@ -324,7 +324,10 @@ impl Job {
             mode,
             input,
             settings,
-            open_ended,
+            // The answer takes the room the context leaves, at most `max_tokens`: one beyond it
+            // (Claude Code asks for 128,000) ends the answer early with `length`, as llama-server
+            // and the hosted APIs do, rather than refusing the request.
+            open_ended: true,
         };
         let budget = match (&split, self.thinking.budget) {
             (Some(_), Some(b)) => Some(crate::answers::Budget { tokens: b, command: command.clone() }),
@@ -337,16 +340,11 @@ impl Job {
             .map_err(|e| ApiError::engine(&e))?;
         let guard = CancelGuard::new(Arc::clone(&s.workers), job, Arc::clone(&s.counters));
         let rx = crate::answers::forward(replies, permit);
-        let stream = self.common.stream;
-        let usage_chunk = self.common.stream_options.as_ref().is_some_and(|o| o.include_usage);
-        let timings = self.common.draftlab.as_ref().is_some_and(|x| x.timings);
-        let provenance = self.common.draftlab.as_ref().is_some_and(|x| x.provenance);
-        let answer = Answer::new(s, self.endpoint, rx, guard, stops, tool_calls, api).thinking(split, budget);
-        if stream {
-            answer.stream(usage_chunk, timings, provenance).await
-        } else {
-            answer.whole().await
-        }
+        Ok(Answer::new(s, self.endpoint, rx, guard, stops, tool_calls, api).thinking(
+            split,
+            budget,
+            self.thinking.hidden,
+        ))
     }
 }
 
@@ -377,7 +375,7 @@ mod tests {
     fn requests_are_read_as_the_routes_read_them() {
         let ok = r#"{"model":"m","messages":[{"role":"user","content":"hi"}],"stop":["a","b"],"max_tokens":3}"#;
         let asked = read_request(&Settings::default(), Endpoint::Chat, ok.as_bytes()).unwrap();
-        assert_eq!((asked.settings.n_predict, asked.open_ended), (3, false));
+        assert_eq!(asked.settings.n_predict, 3);
         let stops: Vec<String> = (0..17).map(|i| format!("\"s{i}\"")).collect();
         let many = format!(r#"{{"messages":[{{"role":"user","content":"hi"}}],"stop":[{}]}}"#, stops.join(","));
         assert_eq!(param(&many, Endpoint::Chat).as_deref(), Some("stop"));
@@ -407,7 +405,10 @@ mod tests {
                 .as_bytes(),
         )
         .unwrap();
-        assert_eq!(job.thinking, crate::jobs::Thinking { enable: Some(false), budget: Some(9), raw: true });
+        assert_eq!(
+            job.thinking,
+            crate::jobs::Thinking { enable: Some(false), budget: Some(9), raw: true, hidden: false }
+        );
     }
 
     #[test]

@@ -1,5 +1,9 @@
-//! An OpenAI-compatible local server over the engine worker: `/v1/chat/completions` and
-//! `/v1/completions` (streamed over server-sent events or not), `/v1/models`, `/health`.
+//! An OpenAI- and Anthropic-compatible local server over the engine worker:
+//! `/v1/chat/completions`, `/v1/completions` and `/v1/responses` (OpenAI's), `/v1/messages` and
+//! `/v1/messages/count_tokens` (Anthropic's), each streamed over server-sent events or not;
+//! `/v1/models` and `/v1/models/{id}` (in either API's shape), `/health`. Any `model` a request
+//! names is answered by the loaded target (agents ask for their own default names), and the
+//! answer names the model that served it.
 //!
 //! The server never owns llama.cpp state. It is another caller of the engine worker (the same
 //! process, messages and warm models as the app's Run and Chat views): each request becomes one
@@ -20,8 +24,10 @@
 //! Rooms: here the configuration, the router and the listener; `guard` (Host, Origin, Content-Type),
 //! `routes` (key, body, request →
 //! job), `jobs` (the request's settings, its place in the queue, the worker's job), `answers`
-//! (the replies as OpenAI's response, whole or streamed, and `usage`), `errors` (OpenAI's error
-//! shape), `openai` (the request and response types), `stop` (stop strings).
+//! (the replies as OpenAI's chat response and Anthropic's message, whole or streamed, and
+//! `usage`), `anthropic` (the Messages API's request), `responses` (the Responses API: its reader
+//! and writer), `errors` (OpenAI's error shape), `openai` (the request and response types),
+//! `stop` (stop strings), `tools` (tool calls by model family), `reasoning` (thinking).
 
 mod answers;
 mod anthropic;
@@ -30,6 +36,7 @@ pub mod guard;
 mod jobs;
 pub mod openai;
 pub mod reasoning;
+mod responses;
 mod routes;
 pub mod stop;
 pub mod tools;
@@ -77,6 +84,9 @@ pub struct ServeConfig {
     pub allowed_origins: Vec<String>,
     /// A chat template used instead of the target's own (`--chat-template-file`).
     pub chat_template: Option<String>,
+    /// More names `/v1/models` lists for the target (`--alias`): the names clients are set up
+    /// with. Any name is answered by the target; these are the ones a client can discover.
+    pub aliases: Vec<String>,
 }
 
 impl ServeConfig {
@@ -121,6 +131,14 @@ impl ServeConfig {
                 return bad(
                     format!("the chat template file cannot be used: {e}"),
                     "Fix the template, or leave it out.",
+                );
+            }
+        }
+        for a in &self.aliases {
+            if a.is_empty() || a.len() > 128 || a.chars().any(|c| c.is_control() || c == '/') {
+                return bad(
+                    format!("{a:?} cannot be a model name"),
+                    "Give a name of 1 to 128 characters without slashes, such as qwen-coder.",
                 );
             }
         }
@@ -173,6 +191,8 @@ struct Shared {
     /// The tags the target thinks between, if it is a reasoning model, and whether its template
     /// opens the thinking itself (`[enable_thinking false, true]`).
     thinking: Option<(reasoning::Tags, [bool; 2])>,
+    /// Responses kept for `previous_response_id`.
+    kept: std::sync::Mutex<responses::Kept>,
 }
 
 /// The chat template requests are rendered with: the configured one, else the target's own.
@@ -225,13 +245,17 @@ pub fn router(config: ServeConfig, workers: Arc<Workers>, guard: guard::Guard) -
         counters: Arc::clone(&counters),
         started: Instant::now(),
         next_id: AtomicU64::new(1),
+        kept: Default::default(),
     });
     let router = Router::new()
         .route("/health", get(health))
         .route("/v1/models", get(models))
+        .route("/v1/models/{id}", get(routes::model))
         .route("/v1/chat/completions", post(chat_completions))
         .route("/v1/completions", post(completions))
+        .route("/v1/responses", post(routes::responses))
         .route("/v1/messages", post(routes::messages))
+        .route("/v1/messages/count_tokens", post(routes::count_tokens))
         .fallback(not_found)
         .with_state(shared)
         .layer(axum::middleware::from_fn_with_state(Arc::new(guard), guard::guard));

@@ -5,12 +5,14 @@ use std::sync::Arc;
 use std::time::UNIX_EPOCH;
 
 use axum::body::Body;
-use axum::extract::State;
+use axum::extract::{Path, State};
 use axum::http::{header, HeaderMap, StatusCode};
-use axum::response::Response;
+use axum::response::{IntoResponse, Response};
 use axum::Json;
 use draftlab_core::decoding::chat::ChatInput;
 use draftlab_core::decoding::template::{ChatMessage, Tool, ToolCall};
+use draftlab_core::error::ErrorInfo;
+use draftlab_core::ErrorCode;
 use serde_json::{json, Value};
 
 use crate::errors::ApiError;
@@ -25,7 +27,8 @@ pub(crate) async fn not_found() -> ApiError {
         "invalid_request_error",
         Some("unknown_url"),
         None,
-        "Unknown request URL. This server serves /v1/chat/completions, /v1/completions, /v1/models and /health.",
+        "Unknown request URL. This server serves /v1/chat/completions, /v1/completions, /v1/responses, \
+         /v1/messages, /v1/messages/count_tokens, /v1/models and /health.",
     )
 }
 
@@ -118,26 +121,95 @@ pub(crate) async fn health(State(s): State<Arc<Shared>>) -> Json<Value> {
     }))
 }
 
+/// Whether a request comes from an Anthropic client (its SDKs and Claude Code send
+/// `anthropic-version`): `/v1/models` then answers in Anthropic's shape.
+fn anthropic_client(headers: &HeaderMap) -> bool {
+    headers.contains_key("anthropic-version")
+}
+
+/// The served model under the name `id`, in the client's API's shape.
+fn model_object(s: &Shared, id: &str, anthropic: bool) -> Value {
+    let created = created_secs(&s.config.target);
+    // File names, not paths: a client learns nothing of this machine's folders.
+    let draftlab = json!({
+        "target": file_name(&s.config.target),
+        "draft": s.config.draft.as_deref().map(file_name),
+        "strategy": s.config.settings.strategy.name(),
+        "adaptive": s.config.settings.adaptive,
+        "n_draft": s.config.settings.n_draft,
+        "n_ctx": s.config.settings.n_ctx,
+    });
+    if anthropic {
+        json!({"type": "model", "id": id, "display_name": id, "created_at": rfc3339(created), "draftlab": draftlab})
+    } else {
+        json!({"id": id, "object": "model", "created": created, "owned_by": "draftlab", "draftlab": draftlab})
+    }
+}
+
+/// `GET /v1/models`: the target under its file's stem, then each `--alias`.
 pub(crate) async fn models(State(s): State<Arc<Shared>>, headers: HeaderMap) -> Result<Json<Value>, ApiError> {
     check_key(&s, &headers)?;
-    Ok(Json(json!({
-        "object": "list",
-        "data": [{
-            "id": s.model_id,
-            "object": "model",
-            "created": created_secs(&s.config.target),
-            "owned_by": "draftlab",
-            // File names, not paths: a client learns nothing of this machine's folders.
-            "draftlab": {
-                "target": file_name(&s.config.target),
-                "draft": s.config.draft.as_deref().map(file_name),
-                "strategy": s.config.settings.strategy.name(),
-                "adaptive": s.config.settings.adaptive,
-                "n_draft": s.config.settings.n_draft,
-                "n_ctx": s.config.settings.n_ctx,
-            },
-        }],
-    })))
+    let anthropic = anthropic_client(&headers);
+    let ids: Vec<&str> =
+        std::iter::once(s.model_id.as_str()).chain(s.config.aliases.iter().map(String::as_str)).collect();
+    let data: Vec<Value> = ids.iter().map(|id| model_object(&s, id, anthropic)).collect();
+    Ok(Json(if anthropic {
+        json!({"data": data, "has_more": false, "first_id": ids.first(), "last_id": ids.last()})
+    } else {
+        json!({"object": "list", "data": data})
+    }))
+}
+
+/// `GET /v1/models/{id}`: any name is served by the target (as a request naming it would be).
+pub(crate) async fn model(
+    State(s): State<Arc<Shared>>,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    check_key(&s, &headers)?;
+    Ok(Json(model_object(&s, &id, anthropic_client(&headers))))
+}
+
+/// `POST /v1/responses`: OpenAI's Responses API on the same queue and worker.
+pub(crate) async fn responses(
+    State(s): State<Arc<Shared>>,
+    headers: HeaderMap,
+    body: Body,
+) -> Result<Response, ApiError> {
+    check_key(&s, &headers)?;
+    let bytes = read_body(&s, body).await?;
+    let req: crate::responses::ResponsesRequest = parse_json(&bytes)?;
+    let (job, echo) = crate::responses::read(req, &s.kept)?;
+    let stream = job.common.stream;
+    let answer = job.start(Arc::clone(&s), crate::answers::Api::Responses).await?;
+    if stream {
+        answer.stream_response(echo).await
+    } else {
+        answer.whole_response(echo).await
+    }
+}
+
+/// `POST /v1/messages/count_tokens`: the request's tokens as the target's template renders them,
+/// tools and all (counted by the worker, beside the warm conversation).
+pub(crate) async fn count_tokens(State(s): State<Arc<Shared>>, headers: HeaderMap, body: Body) -> Response {
+    let run = async {
+        check_key(&s, &headers)?;
+        let bytes = read_body(&s, body).await?;
+        let req: crate::anthropic::MessagesRequest = parse_json(&bytes)?;
+        let job = crate::anthropic::read(req, true)?;
+        let mut input = job.input;
+        if let ChatInput::Messages { render, .. } = &mut input {
+            render.template = s.config.chat_template.clone();
+            render.enable_thinking = job.thinking.enable;
+        }
+        let (workers, target, settings) = (Arc::clone(&s.workers), s.config.target.clone(), s.config.settings.clone());
+        let tokens = tokio::task::spawn_blocking(move || workers.count_tokens(target, input, settings))
+            .await
+            .map_err(|e| ApiError::engine(&ErrorInfo::new(ErrorCode::Internal, e.to_string(), "")))?
+            .map_err(|e| ApiError::engine(&e))?;
+        Ok::<_, ApiError>(Json(json!({"input_tokens": tokens})).into_response())
+    };
+    run.await.unwrap_or_else(ApiError::into_anthropic)
 }
 
 pub(crate) async fn chat_completions(
@@ -228,7 +300,7 @@ fn thinking_asked(c: &Common) -> Result<Thinking, ApiError> {
         }
     };
     let budget = c.draftlab.as_ref().and_then(|d| d.thinking_budget);
-    Ok(Thinking { enable, budget, raw })
+    Ok(Thinking { enable, budget, raw, hidden: false })
 }
 
 /// `POST /v1/messages`: Anthropic's Messages API on the same job, errors in its shape.
@@ -237,7 +309,7 @@ pub(crate) async fn messages(State(s): State<Arc<Shared>>, headers: HeaderMap, b
         check_key(&s, &headers)?;
         let bytes = read_body(&s, body).await?;
         let req: crate::anthropic::MessagesRequest = parse_json(&bytes)?;
-        crate::anthropic::read(req)?.run_as(Arc::clone(&s), crate::answers::Api::Anthropic).await
+        crate::anthropic::read(req, false)?.run_as(Arc::clone(&s), crate::answers::Api::Anthropic).await
     };
     run.await.unwrap_or_else(ApiError::into_anthropic)
 }
@@ -350,4 +422,19 @@ fn created_secs(path: &std::path::Path) -> u64 {
         .ok()
         .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
         .map_or(0, |d| d.as_secs())
+}
+
+/// Seconds since the Unix epoch as an RFC 3339 time (UTC), as Anthropic's API writes times.
+fn rfc3339(secs: u64) -> String {
+    draftlab_core::decoding::template::strftime("%Y-%m-%dT%H:%M:%SZ", secs)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn times_are_written_as_anthropic_writes_them() {
+        assert_eq!(super::rfc3339(0), "1970-01-01T00:00:00Z");
+        assert_eq!(super::rfc3339(1_736_944_496), "2025-01-15T12:34:56Z");
+        assert_eq!(super::rfc3339(951_782_400), "2000-02-29T00:00:00Z");
+    }
 }

@@ -19,11 +19,20 @@ use draftlab_server::ServeConfig;
 
 use crate::args::ServeArgs;
 
+/// The largest context `serve` takes by itself (`--ctx` sets any other).
+const DEFAULT_MAX_CTX: u32 = 32_768;
+
 pub(crate) fn serve_cmd(args: ServeArgs) -> anyhow::Result<ExitCode> {
-    let settings = args.settings()?;
+    let mut settings = args.settings()?;
+    let valid = settings.clone().validate(Mode::Speculative)?;
+    let draft = args.draft.clone().filter(|_| valid.strategy.loads_draft());
+    // Agents send long prompts (Claude Code's is 3,000 to 20,000 tokens): unless told, the context
+    // is as large as the target was trained for and memory allows (at most DEFAULT_MAX_CTX).
+    if args.gen.ctx().is_none() {
+        settings.n_ctx = Session::largest_context(&args.target, draft.as_deref(), &settings, DEFAULT_MAX_CTX)?;
+    }
     let valid = settings.clone().validate(Mode::Speculative)?;
     // The doctor's verdict before anything starts: an incompatible pair or one that cannot fit.
-    let draft = args.draft.clone().filter(|_| valid.strategy.loads_draft());
     Session::check(&args.target, draft.as_deref(), &valid)?;
     let host: IpAddr = args.host.parse().map_err(|_| {
         Error::InvalidSettings(format!("--host must be an IP address (e.g. 127.0.0.1), not {:?}", args.host))
@@ -51,6 +60,7 @@ pub(crate) fn serve_cmd(args: ServeArgs) -> anyhow::Result<ExitCode> {
             None => None,
             Some(path) => Some(read_template(path)?),
         },
+        aliases: args.aliases.clone(),
     };
     // Bounds before anything loads.
     config.validate().map_err(|e| Error::InvalidSettings(format!("{} ({})", e.message, e.hint)))?;
@@ -59,7 +69,10 @@ pub(crate) fn serve_cmd(args: ServeArgs) -> anyhow::Result<ExitCode> {
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
     runtime.block_on(async move {
         let handle = draftlab_server::start(config, Arc::clone(&workers), addr).await?;
-        eprintln!("serving `{model}` at http://{}/v1 (Ctrl-C stops)", handle.addr);
+        eprintln!(
+            "serving `{model}` at http://{}/v1 with a context of {} tokens (Ctrl-C stops)",
+            handle.addr, settings.n_ctx
+        );
         let _ = tokio::signal::ctrl_c().await;
         eprintln!("stopping");
         handle.stop().await;

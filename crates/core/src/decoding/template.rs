@@ -251,8 +251,61 @@ impl io::Write for Capped {
     }
 }
 
-/// Renders `template` for `messages`, ending with the assistant's turn opened.
+/// Renders `template` for `messages`, ending with the assistant's turn opened. System messages
+/// are placed first ([`place_system`]).
 pub fn render(template: &str, messages: &[ChatMessage], vars: &TemplateVars) -> Result<String> {
+    render_once(template, &place_system(messages), vars)
+}
+
+/// Where system messages are shown: those that lead the conversation joined into one; one among
+/// the turns (Anthropic's per-turn control, which Claude Code sends after the user's first
+/// message; an agent's reminders) ahead of the text of the user turn before it, or with the
+/// leading ones when no user turn comes before it.
+///
+/// Why not at its place: most templates take one system message, first, and those that take one
+/// among the turns show it to models never trained on it there (Qwen2.5-Coder 1.5B, given Claude
+/// Code's environment as the last message, repeated it instead of doing the task). Joined to the
+/// turn before it, every request of a conversation renders the earlier turns as the last one did,
+/// so the KV cache of all of them is kept.
+pub fn place_system(messages: &[ChatMessage]) -> Vec<ChatMessage> {
+    let leading = messages.iter().take_while(|m| m.role == "system").count();
+    if leading <= 1 && !messages[leading..].iter().any(|m| m.role == "system") {
+        return messages.to_vec();
+    }
+    let mut system: Vec<&str> = messages[..leading].iter().map(|m| m.content.as_str()).collect();
+    let mut out: Vec<ChatMessage> = Vec::with_capacity(messages.len());
+    // The index in `out` of the latest user turn, and the system texts joined to it so far.
+    let mut user: Option<(usize, Vec<String>)> = None;
+    let join = |out: &mut Vec<ChatMessage>, user: &mut Option<(usize, Vec<String>)>| {
+        if let Some((i, texts)) = user.take() {
+            if !texts.is_empty() {
+                let m = &mut out[i];
+                m.content = format!("{}\n\n{}", texts.join("\n\n"), m.content);
+            }
+        }
+    };
+    for m in &messages[leading..] {
+        match m.role.as_str() {
+            "system" => match user.as_mut() {
+                Some((_, texts)) => texts.push(m.content.clone()),
+                None => system.push(&m.content),
+            },
+            "user" => {
+                join(&mut out, &mut user);
+                user = Some((out.len(), Vec::new()));
+                out.push(m.clone());
+            }
+            _ => out.push(m.clone()),
+        }
+    }
+    join(&mut out, &mut user);
+    if !system.is_empty() {
+        out.insert(0, ChatMessage::new("system", &system.join("\n\n")));
+    }
+    out
+}
+
+fn render_once(template: &str, messages: &[ChatMessage], vars: &TemplateVars) -> Result<String> {
     let mut env = Environment::new();
     env.set_fuel(Some(TEMPLATE_FUEL));
     // llama.cpp's Jinja lexer trims blocks, as Hugging Face's apply_chat_template does.
@@ -318,7 +371,7 @@ const MONTHS: [&str; 12] = [
 ];
 
 /// `strftime` for the directives chat templates use (%Y %m %d %b %B %H %M %S %%), in UTC.
-fn strftime(fmt: &str, secs: u64) -> String {
+pub fn strftime(fmt: &str, secs: u64) -> String {
     let days = (secs / 86_400) as i64;
     let (y, m, d) = civil_from_days(days);
     let rem = secs % 86_400;
@@ -431,6 +484,41 @@ mod tests {
         let indented = render(r#"{{ {"a": [1, {"b": none}], "c": []} | tojson(indent=2) }}"#, &msgs, &vars).unwrap();
         assert_eq!(indented, "{\n  \"a\": [\n    1,\n    {\n      \"b\": null\n    }\n  ],\n  \"c\": []\n}");
         assert!(render("{{ 1 | tojson(colour=2) }}", &msgs, &vars).is_err());
+    }
+
+    /// Leading system messages become one; one among the turns goes ahead of the user turn
+    /// before it, so a later request renders the earlier turns as this one did.
+    #[test]
+    fn system_messages_are_placed_first_or_with_their_user_turn() {
+        let m = |role: &str, text: &str| ChatMessage::new(role, text);
+        let placed = |msgs: &[ChatMessage]| -> Vec<(String, String)> {
+            place_system(msgs).into_iter().map(|m| (m.role, m.content)).collect()
+        };
+        let pair = |r: &str, t: &str| (r.to_string(), t.to_string());
+        // Codex: two developer messages, then the user's.
+        assert_eq!(
+            placed(&[m("system", "A"), m("system", "B"), m("user", "go")]),
+            [pair("system", "A\n\nB"), pair("user", "go")]
+        );
+        // Claude Code: its environment after the task, then (next request) the turns after it.
+        let first = [m("system", "S"), m("user", "task"), m("system", "env")];
+        assert_eq!(placed(&first), [pair("system", "S"), pair("user", "env\n\ntask")]);
+        let mut next = first.to_vec();
+        next.extend([m("assistant", "reading"), m("tool", "data")]);
+        let rendered = placed(&next);
+        assert_eq!(&rendered[..2], placed(&first).as_slice(), "the first request's turns render the same");
+        assert_eq!(rendered[2..], [pair("assistant", "reading"), pair("tool", "data")]);
+        // …except a reminder after a tool's result, which joins the user turn before it.
+        let late = [m("user", "task"), m("assistant", "ok"), m("system", "be brief"), m("user", "more")];
+        assert_eq!(placed(&late), [pair("user", "be brief\n\ntask"), pair("assistant", "ok"), pair("user", "more")]);
+        // A conversation with one system message first is as it was.
+        let plain = [m("system", "S"), m("user", "hi")];
+        assert_eq!(place_system(&plain), plain.to_vec());
+        // A template that takes one system message, first, renders all of them.
+        let vars = TemplateVars::new("", "", false);
+        let strict = "{% for m in messages %}{% if m.role == 'system' and not loop.first %}\
+                      {{ raise_exception('System role only first') }}{% endif %}[{{ m.role }}]{{ m.content }}{% endfor %}";
+        assert_eq!(render(strict, &first, &vars).unwrap(), "[system]S[user]env\n\ntask");
     }
 
     #[test]

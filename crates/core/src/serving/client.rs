@@ -24,6 +24,7 @@ use super::enginelog::{self, EngineLog, Tail};
 use super::lines::{self, Line};
 pub use super::protocol::is_final;
 use super::protocol::{id_in, id_of, parse_message, Command, Reply, Request};
+use crate::decoding::chat::ChatInput;
 use crate::decoding::options::Runtime;
 use crate::decoding::settings::Settings;
 use crate::error::{ErrorCode, ErrorInfo};
@@ -523,6 +524,15 @@ impl Workers {
             kept.insert(key, template.clone());
         }
         Ok(template)
+    }
+
+    /// The tokens a conversation is to the target, rendered as a chat job renders it (see
+    /// [`Command::CountTokens`]).
+    pub fn count_tokens(&self, target: PathBuf, input: ChatInput, settings: Settings) -> Result<usize, ApiError> {
+        match self.ask(Command::CountTokens { target, input, settings })? {
+            Reply::Counted { tokens } => Ok(tokens),
+            other => Err(unexpected("count_tokens", &other)),
+        }
     }
 
     /// Asks job `job` to stop between rounds.

@@ -140,6 +140,14 @@ pub enum Command {
     ChatTemplate {
         model: PathBuf,
     },
+    /// The tokens `input` is to the target, rendered as a `chat` job would render it (template,
+    /// tools), answered with `counted`. The target is loaded with `settings` unless it is warm; a
+    /// conversation's warm caches are kept (the server's `count_tokens` between two turns).
+    CountTokens {
+        target: PathBuf,
+        input: ChatInput,
+        settings: Settings,
+    },
 }
 
 impl Command {
@@ -258,6 +266,10 @@ pub enum Reply {
     Template {
         template: Option<String>,
     },
+    /// The prompt's tokens (`count_tokens`).
+    Counted {
+        tokens: usize,
+    },
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -321,6 +333,7 @@ pub fn is_final(reply: &Reply) -> bool {
             | Reply::Discovered { .. }
             | Reply::Drafters { .. }
             | Reply::Template { .. }
+            | Reply::Counted { .. }
             | Reply::Compared { .. }
     ) || matches!(reply, Reply::Event { event: crate::decoding::event::Event::Done { .. } })
 }

@@ -30,6 +30,7 @@ use crate::decoding::target::{LlamaTarget, Target};
 use crate::error::{Error, Result};
 use crate::files::doctor::{self, Diagnosis, KvScale, Pairing, Placement, Topic, Verdict};
 use crate::files::gguf::{DrafterKind, GgufFile};
+use crate::files::memory::MemoryVerdict;
 use crate::job::Job;
 use crate::setting::Setting;
 use draftlab_core::decoding::chat::ChatInput;
@@ -363,6 +364,22 @@ impl Session {
         )
     }
 
+    /// The largest context, in tokens, `target` (with `draft`) can run with here by the doctor's
+    /// memory model: the target's training context, at most `cap`, halved until the pair fits in
+    /// memory now; never less than the settings' own context.
+    pub fn largest_context(target: &Path, draft: Option<&Path>, settings: &Settings, cap: u32) -> Result<u32> {
+        let trained = GgufFile::open(target)?.summary().context_length.unwrap_or(u64::from(cap));
+        let mut ctx = u32::try_from(trained.min(u64::from(cap))).unwrap_or(cap);
+        while ctx > settings.n_ctx {
+            let s = Settings { n_ctx: ctx, ..settings.clone() };
+            if Self::doctor(target, draft, &s)?.memory.verdict == MemoryVerdict::Fits {
+                return Ok(ctx);
+            }
+            ctx /= 2;
+        }
+        Ok(settings.n_ctx)
+    }
+
     /// The doctor's verdict from the headers alone (nothing loads): a pair that cannot fit in
     /// memory now (at the settings' context and KV cache types) is an error. Vocabularies that
     /// differ are not: such a draft drafts across vocabularies. Returns the diagnosis.
@@ -426,7 +443,17 @@ impl Session {
     /// MTP layers): then [`Session::set_settings`] keeps them warm.
     pub fn serves(&self, settings: &ValidSettings) -> bool {
         let speculative = settings.allows(Mode::Speculative);
-        let needs_draft = speculative && settings.strategy.uses_draft_model() && self.head.is_none();
+        // `draft` needs the draft model; `auto` drafts with it when one was loaded (whether one
+        // is wanted is the caller's to say: the worker's load key names the draft file), and
+        // without one from the text. A target loaded alone serves `auto` as it is: it was
+        // loaded again for every request before, and lost its conversation's cache each time.
+        let needs_draft = speculative
+            && self.head.is_none()
+            && match settings.strategy {
+                Strategy::DraftModel => true,
+                Strategy::Auto => self.draft.is_some(),
+                _ => false,
+            };
         // A strategy that runs a drafter file runs this one, or (mtp) the target's own layers.
         let head_ok = match (speculative, settings.strategy.head_kind()) {
             (true, Some(DrafterKind::MtpHead)) => self.head == Some(DrafterKind::MtpHead) || self.target.mtp,

@@ -249,8 +249,22 @@ pub fn serve<R: BufRead + Send + 'static, W: Write + Send + 'static>(input: R, o
                     None => return,
                 }
             }
+            Command::CountTokens { target, input, settings } => {
+                let counted = settings.validate(Mode::Baseline).and_then(|settings| {
+                    let key = LoadKey { target, draft: None, n_ctx: settings.n_ctx };
+                    load(&out, id, &mut warm, &key, &settings)?;
+                    let (_, session) = warm.as_ref().expect("loaded above");
+                    count_tokens(session, &input)
+                });
+                out.send(id, counted.unwrap_or_else(|e| Reply::Error { error: e.info() }));
+            }
         }
     }
+}
+
+/// A `count_tokens` request's answer: the prompt's tokens as a `chat` job renders it.
+fn count_tokens(session: &Session, input: &ChatInput) -> Result<Reply, Error> {
+    Ok(Reply::Counted { tokens: session.chat_tokens(input, false)?.len() })
 }
 
 /// A running job: its id, where its replies go, and its cancel flag.
@@ -439,6 +453,12 @@ fn chat_jobs<W: Write>(
             match rx.recv().ok()? {
                 Ok(Request { id, command: Command::Ping }) => out.send(id, Reply::Pong),
                 Ok(Request { id, command }) if command.is_check() => out.send(id, answer_check(command)),
+                // Counted on the warm target, the conversation's caches kept.
+                Ok(Request { id, command: Command::CountTokens { target, input, settings } })
+                    if target == key.target && settings.n_ctx == key.n_ctx =>
+                {
+                    out.send(id, count_tokens(session, &input).unwrap_or_else(|e| Reply::Error { error: e.info() }));
+                }
                 Ok(Request { id, command: Command::Chat { target, draft, mode, input, settings, open_ended } }) => {
                     let next = ChatJob::new(id, target, draft, mode, input, settings, open_ended);
                     let same = match &next.settings {

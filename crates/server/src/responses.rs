@@ -1,0 +1,817 @@
+//! OpenAI's Responses API (`POST /v1/responses`), which Codex CLI speaks (`wire_api =
+//! "responses"`) and the openai SDKs' `client.responses.create` sends: its reader (input items,
+//! `instructions`, tools, `tool_choice`, `text.format`, `reasoning.effort`,
+//! `previous_response_id`) into the server's job, and its writer (the response object, whole or
+//! as its typed stream events) over the job's answer.
+//!
+//! **Kept responses.** A response made with `store` (the API's default) is kept in memory, the
+//! conversation it ended, so a later request may name it in `previous_response_id` and send only
+//! what is new. At most [`KEPT`] responses and [`KEPT_BYTES`] of their text are kept, the oldest
+//! dropped first; a request naming one that is not kept (never made here, made with `store:
+//! false`, dropped, or from before a restart) is refused, saying so. Codex sends `store: false` and
+//! the whole conversation each time: nothing is kept for it.
+
+use std::collections::VecDeque;
+use std::convert::Infallible;
+use std::sync::Mutex;
+
+use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use draftlab_core::decoding::chat::ChatInput;
+use draftlab_core::decoding::report::Report;
+use draftlab_core::decoding::template::{ChatMessage, ToolCall};
+use serde::Deserialize;
+use serde_json::{json, Value};
+use tokio::sync::mpsc;
+
+use crate::answers::{Answer, Step};
+use crate::errors::ApiError;
+use crate::jobs::{Choice, Job, Thinking};
+use crate::openai::{Common, Extension, FunctionSpec, JsonSchemaFormat, ResponseFormat, ToolSpec};
+use crate::tools::{Call, Parsed};
+use crate::Endpoint;
+
+/// The most responses kept for `previous_response_id`.
+pub const KEPT: usize = 256;
+/// The most bytes of conversation they keep in all.
+pub const KEPT_BYTES: usize = 64 << 20;
+
+/// `input`: a text (one user message) or a list of items.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(untagged)]
+pub enum Input {
+    Text(String),
+    Items(Vec<Value>),
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct Reasoning {
+    /// `none` (a reasoning model answers at once), `minimal` … `xhigh` (it thinks first).
+    #[serde(default)]
+    pub effort: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct Text {
+    #[serde(default)]
+    pub format: Option<Value>,
+}
+
+/// The body of `POST /v1/responses`. Fields with no local meaning are accepted and ignored:
+/// `include`, `prompt_cache_key` (every prefix is cached here), `client_metadata`, `metadata`,
+/// `user`, `truncation`, `service_tier`, `background`.
+#[derive(Debug, Clone, Deserialize)]
+pub struct ResponsesRequest {
+    #[serde(default)]
+    pub model: Option<String>,
+    #[serde(default)]
+    pub instructions: Option<String>,
+    #[serde(default)]
+    pub input: Option<Input>,
+    #[serde(default)]
+    pub tools: Option<Vec<Value>>,
+    #[serde(default)]
+    pub tool_choice: Option<Value>,
+    #[serde(default)]
+    pub parallel_tool_calls: Option<bool>,
+    #[serde(default)]
+    pub max_output_tokens: Option<usize>,
+    #[serde(default)]
+    pub temperature: Option<f32>,
+    #[serde(default)]
+    pub top_p: Option<f32>,
+    #[serde(default)]
+    pub stream: bool,
+    /// Keep the response for `previous_response_id` (the API's default: true).
+    #[serde(default)]
+    pub store: Option<bool>,
+    #[serde(default)]
+    pub previous_response_id: Option<String>,
+    #[serde(default)]
+    pub reasoning: Option<Reasoning>,
+    #[serde(default)]
+    pub text: Option<Text>,
+    #[serde(default)]
+    pub draftlab: Option<Extension>,
+}
+
+/// What the response echoes of its request, and the conversation to keep with it.
+pub(crate) struct Echo {
+    model: Option<String>,
+    instructions: Option<String>,
+    tools: Vec<Value>,
+    tool_choice: Value,
+    parallel_tool_calls: bool,
+    temperature: Option<f32>,
+    top_p: Option<f32>,
+    max_output_tokens: Option<usize>,
+    previous_response_id: Option<String>,
+    text: Value,
+    reasoning: Value,
+    /// The conversation so far (without `instructions`, which a later request gives anew), kept
+    /// with the answer when `store`.
+    keep: Option<Vec<ChatMessage>>,
+}
+
+/// Kept conversations by response id, oldest first.
+#[derive(Default)]
+pub(crate) struct Kept {
+    entries: VecDeque<(String, Vec<ChatMessage>, usize)>,
+    bytes: usize,
+}
+
+impl Kept {
+    fn get(&self, id: &str) -> Option<Vec<ChatMessage>> {
+        self.entries.iter().find(|(k, _, _)| k == id).map(|(_, m, _)| m.clone())
+    }
+
+    fn put(&mut self, id: String, messages: Vec<ChatMessage>) {
+        let size: usize = messages.iter().flat_map(ChatMessage::texts).map(str::len).sum::<usize>() + 64;
+        if size > KEPT_BYTES {
+            return;
+        }
+        while self.entries.len() >= KEPT || self.bytes + size > KEPT_BYTES {
+            let Some((_, _, n)) = self.entries.pop_front() else { break };
+            self.bytes -= n;
+        }
+        self.bytes += size;
+        self.entries.push_back((id, messages, size));
+    }
+}
+
+/// The text of a message's content: a string, or parts (`input_text`, `output_text`, `text`,
+/// `refusal`); a part the model cannot read (an image, a file) is refused in the newest item
+/// (`newest`) and left out with a note in an earlier one.
+fn content_text(content: Option<&Value>, param: &str, newest: bool) -> Result<String, ApiError> {
+    let parts = match content {
+        None | Some(Value::Null) => return Ok(String::new()),
+        Some(Value::String(s)) => return Ok(s.clone()),
+        Some(Value::Array(parts)) => parts,
+        Some(_) => return Err(ApiError::invalid(Some(param), "`content` is a string or a list of parts.")),
+    };
+    let mut text = String::new();
+    for (j, p) in parts.iter().enumerate() {
+        let kind = p.get("type").and_then(Value::as_str).unwrap_or("text");
+        match kind {
+            "input_text" | "output_text" | "text" | "summary_text" | "reasoning_text" => {
+                text.push_str(p.get("text").and_then(Value::as_str).unwrap_or(""))
+            }
+            "refusal" => text.push_str(p.get("refusal").and_then(Value::as_str).unwrap_or("")),
+            other if newest => {
+                return Err(ApiError::invalid(
+                    Some(&format!("{param}[{j}]")),
+                    format!(
+                    "This part is `{other}`, and the model served here reads text only. Send the message without it \
+                         (in later requests, such a part in an earlier item is left out with a note)."
+                ),
+                ))
+            }
+            other => text.push_str(&format!("[{} left out: this model reads text only]", other.replace('_', " "))),
+        }
+    }
+    Ok(text)
+}
+
+/// Input items as the chat template's conversation: messages (`developer` as `system`), function
+/// calls joined to the assistant turn they follow, their outputs as tool turns. Reasoning items
+/// are left out (templates drop past thinking), as are items of hosted tools (web search, …).
+fn conversation(items: &[Value]) -> Result<Vec<ChatMessage>, ApiError> {
+    let mut messages: Vec<ChatMessage> = Vec::new();
+    let last = items.len().saturating_sub(1);
+    for (i, item) in items.iter().enumerate() {
+        let param = format!("input[{i}]");
+        let str_of = |key: &str| item.get(key).and_then(Value::as_str);
+        let kind = str_of("type").unwrap_or(if item.get("role").is_some() { "message" } else { "" });
+        match kind {
+            "message" => {
+                let role = match str_of("role") {
+                    Some("user") => "user",
+                    Some("assistant") => "assistant",
+                    Some("system" | "developer") => "system",
+                    other => {
+                        return Err(ApiError::invalid(
+                            Some(&format!("{param}.role")),
+                            format!(
+                                "Unsupported role `{}`: messages are user, assistant, system or developer.",
+                                other.unwrap_or_default()
+                            ),
+                        ))
+                    }
+                };
+                let text = content_text(item.get("content"), &format!("{param}.content"), i == last)?;
+                messages.push(ChatMessage::new(role, &text));
+            }
+            "function_call" | "custom_tool_call" => {
+                let (Some(call_id), Some(name)) = (str_of("call_id"), str_of("name")) else {
+                    return Err(ApiError::invalid(Some(&param), "A function call names its `call_id` and `name`."));
+                };
+                let arguments = match kind {
+                    "function_call" => str_of("arguments").unwrap_or("{}").to_string(),
+                    _ => json!({"input": str_of("input").unwrap_or_default()}).to_string(),
+                };
+                let call = ToolCall { id: call_id.to_string(), name: name.to_string(), arguments };
+                // The calls of one answer follow its message (or stand alone): one assistant turn.
+                match messages.last_mut() {
+                    Some(m) if m.role == "assistant" => m.tool_calls.push(call),
+                    _ => {
+                        let mut turn = ChatMessage::new("assistant", "");
+                        turn.tool_calls.push(call);
+                        messages.push(turn);
+                    }
+                }
+            }
+            "function_call_output" | "custom_tool_call_output" => {
+                let Some(call_id) = str_of("call_id") else {
+                    return Err(ApiError::invalid(
+                        Some(&format!("{param}.call_id")),
+                        "A call's output must say which call it answers (`call_id`).",
+                    ));
+                };
+                let text = content_text(item.get("output"), &format!("{param}.output"), i == last)?;
+                let mut result = ChatMessage::new("tool", &text);
+                result.tool_call_id = Some(call_id.to_string());
+                messages.push(result);
+            }
+            "" => return Err(ApiError::invalid(Some(&param), "An input item without a `type`.")),
+            // Reasoning (the model's own past thinking), references, hosted tools' calls.
+            _ => {}
+        }
+    }
+    Ok(messages)
+}
+
+/// The tools the model is shown: functions. Hosted tools (`web_search`, `file_search`, …),
+/// namespaces and free-form (`custom`) tools are not offered to a local model.
+fn function_tools(given: &[Value]) -> Result<Vec<ToolSpec>, ApiError> {
+    let mut specs = Vec::new();
+    for (i, t) in given.iter().enumerate() {
+        if t.get("type").and_then(Value::as_str) != Some("function") {
+            continue;
+        }
+        let Some(name) = t.get("name").and_then(Value::as_str) else {
+            return Err(ApiError::invalid(Some(&format!("tools[{i}].name")), "A function tool needs a `name`."));
+        };
+        specs.push(ToolSpec {
+            kind: "function".into(),
+            function: FunctionSpec {
+                name: name.to_string(),
+                description: t.get("description").and_then(Value::as_str).map(str::to_string),
+                parameters: t.get("parameters").cloned().filter(|p| !p.is_null()),
+            },
+        });
+    }
+    Ok(specs)
+}
+
+/// `text.format` as the request's `response_format`.
+fn response_format(text: Option<&Text>) -> Result<Option<ResponseFormat>, ApiError> {
+    let Some(format) = text.and_then(|t| t.format.as_ref()) else { return Ok(None) };
+    let param = Some("text.format");
+    match format.get("type").and_then(Value::as_str) {
+        Some("text") => Ok(None),
+        Some("json_object") => Ok(Some(ResponseFormat::JsonObject { schema: None })),
+        Some("json_schema") => {
+            let schema = format.get("schema").cloned();
+            if schema.as_ref().is_some_and(|s| !s.is_object()) {
+                return Err(ApiError::invalid(param, "`text.format.schema` must be a JSON Schema object."));
+            }
+            Ok(Some(ResponseFormat::JsonSchema {
+                json_schema: JsonSchemaFormat {
+                    name: format.get("name").and_then(Value::as_str).map(str::to_string),
+                    schema,
+                    strict: format.get("strict").and_then(Value::as_bool),
+                },
+            }))
+        }
+        _ => Err(ApiError::invalid(param, "`text.format.type` is text, json_object or json_schema.")),
+    }
+}
+
+/// A Responses request as the server's job, and what its response echoes.
+pub(crate) fn read(req: ResponsesRequest, kept: &Mutex<Kept>) -> Result<(Job, Echo), ApiError> {
+    let mut messages = match &req.previous_response_id {
+        None => Vec::new(),
+        Some(id) => kept.lock().unwrap_or_else(|e| e.into_inner()).get(id).ok_or_else(|| {
+            ApiError::new(
+                axum::http::StatusCode::NOT_FOUND,
+                "invalid_request_error",
+                Some("previous_response_not_found"),
+                Some("previous_response_id"),
+                format!(
+                    "Previous response with id '{id}' not found: this server keeps responses made with `store` (the \
+                     default) in memory, the latest {KEPT}, until it stops. Send the whole conversation in `input` \
+                     instead."
+                ),
+            )
+        })?,
+    };
+    match &req.input {
+        None if req.previous_response_id.is_none() => {
+            return Err(ApiError::invalid(Some("input"), "`input` is required."))
+        }
+        None => {}
+        Some(Input::Text(t)) => messages.push(ChatMessage::new("user", t)),
+        Some(Input::Items(items)) => messages.extend(conversation(items)?),
+    }
+    let mut shown = messages.clone();
+    if let Some(i) = req.instructions.as_deref().filter(|i| !i.is_empty()) {
+        shown.insert(0, ChatMessage::new("system", i));
+    }
+    if shown.iter().all(|m| m.role == "system") {
+        return Err(ApiError::invalid(Some("input"), "`input` must hold at least one message."));
+    }
+    let given_tools = req.tools.clone().unwrap_or_default();
+    let tools = crate::jobs::tool_specs(&function_tools(&given_tools)?)?;
+    let choice = match &req.tool_choice {
+        None if tools.is_empty() => Choice::None,
+        None => Choice::Auto,
+        Some(Value::String(m)) => match m.as_str() {
+            _ if tools.is_empty() => Choice::None,
+            "none" => Choice::None,
+            "auto" => Choice::Auto,
+            "required" => Choice::Required,
+            other => {
+                return Err(ApiError::invalid(
+                    Some("tool_choice"),
+                    format!("`tool_choice` is `{other}`: use none, auto, required or a named function."),
+                ))
+            }
+        },
+        Some(v) if v.get("type").and_then(Value::as_str) == Some("function") => {
+            let name = v.get("name").and_then(Value::as_str).unwrap_or_default();
+            if !tools.iter().any(|t| t.name == name) {
+                return Err(ApiError::invalid(
+                    Some("tool_choice"),
+                    format!("`tool_choice` names `{name}`, which is not one of the function tools."),
+                ));
+            }
+            Choice::Named(name.to_string())
+        }
+        // `allowed_tools` and hosted tools' choices: the model may call what it is shown.
+        Some(_) if tools.is_empty() => Choice::None,
+        Some(_) => Choice::Auto,
+    };
+    let parallel = req.parallel_tool_calls.unwrap_or(true);
+    let thinking = match req.reasoning.as_ref().and_then(|r| r.effort.as_deref()) {
+        None => Thinking::default(),
+        Some("none") => Thinking { enable: Some(false), ..Thinking::default() },
+        Some("minimal" | "low" | "medium" | "high" | "xhigh") => Thinking { enable: Some(true), ..Thinking::default() },
+        Some(other) => {
+            return Err(ApiError::invalid(
+                Some("reasoning.effort"),
+                format!("`reasoning.effort` is `{other}`: give none, minimal, low, medium, high or xhigh."),
+            ))
+        }
+    };
+    let shown_tools = crate::jobs::shown_tools(&choice, tools)?;
+    let common = Common {
+        model: req.model.clone(),
+        stream: req.stream,
+        max_tokens: req.max_output_tokens,
+        temperature: req.temperature,
+        top_p: req.top_p,
+        response_format: response_format(req.text.as_ref())?,
+        draftlab: req.draftlab.clone(),
+        ..Common::default()
+    };
+    let echo = Echo {
+        model: req.model,
+        instructions: req.instructions,
+        tools: given_tools,
+        tool_choice: req.tool_choice.unwrap_or_else(|| json!("auto")),
+        parallel_tool_calls: parallel,
+        temperature: req.temperature,
+        top_p: req.top_p,
+        max_output_tokens: req.max_output_tokens,
+        previous_response_id: req.previous_response_id,
+        text: json!({"format": req.text.and_then(|t| t.format).unwrap_or_else(|| json!({"type": "text"}))}),
+        reasoning: json!({"effort": req.reasoning.and_then(|r| r.effort), "summary": null}),
+        keep: req.store.unwrap_or(true).then_some(messages),
+    };
+    let job = Job {
+        input: ChatInput::Messages { messages: shown, tools: shown_tools, render: Default::default() },
+        common,
+        endpoint: Endpoint::Chat,
+        choice,
+        parallel,
+        thinking,
+    };
+    Ok((job, echo))
+}
+
+/// The output items of an answer: its thinking (a reasoning item), its text (a message), its
+/// calls (function calls).
+struct Output;
+
+impl Output {
+    fn reasoning(id: &str, text: &str, status: &str) -> Value {
+        json!({"type": "reasoning", "id": id, "status": status, "summary": [],
+            "content": if text.is_empty() { json!([]) } else { json!([{"type": "reasoning_text", "text": text}]) }})
+    }
+
+    fn message(id: &str, text: &str, status: &str) -> Value {
+        json!({"type": "message", "id": id, "status": status, "role": "assistant",
+            "content": if status == "in_progress" { json!([]) } else { json!([text_part(text)]) }})
+    }
+
+    fn call(a: &Answer, i: usize, c: &Call, arguments: &str, status: &str) -> Value {
+        json!({"type": "function_call", "id": format!("fc_{}", a.call_id(i)), "call_id": a.call_id(i),
+            "name": c.name, "arguments": arguments, "status": status})
+    }
+}
+
+fn text_part(text: &str) -> Value {
+    json!({"type": "output_text", "text": text, "annotations": [], "logprobs": []})
+}
+
+impl Answer {
+    /// The response object: `status` (`in_progress`, `completed`, `incomplete`, `failed`), its
+    /// output items, usage once there is a report.
+    fn response(&self, echo: &Echo, status: &str, output: &[Value], report: Option<&Report>) -> Value {
+        let mut r = json!({
+            "id": self.id, "object": "response", "created_at": self.created, "status": status,
+            "model": self.model(), "output": output, "error": null, "incomplete_details": null,
+            "instructions": echo.instructions, "tools": echo.tools, "tool_choice": echo.tool_choice,
+            "parallel_tool_calls": echo.parallel_tool_calls, "temperature": echo.temperature, "top_p": echo.top_p,
+            "max_output_tokens": echo.max_output_tokens, "previous_response_id": echo.previous_response_id,
+            "store": echo.keep.is_some(), "text": echo.text, "reasoning": echo.reasoning, "metadata": {},
+            "usage": null,
+        });
+        if status == "incomplete" {
+            r["incomplete_details"] = json!({"reason": "max_output_tokens"});
+        }
+        if let Some(report) = report {
+            let u = crate::answers::usage(report, self.parts());
+            r["usage"] = json!({
+                "input_tokens": u.prompt_tokens,
+                "input_tokens_details": {"cached_tokens": report.prompt_reused},
+                "output_tokens": u.completion_tokens,
+                "output_tokens_details": {"reasoning_tokens": u.completion_tokens_details.reasoning_tokens},
+                "total_tokens": u.total_tokens,
+                "draftlab": u.draftlab,
+            });
+        }
+        if echo.model.as_deref().is_some_and(|m| m != self.model()) {
+            // The name the client asked for is answered by the model served here, named above.
+            r["draftlab"] = json!({"asked_model": echo.model});
+        }
+        r
+    }
+
+    /// `completed`, or `incomplete` when the answer reached `max_output_tokens` or the context.
+    fn status(&self, r: &Report) -> &'static str {
+        if self.finish_reason(r) == "length" {
+            "incomplete"
+        } else {
+            "completed"
+        }
+    }
+
+    /// Keeps the conversation this response ended (its answer appended) for `previous_response_id`.
+    fn keep(&self, echo: &mut Echo, text: &str, calls: &[Call]) {
+        let Some(mut messages) = echo.keep.take() else { return };
+        let mut turn = ChatMessage::new("assistant", text.trim_end());
+        for (i, c) in calls.iter().enumerate() {
+            turn.tool_calls.push(ToolCall {
+                id: self.call_id(i),
+                name: c.name.clone(),
+                arguments: c.arguments.clone(),
+            });
+        }
+        messages.push(turn);
+        self.shared.kept.lock().unwrap_or_else(|e| e.into_inner()).put(self.id.clone(), messages);
+    }
+
+    /// The whole response in one body.
+    pub(crate) async fn whole_response(mut self, mut echo: Echo) -> Result<Response, ApiError> {
+        let mut text = String::new();
+        let mut thinking = String::new();
+        let report = loop {
+            match self.next().await {
+                Step::Text(t, _) => text.push_str(&t),
+                Step::Thinking(t) => thinking.push_str(&t),
+                Step::Done(r) => break r,
+                Step::Failed(e) => return Err(ApiError::engine(&e)),
+            }
+        };
+        let parsed = self.calls.take().transpose()?.unwrap_or_default();
+        let has_calls = !parsed.calls.is_empty();
+        if has_calls {
+            self.calls = Some(Ok(Parsed::default()));
+        }
+        let text = format!("{text}{}", parsed.content);
+        let mut output = Vec::new();
+        if !thinking.is_empty() {
+            output.push(Output::reasoning(&format!("rs_{}", self.suffix()), &thinking, "completed"));
+        }
+        if !text.trim().is_empty() || !has_calls {
+            output.push(Output::message(&format!("msg_{}", self.suffix()), text.trim_end(), "completed"));
+        }
+        for (i, c) in parsed.calls.iter().enumerate() {
+            output.push(Output::call(&self, i, c, &c.arguments, "completed"));
+        }
+        let status = self.status(&report);
+        let mut body = self.response(&echo, status, &output, Some(&report));
+        body["output_text"] = json!(text.trim_end());
+        self.keep(&mut echo, &text, &parsed.calls);
+        Ok(Json(body).into_response())
+    }
+
+    /// The response as the API's typed server-sent events: `response.created`,
+    /// `response.in_progress`, each output item's `output_item.added`, its deltas
+    /// (`reasoning_text.delta`, `output_text.delta`, `function_call_arguments.delta`) and `.done`
+    /// events, `output_item.done`, then `response.completed` (`response.incomplete` at
+    /// `max_output_tokens`, `response.failed` on an error), each with its `sequence_number`.
+    pub(crate) async fn stream_response(mut self, echo: Echo) -> Result<Response, ApiError> {
+        let first = self.next().await;
+        if let Step::Failed(e) = first {
+            return Err(ApiError::engine(&e));
+        }
+        self.buffered.insert(0, first);
+        let (tx, rx) = mpsc::channel::<Value>(64);
+        tokio::spawn(write_events(self, echo, tx));
+        let events = futures_util::stream::unfold(rx, |mut rx| async move {
+            let v = rx.recv().await?;
+            let name = v["type"].as_str().unwrap_or("message").to_string();
+            Some((Ok::<_, Infallible>(SseEvent::default().event(name).data(v.to_string())), rx))
+        });
+        Ok(Sse::new(events).keep_alive(KeepAlive::default()).into_response())
+    }
+}
+
+/// The item being written: its kind, index in `output`, id and text so far.
+struct Open {
+    kind: &'static str,
+    index: usize,
+    id: String,
+    text: String,
+}
+
+/// Writes a streamed response's events until the answer ends or the client goes away (then the
+/// answer is dropped, which cancels its job).
+async fn write_events(mut a: Answer, mut echo: Echo, tx: mpsc::Sender<Value>) {
+    let mut seq = 0u64;
+    let mut output: Vec<Value> = Vec::new();
+    let mut open: Option<Open> = None;
+    let mut events: Vec<Value> = Vec::new();
+    let mut all_text = String::new();
+    let start = a.response(&echo, "in_progress", &[], None);
+    events.push(json!({"type": "response.created", "response": start}));
+    events.push(json!({"type": "response.in_progress", "response": start}));
+    loop {
+        for mut e in events.drain(..) {
+            e["sequence_number"] = json!(seq);
+            seq += 1;
+            if tx.send(e).await.is_err() {
+                return;
+            }
+        }
+        let step = tokio::select! {
+            step = a.next() => step,
+            () = tx.closed() => return,
+        };
+        match step {
+            Step::Thinking(t) => {
+                open_item(&a, &mut open, &mut output, &mut events, "reasoning");
+                let o = open.as_mut().expect("opened above");
+                o.text.push_str(&t);
+                events.push(json!({"type": "response.reasoning_text.delta", "item_id": o.id,
+                    "output_index": o.index, "content_index": 0, "delta": t}));
+            }
+            Step::Text(t, _) => {
+                all_text.push_str(&t);
+                text_delta(&a, &mut open, &mut output, &mut events, &t);
+            }
+            Step::Done(r) => {
+                let parsed = match a.calls.take().transpose() {
+                    Ok(p) => p.unwrap_or_default(),
+                    Err(e) => {
+                        events.push(failed(&a, &echo, &output, &e));
+                        break;
+                    }
+                };
+                if !parsed.calls.is_empty() {
+                    a.calls = Some(Ok(Parsed::default()));
+                }
+                let content = parsed.content.trim_end();
+                if !content.trim().is_empty() {
+                    all_text.push_str(content);
+                    text_delta(&a, &mut open, &mut output, &mut events, content);
+                }
+                if output.is_empty() && open.is_none() && parsed.calls.is_empty() {
+                    // An empty answer is still a message.
+                    open_item(&a, &mut open, &mut output, &mut events, "message");
+                }
+                close_item(&mut open, &mut output, &mut events);
+                for (i, c) in parsed.calls.iter().enumerate() {
+                    let index = output.len();
+                    let item = Output::call(&a, i, c, "", "in_progress");
+                    let id = item["id"].clone();
+                    events.push(json!({"type": "response.output_item.added", "output_index": index, "item": item}));
+                    events.push(json!({"type": "response.function_call_arguments.delta", "item_id": id,
+                        "output_index": index, "delta": c.arguments}));
+                    events.push(json!({"type": "response.function_call_arguments.done", "item_id": id,
+                        "output_index": index, "name": c.name, "arguments": c.arguments}));
+                    let done = Output::call(&a, i, c, &c.arguments, "completed");
+                    events.push(json!({"type": "response.output_item.done", "output_index": index, "item": done}));
+                    output.push(done);
+                }
+                let status = a.status(&r);
+                let end = if status == "incomplete" { "response.incomplete" } else { "response.completed" };
+                let mut body = a.response(&echo, status, &output, Some(&r));
+                body["output_text"] = json!(all_text.trim_end());
+                events.push(json!({"type": end, "response": body}));
+                a.keep(&mut echo, &all_text, &parsed.calls);
+                break;
+            }
+            Step::Failed(e) => {
+                close_item(&mut open, &mut output, &mut events);
+                events.push(failed(&a, &echo, &output, &ApiError::engine(&e)));
+                break;
+            }
+        }
+    }
+    for mut e in events {
+        e["sequence_number"] = json!(seq);
+        seq += 1;
+        if tx.send(e).await.is_err() {
+            return;
+        }
+    }
+}
+
+/// `response.failed`, the error in the response.
+fn failed(a: &Answer, echo: &Echo, output: &[Value], e: &ApiError) -> Value {
+    let mut body = a.response(echo, "failed", output, None);
+    body["error"] = json!({"code": e.body.error.code.clone().unwrap_or_else(|| e.body.error.kind.clone()), "message": e.body.error.message});
+    json!({"type": "response.failed", "response": body})
+}
+
+/// Opens an item of `kind` (`reasoning` or `message`) unless one is open; closes another kind's.
+fn open_item(
+    a: &Answer,
+    open: &mut Option<Open>,
+    output: &mut Vec<Value>,
+    events: &mut Vec<Value>,
+    kind: &'static str,
+) {
+    if open.as_ref().is_some_and(|o| o.kind == kind) {
+        return;
+    }
+    close_item(open, output, events);
+    let index = output.len();
+    let prefix = if kind == "reasoning" { "rs" } else { "msg" };
+    let id = format!("{prefix}_{}{index}", a.suffix());
+    let item = match kind {
+        "reasoning" => Output::reasoning(&id, "", "in_progress"),
+        _ => Output::message(&id, "", "in_progress"),
+    };
+    events.push(json!({"type": "response.output_item.added", "output_index": index, "item": item}));
+    if kind == "message" {
+        events.push(json!({"type": "response.content_part.added", "item_id": id, "output_index": index,
+            "content_index": 0, "part": text_part("")}));
+    }
+    *open = Some(Open { kind, index, id, text: String::new() });
+}
+
+fn text_delta(a: &Answer, open: &mut Option<Open>, output: &mut Vec<Value>, events: &mut Vec<Value>, t: &str) {
+    open_item(a, open, output, events, "message");
+    let o = open.as_mut().expect("opened above");
+    o.text.push_str(t);
+    events.push(json!({"type": "response.output_text.delta", "item_id": o.id, "output_index": o.index,
+        "content_index": 0, "delta": t, "logprobs": []}));
+}
+
+/// Closes the open item: its `.done` events, and the item in `output`.
+fn close_item(open: &mut Option<Open>, output: &mut Vec<Value>, events: &mut Vec<Value>) {
+    let Some(o) = open.take() else { return };
+    let item = match o.kind {
+        "reasoning" => {
+            events.push(json!({"type": "response.reasoning_text.done", "item_id": o.id, "output_index": o.index,
+                "content_index": 0, "text": o.text}));
+            Output::reasoning(&o.id, &o.text, "completed")
+        }
+        _ => {
+            let text = o.text.trim_end();
+            events.push(json!({"type": "response.output_text.done", "item_id": o.id, "output_index": o.index,
+                "content_index": 0, "text": text, "logprobs": []}));
+            events.push(json!({"type": "response.content_part.done", "item_id": o.id, "output_index": o.index,
+                "content_index": 0, "part": text_part(text)}));
+            Output::message(&o.id, text, "completed")
+        }
+    };
+    events.push(json!({"type": "response.output_item.done", "output_index": o.index, "item": item}));
+    output.push(item);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn read_body(body: Value) -> Result<(Job, Echo), ApiError> {
+        read(serde_json::from_value(body).unwrap(), &Mutex::new(Kept::default()))
+    }
+
+    fn messages(job: &Job) -> &[ChatMessage] {
+        let ChatInput::Messages { messages, .. } = &job.input else { panic!("not a conversation") };
+        messages
+    }
+
+    /// What Codex CLI sends: developer messages, a user message, function tools beside hosted
+    /// ones and a namespace, then (next turn) its call and the call's output.
+    #[test]
+    fn codex_s_items_become_a_conversation_with_calls_and_results() {
+        let tools = json!([
+            {"type": "function", "name": "exec_command", "strict": false,
+             "parameters": {"type": "object", "properties": {"cmd": {"type": "string"}}, "required": ["cmd"]}},
+            {"type": "namespace", "name": "multi_agent_v1", "tools": []},
+            {"type": "web_search", "external_web_access": false}]);
+        let (job, echo) = read_body(json!({
+            "model": "qwen", "stream": true, "store": false, "tool_choice": "auto", "parallel_tool_calls": true,
+            "reasoning": {"summary": "auto"}, "include": ["reasoning.encrypted_content"], "prompt_cache_key": "k",
+            "client_metadata": {"a": "b"}, "instructions": "Be a coder.", "tools": tools,
+            "input": [
+                {"type": "message", "role": "developer", "content": [{"type": "input_text", "text": "Rules."}]},
+                {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "Read a.txt"}]},
+                {"type": "reasoning", "summary": [], "encrypted_content": null},
+                {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "Reading."}]},
+                {"type": "function_call", "call_id": "c1", "name": "exec_command", "arguments": "{\"cmd\":\"cat a.txt\"}"},
+                {"type": "function_call_output", "call_id": "c1", "output": "hello"}]}))
+        .unwrap();
+        let m = messages(&job);
+        let roles: Vec<&str> = m.iter().map(|m| m.role.as_str()).collect();
+        assert_eq!(roles, ["system", "system", "user", "assistant", "tool"]);
+        assert_eq!(m[0].content, "Be a coder.");
+        assert_eq!(m[3].content, "Reading.");
+        assert_eq!(m[3].tool_calls[0].name, "exec_command");
+        assert_eq!(m[4].tool_call_id.as_deref(), Some("c1"));
+        let ChatInput::Messages { tools, .. } = &job.input else { unreachable!() };
+        assert_eq!(tools.iter().map(|t| t.name.as_str()).collect::<Vec<_>>(), ["exec_command"]);
+        assert_eq!(job.choice, Choice::Auto);
+        assert!(echo.keep.is_none(), "store: false keeps nothing");
+        assert!(job.common.stream);
+    }
+
+    #[test]
+    fn bad_input_is_refused_naming_the_field() {
+        let param = |body: Value| read_body(body).err().and_then(|e| e.body.error.param);
+        assert_eq!(param(json!({"model": "m"})).as_deref(), Some("input"));
+        assert_eq!(param(json!({"input": [{"role": "robot", "content": "x"}]})).as_deref(), Some("input[0].role"));
+        assert_eq!(
+            param(json!({"input": [{"type": "function_call_output", "output": "x"}]})).as_deref(),
+            Some("input[0].call_id")
+        );
+        // An image in the newest message is refused; in an earlier one, left out with a note.
+        let image = json!({"type": "input_image", "image_url": "data:image/png;base64,AA"});
+        let newest = json!({"input": [{"role": "user", "content": [{"type": "input_text", "text": "see"}, image]}]});
+        assert_eq!(param(newest).as_deref(), Some("input[0].content[1]"));
+        let earlier = json!({"input": [{"role": "user", "content": [image]}, {"role": "user", "content": "go on"}]});
+        let (job, _) = read_body(earlier).unwrap();
+        assert!(messages(&job)[0].content.contains("input image left out"), "{:?}", messages(&job));
+        assert_eq!(param(json!({"input": "x", "reasoning": {"effort": "max"}})).as_deref(), Some("reasoning.effort"));
+        assert_eq!(param(json!({"input": "x", "text": {"format": {"type": "xml"}}})).as_deref(), Some("text.format"));
+        let named = json!({"input": "x", "tools": [{"type": "function", "name": "f"}],
+            "tool_choice": {"type": "function", "name": "g"}});
+        assert_eq!(param(named).as_deref(), Some("tool_choice"));
+        let unknown = read_body(json!({"input": "x", "previous_response_id": "resp_nope"})).err().unwrap();
+        assert_eq!(
+            (unknown.status.as_u16(), unknown.body.error.code.as_deref()),
+            (404, Some("previous_response_not_found"))
+        );
+    }
+
+    #[test]
+    fn a_kept_response_continues_and_the_oldest_are_dropped_first() {
+        let kept = Mutex::new(Kept::default());
+        kept.lock().unwrap().put(
+            "resp_1".into(),
+            vec![ChatMessage::new("user", "My name is Ada."), ChatMessage::new("assistant", "Hello Ada.")],
+        );
+        let req = serde_json::from_value(json!({"input": "What is my name?", "previous_response_id": "resp_1",
+            "instructions": "Answer briefly."}))
+        .unwrap();
+        let (job, echo) = read(req, &kept).unwrap();
+        let contents: Vec<&str> = messages(&job).iter().map(|m| m.content.as_str()).collect();
+        assert_eq!(contents, ["Answer briefly.", "My name is Ada.", "Hello Ada.", "What is my name?"]);
+        // What is kept next has no instructions: a later request gives its own.
+        assert_eq!(echo.keep.unwrap().len(), 3);
+        let mut k = Kept::default();
+        for i in 0..KEPT + 3 {
+            k.put(format!("r{i}"), vec![ChatMessage::new("user", "x")]);
+        }
+        assert_eq!(k.entries.len(), KEPT);
+        assert!(k.get("r0").is_none() && k.get(&format!("r{}", KEPT + 2)).is_some());
+    }
+
+    #[test]
+    fn text_format_and_effort_are_read() {
+        let (job, _) = read_body(json!({"input": "x", "reasoning": {"effort": "none"},
+            "text": {"format": {"type": "json_schema", "name": "n", "schema": {"type": "object"}, "strict": true}}}))
+        .unwrap();
+        assert_eq!(job.thinking.enable, Some(false));
+        assert!(matches!(job.common.response_format, Some(ResponseFormat::JsonSchema { .. })));
+        let (job, _) = read_body(json!({"input": "x", "max_output_tokens": 7})).unwrap();
+        assert_eq!(job.common.max_tokens, Some(7));
+    }
+}
