@@ -148,6 +148,8 @@ pub fn answer(state: &AppState, request: ChatRequest, send: &mut dyn FnMut(ChatE
         input: ChatInput::Messages { messages: request.messages, tools, render: Default::default() },
         settings: request.settings,
         open_ended: request.open_ended,
+        // The Chat view's conversation, and one more (the Serve view's server, when it runs).
+        slots: 2,
     })?;
     *state.current_chat.lock().unwrap_or_else(|e| e.into_inner()) = Some(job);
     let result = follow(&rx, thinking, send);

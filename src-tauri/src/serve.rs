@@ -12,6 +12,10 @@ use draftlab_core::decoding::settings::Mode;
 use draftlab_core::decoding::strategy::Strategy;
 use draftlab_core::ErrorCode;
 use draftlab_server::ServeConfig;
+
+/// Conversations the Serve view's server keeps warm side by side (an agent's main conversation
+/// and its side requests).
+const SERVE_SLOTS: usize = 2;
 use serde::Serialize;
 
 use crate::error::ApiError;
@@ -101,6 +105,7 @@ pub async fn start(state: Arc<AppState>, request: ServerRequest) -> Result<Serve
         allowed_origins: Vec::new(),
         chat_template: None,
         aliases: Vec::new(),
+        slots: SERVE_SLOTS,
     };
     let model = config.model_id();
     let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, request.port));

@@ -438,6 +438,10 @@ pub(crate) struct ServeArgs {
     /// The default strategy (see `run --strategy`; requests may ask for `none`, the target alone).
     #[arg(long, default_value_t = defaults().strategy.name().to_string())]
     pub(crate) strategy: String,
+    /// Conversations kept warm side by side, each with its KV cache (an agent's main conversation
+    /// and its side requests) [default: as many as fit in memory, at most 4].
+    #[arg(long)]
+    pub(crate) slots: Option<usize>,
     /// Another name `/v1/models` lists for the target (repeatable), e.g. the name a client is set
     /// up with. Requests may name any model: the target answers them all.
     #[arg(long = "alias", value_name = "NAME")]

@@ -329,6 +329,23 @@ fn a_follow_up_turn_decodes_only_what_is_new() {
     for s in [serve(&[]), serve_alone(SMOLLM2, &[])] {
         follow_up_turn(&s);
     }
+    // With two slots a side request between two turns keeps the conversation's cache.
+    let s = serve(&["--slots", "2"]);
+    let turn1 = json!([{"role": "system", "content": "Answer briefly. ".repeat(20)}, {"role": "user", "content": "Name a fruit."}]);
+    let a = post(s.port, "/v1/chat/completions", &chat(turn1.clone(), json!({"max_tokens": 8}))).json();
+    let side = json!([{"role": "user", "content": "Give a three-word title for a story about rain."}]);
+    assert_eq!(post(s.port, "/v1/chat/completions", &chat(side, json!({"max_tokens": 8}))).status, 200);
+    let mut turn2 = turn1.as_array().unwrap().clone();
+    turn2.push(json!({"role": "assistant", "content": a["choices"][0]["message"]["content"]}));
+    turn2.push(json!({"role": "user", "content": "Another."}));
+    let b = post(s.port, "/v1/chat/completions", &chat(Value::Array(turn2), json!({"max_tokens": 8}))).json();
+    let reused = b["usage"]["draftlab"]["prompt_tokens_reused"].as_u64().unwrap();
+    assert!(reused >= a["usage"]["prompt_tokens"].as_u64().unwrap(), "reused {reused}: {b}");
+    let bad = Command::new(env!("CARGO_BIN_EXE_draftlab"))
+        .args(["serve", "-t", model(SMOLLM2).to_str().unwrap(), "--port", "0", "--slots", "0"])
+        .output()
+        .unwrap();
+    assert!(!bad.status.success() && String::from_utf8_lossy(&bad.stderr).contains("slots"));
 }
 
 fn follow_up_turn(s: &Server) {

@@ -560,6 +560,43 @@ fn a_conversation_slot_drafts_a_repeated_request_from_its_earlier_answer() {
     assert!(alone.accepted < again.accepted / 2, "a run outside the slot drafted from it: {} accepted", alone.accepted);
 }
 
+/// Two conversations taking turns (an agent's main conversation and a side request): with two
+/// slots each keeps its KV cache, so the main one's next turn decodes only what is new; with one
+/// slot the side request evicts it. Two slots' answers are those of one.
+#[test]
+fn slots_keep_two_conversations_warm_side_by_side() {
+    use draftlab_engine::decoding::chat::{ChatInput, Slots};
+    use draftlab_engine::decoding::template::ChatMessage;
+    let p = pair(SMOLLM2, None);
+    let valid = Settings { strategy: Strategy::Auto, ..settings(8, 4) }.validate(Mode::Speculative).unwrap();
+    let conversation = |turns: &[&str]| ChatInput::Messages {
+        messages: turns.iter().enumerate().map(|(i, t)| ChatMessage::new(["user", "assistant"][i % 2], t)).collect(),
+        tools: Vec::new(),
+        render: Default::default(),
+    };
+    let main = "You are a careful assistant for a long task. ".repeat(12) + "Name a colour.";
+    let side = "Write a five-word title for: the sea at night.";
+    let mut results = Vec::new();
+    for count in [1, 2] {
+        let mut slots = Slots::new(&p);
+        let mut ask = |input: &ChatInput| {
+            slots.run(count, Mode::Speculative, input, &valid, true, &mut Job::uncancelled(&mut |_| {})).unwrap()
+        };
+        let first = ask(&conversation(&[&main]));
+        ask(&conversation(&[side]));
+        let next = ask(&conversation(&[&main, &first.text, "And another one."]));
+        eprintln!(
+            "{count} slot(s): the main conversation's next turn reused {} of {}",
+            next.prompt_reused, next.prompt_tokens
+        );
+        results.push((next.prompt_reused, first.prompt_tokens, next.text));
+    }
+    let ((one, _, one_text), (two, first_prompt, two_text)) = (&results[0], &results[1]);
+    assert!(*two >= *first_prompt, "two slots: {two} reused, the first turn had {first_prompt}");
+    assert!(*one < first_prompt / 2, "one slot kept the main conversation through a side request: {one}");
+    assert_eq!(one_text, two_text);
+}
+
 /// In an adaptive run n-gram drafters may draft past the draft length (up to `ngram_draft`) when
 /// verifying a long batch pays (here: pinned costs, a flat verify curve); a fixed length stays it.
 #[test]

@@ -13,6 +13,7 @@ use axum::Json;
 use draftlab_core::decoding::chat::ChatInput;
 use draftlab_core::decoding::event::Event;
 use draftlab_core::decoding::report::{Report, StopReason};
+use draftlab_core::decoding::strategy::Strategy;
 use draftlab_core::error::ErrorInfo;
 use draftlab_core::serving::client::Workers;
 use draftlab_core::serving::protocol::{Command, Reply};
@@ -824,21 +825,41 @@ pub(crate) fn forward(
     rx
 }
 
+/// Answers shorter than this get no speed estimate in the log: a ratio over a few tokens is noise
+/// (the app's Run view says "too short to judge" below the same count).
+const MIN_JUDGED_TOKENS: usize = 64;
+
 /// One line per answer: what it took, and what speculation did.
 fn log_answer(id: &str, r: &Report) {
-    let spec = match r.strategy {
-        Some(s) => format!(
-            "{s}: {}/{} drafted tokens accepted{}",
-            r.accepted,
-            r.drafted,
-            r.target_alone_tps.map_or(String::new(), |t| format!(", ~{:.2}× the target alone", r.tokens_per_s / t))
-        ),
-        None => "target alone".to_string(),
-    };
     eprintln!(
-        "{id}: {} prompt tokens ({} reused, {:.0} ms), {} generated at {:.1} tok/s; {spec}",
-        r.prompt_tokens, r.prompt_reused, r.prompt_ms, r.generated_tokens, r.tokens_per_s
+        "{id}: {} prompt tokens ({} reused, {:.0} ms), {} generated at {:.1} tok/s; {}",
+        r.prompt_tokens,
+        r.prompt_reused,
+        r.prompt_ms,
+        r.generated_tokens,
+        r.tokens_per_s,
+        speculation_said(r.strategy, (r.drafted, r.accepted), r.generated_tokens, (r.tokens_per_s, r.target_alone_tps))
     );
+}
+
+/// What speculation did, in the log's words: the strategy, its (drafted, accepted) tokens, the
+/// tokens generated, and (tokens/s, the target alone's tokens/s).
+fn speculation_said(
+    strategy: Option<Strategy>,
+    (drafted, accepted): (usize, usize),
+    generated: usize,
+    (tps, alone): (f64, Option<f64>),
+) -> String {
+    let Some(s) = strategy else { return "target alone".to_string() };
+    if drafted == 0 {
+        return format!("{s}: nothing drafted");
+    }
+    let estimate = match alone {
+        Some(t) if generated >= MIN_JUDGED_TOKENS && t > 0.0 => format!(", ~{:.2}× the target alone", tps / t),
+        Some(_) => format!(" (too short to judge the speed: fewer than {MIN_JUDGED_TOKENS} tokens)"),
+        None => String::new(),
+    };
+    format!("{s}: {accepted}/{drafted} drafted tokens accepted{estimate}")
 }
 
 /// An answer continued after its thinking reached the budget: its two runs as one (of the
@@ -906,6 +927,20 @@ fn now_secs() -> u64 {
 mod tests {
     use super::*;
     use tokio::sync::Semaphore;
+
+    /// An answer that drafted nothing says so; one too short gets no speed estimate.
+    #[test]
+    fn the_log_says_what_speculation_did_without_noise() {
+        let auto = Some(Strategy::Auto);
+        let speeds = (10.0, Some(8.0));
+        assert_eq!(speculation_said(auto, (0, 0), 8, speeds), "auto: nothing drafted");
+        assert!(speculation_said(auto, (4, 2), 8, speeds).contains("too short to judge"));
+        assert_eq!(
+            speculation_said(auto, (40, 30), 100, speeds),
+            "auto: 30/40 drafted tokens accepted, ~1.25× the target alone"
+        );
+        assert_eq!(speculation_said(None, (0, 0), 100, speeds), "target alone");
+    }
 
     /// A job's place is free by the time its last reply arrives: the client that reads its answer
     /// and asks again at once is never refused by a place still held behind it.

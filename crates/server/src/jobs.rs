@@ -328,6 +328,7 @@ impl Job {
             // (Claude Code asks for 128,000) ends the answer early with `length`, as llama-server
             // and the hosted APIs do, rather than refusing the request.
             open_ended: true,
+            slots: s.config.slots,
         };
         let budget = match (&split, self.thinking.budget) {
             (Some(_), Some(b)) => Some(crate::answers::Budget { tokens: b, command: command.clone() }),

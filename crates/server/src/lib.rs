@@ -87,6 +87,9 @@ pub struct ServeConfig {
     /// More names `/v1/models` lists for the target (`--alias`): the names clients are set up
     /// with. Any name is answered by the target; these are the ones a client can discover.
     pub aliases: Vec<String>,
+    /// Conversations kept warm side by side (`--slots`): an agent's main conversation and its side
+    /// requests each keep their KV cache.
+    pub slots: usize,
 }
 
 impl ServeConfig {
@@ -99,6 +102,8 @@ impl ServeConfig {
     pub const MAX_BODY: usize = 8 << 20;
     /// The largest chat template file.
     pub const MAX_TEMPLATE: usize = 1 << 20;
+    /// The most conversations kept warm.
+    pub const MAX_SLOTS: usize = 16;
 
     /// The settings a server can run with, or why not.
     pub fn validate(&self) -> Result<(), ErrorInfo> {
@@ -133,6 +138,12 @@ impl ServeConfig {
                     "Fix the template, or leave it out.",
                 );
             }
+        }
+        if !(1..=Self::MAX_SLOTS).contains(&self.slots) {
+            return bad(
+                format!("{} slots is outside 1 to {}", self.slots, Self::MAX_SLOTS),
+                "Each slot keeps a conversation's KV cache in memory: use --slots between 1 and 16.",
+            );
         }
         for a in &self.aliases {
             if a.is_empty() || a.len() > 128 || a.chars().any(|c| c.is_control() || c == '/') {

@@ -21,6 +21,8 @@ use crate::args::ServeArgs;
 
 /// The largest context `serve` takes by itself (`--ctx` sets any other).
 const DEFAULT_MAX_CTX: u32 = 32_768;
+/// The most conversations `serve` keeps warm by itself (`--slots` sets any other).
+const DEFAULT_MAX_SLOTS: usize = 4;
 
 pub(crate) fn serve_cmd(args: ServeArgs) -> anyhow::Result<ExitCode> {
     let mut settings = args.settings()?;
@@ -61,17 +63,23 @@ pub(crate) fn serve_cmd(args: ServeArgs) -> anyhow::Result<ExitCode> {
             Some(path) => Some(read_template(path)?),
         },
         aliases: args.aliases.clone(),
+        slots: match args.slots {
+            Some(n) => n,
+            None => Session::slots_that_fit(&args.target, draft.as_deref(), &settings, DEFAULT_MAX_SLOTS)?,
+        },
     };
     // Bounds before anything loads.
     config.validate().map_err(|e| Error::InvalidSettings(format!("{} ({})", e.message, e.hint)))?;
-    let model = config.model_id();
+    let (model, slots) = (config.model_id(), config.slots);
     warm_up(&workers, &config)?;
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
     runtime.block_on(async move {
         let handle = draftlab_server::start(config, Arc::clone(&workers), addr).await?;
         eprintln!(
-            "serving `{model}` at http://{}/v1 with a context of {} tokens (Ctrl-C stops)",
-            handle.addr, settings.n_ctx
+            "serving `{model}` at http://{}/v1 with a context of {} tokens, {slots} conversation{} kept warm (Ctrl-C stops)",
+            handle.addr,
+            settings.n_ctx,
+            if slots == 1 { "" } else { "s" }
         );
         let _ = tokio::signal::ctrl_c().await;
         eprintln!("stopping");
@@ -114,6 +122,7 @@ fn warm_up(workers: &Workers, config: &ServeConfig) -> anyhow::Result<()> {
         },
         settings,
         open_ended: false,
+        slots: config.slots,
     };
     let (_, replies) = workers.submit(command)?;
     loop {

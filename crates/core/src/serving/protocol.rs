@@ -70,7 +70,9 @@ pub enum Command {
     /// Generates after a conversation (or a text, for completions) and keeps both models' KV caches
     /// for the next `chat` request on the same models: a follow-up turn decodes only what is new.
     /// `open_ended`: no length was asked for, so the answer may take the room the context leaves
-    /// (otherwise a prompt and answer that do not fit are a `context_too_long` error).
+    /// (otherwise a prompt and answer that do not fit are a `context_too_long` error). `slots`:
+    /// how many conversations to keep warm side by side (each request goes to the one that shares
+    /// most of its prompt; see the engine's `chat::Slots`).
     Chat {
         target: PathBuf,
         #[serde(default)]
@@ -80,6 +82,8 @@ pub enum Command {
         settings: Settings,
         #[serde(default)]
         open_ended: bool,
+        #[serde(default = "one_slot")]
+        slots: usize,
     },
     /// Runs (or resumes) a sweep into the folder `out` (see `sweep::run`); frees warm models first.
     Sweep {
@@ -148,6 +152,10 @@ pub enum Command {
         input: ChatInput,
         settings: Settings,
     },
+}
+
+fn one_slot() -> usize {
+    1
 }
 
 impl Command {

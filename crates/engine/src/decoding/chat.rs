@@ -76,6 +76,11 @@ impl<'s> ChatSlot<'s> {
         self.target.as_ref().map_or(0, |c| c.tokens.len())
     }
 
+    /// How many leading tokens of `prompt` the target's context holds.
+    fn shared_prefix(&self, prompt: &[Token]) -> usize {
+        self.target.as_ref().map_or(0, |c| c.tokens.iter().zip(prompt).take_while(|(a, b)| a == b).count())
+    }
+
     /// Generates after `input` with `settings`, reusing what the contexts hold. Its report says how
     /// many prompt tokens came from the cache (`prompt_reused`). A prompt and answer that do not fit
     /// in the context are an error naming the numbers ([`Error::ContextTooLong`]) — unless
@@ -89,6 +94,18 @@ impl<'s> ChatSlot<'s> {
         job: &mut Job<'_, Event>,
     ) -> Result<Report> {
         let prompt = self.session.chat_tokens(input, settings.raw)?;
+        self.run_tokens(mode, &prompt, settings, open_ended, job)
+    }
+
+    /// [`ChatSlot::run`] on a prompt already tokenised.
+    fn run_tokens(
+        &mut self,
+        mode: Mode,
+        prompt: &[Token],
+        settings: &ValidSettings,
+        open_ended: bool,
+        job: &mut Job<'_, Event>,
+    ) -> Result<Report> {
         let n_ctx = settings.n_ctx as usize;
         // Room for one draft round besides the answer (the loop never drafts past the context).
         let reserve = 1 + if mode == Mode::Speculative { settings.longest_draft() } else { 0 };
@@ -146,7 +163,7 @@ impl<'s> ChatSlot<'s> {
         let cached = self.target.as_mut().expect("made above");
         let mut target = ReusingTarget { model: self.session.target(), cached, reused: 0 };
         let lent = Lent { model: model_drafter, ngram_mod };
-        let result = self.session.run_on(&mut target, mode, &prompt, settings, lent, job);
+        let result = self.session.run_on(&mut target, mode, prompt, settings, lent, job);
         let reused = target.reused;
         // A setting refused before anything was decoded (a schema that does not compile) leaves
         // the caches as they were; any other error may have left half a batch in them.
@@ -162,6 +179,82 @@ impl<'s> ChatSlot<'s> {
         let mut report = result?;
         report.prompt_reused = reused;
         Ok(report)
+    }
+}
+
+/// Several conversations kept warm at once, each in a slot of its own (its contexts, its
+/// ngram-mod table), as llama-server's `--parallel` slots: an agent's main conversation and its
+/// short side requests (titles, summaries, sub-agents) no longer evict each other's KV cache.
+///
+/// A request goes to the slot whose cache shares the longest prefix with its prompt, when that
+/// prefix is at least half of what the slot holds (so it keeps most of it; llama-server's
+/// `--slot-prompt-similarity` is 0.5 too): a side request that shares only a system prompt with the
+/// main conversation goes to an empty slot, or the one used least recently, and the main
+/// conversation's next turn finds its own. Each slot's contexts take their KV cache's memory when
+/// first used.
+pub struct Slots<'s> {
+    session: &'s Session,
+    /// The slots, each with the request count when it last ran.
+    slots: Vec<(ChatSlot<'s>, u64)>,
+    used: u64,
+}
+
+/// The share of what a slot holds that a prompt must keep for the slot to be chosen over an empty
+/// or older one.
+const SLOT_SIMILARITY: f64 = 0.5;
+
+impl<'s> Slots<'s> {
+    pub fn new(session: &'s Session) -> Self {
+        Slots { session, slots: Vec::new(), used: 0 }
+    }
+
+    /// Slots holding a conversation.
+    pub fn warm(&self) -> usize {
+        self.slots.iter().filter(|(s, _)| s.cached_tokens() > 0).count()
+    }
+
+    /// Generates after `input` in the slot that suits it best (see [`Slots`]), at most `count`
+    /// slots kept (fewer than before: the least recently used are freed first).
+    pub fn run(
+        &mut self,
+        count: usize,
+        mode: Mode,
+        input: &ChatInput,
+        settings: &ValidSettings,
+        open_ended: bool,
+        job: &mut Job<'_, Event>,
+    ) -> Result<Report> {
+        let count = count.max(1);
+        while self.slots.len() > count {
+            let oldest = (0..self.slots.len()).min_by_key(|&i| self.slots[i].1).expect("not empty");
+            self.slots.remove(oldest);
+        }
+        let prompt = self.session.chat_tokens(input, settings.raw)?;
+        let i = self.choose(count, &prompt);
+        self.used += 1;
+        self.slots[i].1 = self.used;
+        self.slots[i].0.run_tokens(mode, &prompt, settings, open_ended, job)
+    }
+
+    /// The slot for `prompt` (a new one while fewer than `count` exist).
+    fn choose(&mut self, count: usize, prompt: &[Token]) -> usize {
+        let best = (0..self.slots.len()).max_by_key(|&i| (self.slots[i].0.shared_prefix(prompt), self.slots[i].1));
+        if let Some(i) = best {
+            let (shared, held) = (self.slots[i].0.shared_prefix(prompt), self.slots[i].0.cached_tokens());
+            if shared > 0 && shared as f64 >= SLOT_SIMILARITY * held as f64 {
+                return i;
+            }
+        }
+        if let Some(i) = self.slots.iter().position(|(s, _)| s.cached_tokens() == 0) {
+            return i;
+        }
+        if self.slots.len() < count {
+            self.slots.push((ChatSlot::new(self.session), 0));
+            return self.slots.len() - 1;
+        }
+        // Every slot holds another conversation: the least recently used gives way (or the best
+        // match, when there is only one).
+        (0..self.slots.len()).min_by_key(|&i| self.slots[i].1).or(best).expect("a slot exists")
     }
 }
 

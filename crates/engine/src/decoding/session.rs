@@ -380,6 +380,19 @@ impl Session {
         Ok(settings.n_ctx)
     }
 
+    /// How many conversations `target` (with `draft`) can keep warm side by side here, at most
+    /// `max`: one, and one more for each further KV cache (the target's and the draft's at the
+    /// settings' context) that fits in three quarters of the doctor's limit (the GPU's working set,
+    /// or memory free now) beside the models.
+    pub fn slots_that_fit(target: &Path, draft: Option<&Path>, settings: &Settings, max: usize) -> Result<usize> {
+        let m = Self::doctor(target, draft, settings)?.memory;
+        let on_gpu = m.gpu_budget == Some(m.limit);
+        let needed = if on_gpu { m.gpu_needed } else { m.needed };
+        let per_slot = (m.target_kv + m.draft_kv).max(1);
+        let spare = (m.limit / 4 * 3).saturating_sub(needed);
+        Ok(usize::try_from(1 + spare / per_slot).unwrap_or(max).clamp(1, max.max(1)))
+    }
+
     /// The doctor's verdict from the headers alone (nothing loads): a pair that cannot fit in
     /// memory now (at the settings' context and KV cache types) is an error. Vocabularies that
     /// differ are not: such a draft drafts across vocabularies. Returns the diagnosis.

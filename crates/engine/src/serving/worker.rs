@@ -15,7 +15,7 @@ use std::time::Instant;
 
 pub use draftlab_core::serving::protocol::*;
 
-use crate::decoding::chat::{ChatInput, ChatSlot};
+use crate::decoding::chat::{ChatInput, Slots};
 use crate::decoding::generate::Event;
 use crate::decoding::session::Session;
 use crate::decoding::settings::{Mode, Settings, ValidSettings};
@@ -242,8 +242,8 @@ pub fn serve<R: BufRead + Send + 'static, W: Write + Send + 'static>(input: R, o
                 }
                 cancels.forget(id);
             }
-            Command::Chat { target, draft, mode, input, settings, open_ended } => {
-                let job = ChatJob::new(id, target, draft, mode, input, settings, open_ended);
+            Command::Chat { target, draft, mode, input, settings, open_ended, slots } => {
+                let job = ChatJob { slots, ..ChatJob::new(id, target, draft, mode, input, settings, open_ended) };
                 match chat_jobs(&out, &rx, &cancels, &mut warm, job) {
                     Some(next) => pending = Some(next),
                     None => return,
@@ -371,6 +371,8 @@ struct ChatJob {
     sent: Settings,
     settings: Result<ValidSettings, Error>,
     open_ended: bool,
+    /// Conversations to keep warm side by side.
+    slots: usize,
 }
 
 impl ChatJob {
@@ -386,7 +388,7 @@ impl ChatJob {
         let settings = sent.clone().validate(mode);
         let uses_draft = settings.as_ref().is_ok_and(|s| mode == Mode::Speculative && s.strategy.loads_draft());
         let key = LoadKey { target, draft: draft.filter(|_| uses_draft), n_ctx: sent.n_ctx };
-        ChatJob { id, key, mode, input, sent, settings, open_ended }
+        ChatJob { id, key, mode, input, sent, settings, open_ended, slots: 1 }
     }
 
     /// The request again (for the main loop, which loads other models for it).
@@ -398,6 +400,7 @@ impl ChatJob {
             input: self.input,
             settings: self.sent,
             open_ended: self.open_ended,
+            slots: self.slots,
         };
         Request { id: self.id, command }
     }
@@ -422,7 +425,7 @@ fn chat_jobs<W: Write>(
         return rx.recv().ok();
     }
     let (key, session) = warm.as_ref().expect("loaded above");
-    let mut slot = ChatSlot::new(session);
+    let mut slots = Slots::new(session);
     let mut job = first;
     loop {
         let running = Running { id: job.id, out, cancel: cancels.flag(job.id) };
@@ -437,7 +440,7 @@ fn chat_jobs<W: Write>(
                 .and_then(|()| {
                     running.with_events(
                         |event| Reply::Event { event },
-                        |w| slot.run(job.mode, &job.input, settings, job.open_ended, w),
+                        |w| slots.run(job.slots, job.mode, &job.input, settings, job.open_ended, w),
                     )
                 })
                 .map(|_| ())
@@ -459,8 +462,11 @@ fn chat_jobs<W: Write>(
                 {
                     out.send(id, count_tokens(session, &input).unwrap_or_else(|e| Reply::Error { error: e.info() }));
                 }
-                Ok(Request { id, command: Command::Chat { target, draft, mode, input, settings, open_ended } }) => {
-                    let next = ChatJob::new(id, target, draft, mode, input, settings, open_ended);
+                Ok(Request {
+                    id,
+                    command: Command::Chat { target, draft, mode, input, settings, open_ended, slots },
+                }) => {
+                    let next = ChatJob { slots, ..ChatJob::new(id, target, draft, mode, input, settings, open_ended) };
                     let same = match &next.settings {
                         Err(e) => {
                             out.send(id, Reply::Error { error: e.info() });
