@@ -433,6 +433,55 @@ def chat_and_serve(s, smol, out):
     s.click("nav-run" if s.exists("nav-run") else "nav-history")
 
 
+def find_fastest(s, models, out):
+    """Find fastest on the Qwen target, with its 0.5B draft beside it in a folder of their own:
+    the n-gram strategies, the draft and auto measured (or dropped with a reason), ranked with
+    verdicts; Serve on a ranked row starts the server with that setting, which then answers."""
+    import tempfile
+    pair = pathlib.Path(tempfile.mkdtemp(prefix="draftlab-e2e-tune-"))
+    for name in ("qwen2.5-coder-1.5b-instruct-q4_k_m.gguf", "qwen2.5-coder-0.5b-instruct.gguf"):
+        (pair / name).symlink_to(models / name)
+    target = str(pair / "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf")
+    # The server the row starts listens on a free port.
+    s.click("nav-serve")
+    s.set_value("serve-port", "0")
+    s.click("nav-run")
+    choose(s, "target", target)
+    # Short runs: the plan's tokens, at most Max tokens.
+    s.script("const i = [...document.querySelectorAll('.inspector label')].find(l => l.textContent.startsWith('Max tokens')).querySelector('input');"
+             "i.value = '24'; i.dispatchEvent(new Event('input', {bubbles: true}));")
+    t0 = time.time()
+    s.click("find-fastest")
+    wait("the tune's progress", lambda: s.exists("tune-progress"), timeout=60)
+    s.screenshot(out / "tune-running.png")
+    wait("the ranked result", lambda: s.exists("find-fastest") and s.exists("tune-rows"), timeout=900)
+    took = time.time() - t0
+    rows = s.script("return [...document.querySelectorAll('[data-testid=tune-row]')].map(r => [r.dataset.strategy, r.dataset.verdict, r.querySelector('th').textContent.trim()])")
+    dropped = s.text("tune-dropped") if s.exists("tune-dropped") else ""
+    strategies = [r[0] for r in rows]
+    for want in ("lookup", "ngram-mod", "draft", "auto"):
+        assert want in strategies or want in dropped, (want, rows, dropped)
+    assert all(r[1] in ("faster", "within_noise", "slower") for r in rows), rows
+    s.screenshot(out / "tune-result.png")
+    print(f"e2e: find fastest: {len(rows)} settings ranked in {took:.0f} s: {rows}")
+    # Serve the first row: the Serve view starts with its setting, and the server answers.
+    s.script("document.querySelector('[data-testid=tune-row] [data-testid=tune-serve]').click()")
+    wait("the server", lambda: s.attr("serve-status", "data-running") == "yes", timeout=120)
+    url, key = s.text("serve-url"), s.prop("serve-key", "value")
+    body = json.dumps({"model": "any", "messages": [{"role": "user", "content": "Say hi."}], "max_tokens": 8}).encode()
+    req = urllib.request.Request(url + "/chat/completions", data=body,
+                                 headers={"Content-Type": "application/json", "Authorization": f"Bearer {key}"})
+    with urllib.request.urlopen(req, timeout=240) as r:
+        v = json.loads(r.read())
+    assert v["choices"][0]["message"]["content"], v
+    assert v["usage"]["draftlab"]["strategy"] == rows[0][0], (v["usage"]["draftlab"], rows[0])
+    s.screenshot(out / "tune-serve.png")
+    s.click("serve-stop")
+    wait("the server off", lambda: s.attr("serve-status", "data-running") == "no", timeout=30)
+    s.click("nav-run")
+    print(f"e2e: find fastest: Serve on {rows[0][2]} started the server, which answered with {v['usage']['draftlab']['strategy']}")
+
+
 ERROR_HOOKS = (
     "window.__errors = [];"
     "window.addEventListener('error', (e) => window.__errors.push(String(e.message || e.error)));"
@@ -811,6 +860,9 @@ def main():
             drafter_finder(s, models, out)
             bundle_download(s)
             return
+        if os.environ.get("E2E_ONLY") == "tune":
+            find_fastest(s, models, out)
+            return
         if os.environ.get("E2E_ONLY") == "head":
             head_drafter(s, models, out)
             return
@@ -899,6 +951,7 @@ def main():
         bad_files(s, smol, out)
         chat_and_serve(s, smol, out)
         chat_tools(s, qwen, out)
+        find_fastest(s, models, out)
         sweep_view(s, models, out)
         models_view(s)
         every_view(s, out)

@@ -5,7 +5,7 @@
 use draftlab_core::decoding::{compare, constraint, options, report, sampling, settings, strategy, template};
 use draftlab_core::files::{catalog, discover, doctor, estimate, finder, gguf, hub, memory};
 use draftlab_core::measuring::sweep as engine_sweep;
-use draftlab_core::measuring::{bench, charts};
+use draftlab_core::measuring::{bench, charts, tune as engine_tune};
 use draftlab_core::{error, machine, setting};
 use ts_rs::{Config, TS};
 
@@ -133,6 +133,13 @@ pub fn typescript() -> String {
         finder::Way,
         finder::Refused,
         finder::Drafters,
+        engine_tune::Candidate,
+        engine_tune::Dropped,
+        engine_tune::SpeedVerdict,
+        engine_tune::TuneRow,
+        engine_tune::TuneResult,
+        engine_tune::TuneEvent,
+        crate::tune::TuneRequest,
         estimate::Experts,
         estimate::Swa,
         estimate::Linear,

@@ -244,6 +244,8 @@ fn follow(
             | Reply::Drafters { .. }
             | Reply::Template { .. }
             | Reply::Counted { .. }
+            | Reply::Tune { .. }
+            | Reply::Tuned { .. }
             | Reply::RunEvent { .. }
             | Reply::Compared { .. } => {}
         }

@@ -18,6 +18,8 @@ pub const COMMANDS: &[&str] = &[
     "sweep_list",
     "sweep_plan",
     "sweep_get",
+    "tune",
+    "tuned",
     "save_chart",
     "export_results",
     "models_on_disk",

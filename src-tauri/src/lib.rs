@@ -15,6 +15,7 @@ pub mod serve;
 pub mod state;
 pub mod store;
 pub mod sweep;
+pub mod tune;
 pub mod window;
 
 use std::path::PathBuf;
@@ -183,6 +184,25 @@ async fn sweep(
 async fn sweep_plan(state: State<'_, Arc<AppState>>, spec: SweepSpec) -> Result<usize, ApiError> {
     let state = Arc::clone(state.inner());
     blocking("sweep_plan", move || state.workers.sweep_plan(spec)).await?
+}
+
+/// Finds the fastest drafter for a target in the engine worker (every drafter on disk that fits,
+/// and `auto`, measured against the target alone); progress streams on `on_event`. Cancel stops
+/// it between runs, keeping what was measured.
+#[tauri::command]
+async fn tune(
+    state: State<'_, Arc<AppState>>,
+    request: tune::TuneRequest,
+    on_event: Channel<draftlab_core::measuring::tune::TuneEvent>,
+) -> Result<draftlab_core::measuring::tune::TuneResult, ApiError> {
+    let state = Arc::clone(state.inner());
+    blocking("tune", move || tune::execute(&state, request, &mut |e| drop(on_event.send(e)))).await?
+}
+
+/// The latest result of Find fastest for a target on this machine (none: never tuned here).
+#[tauri::command]
+async fn tuned(target: PathBuf) -> Result<Option<draftlab_core::measuring::tune::TuneResult>, ApiError> {
+    blocking("tuned", move || tune::kept(&target)).await
 }
 
 #[tauri::command]
@@ -456,6 +476,8 @@ pub fn build_app<R: Runtime>(builder: tauri::Builder<R>, state: AppState) -> tau
             set_unload_after,
             app_info,
             sweep,
+            tune,
+            tuned,
             sweep_list,
             sweep_plan,
             sweep_get,

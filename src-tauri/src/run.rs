@@ -233,7 +233,9 @@ impl Following {
                 | Reply::Discovered { .. }
                 | Reply::Drafters { .. }
                 | Reply::Template { .. }
-                | Reply::Counted { .. } => continue,
+                | Reply::Counted { .. }
+                | Reply::Tune { .. }
+                | Reply::Tuned { .. } => continue,
             };
             if mode != self.mode {
                 // A `both` job's speculative run: on the models already loaded.

@@ -100,6 +100,12 @@ pub(crate) enum Command {
     /// predicted first, then measured. Writes OUT/results.json after every cell (run the same
     /// command again to resume), then the heat map, charts and a CSV.
     Sweep(SweepArgs),
+    /// Find the fastest drafter for a target on this machine: every drafter the finder lists that
+    /// is on disk and fits (the n-gram strategies, draft models, the target's MTP layers and
+    /// drafter files) and `auto`, each predicted from measured costs (the hopeless dropped, saying
+    /// why), the rest measured against the target alone with alternating repetitions on built-in
+    /// prompts (or yours); ranked, each with its verdict. The result is kept for the app.
+    Tune(TuneArgs),
     /// Draw a chart from a results file: `run --json` output, `bench --json`, or a sweep's
     /// results.json. PNG (2× scale) or SVG, by the --out extension.
     Chart {
@@ -395,6 +401,36 @@ pub(crate) struct SweepArgs {
     pub(crate) prompt: PromptArgs,
     #[command(flatten)]
     pub(crate) gen: GenArgs,
+}
+
+#[derive(Args)]
+pub(crate) struct TuneArgs {
+    /// The target model (.gguf).
+    pub(crate) target: PathBuf,
+    /// The built-in prompts to measure on, comma-separated: code, prose, rewrite.
+    #[arg(long, value_delimiter = ',', default_value = "code,prose,rewrite")]
+    pub(crate) kind: Vec<String>,
+    /// Your own prompt, from a file, instead of the built-in ones.
+    #[arg(long, short = 'f', conflicts_with = "kind")]
+    pub(crate) prompt_file: Option<PathBuf>,
+    /// Alternating repetitions per prompt (the target alone, then each setting).
+    #[arg(long, default_value_t = 3)]
+    pub(crate) reps: usize,
+    /// Also look for drafters in this folder (repeatable).
+    #[arg(long)]
+    pub(crate) folder: Vec<PathBuf>,
+    /// Print the result as JSON.
+    #[arg(long)]
+    pub(crate) json: bool,
+    #[command(flatten)]
+    pub(crate) gen: GenArgs,
+}
+
+impl TuneArgs {
+    /// The settings every candidate starts from (its own strategy at the adaptive length).
+    pub(crate) fn settings(&self) -> Result<Settings, Error> {
+        self.gen.settings(DEFAULT_N_DRAFT, true, Strategy::Auto)
+    }
 }
 
 #[derive(Args)]

@@ -14,7 +14,7 @@ use draftlab_engine::Error;
 use crate::args::{Cli, Command, NgramCommand};
 use crate::commands::{
     bench_cmd, chart_cmd, doctor_cmd, drafters_cmd, export_cmd, inspect, models_cmd, ngram_build, ngram_info, pull_cmd,
-    run_cmd, serve_cmd, sweep_cmd,
+    run_cmd, serve_cmd, sweep_cmd, tune_cmd,
 };
 
 fn main() -> ExitCode {
@@ -84,6 +84,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         }
         Command::Ngram(NgramCommand::Info { file, json }) => ngram_info(file, json),
         Command::Sweep(args) => sweep_cmd(args),
+        Command::Tune(args) => tune_cmd(args),
         Command::Chart { results, kind, out, width, height } => chart_cmd(results, &kind, out, width, height),
         Command::Export { results, out } => export_cmd(results, out),
         Command::Models { folder, catalog, on_disk, json } => models_cmd(&folder, !on_disk, !catalog, json),

@@ -880,3 +880,61 @@ fn a_run_reads_the_weights_into_huge_pages_and_writes_the_same_text() {
     assert_eq!(text_default, text_mapped, "read and mapped weights write the same text");
     assert_eq!(text_default, text_off);
 }
+
+/// `draftlab tune` on the Qwen target with its 0.5B draft beside it (in a folder of their own, so
+/// the finder sees only them): the n-gram strategies, the draft and `auto` with it, each measured
+/// against the target alone (or dropped with a reason), ranked, each with a verdict that reads its
+/// spread; the JSON names every setting; the result is kept for the app.
+#[test]
+fn tune_ranks_every_drafter_on_disk_with_a_verdict() {
+    let dir = tempfile::tempdir().unwrap();
+    let (target, draft) = (dir.path().join(QWEN_TARGET), dir.path().join(QWEN_DRAFT));
+    std::os::unix::fs::symlink(model(QWEN_TARGET), &target).unwrap();
+    std::os::unix::fs::symlink(model(QWEN_DRAFT), &draft).unwrap();
+    let data = tempfile::tempdir().unwrap();
+    let o = Command::new(env!("CARGO_BIN_EXE_draftlab"))
+        .args(["tune", s(&target), "--kind", "code", "--reps", "1", "-n", "24", "--json"])
+        .env("DRAFTLAB_DATA_DIR", data.path())
+        .env("HF_HOME", data.path().join("hf"))
+        .output()
+        .unwrap();
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"));
+    assert_eq!((v["complete"].as_bool(), v["kinds"][0].as_str()), (Some(true), Some("code")));
+    let rows = v["rows"].as_array().unwrap();
+    let dropped = v["dropped"].as_array().unwrap();
+    let strategies: Vec<&str> = rows
+        .iter()
+        .map(|r| r["candidate"]["strategy"].as_str().unwrap())
+        .chain(dropped.iter().map(|d| d["label"].as_str().unwrap()))
+        .collect();
+    for s in ["lookup", "ngram-mod", "draft", "auto"] {
+        assert!(strategies.iter().any(|x| x.contains(s)), "{s} neither measured nor dropped: {strategies:?}");
+    }
+    assert!(dropped.iter().all(|d| !d["reason"].as_str().unwrap().is_empty()), "{dropped:?}");
+    let medians: Vec<f64> = rows.iter().map(|r| r["speedup"]["median"].as_f64().unwrap()).collect();
+    assert!(medians.windows(2).all(|w| w[0] >= w[1]), "not ranked: {medians:?}");
+    for r in rows {
+        let (s, drafted) = (&r["speedup"], r["drafted"].as_u64().unwrap());
+        let (min, max) = (s["min"].as_f64().unwrap(), s["max"].as_f64().unwrap());
+        let verdict = r["verdict"].as_str().unwrap();
+        let expected = if min > 1.0 && drafted > 0 {
+            "faster"
+        } else if max < 1.0 {
+            "slower"
+        } else {
+            "within_noise"
+        };
+        assert_eq!(verdict, expected, "{r}");
+        assert_eq!(r["identical"], true, "{r}");
+    }
+    // The draft model's row names its file; llama.cpp's command is given where llama.cpp has one.
+    let with_draft = rows.iter().find(|r| r["candidate"]["strategy"] == "draft").expect("the draft was measured");
+    assert!(with_draft["candidate"]["draft"].as_str().unwrap().ends_with(QWEN_DRAFT));
+    assert!(with_draft["llama_cpp"].as_str().unwrap().contains("--spec-type draft-simple"), "{with_draft}");
+    assert!(err.contains("runs") && err.contains("trying"), "no progress on stderr: {err}");
+    let kept: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(data.path().join("tuned.json")).unwrap()).unwrap();
+    assert_eq!(kept["results"].as_object().unwrap().len(), 1);
+}

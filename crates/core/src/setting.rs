@@ -45,6 +45,8 @@ pub enum Setting {
     NDrafts,
     Strategies,
     Reps,
+    /// A tune's prompts (their kinds, or the user's own).
+    Prompts,
 }
 
 /// What the app and the CLI say for a setting.
@@ -61,7 +63,7 @@ pub struct SettingInfo {
 }
 
 impl Setting {
-    pub const ALL: [Setting; 32] = [
+    pub const ALL: [Setting; 33] = [
         Setting::NPredict,
         Setting::NDraft,
         Setting::Adaptive,
@@ -94,6 +96,7 @@ impl Setting {
         Setting::NDrafts,
         Setting::Strategies,
         Setting::Reps,
+        Setting::Prompts,
     ];
 
     /// (field name, the app's label, the CLI's flag).
@@ -131,6 +134,7 @@ impl Setting {
             Setting::NDrafts => ("n_drafts", "Draft lengths", Some("--n-draft")),
             Setting::Strategies => ("strategies", "Strategies", Some("--strategies")),
             Setting::Reps => ("reps", "Repetitions", Some("--reps")),
+            Setting::Prompts => ("prompts", "Prompts", Some("--kind")),
         }
     }
 

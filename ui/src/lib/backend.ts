@@ -6,6 +6,7 @@ import type {
   ApiError, CatalogView, Chart, Diagnosis, Mode, Settings, DownloadEvent, ExportSource, VocabGroup, HistoryEntry, HistoryRun, RunEvent, RunOutcome, RunRequest, SweepEntry, SweepOutcome,
   SweepRequest, SweepSpec, SweepUiEvent, SweepView, OpenedRun, EngineStatus, UnloadOutcome,
   ChatAnswer, ChatEntry, ChatEvent, ChatRequest, Conversation, ServerRequest, ServerStatus,
+  TuneEvent, TuneRequest, TuneResult,
 } from "./types";
 
 export interface Backend {
@@ -38,6 +39,11 @@ export interface Backend {
   /// How many cells the engine would measure for this spec, or the error the sweep would start with.
   sweepPlan(spec: SweepSpec): Promise<number>;
   sweepGet(id: string): Promise<SweepView>;
+  /// Finds the fastest drafter for a target on this machine (every drafter on disk that fits, and
+  /// auto, measured against the target alone); cancel() stops it, keeping what was measured.
+  tune(request: TuneRequest, onEvent: (e: TuneEvent) => void): Promise<TuneResult>;
+  /// The latest Find fastest of a target on this machine (null: never tuned here).
+  tuned(target: string): Promise<TuneResult | null>;
   /// Asks where to save the chart (PNG or SVG) and saves it; false when the user cancels.
   saveChart(chart: Chart, name: string): Promise<boolean>;
   /// Asks where to save a run's or sweep's results (CSV or JSON) and saves them; false on cancel.
@@ -129,6 +135,12 @@ export async function tauriBackend(): Promise<Backend> {
     sweepList: () => invoke<SweepEntry[]>("sweep_list"),
     sweepPlan: (spec) => invoke<number>("sweep_plan", { spec }),
     sweepGet: (id) => invoke<SweepView>("sweep_get", { id }),
+    tune: (request, onEvent) => {
+      const channel = new Channel<TuneEvent>();
+      channel.onmessage = onEvent;
+      return invoke<TuneResult>("tune", { request, onEvent: channel });
+    },
+    tuned: (target) => invoke<TuneResult | null>("tuned", { target }),
     // The save dialog runs in Rust: the page never names a path that is written.
     saveChart: async (chart, name) => (await invoke<string | null>("save_chart", { chart, name })) !== null,
     exportResults: async (source, name, format) =>

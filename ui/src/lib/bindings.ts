@@ -26,7 +26,7 @@ head: DrafterKind | null,
  */
 model_drafts: boolean, };
 
-export type Setting = "n_predict" | "n_draft" | "adaptive" | "p_min" | "n_ctx" | "n_batch" | "threads" | "raw" | "gpu_layers" | "draft_gpu_layers" | "strategy" | "lookup_min" | "lookup_max" | "temperature" | "top_k" | "top_p" | "min_p" | "seed" | "ngram_map" | "keep_ngram_cache" | "flash_attn" | "cache_type" | "draft_cache_type" | "rpc" | "tensor_split" | "constraint" | "draft" | "targets" | "drafts" | "n_drafts" | "strategies" | "reps";
+export type Setting = "n_predict" | "n_draft" | "adaptive" | "p_min" | "n_ctx" | "n_batch" | "threads" | "raw" | "gpu_layers" | "draft_gpu_layers" | "strategy" | "lookup_min" | "lookup_max" | "temperature" | "top_k" | "top_p" | "min_p" | "seed" | "ngram_map" | "keep_ngram_cache" | "flash_attn" | "cache_type" | "draft_cache_type" | "rpc" | "tensor_split" | "constraint" | "draft" | "targets" | "drafts" | "n_drafts" | "strategies" | "reps" | "prompts";
 
 export type SettingInfo = { setting: Setting, 
 /**
@@ -947,6 +947,92 @@ ways: Array<Way>, refused: Array<Refused>,
  */
 summary: string, };
 
+export type Candidate = { 
+/**
+ * "ngram-mod", "draft model · Qwen2.5-Coder-0.5B", "auto · with Qwen2.5-Coder-0.5B".
+ */
+label: string, strategy: Strategy, draft: string | null, 
+/**
+ * What drafts, in the finder's words.
+ */
+kind: WayKind, 
+/**
+ * Memory the target needs with it (the doctor's estimate), in bytes.
+ */
+memory: number, };
+
+export type Dropped = { label: string, reason: string, };
+
+export type SpeedVerdict = "faster" | "within_noise" | "slower";
+
+export type TuneRow = { candidate: Candidate, 
+/**
+ * Predicted from the measured costs and a probe before it was measured.
+ */
+predicted: number | null, 
+/**
+ * Its tokens/s ÷ the target alone's, one per repetition and prompt.
+ */
+speedup: Spread, verdict: SpeedVerdict, 
+/**
+ * Tokens/s, of the target alone and with the setting.
+ */
+baseline_tps: Spread, speculative_tps: Spread, 
+/**
+ * Tokens it drafted over all its runs, and the share of them the target accepted.
+ */
+drafted: number, acceptance: number, 
+/**
+ * Greedy output identical to the target alone's (or apart only at a near tie), every prompt.
+ */
+identical: boolean, 
+/**
+ * The same setting with llama.cpp's own server, when llama.cpp has one.
+ */
+llama_cpp: string | null, };
+
+export type TuneResult = { target: string, 
+/**
+ * The target's name for people (its `general.name`, else its file's).
+ */
+target_name: string, machine: MachineInfo, 
+/**
+ * The prompts' kinds.
+ */
+kinds: Array<string>, reps: number, 
+/**
+ * Measured settings, fastest first.
+ */
+rows: Array<TuneRow>, 
+/**
+ * Settings not measured, with why (predicted hopeless, too big, not downloaded).
+ */
+dropped: Array<Dropped>, 
+/**
+ * Seconds since the Unix epoch when it started, and how long it took.
+ */
+started_at: number, seconds: number, 
+/**
+ * Whether every setting was measured (false: cancelled).
+ */
+complete: boolean, };
+
+export type TuneEvent = { "type": "planned", candidates: Array<Candidate>, dropped: Array<Dropped>, runs: number, } | { "type": "loading", draft: string | null, } | { "type": "predicted", label: string, predicted: number | null, dropped: string | null, } | { "type": "progress", done: number, total: number, eta_s: number, label: string, } | { "type": "measured", row: TuneRow, };
+
+export type TuneRequest = { target: string, 
+/**
+ * The built-in prompts' kinds (code, prose, rewrite), when no prompt of the user's is given.
+ */
+kinds: Array<string>, 
+/**
+ * The user's own prompt instead.
+ */
+prompt: string | null, reps: number, 
+/**
+ * Tokens per run, threads, context and the rest (each setting brings its own strategy).
+ */
+settings: Settings, };
+
 export type Experts = { count: number, used: number, 
 /**
  * Feed-forward width of one expert.
@@ -1516,5 +1602,11 @@ export const SETTINGS: SettingInfo[] = [
     "name": "reps",
     "label": "Repetitions",
     "flag": "--reps"
+  },
+  {
+    "setting": "prompts",
+    "name": "prompts",
+    "label": "Prompts",
+    "flag": "--kind"
   }
 ];

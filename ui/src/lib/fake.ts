@@ -4,6 +4,7 @@ import type { Backend, FileKind } from "./backend";
 import type { ApiError, CatalogView, DownloadEvent, Drafters, ErrorCode, Settings, VocabGroup } from "./types";
 import type { EngineStatus, OpenedRun, UnloadOutcome } from "./types";
 import type { ChatAnswer, ChatEntry, ChatEvent, ChatRequest, Conversation, ServerRequest, ServerStatus } from "./types";
+import type { Candidate, TuneEvent, TuneRequest, TuneResult, TuneRow } from "./types";
 import type { Chart, ExportSource, SweepEntry, SweepOutcome, SweepRequest, SweepSpec, SweepUiEvent, SweepView } from "./types";
 import type { Diagnosis, HistoryEntry, MachineInfo, ModelSummary, HistoryRun, LiveStats, Mode, Report, RunEvent, RunOutcome, RunRequest, TokenView } from "./types";
 
@@ -234,6 +235,60 @@ export class FakeBackend implements Backend {
     const complete = done === cells.length;
     onEvent({ type: "finished", complete });
     return { id, complete };
+  }
+
+  tunes: TuneRequest[] = [];
+  tunedResults: Record<string, TuneResult> = {};
+
+  /// The fake engine's tune: the n-gram strategies and auto, ngram-mod fastest; a draft model
+  /// (when the target has one in `drafterLists`) slower.
+  async tune(request: TuneRequest, onEvent: (e: TuneEvent) => void): Promise<TuneResult> {
+    this.tunes.push(request);
+    this.cancelled = false;
+    const ways = (await this.drafters(request.target)).ways.filter((w) => w.path !== null || w.kind === "ngram");
+    const candidates: Candidate[] = [
+      ...ways.map((w) => ({ label: w.kind === "ngram" ? w.strategy : `${w.label} · ${w.name}`, strategy: w.strategy as Candidate["strategy"], draft: w.path, kind: w.kind, memory: w.needed })),
+      { label: "auto", strategy: "auto", draft: null, kind: "ngram", memory: 1e9 },
+    ];
+    const total = candidates.length * (1 + request.reps) + 1;
+    onEvent({ type: "planned", candidates, dropped: [], runs: total });
+    onEvent({ type: "loading", draft: null });
+    const speed: Record<string, [number, number, number]> = { "ngram-mod": [1.42, 1.31, 1.55], auto: [1.36, 1.25, 1.44], lookup: [1.05, 0.97, 1.12], "ngram-cache": [1.02, 0.95, 1.08], draft: [0.71, 0.66, 0.75] };
+    const rows: TuneRow[] = [];
+    let done = 0;
+    for (const c of candidates) {
+      for (let i = 0; i <= request.reps; i++) {
+        if (this.cancelled) return this.tuneResult(request, rows, false);
+        onEvent({ type: "progress", done: done, total, eta_s: (total - done) * 2, label: `code: ${c.label}` });
+        done++;
+        if (this.options.frameMs) await new Promise((r) => setTimeout(r, this.options.frameMs));
+      }
+      const [median, min, max] = speed[c.strategy] ?? [1.0, 0.96, 1.04];
+      const verdict = min > 1 ? "faster" : max < 1 ? "slower" : "within_noise";
+      const row: TuneRow = {
+        candidate: c, predicted: median * 0.95, speedup: { median, min, max }, verdict, baseline_tps: { median: 20, min: 19, max: 21 },
+        speculative_tps: { median: 20 * median, min: 20 * min, max: 20 * max }, drafted: 120, acceptance: 0.62, identical: true,
+        llama_cpp: c.strategy === "auto" ? null : `llama-server -m ${request.target} --spec-type ${c.strategy === "draft" ? "draft-simple" : c.strategy}`,
+      };
+      rows.push(row);
+      onEvent({ type: "measured", row });
+    }
+    rows.sort((a, b) => b.speedup.median - a.speedup.median);
+    return this.tuneResult(request, rows, true);
+  }
+
+  private tuneResult(request: TuneRequest, rows: TuneRow[], complete: boolean): TuneResult {
+    const result: TuneResult = {
+      target: request.target, target_name: request.target.split("/").pop() ?? request.target, machine: MACHINE, kinds: request.kinds,
+      reps: request.reps, rows, dropped: [{ label: "draft model · big.gguf", reason: "does not fit in memory: needs 90 GiB" }],
+      started_at: 1795900000, seconds: 42, complete,
+    };
+    if (complete) this.tunedResults[request.target] = result;
+    return result;
+  }
+
+  async tuned(target: string): Promise<TuneResult | null> {
+    return this.tunedResults[target] ?? null;
   }
 
   async sweepPlan(spec: SweepSpec): Promise<number> {

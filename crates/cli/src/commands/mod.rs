@@ -11,6 +11,7 @@ mod results;
 mod run;
 mod serve;
 mod sweep;
+mod tune;
 
 pub(crate) use bench::bench_cmd;
 pub(crate) use doctor::doctor_cmd;
@@ -23,3 +24,4 @@ pub(crate) use results::{chart_cmd, export_cmd};
 pub(crate) use run::run_cmd;
 pub(crate) use serve::serve_cmd;
 pub(crate) use sweep::sweep_cmd;
+pub(crate) use tune::tune_cmd;

@@ -123,8 +123,9 @@ pub struct Bound {
 }
 
 impl Bound {
-    /// Every round drafting the same k, at its best k.
-    fn of(costs: &Costs, alpha: f64) -> Bound {
+    /// Every round drafting the same k, at its best k (0: no length pays, even when every drafted
+    /// token is accepted).
+    pub fn of(costs: &Costs, alpha: f64) -> Bound {
         let v1 = costs.verify(1);
         let speedup =
             |k: usize, accepted: f64| (1.0 + accepted) * v1 / (k as f64 * costs.draft_token_ms + costs.verify(k + 1));

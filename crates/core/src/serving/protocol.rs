@@ -90,6 +90,11 @@ pub enum Command {
         spec: SweepSpec,
         out: PathBuf,
     },
+    /// Finds the fastest drafter for a target (see the engine's `measuring::tune`): progress as
+    /// `tune` replies, the result as `tuned` (kept on disk too); frees warm models first.
+    Tune {
+        spec: crate::measuring::tune::TuneSpec,
+    },
     /// Stops job `job` between rounds (its report says `cancelled`).
     Cancel {
         job: u64,
@@ -239,6 +244,14 @@ pub enum Reply {
     SweepDone {
         complete: bool,
     },
+    /// Progress of a tune job.
+    Tune {
+        event: crate::measuring::tune::TuneEvent,
+    },
+    /// A tune job ended (cancelled: `complete` is false, and it holds what was measured).
+    Tuned {
+        result: Box<crate::measuring::tune::TuneResult>,
+    },
     Pong,
     /// The models are freed: whether any were loaded, and the worker's resident memory before and
     /// after (bytes; `None` where it cannot be read).
@@ -333,6 +346,7 @@ pub fn is_final(reply: &Reply) -> bool {
         Reply::Error { .. }
             | Reply::Bye
             | Reply::SweepDone { .. }
+            | Reply::Tuned { .. }
             | Reply::Pong
             | Reply::Unloaded { .. }
             | Reply::Diagnosis { .. }

@@ -228,6 +228,15 @@ pub fn serve<R: BufRead + Send + 'static, W: Write + Send + 'static>(input: R, o
                 }
                 cancels.forget(id);
             }
+            Command::Tune { spec } => {
+                warm = None; // a tune loads the target with each of its drafts
+                let job = Running { id, out: &out, cancel: cancels.flag(id) };
+                match job.with_events(|event| Reply::Tune { event }, |w| crate::measuring::tune::tune(&spec, w)) {
+                    Ok(result) => job.send(Reply::Tuned { result: Box::new(result) }),
+                    Err(e) => job.send(Reply::Error { error: e.info() }),
+                }
+                cancels.forget(id);
+            }
             Command::Run { target, draft, mode, prompt, settings } => {
                 let job = Running { id, out: &out, cancel: cancels.flag(id) };
                 if let Err(e) = run_job(&job, &mut warm, target, draft, Runs::One(mode), &prompt, settings) {
