@@ -36,7 +36,7 @@ describe("a tune's state", () => {
     expect(speedupWithSpread(row("x", 1.423, 1.3, 1.55, "faster"))).toBe("1.42× (1.30–1.55)");
     expect(verdictWords("faster", row("x", 1.42, 1.3, 1.55, "faster"))).toBe("1.42× faster");
     expect(verdictWords("within_noise", row("x", 1.1, 0.97, 1.2, "within_noise"))).toBe("within noise");
-    expect(verdictWords("within_noise", row("x", 1.05, 1.01, 1.08, "within_noise", 0))).toBe("within noise: drafted nothing");
+    expect(verdictWords("within_noise", row("x", 1.05, 1.01, 1.08, "within_noise", 0))).toBe("within noise: never drafted");
     expect(verdictWords("slower", row("x", 0.6, 0.5, 0.7, "slower"))).toBe("slower: not used");
     expect(timeLeft(0)).toBe("");
     expect(timeLeft(40)).toBe("40 s");

@@ -76,13 +76,17 @@ export function speedupWithSpread(r: TuneRow): string {
   return `${s.median.toFixed(2)}× (${s.min.toFixed(2)}–${s.max.toFixed(2)})`;
 }
 
+/// Why a setting never drafted over its runs, for the verdict's tooltip.
+export const NEVER_DRAFTED =
+  "It found nothing worth drafting in these runs (an n-gram strategy: no repeated text; a draft model: its adaptive length judged drafting would not pay here), so it ran as the target alone.";
+
 /// The verdict in words: "1.42× faster", "within noise", "slower: not used".
 export function verdictWords(v: SpeedVerdict, r: TuneRow): string {
   switch (v) {
     case "faster":
       return `${r.speedup.median.toFixed(2)}× faster`;
     case "within_noise":
-      return r.drafted === 0 ? "within noise: drafted nothing" : "within noise";
+      return r.drafted === 0 ? "within noise: never drafted" : "within noise";
     case "slower":
       return "slower: not used";
   }
