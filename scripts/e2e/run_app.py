@@ -414,7 +414,11 @@ def chat_and_serve(s, smol, out):
     body = json.dumps({"model": model, "messages": [{"role": "user", "content": "Say hi."}], "max_tokens": 8}).encode()
     # A random key by default, shown in the page and in its examples: without it, refused.
     key = s.prop("serve-key", "value")
-    assert key.startswith("dl-") and len(key) > 30 and key in s.text("serve-curl"), key
+    # The key is masked in the setups until Show; the curl setup then carries it.
+    s.click("serve-setup-curl")
+    assert key.startswith("dl-") and len(key) > 30 and key not in s.text("serve-setup"), key
+    s.click("serve-key-show")
+    assert key in s.text("serve-setup") and "Authorization: Bearer" in s.text("serve-setup"), s.text("serve-setup")
     req = urllib.request.Request(url + "/chat/completions", data=body, headers={"Content-Type": "application/json"})
     try:
         urllib.request.urlopen(req, timeout=60)
@@ -539,16 +543,20 @@ def every_view(s, out):
     unnamed = {}
     for theme in ("light", "dark"):
         set_theme(s, theme)
-        for view in ("run", "chat", "serve", "sweep", "models", "history"):
-            s.click(f"nav-{view}")
-            time.sleep(0.8)
-            s.screenshot(out / "views" / f"{theme}-{view}.png")
-            if theme == "light" and s.script(UNNAMED):
-                unnamed[view] = s.script(UNNAMED)
+        for w, h in ((1280, 800), (1024, 700)):
+            call("POST", f"/session/{s.id}/window/rect", {"width": w, "height": h})
+            time.sleep(0.5)
+            for view in ("run", "chat", "serve", "sweep", "models", "history"):
+                s.click(f"nav-{view}")
+                time.sleep(0.8)
+                s.screenshot(out / "views" / f"{theme}-{view}-{w}x{h}.png")
+                if theme == "light" and s.script(UNNAMED):
+                    unnamed[view] = s.script(UNNAMED)
+    call("POST", f"/session/{s.id}/window/rect", {"width": 1280, "height": 820})
     set_theme(s, "system")
     s.click("nav-run")
     assert not unnamed, f"controls without a label: {json.dumps(unnamed, indent=1)}"
-    print("e2e: every view shot in light and dark (views/); every control shown has a label")
+    print("e2e: every view shot in light and dark at 1280×800 and 1024×700 (views/); every control shown has a label")
 
 
 def set_theme(s, theme):

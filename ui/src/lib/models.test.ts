@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { FakeBackend } from "./fake";
-import { applyDownloadEvent, bytes, downloadPair, draftSuggestions, fileJob, missingPath, newDownload, newPairDownload } from "./models";
+import { applyDownloadEvent, bytes, downloadPair, draftSuggestions, fileJob, groupTitle, missingPath, newDownload, newPairDownload } from "./models";
 import type { CatalogModel, FoundModel, VocabGroup } from "./types";
 
 /// Only the parameter count of the summary matters here.
@@ -117,5 +117,20 @@ describe("a pair download", () => {
     expect(fileJob(m, "Q4_K_M")).toEqual({ repo: "org/r", file: "r-Q4_K_M.gguf", approxSize: 3 });
     expect(fileJob(m, "IQ2_XS")?.file).toBe("r-Q8_0.gguf");
     expect(fileJob({ ...m, files: [] }, "Q8_0")).toBeNull();
+  });
+});
+
+describe("a group on disk", () => {
+  const model = (name: string | null, architecture: string) =>
+    ({ path: `/m/${name}.gguf`, label: name ?? "", source: "folder", file_size: 1, summary: { name, architecture } }) as unknown as VocabGroup["models"][number];
+  it("is headed by its families, not its vocabulary's hash", () => {
+    const g = { fingerprint: "4ca839f11927b889", tokenizer: "gpt2", vocab_size: 151936, models: [model("Qwen2.5 Coder 1.5B Instruct", "qwen2"), model("Qwen2.5 Coder 0.5B Instruct", "qwen2"), model(null, "qwen2")] };
+    const t = groupTitle(g);
+    expect(t.title).toBe("Qwen2.5 Coder, qwen2");
+    expect(t.detail).toBe("151,936-token vocabulary (gpt2): they draft for each other directly");
+    expect(t.title + t.detail).not.toContain("4ca839");
+  });
+  it("says when files could not be read", () => {
+    expect(groupTitle({ fingerprint: "", tokenizer: "", vocab_size: 0, models: [] }).title).toBe("Not usable");
   });
 });

@@ -13,6 +13,29 @@ export function draftSuggestions(target: string, groups: VocabGroup[], recent: s
   return [...same, ...recent.filter((r) => r !== target && !same.includes(r))];
 }
 
+/// A group of models on disk as the Models view heads it: by family ("Qwen2.5 Coder", "SmolLM2"),
+/// from the models' own names or architectures, never by the vocabulary's hash; and what the
+/// group means ("49,152-token vocabulary (gpt2): they draft for each other directly").
+export function groupTitle(g: VocabGroup): { title: string; detail: string } {
+  if (!g.fingerprint) return { title: "Not usable", detail: "files that could not be read as models" };
+  const families: string[] = [];
+  for (const m of g.models) {
+    const s = m.summary;
+    if (!s) continue;
+    // "Qwen2.5 Coder 1.5B Instruct" → "Qwen2.5 Coder": the words before the size.
+    const words = (s.name ?? "").split(/[\s_-]+/).filter(Boolean);
+    const size = words.findIndex((w) => /^\d+(\.\d+)?[bm]$/i.test(w) || /^instruct$/i.test(w));
+    const family = (size > 0 ? words.slice(0, size) : words.slice(0, 1)).join(" ") || s.architecture;
+    if (!families.includes(family)) families.push(family);
+  }
+  const title = families.length === 0 ? "Models" : families.length <= 3 ? families.join(", ") : `${families.slice(0, 3).join(", ")} and ${families.length - 3} more`;
+  const n = g.models.length;
+  return {
+    title,
+    detail: `${g.vocab_size.toLocaleString("en-US")}-token vocabulary (${g.tokenizer})${n > 1 ? ": they draft for each other directly" : ""}`,
+  };
+}
+
 /// Which of `paths` an error says does not exist (the engine's `not_found`: "PATH: no such
 /// file"), if any.
 export function missingPath(e: ApiError, paths: string[]): string | null {

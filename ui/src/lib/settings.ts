@@ -40,6 +40,12 @@ export function settingLabel(s: Setting): string {
 
 /// A strategy as the engine describes it (`Strategy::table`): its label, the settings it reads,
 /// the ones it cannot run without, and the draft file it takes.
+/// A strategy's short name for lists ("Draft model", "Prompt lookup"); an unknown one as it came.
+export function strategyLabel(s: string): string {
+  const label = STRATEGIES.find((i) => i.strategy === s)?.label ?? s;
+  return label.split(" (")[0] ?? label;
+}
+
 export function strategyInfo(s: Strategy): StrategyInfo {
   const info = STRATEGIES.find((i) => i.strategy === s);
   if (!info) throw new Error(`unknown strategy ${s}`);

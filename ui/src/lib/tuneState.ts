@@ -1,7 +1,7 @@
 // Find fastest: the state of a tune as its events arrive (the plan, the progress bar and the time
 // left, the settings measured so far), and how its rows read: the speedup with its spread and a
 // verdict that says "within noise" when the repetitions straddle 1.0.
-import { STRATEGIES } from "./bindings";
+import { strategyLabel } from "./settings";
 import type { Candidate, Dropped, SpeedVerdict, TuneEvent, TuneResult, TuneRow } from "./types";
 
 export interface TuneState {
@@ -107,7 +107,6 @@ export function tunedBadge(result: TuneResult | null): string {
 /// A setting as a row names it: its strategy's short name from the engine's table ("Auto",
 /// "Draft model", "Prompt lookup"), and the file it drafts with, by its name without `.gguf`.
 export function settingName(c: Candidate): { name: string; file: string | null } {
-  const label = STRATEGIES.find((i) => i.strategy === c.strategy)?.label ?? c.strategy;
   const file = c.draft ? (c.draft.split(/[\\/]/).pop() ?? c.draft).replace(/\.gguf$/i, "") : null;
-  return { name: label.split(" (")[0] ?? label, file };
+  return { name: strategyLabel(c.strategy), file };
 }
