@@ -1,0 +1,290 @@
+//! An answer written as server-sent events: OpenAI's chunks (chat and completions) and
+//! Anthropic's message events. (The Responses API's events are in `responses`.)
+
+use std::convert::Infallible;
+
+use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use serde_json::{json, Value};
+use tokio::sync::mpsc;
+
+use super::{usage, Answer, Api, Step};
+use crate::errors::ApiError;
+use crate::tools::{Call, Parsed};
+use crate::Endpoint;
+
+impl Answer {
+    /// A chunk whose delta is thinking (`reasoning_content`).
+    fn thinking_chunk(&self, text: &str, first: bool) -> Value {
+        let mut c = self.chunk(None, None, first);
+        c["choices"][0]["delta"]["reasoning_content"] = json!(text);
+        c
+    }
+
+    fn chunk(&self, text: Option<&str>, finish: Option<&str>, first: bool) -> Value {
+        match self.endpoint {
+            Endpoint::Chat => {
+                let mut delta = json!({});
+                if first {
+                    delta["role"] = json!("assistant");
+                }
+                if let Some(t) = text {
+                    delta["content"] = json!(t);
+                }
+                json!({
+                    "id": self.id, "object": "chat.completion.chunk", "created": self.created, "model": self.model(),
+                    "choices": [{"index": 0, "delta": delta, "finish_reason": finish, "logprobs": null}],
+                })
+            }
+            Endpoint::Completion => json!({
+                "id": self.id, "object": "text_completion", "created": self.created, "model": self.model(),
+                "choices": [{"index": 0, "text": text.unwrap_or(""), "finish_reason": finish, "logprobs": null}],
+            }),
+        }
+    }
+
+    /// OpenAI's `tool_calls` of an answer (ids unique to it).
+    pub(super) fn tool_calls_json(&self, calls: &[Call], streamed: bool) -> Vec<Value> {
+        calls
+            .iter()
+            .enumerate()
+            .map(|(i, c)| {
+                let mut v = json!({"id": self.call_id(i), "type": "function",
+                    "function": {"name": c.name, "arguments": c.arguments}});
+                if streamed {
+                    v["index"] = json!(i);
+                }
+                v
+            })
+            .collect()
+    }
+
+    /// The answer as Anthropic's server-sent events: `message_start`, a text block's
+    /// `content_block_start` / `content_block_delta` (`text_delta`) / `content_block_stop`, each
+    /// call as a `tool_use` block (its input as one `input_json_delta`), `message_delta` with the
+    /// stop reason and usage, `message_stop`; an `error` event when it fails after starting.
+    async fn stream_anthropic(self, provenance: bool) -> Result<Response, ApiError> {
+        let (tx, rx) = mpsc::channel::<(&'static str, Value)>(64);
+        tokio::spawn(async move {
+            let mut a = self;
+            let start = json!({"type": "message_start", "message": {
+                "id": a.id, "type": "message", "role": "assistant", "model": a.model(), "content": [],
+                "stop_reason": null, "stop_sequence": null,
+                "usage": {"input_tokens": a.prompt_tokens.unwrap_or(0), "output_tokens": 0}}});
+            if tx.send(("message_start", start)).await.is_err() {
+                return;
+            }
+            // The open block (`thinking` or `text`) and its index.
+            let mut open: Option<&'static str> = None;
+            let mut index = 0;
+            loop {
+                let step = tokio::select! {
+                    step = a.next() => step,
+                    () = tx.closed() => return,
+                };
+                let mut events: Vec<(&'static str, Value)> = Vec::new();
+                let delta = |events: &mut Vec<(&'static str, Value)>,
+                             kind: &'static str,
+                             t: &str,
+                             open: &mut Option<&'static str>,
+                             index: &mut usize| {
+                    if *open != Some(kind) {
+                        if open.is_some() {
+                            events.push(("content_block_stop", json!({"type": "content_block_stop", "index": *index})));
+                            *index += 1;
+                        }
+                        let block = match kind {
+                            "thinking" => json!({"type": "thinking", "thinking": "", "signature": ""}),
+                            _ => json!({"type": "text", "text": ""}),
+                        };
+                        events.push((
+                            "content_block_start",
+                            json!({"type": "content_block_start", "index": *index, "content_block": block}),
+                        ));
+                        *open = Some(kind);
+                    }
+                    let d = match kind {
+                        "thinking" => json!({"type": "thinking_delta", "thinking": t}),
+                        _ => json!({"type": "text_delta", "text": t}),
+                    };
+                    events.push((
+                        "content_block_delta",
+                        json!({"type": "content_block_delta", "index": *index, "delta": d}),
+                    ));
+                };
+                let kind = if matches!(step, Step::Thinking(_)) { "thinking" } else { "text" };
+                let end = match step {
+                    Step::Text(t, _) | Step::Thinking(t) => {
+                        delta(&mut events, kind, &t, &mut open, &mut index);
+                        if provenance {
+                            if let Some((_, delta)) = events.last_mut() {
+                                delta["draftlab"] = json!({"tokens": std::mem::take(&mut a.sources)});
+                            }
+                        }
+                        false
+                    }
+                    Step::Done(r) => {
+                        let parsed = match a.calls.take().transpose() {
+                            Ok(p) => p.unwrap_or_default(),
+                            Err(e) => {
+                                let _ = tx.send(("error", e.anthropic_body())).await;
+                                return;
+                            }
+                        };
+                        if !parsed.content.trim().is_empty() {
+                            delta(&mut events, "text", parsed.content.trim_end(), &mut open, &mut index);
+                        }
+                        if open.is_some() {
+                            events.push(("content_block_stop", json!({"type": "content_block_stop", "index": index})));
+                            index += 1;
+                        }
+                        for (i, c) in parsed.calls.iter().enumerate() {
+                            let at = index + i;
+                            events.push(("content_block_start", json!({"type": "content_block_start", "index": at,
+                                "content_block": {"type": "tool_use", "id": a.call_id(i), "name": c.name, "input": {}}})));
+                            events.push((
+                                "content_block_delta",
+                                json!({"type": "content_block_delta", "index": at,
+                                "delta": {"type": "input_json_delta", "partial_json": c.arguments}}),
+                            ));
+                            events.push(("content_block_stop", json!({"type": "content_block_stop", "index": at})));
+                        }
+                        if !parsed.calls.is_empty() {
+                            a.calls = Some(Ok(Parsed::default()));
+                        }
+                        let stop_reason = a.stop_reason(&r);
+                        events.push((
+                            "message_delta",
+                            json!({"type": "message_delta",
+                            "delta": {"stop_reason": stop_reason, "stop_sequence": a.stop.matched()},
+                            "usage": a.anthropic_usage(&r)}),
+                        ));
+                        events.push(("message_stop", json!({"type": "message_stop"})));
+                        true
+                    }
+                    Step::Failed(e) => {
+                        events.push(("error", ApiError::engine(&e).anthropic_body()));
+                        true
+                    }
+                };
+                for e in events {
+                    if tx.send(e).await.is_err() {
+                        return;
+                    }
+                }
+                if end {
+                    return;
+                }
+            }
+        });
+        let events = futures_util::stream::unfold(rx, |mut rx| async move {
+            rx.recv()
+                .await
+                .map(|(name, data)| (Ok::<_, Infallible>(SseEvent::default().event(name).data(data.to_string())), rx))
+        });
+        Ok(Sse::new(events).keep_alive(KeepAlive::default()).into_response())
+    }
+
+    /// The answer as server-sent events. Errors before generation starts (a prompt that does not
+    /// fit, a bad setting) are plain HTTP errors; after that, an `error` event ends the stream. A
+    /// task writes the events; when the client goes away it stops, and dropping the answer cancels
+    /// the job.
+    pub(crate) async fn stream(
+        mut self,
+        usage_chunk: bool,
+        timings: bool,
+        provenance: bool,
+    ) -> Result<Response, ApiError> {
+        let first = self.next().await;
+        if let Step::Failed(e) = first {
+            return Err(ApiError::engine(&e));
+        }
+        self.buffered.insert(0, first);
+        if self.api == Api::Anthropic {
+            return self.stream_anthropic(provenance).await;
+        }
+        let (tx, rx) = mpsc::channel::<String>(64);
+        tokio::spawn(async move {
+            let mut a = self;
+            let mut first = true;
+            loop {
+                let step = tokio::select! {
+                    step = a.next() => step,
+                    () = tx.closed() => return,
+                };
+                let (events, end) = match step {
+                    Step::Text(t, at) => {
+                        let mut c = a.chunk(Some(&t), None, first);
+                        if timings {
+                            c["draftlab"] = json!({ "t_ms": at });
+                        }
+                        if provenance {
+                            c["draftlab"]["tokens"] = Value::Array(std::mem::take(&mut a.sources));
+                        }
+                        (vec![c.to_string()], false)
+                    }
+                    Step::Thinking(t) => {
+                        let mut c = a.thinking_chunk(&t, first);
+                        if provenance {
+                            c["draftlab"]["tokens"] = Value::Array(std::mem::take(&mut a.sources));
+                        }
+                        (vec![c.to_string()], false)
+                    }
+                    Step::Done(r) => {
+                        let mut out = Vec::new();
+                        if let Some(calls) = a.calls.take() {
+                            match calls {
+                                Ok(parsed) => {
+                                    if !parsed.content.trim().is_empty() {
+                                        out.push(a.chunk(Some(parsed.content.trim_end()), None, first).to_string());
+                                    }
+                                    let mut c = a.chunk(None, None, first && out.is_empty());
+                                    c["choices"][0]["delta"]["tool_calls"] =
+                                        json!(a.tool_calls_json(&parsed.calls, true));
+                                    out.push(c.to_string());
+                                    // Keeps the finish reason `tool_calls`.
+                                    a.calls = Some(Ok(Parsed::default()));
+                                }
+                                Err(e) => {
+                                    let _ = tx.send(serde_json::to_string(&e.body).unwrap_or_default()).await;
+                                    let _ = tx.send("[DONE]".to_string()).await;
+                                    return;
+                                }
+                            }
+                        }
+                        out.push(a.chunk(None, Some(a.finish_reason(&r)), first && out.is_empty()).to_string());
+                        if usage_chunk {
+                            let object =
+                                if a.endpoint == Endpoint::Chat { "chat.completion.chunk" } else { "text_completion" };
+                            out.push(
+                                json!({
+                                    "id": a.id, "object": object, "created": a.created, "model": a.model(),
+                                    "choices": [], "usage": usage(&r, a.parts.as_ref()),
+                                })
+                                .to_string(),
+                            );
+                        }
+                        (out, true)
+                    }
+                    Step::Failed(e) => {
+                        (vec![serde_json::to_string(&ApiError::engine(&e).body).unwrap_or_default()], true)
+                    }
+                };
+                first = false;
+                for e in events {
+                    if tx.send(e).await.is_err() {
+                        return;
+                    }
+                }
+                if end {
+                    let _ = tx.send("[DONE]".to_string()).await;
+                    return;
+                }
+            }
+        });
+        let events = futures_util::stream::unfold(rx, |mut rx| async move {
+            rx.recv().await.map(|data| (Ok::<_, Infallible>(SseEvent::default().data(data)), rx))
+        });
+        Ok(Sse::new(events).keep_alive(KeepAlive::default()).into_response())
+    }
+}
