@@ -24,6 +24,9 @@ use crate::error::{Error, Result};
 use crate::job::Job;
 use crate::machine::MachineInfo;
 
+mod propose;
+use propose::{model_candidate, propose, Reach};
+
 /// Runs one generation on `target` (a fresh context) with `drafters` (none: baseline). `scheduler`
 /// chooses each round's draft length (adaptive runs); without one, the first drafter with a
 /// proposal drafts the fixed length. The job's cancel is checked between rounds; a cancelled run
@@ -610,131 +613,6 @@ impl<'r, 'j, 'd> Loop<'r, 'j, 'd> {
         self.job.emit(Event::Done { report: Box::new(report.clone()) });
         (report, self.scheduler)
     }
-}
-
-/// The longest draft a round may take from each kind of drafter.
-#[derive(Debug, Clone, Copy)]
-struct Reach {
-    /// From a model (a draft model, MTP layers, a head).
-    model: usize,
-    /// From an n-gram drafter (free to draft: see `Settings::ngram_draft`).
-    ngram: usize,
-}
-
-/// This round's proposal, its statistics bucket and why. Without a schedule, the first drafter
-/// with a proposal drafts the fixed length. With one, the cheap (n-gram) drafters propose first and
-/// the schedule picks among them and the model drafters by expected tokens per millisecond, or
-/// drafts nothing. With `shadows`, the cheap drafters' whole proposals go there to be scored later
-/// (and the schedule, knowing it will learn from them, never probes them).
-fn propose(
-    target: &mut dyn Target,
-    drafters: &mut [Box<dyn Drafter + '_>],
-    scheduler: Option<&mut Scheduler>,
-    context: &[Token],
-    reach: Reach,
-    mut shadows: Option<&mut Vec<(Bucket, Vec<Token>)>>,
-    mut grammar: Option<&mut Grammar>,
-) -> Result<(Proposal, Bucket, Decision)> {
-    // A draft stops at its first token the output's grammar forbids: the target would reject it.
-    let mut cut = |p: &mut Proposal| {
-        if let Some(g) = grammar.as_deref_mut() {
-            let n = g.valid_prefix(&p.tokens);
-            p.tokens.truncate(n);
-            p.dists.truncate(n);
-        }
-    };
-    let nothing = |why| Ok((Proposal::default(), (0, 0), why));
-    if drafters.is_empty() || reach.model.max(reach.ngram) == 0 {
-        return nothing(Decision::NothingOffered);
-    }
-    let max_of = |d: &dyn Drafter| if d.is_cheap() { reach.ngram } else { reach.model };
-    let Some(s) = scheduler else {
-        for (i, d) in drafters.iter_mut().enumerate() {
-            let max = max_of(&**d);
-            if max == 0 {
-                continue;
-            }
-            let mut p = d.propose_on(target, context, max)?;
-            cut(&mut p);
-            if !p.tokens.is_empty() {
-                let bucket = (i, p.match_len);
-                return Ok((p, bucket, Decision::Fixed));
-            }
-        }
-        return nothing(Decision::NothingOffered);
-    };
-    let mut offers: Vec<Option<Proposal>> = Vec::with_capacity(drafters.len());
-    let mut candidates = Vec::with_capacity(drafters.len());
-    for (i, d) in drafters.iter_mut().enumerate() {
-        let max = max_of(&**d);
-        if d.is_cheap() {
-            let mut p = match max {
-                0 => Proposal::default(),
-                _ => d.propose_on(target, context, max)?,
-            };
-            cut(&mut p);
-            let bucket = (i, p.match_len);
-            let observed = shadows.is_some();
-            if let Some(sh) = shadows.as_deref_mut() {
-                if !p.tokens.is_empty() {
-                    sh.push((bucket, p.tokens.clone()));
-                }
-            }
-            candidates.push(Candidate {
-                bucket,
-                max: p.tokens.len(),
-                token_ms: 0.0,
-                setup_ms: 0.0,
-                observed,
-                fed: false,
-            });
-            offers.push(Some(p));
-        } else {
-            // A drafter in the target's context drafts only while the context feeds it.
-            let in_target = d.strategy().drafts_in_target();
-            let max = if in_target && !target.feeding() { 0 } else { max };
-            candidates.push(model_candidate(s, &**d, i, context, max, in_target && max > 0));
-            offers.push(None);
-        }
-    }
-    if candidates.iter().any(|c| c.fed) && !s.feeding_pays(&candidates) {
-        // It costs more than it saves: the context stops feeding it, for the rest of the run.
-        target.set_feeding(false);
-        for c in candidates.iter_mut().filter(|c| c.fed) {
-            c.max = 0;
-            c.fed = false;
-        }
-    }
-    let Some((i, k)) = s.decide(&candidates) else {
-        let offered = candidates.iter().any(|c| c.max > 0);
-        return nothing(if offered { Decision::NotWorth } else { Decision::NothingOffered });
-    };
-    let decision = if s.explored() { Decision::Explored } else { Decision::Chosen };
-    let p = match offers[i].take() {
-        Some(mut p) => {
-            p.tokens.truncate(k);
-            p.dists.truncate(k);
-            p
-        }
-        None => {
-            let mut p = drafters[i].propose_on(target, context, k)?;
-            cut(&mut p);
-            p
-        }
-    };
-    Ok((p, candidates[i].bucket, decision))
-}
-
-/// A model drafter as a candidate of the schedule: it costs time per drafted token, and first
-/// the tokens it missed while other drafters ran (its first drafted token comes with them).
-fn model_candidate(s: &Scheduler, d: &dyn Drafter, i: usize, context: &[Token], max: usize, fed: bool) -> Candidate {
-    let costs = s.costs();
-    let extra = d.round_cost();
-    let token_ms = costs.draft_token_ms * extra.steps_per_token;
-    let setup_ms = (costs.catch_up_ms(d.catch_up_tokens(context)) - costs.draft_token_ms).max(0.0)
-        + extra.extra_steps * costs.draft_token_ms
-        + extra.overhead_ms;
-    Candidate { bucket: (i, 0), max, token_ms, setup_ms, observed: false, fed }
 }
 
 #[cfg(test)]

@@ -36,6 +36,11 @@ use crate::setting::Setting;
 use draftlab_core::decoding::chat::ChatInput;
 use draftlab_core::decoding::template::{ChatMessage, RenderOptions, Tool};
 
+mod checks;
+mod costs;
+mod drafters;
+pub use checks::diagnose;
+
 /// What measured costs depend on: whether the draft model's cost is measured, context, batch,
 /// threads, largest verify batch, and the drafter the target's context feeds (none: a plain one).
 type CostsKey = (bool, u32, u32, u32, usize, Option<NativeKind>);
@@ -235,45 +240,6 @@ fn conversation_tokens(
     Err(refused())
 }
 
-/// The doctor's diagnosis on this machine's memory now, with the target spread over the machines
-/// at `rpc` too, split by `tensor_split` (their memory counts, and each device's share of the
-/// layers is checked; a server that does not answer is an error naming it). Nothing loads; the
-/// split is set for the next load.
-pub fn diagnose(
-    target: &GgufFile,
-    draft: Option<&GgufFile>,
-    ctx: u64,
-    kv: KvScale,
-    placement: Placement,
-    rpc: &[String],
-    tensor_split: &[f32],
-) -> Result<Diagnosis> {
-    let mut mem = crate::decoding::llama::memory_info();
-    let holders = match rpc.is_empty() {
-        true => Vec::new(),
-        false => {
-            // The split first: what remote devices report (their memory here) follows it.
-            crate::decoding::rpc::set_split(rpc, tensor_split)?;
-            let remote = crate::decoding::rpc::devices(rpc)?;
-            let holders = crate::decoding::rpc::holders(&remote);
-            // The remote devices come first; each server says what its own machine has.
-            let far = &holders[..remote.len().min(holders.len())];
-            let free: u64 = far.iter().map(|h| h.free).sum();
-            mem.available += free;
-            mem.total += far.iter().map(|h| h.total).sum::<u64>();
-            if let Some(g) = mem.gpu.as_mut() {
-                g.bytes += free;
-            }
-            holders
-        }
-    };
-    let mut dx = doctor::diagnose_with(target, draft, ctx, kv, placement, &mem);
-    if !holders.is_empty() {
-        dx.add_spread(target, ctx, kv, placement.target, &holders);
-    }
-    Ok(dx)
-}
-
 impl Session {
     /// Checks the pair with the doctor (an incompatible vocabulary or a pair that cannot fit in
     /// memory is an error, before anything loads), loads the target and — when these settings
@@ -346,80 +312,6 @@ impl Session {
         };
         session.prepare(&session.settings)?;
         Ok(session)
-    }
-
-    /// The doctor's verdict on two files, whatever it is, for these settings: their context, KV
-    /// cache types and GPU layers, and the remote machines and split they name.
-    pub fn doctor(target: &Path, draft: Option<&Path>, settings: &Settings) -> Result<Diagnosis> {
-        let tg = GgufFile::open(target)?;
-        let dg = draft.map(GgufFile::open).transpose()?;
-        diagnose(
-            &tg,
-            dg.as_ref(),
-            u64::from(settings.n_ctx),
-            settings.kv_scale(),
-            settings.placement(),
-            &settings.rpc,
-            &settings.tensor_split,
-        )
-    }
-
-    /// The largest context, in tokens, `target` (with `draft`) can run with here by the doctor's
-    /// memory model: the target's training context, at most `cap`, halved until the pair fits in
-    /// memory now; never less than the settings' own context.
-    pub fn largest_context(target: &Path, draft: Option<&Path>, settings: &Settings, cap: u32) -> Result<u32> {
-        let trained = GgufFile::open(target)?.summary().context_length.unwrap_or(u64::from(cap));
-        let mut ctx = u32::try_from(trained.min(u64::from(cap))).unwrap_or(cap);
-        while ctx > settings.n_ctx {
-            let s = Settings { n_ctx: ctx, ..settings.clone() };
-            if Self::doctor(target, draft, &s)?.memory.verdict == MemoryVerdict::Fits {
-                return Ok(ctx);
-            }
-            ctx /= 2;
-        }
-        Ok(settings.n_ctx)
-    }
-
-    /// How many conversations `target` (with `draft`) can keep warm side by side here, at most
-    /// `max`: one, and one more for each further KV cache (the target's and the draft's at the
-    /// settings' context) that fits in three quarters of the doctor's limit (the GPU's working set,
-    /// or memory free now) beside the models.
-    pub fn slots_that_fit(target: &Path, draft: Option<&Path>, settings: &Settings, max: usize) -> Result<usize> {
-        let m = Self::doctor(target, draft, settings)?.memory;
-        let on_gpu = m.gpu_budget == Some(m.limit);
-        let needed = if on_gpu { m.gpu_needed } else { m.needed };
-        let per_slot = (m.target_kv + m.draft_kv).max(1);
-        let spare = (m.limit / 4 * 3).saturating_sub(needed);
-        Ok(usize::try_from(1 + spare / per_slot).unwrap_or(max).clamp(1, max.max(1)))
-    }
-
-    /// The doctor's verdict from the headers alone (nothing loads): a pair that cannot fit in
-    /// memory now (at the settings' context and KV cache types) is an error. Vocabularies that
-    /// differ are not: such a draft drafts across vocabularies. Returns the diagnosis.
-    pub fn check(target: &Path, draft: Option<&Path>, settings: &Settings) -> Result<Diagnosis> {
-        let dx = Self::doctor(target, draft, settings)?;
-        let blocking = |topic: Topic| -> Option<String> {
-            let msgs: Vec<&str> = dx
-                .findings
-                .iter()
-                .filter(|f| f.level == Verdict::Incompatible && f.topic == topic)
-                .map(|f| f.message.as_str())
-                .collect();
-            (!msgs.is_empty()).then(|| msgs.join("; "))
-        };
-        // Vocabularies that differ only make the draft draft across them; a file without a
-        // token list cannot draft at all.
-        // A drafter file (a head) where a model belongs: say what it is and what runs it.
-        if let Some(reason) = blocking(Topic::Drafter) {
-            return Err(Error::Incompatible { reason });
-        }
-        if let Some(reason) = blocking(Topic::Vocabulary) {
-            return Err(Error::Incompatible { reason });
-        }
-        if let Some(reason) = blocking(Topic::Memory) {
-            return Err(Error::OutOfMemory { reason });
-        }
-        Ok(dx)
     }
 
     pub fn target(&self) -> &Model {
@@ -698,88 +590,6 @@ impl Session {
         Ok(())
     }
 
-    /// The drafters of a speculative run, in the order `auto` considers them; `lent.model` drafts
-    /// with the draft model (made by [`Session::model_drafter`], or kept warm by a conversation),
-    /// `lent.ngram_mod` is a conversation's ngram-mod (else a fresh one).
-    fn drafters<'a>(
-        &'a self,
-        s: &ValidSettings,
-        notes: &mut Vec<String>,
-        lent: Lent<'a>,
-        costs: Option<&Costs>,
-        fed: Option<&Costs>,
-    ) -> Result<Vec<Box<dyn Drafter + 'a>>> {
-        let Lent { model, ngram_mod } = lent;
-        let ngram_mod = || ngram_mod.map_or_else(|| Self::ngram_mod(s), Ok);
-        let mut out: Vec<Box<dyn Drafter + 'a>> = Vec::new();
-        match s.strategy {
-            Strategy::DraftModel => out.push(model.ok_or_else(no_draft)?),
-            Strategy::Mtp | Strategy::Eagle3 | Strategy::Dflash | Strategy::Dspark => {
-                out.push(self.self_drafter(s.strategy, s, costs, fed));
-            }
-            Strategy::PromptLookup => out.push(Box::new(PromptLookup::new(s.lookup_min, s.lookup_max)?)),
-            Strategy::NgramMod => out.push(ngram_mod()?),
-            Strategy::NgramCache => out.push(self.ngram_cache(s, notes)?),
-            Strategy::NgramMap => out.push(self.ngram_map(s)?.ok_or_else(|| Error::InvalidSetting {
-                setting: Setting::NgramMap,
-                reason: "is needed by the ngram-map strategy".into(),
-            })?),
-            Strategy::Auto => {
-                out.push(Box::new(PromptLookup::new(s.lookup_min, s.lookup_max)?));
-                out.push(self.ngram_cache(s, notes)?);
-                if let Some(m) = self.ngram_map(s)? {
-                    out.push(m);
-                }
-                out.push(ngram_mod()?);
-                // A drafter file given to auto drafts too (inside the target's context).
-                if let Some(kind) = self.head {
-                    out.push(self.self_drafter(Strategy::for_head(kind), s, costs, fed));
-                }
-                out.extend(model);
-            }
-        }
-        Ok(out)
-    }
-
-    /// A drafter that asks the target's context for llama.cpp's drafts (its MTP layers, or a head).
-    fn self_drafter<'a>(
-        &self,
-        strategy: Strategy,
-        s: &ValidSettings,
-        costs: Option<&Costs>,
-        fed: Option<&Costs>,
-    ) -> Box<dyn Drafter + 'a> {
-        // Until a call of this run is timed: a call as measured with the feed (see
-        // `Session::fed_costs`), else an MTP block or a head taken as about one block of the
-        // target's (plus its output layer), run once per drafted token, up to the maximum.
-        let layers = self.target.summary.n_layer.unwrap_or(1).max(1) as f64;
-        let step = costs.map_or(0.0, |c| c.verify(1));
-        let estimate = fed.map(|f| f.draft_token_ms).filter(|&ms| ms > 0.0);
-        Box::new(MtpDrafter::for_strategy(strategy, estimate.unwrap_or(step * 2.0 / layers * s.n_draft as f64)))
-    }
-
-    /// llama.cpp's `ngram-mod` drafter, at the sizes these settings give it.
-    fn ngram_mod<'a>(s: &ValidSettings) -> Result<Box<dyn Drafter + 'a>> {
-        let (n_match, n_min, n_max) = crate::decoding::settings::ngram_mod_sizes(s);
-        Ok(Box::new(NgramMod::new(n_match, n_min, n_max)?))
-    }
-
-    /// A drafter on the draft model (a fresh context), when these settings draft with one.
-    fn model_drafter(&self, s: &ValidSettings) -> Result<Option<Box<dyn Drafter + '_>>> {
-        Ok(self.model_drafter_of(s)?.map(|d| Box::new(d) as Box<dyn Drafter + '_>))
-    }
-
-    /// The draft model's drafter on a fresh context, when these settings draft with one (a
-    /// conversation keeps it for its next turn).
-    pub fn model_drafter_of(&self, s: &ValidSettings) -> Result<Option<ModelDrafter<'_>>> {
-        let Some(draft) = self.draft.as_ref().filter(|_| self.drafts_with_model(s)) else { return Ok(None) };
-        let dctx = draft.context_with(s.n_ctx, s.n_batch, s.threads, s.draft_context())?;
-        Ok(Some(match self.cross {
-            true => ModelDrafter::across(dctx, s.p_min, Translator::new(&self.target, draft, &self.prompts)),
-            false => ModelDrafter::new(dctx, s.p_min, s.sampling),
-        }))
-    }
-
     /// A chat request's prompt as target tokens: a conversation through the target's chat template
     /// (unless `raw` or the model has none: then its turns' texts one after another), or a text as
     /// it is.
@@ -799,129 +609,5 @@ impl Session {
                 })
             }
         }
-    }
-
-    fn ngram_cache(&self, s: &ValidSettings, notes: &mut Vec<String>) -> Result<Box<dyn Drafter + '_>> {
-        if !s.keep_ngram_cache {
-            return Ok(Box::new(NgramCache::new(s.lookup_min, s.lookup_max)?));
-        }
-        let vocab = &self.target.summary.vocab;
-        let header = NgramHeader {
-            vocab_fingerprint: vocab.fingerprint.clone(),
-            vocab_size: vocab.size,
-            model: self.target.id.name.clone(),
-            ..Default::default()
-        };
-        let path = crate::paths::ngram_cache_file(&vocab.fingerprint, s.lookup_min, s.lookup_max);
-        let (cache, warning) = NgramCache::persistent(s.lookup_min, s.lookup_max, path, header)?;
-        notes.extend(warning);
-        Ok(Box::new(cache))
-    }
-
-    /// The map of the `ngram_map` setting, loaded once per path and checked against the target's
-    /// vocabulary.
-    fn ngram_map(&self, s: &ValidSettings) -> Result<Option<Box<dyn Drafter + '_>>> {
-        let Some(path) = s.ngram_map.as_ref() else { return Ok(None) };
-        if let Some(t) = self.maps.borrow().get(path) {
-            return Ok(Some(Box::new(NgramMap::new(Arc::clone(t)))));
-        }
-        let (table, _) = NgramMap::load(path, &self.target)?;
-        let table = Arc::new(table);
-        self.maps.borrow_mut().insert(path.clone(), Arc::clone(&table));
-        Ok(Some(Box::new(NgramMap::new(table))))
-    }
-
-    /// The step costs for these settings: measured once per session and settings (and kept on
-    /// disk for a week, an hour for a target spread over other machines, see [`CostsCache`]),
-    /// then reused.
-    pub fn costs(&self, prompt: &[Token], settings: &ValidSettings) -> Result<Costs> {
-        let max_batch = settings.longest_draft() + 1;
-        let key = memo_key(settings, self.drafts_with_model(settings), None);
-        if let Some(c) = self.costs.borrow().get(&key) {
-            return Ok(c.clone());
-        }
-        let disk_key = self.costs_disk_key(settings);
-        let draft = self.draft.as_ref().filter(|_| self.drafts_with_model(settings));
-        let c = match CostsCache::load().get(&disk_key, costs_max_age_s(settings)) {
-            Some(c) => c,
-            None => {
-                let c = measure_costs(&self.target, draft, prompt, settings, max_batch, 3)?;
-                CostsCache::store(&disk_key, &c);
-                c
-            }
-        };
-        self.costs.borrow_mut().insert(key, c.clone());
-        Ok(c)
-    }
-
-    /// Where [`Session::costs`] keeps the costs for these settings on disk.
-    fn costs_disk_key(&self, settings: &ValidSettings) -> String {
-        let draft = self.draft.as_ref().filter(|_| self.drafts_with_model(settings));
-        costs_key(&self.target.id, draft.map(|d| &d.id), settings, settings.longest_draft() + 1)
-    }
-
-    /// Keeps what a run learned of the step costs (see [`Scheduler::learned`]) for the next runs,
-    /// in this session and on disk: a measurement is one moment of a machine whose speed drifts,
-    /// a run is hundreds of passes.
-    fn learn_costs(&self, settings: &ValidSettings, learned: Costs) {
-        let key = memo_key(settings, self.drafts_with_model(settings), None);
-        let mut memo = self.costs.borrow_mut();
-        let Some(kept) = memo.get_mut(&key) else { return };
-        if kept.verify_ms.len() != learned.verify_ms.len() {
-            return;
-        }
-        CostsCache::refine(&self.costs_disk_key(settings), &learned, costs_max_age_s(settings));
-        *kept = learned;
-    }
-
-    /// The target's step costs on a context that feeds the drafter a speculative run with these
-    /// settings drafts with inside it (MTP layers, a head), when it has one: the verify curve with
-    /// the feed, and a drafting call's time (see [`measure_fed`]). Kept like [`Session::costs`].
-    pub fn fed_costs(&self, prompt: &[Token], settings: &ValidSettings) -> Result<Option<Costs>> {
-        let Some((kind, file)) = self.drafting_in_target(Mode::Speculative, settings) else { return Ok(None) };
-        let max_batch = settings.longest_draft() + 1;
-        let key = memo_key(settings, false, Some(kind));
-        if let Some(c) = self.costs.borrow().get(&key) {
-            return Ok(Some(c.clone()));
-        }
-        // The drafter file stands where a draft model's would.
-        let draft = file.map(|f| &f.id);
-        let disk_key = format!("{}|fed:{}", costs_key(&self.target.id, draft, settings, max_batch), kind.spec_type());
-        let c = match CostsCache::load().get(&disk_key, costs_max_age_s(settings)) {
-            Some(c) => c,
-            None => {
-                let mut ctx = self.target_context(Mode::Speculative, settings)?;
-                let c = measure_fed(&mut ctx, prompt, settings, max_batch, 3)?;
-                CostsCache::store(&disk_key, &c);
-                c
-            }
-        };
-        self.costs.borrow_mut().insert(key, c.clone());
-        Ok(Some(c))
-    }
-
-    /// Tests: runs with these settings are scheduled on `plain` step costs and, when they draft
-    /// inside the target, `fed` ones, instead of what this machine measures (so a test can make a
-    /// drafter pay, or not, whatever the machine).
-    #[cfg(feature = "testing")]
-    pub fn pin_costs(&self, settings: &ValidSettings, plain: Costs, fed: Option<Costs>) {
-        let mut costs = self.costs.borrow_mut();
-        costs.insert(memo_key(settings, self.drafts_with_model(settings), None), plain);
-        if let (Some(fed), Some(kind)) = (fed, self.drafter_in_target(Mode::Speculative, settings)) {
-            costs.insert(memo_key(settings, false, Some(kind)), fed);
-        }
-    }
-
-    /// Measures the step costs afresh (`reps` interleaved repetitions, batches up to `max_batch`),
-    /// as a bench does after its runs.
-    pub fn measure_costs(
-        &self,
-        prompt: &[Token],
-        settings: &ValidSettings,
-        max_batch: usize,
-        reps: usize,
-    ) -> Result<Costs> {
-        let draft = self.draft.as_ref().filter(|_| self.drafts_with_model(settings));
-        measure_costs(&self.target, draft, prompt, settings, max_batch, reps)
     }
 }
