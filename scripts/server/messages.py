@@ -45,11 +45,21 @@ assert m.stop_reason == "tool_use", m
 use = next(b for b in m.content if b.type == "tool_use")
 assert use.name == "get_weather" and isinstance(use.input["city"], str), use
 print(f"anthropic: tool_use {use.name}({json.dumps(use.input)})")
+# Streamed: the tool_use block opens with its name, and its input arrives in input_json_delta
+# pieces as the model writes it (not as one piece at the end).
+pieces = 0
 with client.messages.stream(model=model, max_tokens=96, tools=[weather],
                             tool_choice={"type": "tool", "name": "get_weather"}, messages=q) as stream:
+    for event in stream:
+        if event.type == "content_block_start" and event.content_block.type == "tool_use":
+            assert event.content_block.name == "get_weather" and pieces == 0, event
+        if event.type == "content_block_delta" and event.delta.type == "input_json_delta":
+            pieces += 1
     final = stream.get_final_message()
 streamed_use = next(b for b in final.content if b.type == "tool_use")
 assert final.stop_reason == "tool_use" and streamed_use.input == use.input, final
+assert pieces >= 3, f"the input came in {pieces} input_json_delta pieces"
+print(f"anthropic: streamed tool_use, its input in {pieces} pieces")
 follow = q + [
     {"role": "assistant", "content": [b.model_dump(exclude_none=True) for b in m.content]},
     {"role": "user", "content": [{"type": "tool_result", "tool_use_id": use.id,

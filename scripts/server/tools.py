@@ -39,17 +39,45 @@ assert len(set(calls.values())) == 1, calls
 stream = client.chat.completions.create(model=model, messages=ask, tools=[weather, clock],
                                         tool_choice={"type": "function", "function": {"name": "get_weather"}},
                                         max_tokens=96, temperature=0, stream=True)
-name, args, finish = None, "", None
+# The name comes first, with the call's id, then the arguments in pieces as the model writes them.
+name, args, finish, pieces, ids = None, "", None, 0, set()
 for chunk in stream:
     if not chunk.choices:
         continue
     for d in chunk.choices[0].delta.tool_calls or []:
-        name = d.function.name or name
-        args += d.function.arguments or ""
+        assert d.index == 0, d
+        if d.id:
+            ids.add(d.id)
+        if d.function.name:
+            assert name is None and pieces == 0, ("the name comes once, first", d)
+            name = d.function.name
+        if d.function.arguments:
+            assert name, ("arguments before the name", d)
+            pieces += 1
+            args += d.function.arguments
     finish = chunk.choices[0].finish_reason or finish
-assert name == "get_weather" and finish == "tool_calls", (name, finish)
+assert name == "get_weather" and finish == "tool_calls" and len(ids) == 1, (name, finish, ids)
 assert json.loads(args)["city"], args
-print(f"tools: named and streamed: {name}({args})")
+assert pieces >= 3, f"the arguments came in {pieces} pieces"
+print(f"tools: named and streamed: {name}({args}) in {pieces} pieces")
+
+# The Responses API, streamed: a function_call item, its arguments in
+# function_call_arguments.delta events, then .done with all of them.
+kinds, deltas = [], ""
+with client.responses.stream(model=model, input=ask[0]["content"], max_output_tokens=96, temperature=0,
+                             tools=[{"type": "function", **weather["function"]}],
+                             tool_choice={"type": "function", "name": "get_weather"}) as rs:
+    for event in rs:
+        kinds.append(event.type)
+        if event.type == "response.function_call_arguments.delta":
+            deltas += event.delta
+    final = rs.get_final_response()
+call = next(o for o in final.output if o.type == "function_call")
+assert call.name == "get_weather" and json.loads(call.arguments) == json.loads(deltas), (call, deltas)
+assert kinds.count("response.function_call_arguments.delta") >= 3, kinds
+assert kinds.index("response.output_item.added") < kinds.index("response.function_call_arguments.delta"), kinds
+print(f"tools: responses streamed: {call.name}({call.arguments}) in "
+      f"{kinds.count('response.function_call_arguments.delta')} pieces")
 
 # Left to the model (auto): the call is read from what it writes (this model writes it in a json
 # fence rather than <tool_call>, as many small models do).

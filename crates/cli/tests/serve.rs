@@ -3,134 +3,16 @@
 //! connection halfway. The openai Python client and curl are in `scripts/test-server`.
 #![allow(clippy::unwrap_used)]
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::net::TcpStream;
-use std::process::{Child, Command, Stdio};
-use std::sync::mpsc;
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use draftlab_engine::testing::{model, QWEN_DRAFT, QWEN_TARGET, SMOLLM2};
 use serde_json::{json, Value};
 
-/// A running `draftlab serve`; stopped when dropped.
-struct Server {
-    child: Child,
-    port: u16,
-    /// The server's stderr lines (read until it says where it serves; kept afterwards so the
-    /// thread reading them keeps the pipe from filling).
-    _log: mpsc::Receiver<String>,
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// Starts a server on SmolLM2 (target and draft) with `extra` flags, and waits until it serves.
-fn serve(extra: &[&str]) -> Server {
-    serve_pair(SMOLLM2, SMOLLM2, extra)
-}
-
-/// Starts a server on a pair of test models with `extra` flags, and waits until it serves.
-fn serve_pair(target: &str, draft: &str, extra: &[&str]) -> Server {
-    let (target, draft) = (model(target), model(draft));
-    let base =
-        ["serve", "-t", target.to_str().unwrap(), "-d", draft.to_str().unwrap(), "--port", "0", "--threads", "2"];
-    serve_with(&base, extra)
-}
-
-/// Starts `draftlab` with `args` then `extra`, and waits until it serves.
-fn serve_with(args: &[&str], extra: &[&str]) -> Server {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_draftlab"))
-        .args(args)
-        .args(extra)
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let (tx, log) = mpsc::channel();
-    let stderr = child.stderr.take().unwrap();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-            let _ = tx.send(line);
-        }
-    });
-    // Owned by the server from here: a panic below still kills the process.
-    let mut server = Server { child, port: 0, _log: log };
-    let deadline = Instant::now() + Duration::from_secs(120);
-    while server.port == 0 {
-        let line =
-            server._log.recv_timeout(deadline.saturating_duration_since(Instant::now())).expect("the server started");
-        if let Some(rest) = line.split("http://127.0.0.1:").nth(1) {
-            server.port = rest.split('/').next().unwrap().parse().unwrap();
-        }
-    }
-    server
-}
-
-/// An HTTP response: status, headers (lower case), and the body.
-struct Response {
-    status: u16,
-    head: String,
-    body: String,
-}
-
-impl Response {
-    fn json(&self) -> Value {
-        serde_json::from_str(&self.body).unwrap_or_else(|e| panic!("{e}: {}", self.body))
-    }
-}
-
-fn request(port: u16, method: &str, path: &str, headers: &[(&str, &str)], body: &[u8]) -> Response {
-    let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(300))).unwrap();
-    let mut head = format!("{method} {path} HTTP/1.1\r\nConnection: close\r\nContent-Length: {}\r\n", body.len());
-    if !headers.iter().any(|(k, _)| k.eq_ignore_ascii_case("host")) {
-        head.push_str("Host: 127.0.0.1\r\n");
-    }
-    for (k, v) in headers {
-        head.push_str(&format!("{k}: {v}\r\n"));
-    }
-    head.push_str("\r\n");
-    s.write_all(head.as_bytes()).unwrap();
-    s.write_all(body).unwrap();
-    let mut raw = Vec::new();
-    s.read_to_end(&mut raw).unwrap();
-    let raw = String::from_utf8_lossy(&raw).into_owned();
-    let (head, body) = raw.split_once("\r\n\r\n").unwrap_or((&raw, ""));
-    let status = head.split(' ').nth(1).unwrap().parse().unwrap();
-    let chunked = head.to_ascii_lowercase().contains("transfer-encoding: chunked");
-    Response { status, head: head.to_ascii_lowercase(), body: if chunked { dechunk(body) } else { body.to_string() } }
-}
-
-/// The body of a chunked response.
-fn dechunk(mut body: &str) -> String {
-    let mut out = String::new();
-    while let Some((size, rest)) = body.split_once("\r\n") {
-        let n = usize::from_str_radix(size.trim(), 16).unwrap_or(0);
-        if n == 0 {
-            break;
-        }
-        out.push_str(&rest[..n]);
-        body = &rest[n + 2..];
-    }
-    out
-}
-
-fn post(port: u16, path: &str, body: &Value) -> Response {
-    request(port, "POST", path, &[("Content-Type", "application/json")], body.to_string().as_bytes())
-}
-
-fn model_id() -> &'static str {
-    SMOLLM2.strip_suffix(".gguf").unwrap()
-}
-
-/// The `data:` payloads of a server-sent event stream.
-fn events(body: &str) -> Vec<String> {
-    body.lines().filter_map(|l| l.strip_prefix("data: ")).map(str::to_string).collect()
-}
+mod support;
+use support::*;
 
 fn chat(messages: Value, extra: Value) -> Value {
     let mut b = json!({"model": model_id(), "messages": messages, "max_tokens": 24, "temperature": 0});
@@ -314,12 +196,6 @@ fn models_health_and_every_error_in_openai_shape() {
     assert_eq!(request(k.port, "POST", "/v1/chat/completions", &right, body.to_string().as_bytes()).status, 200);
     assert_eq!(error(request(k.port, "GET", "/v1/models", &[], b""), 401)["code"], "invalid_api_key");
     assert_eq!(request(k.port, "GET", "/health", &[], b"").status, 200);
-}
-
-/// Starts a server on one test model, no draft, with `extra` flags.
-fn serve_alone(target: &str, extra: &[&str]) -> Server {
-    let target = model(target);
-    serve_with(&["serve", "-t", target.to_str().unwrap(), "--port", "0", "--threads", "2"], extra)
 }
 
 /// A follow-up turn keeps the earlier turns' KV cache: with a draft model, and with the target
@@ -509,20 +385,6 @@ fn a_web_page_cannot_use_the_server() {
     }
 }
 
-/// The server-sent events of a stream: `(event name, data)`.
-fn named_events(body: &str) -> Vec<(String, Value)> {
-    let mut out = Vec::new();
-    let mut name = String::new();
-    for line in body.lines() {
-        if let Some(n) = line.strip_prefix("event: ") {
-            name = n.to_string();
-        } else if let Some(d) = line.strip_prefix("data: ") {
-            out.push((std::mem::take(&mut name), serde_json::from_str(d).unwrap_or_else(|e| panic!("{e}: {d}"))));
-        }
-    }
-    out
-}
-
 /// What Claude Code 2.1.328 sends on its first request, as recorded: its own model name, 128,000
 /// `max_tokens`, `system` as blocks and a `system` message among the turns, adaptive thinking
 /// with its text omitted, `context_management`, `output_config`, `metadata`, tools with
@@ -701,4 +563,63 @@ fn responses_answer_as_chat_does_whole_streamed_and_continued() {
     let r = post(s.port, "/v1/responses", &json!({"input": "y", "previous_response_id": unkept["id"]}));
     assert_eq!(r.status, 404, "{}", r.body);
     assert_eq!(r.json()["error"]["code"], "previous_response_not_found");
+}
+
+/// A chat template in ChatML (so SmolLM2 reads its turns) that shows tools and teaches
+/// the call format whose `marker` tells the family (see the server's `Format::of_template`).
+fn template_teaching(marker: &str) -> String {
+    format!(
+        "{{%- if tools %}}<|im_start|>system\nYou may call these tools: {{{{ tools | tojson }}}}. Call one by writing \
+         {marker}.<|im_end|>\n{{%- endif %}}{{%- for m in messages %}}<|im_start|>{{{{ m.role }}}}\n{{{{ m.content }}}}\
+         <|im_end|>\n{{%- endfor %}}{{%- if add_generation_prompt %}}<|im_start|>assistant\n{{%- endif %}}"
+    )
+}
+
+/// A required call is made, and read back, in every family's format the server reads (Hermes is
+/// the Qwen template's own, in `scripts/test-server`): the grammar made of the request's tools
+/// compiles on a real vocabulary (SmolLM2's), the model writes the call through it, and the answer holds
+/// the call as `tool_calls`, whole and streamed as it is written.
+#[test]
+fn a_required_call_is_made_in_every_family_s_format() {
+    let dir = tempfile::tempdir().unwrap();
+    let weather = json!({"type": "function", "function": {"name": "get_weather", "description": "The weather in a city.",
+        "parameters": {"type": "object", "properties": {"city": {"type": "string", "maxLength": 24}}, "required": ["city"], "additionalProperties": false}}});
+    for (family, marker) in [
+        ("llama3", "<|start_header_id|>assistant then {\"name\": …, \"parameters\": …}"),
+        ("mistral", "[TOOL_CALLS] then a list of calls"),
+        ("harmony", "<|channel|>commentary to=functions.NAME then the arguments"),
+        ("gemma4", "<|tool_call>call:NAME{…}<tool_call|>"),
+    ] {
+        let path = dir.path().join(format!("{family}.jinja"));
+        std::fs::write(&path, template_teaching(marker)).unwrap();
+        let s = serve_alone(SMOLLM2, &["--chat-template-file", path.to_str().unwrap()]);
+        let mut body = json!({"model": "any", "max_tokens": 96, "temperature": 0, "tools": [weather],
+            "tool_choice": "required", "parallel_tool_calls": false,
+            "messages": [{"role": "user", "content": "What is the weather in Paris?"}]});
+        let v = post(s.port, "/v1/chat/completions", &body).json();
+        let choice = &v["choices"][0];
+        assert_eq!(choice["finish_reason"], "tool_calls", "{family}: {v}");
+        let call = &choice["message"]["tool_calls"][0]["function"];
+        assert_eq!(call["name"], "get_weather", "{family}: {v}");
+        let args: Value = serde_json::from_str(call["arguments"].as_str().unwrap()).unwrap();
+        if family != "gemma4" {
+            assert!(args["city"].is_string(), "{family}: the schema's argument: {v}");
+        }
+        body["stream"] = json!(true);
+        let r = post(s.port, "/v1/chat/completions", &body);
+        let (mut name, mut joined) = (String::new(), String::new());
+        for e in events(&r.body).iter().filter(|e| e.as_str() != "[DONE]") {
+            let c: Value = serde_json::from_str(e).unwrap();
+            for d in c["choices"][0]["delta"]["tool_calls"].as_array().into_iter().flatten() {
+                name.push_str(d["function"]["name"].as_str().unwrap_or(""));
+                joined.push_str(d["function"]["arguments"].as_str().unwrap_or(""));
+            }
+        }
+        assert_eq!(name, "get_weather", "{family}: {}", r.body);
+        // The pieces join into the call's arguments (the two answers may differ where a tiny
+        // model's greedy choice is a near-tie between batch shapes: each is checked on its own).
+        let streamed: Value = serde_json::from_str(&joined).unwrap_or_else(|e| panic!("{family}: {e}: {joined}"));
+        assert!(streamed.is_object() && (family == "gemma4" || streamed["city"].is_string()), "{family}: {joined}");
+        println!("{family}: {}({})", call["name"], call["arguments"]);
+    }
 }

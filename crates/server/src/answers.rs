@@ -23,7 +23,7 @@ use crate::errors::ApiError;
 use crate::openai::{CompletionTokensDetails, SpeculationUsage, Usage};
 use crate::reasoning::{self, Part, PartUsage, Split};
 use crate::stop::StopFilter;
-use crate::tools::{Hold, Parsed, ToolCalls};
+use crate::tools::{CallPiece, CallStream, Hold, Parsed, ToolCalls};
 use crate::{Counters, Endpoint, Shared};
 
 mod stream;
@@ -61,6 +61,8 @@ pub(crate) enum Step {
     Text(String, f64),
     /// A reasoning model's thinking.
     Thinking(String),
+    /// A piece of a call, as the model writes it (only once [`Answer::stream_calls`] asked).
+    Call(CallPiece),
     Done(Box<Report>),
     Failed(ErrorInfo),
 }
@@ -102,6 +104,8 @@ pub(crate) struct Answer {
     hide_thinking: bool,
     /// The prompt's tokens, once the engine read it (for Anthropic's `message_start`).
     pub(crate) prompt_tokens: Option<usize>,
+    /// Calls read while they are written, for a stream (see [`Answer::stream_calls`]).
+    call_stream: Option<CallStream>,
 }
 
 /// A request's thinking budget: its tokens, and the job it asked for (continued, with the
@@ -124,7 +128,7 @@ pub(crate) enum Api {
 /// An answer's tool calls, read (or why they could not be).
 fn read_calls(tools: &ToolCalls, text: &str, report: &Report) -> Result<Parsed, ApiError> {
     let format = tools.format;
-    if report.stop_reason == StopReason::MaxTokens && format.certain(text) {
+    if report.stop_reason == StopReason::MaxTokens && (tools.required || format.certain(text)) {
         return Err(ApiError::new(
             StatusCode::BAD_REQUEST,
             "invalid_request_error",
@@ -136,7 +140,9 @@ fn read_calls(tools: &ToolCalls, text: &str, report: &Report) -> Result<Parsed, 
             ),
         ));
     }
-    format.parse(text, &tools.names).map_err(|why| {
+    let read =
+        if tools.required { format.parse_required(text, &tools.names) } else { format.parse(text, &tools.names) };
+    read.map_err(|why| {
         ApiError::new(
             StatusCode::INTERNAL_SERVER_ERROR,
             "server_error",
@@ -161,7 +167,7 @@ impl Answer {
         api: Api,
     ) -> Self {
         let tools = tools.map(|t| {
-            let hold = Hold::new(t.format);
+            let hold = Hold::new(t.format, t.required);
             (t, hold)
         });
         let answer = Answer {
@@ -185,6 +191,7 @@ impl Answer {
             parts: None,
             hide_thinking: false,
             prompt_tokens: None,
+            call_stream: None,
         };
         answer.with_id()
     }
@@ -196,6 +203,33 @@ impl Answer {
         self.budget = budget;
         self.hide_thinking = hidden;
         self
+    }
+
+    /// Sends calls as they are written ([`Step::Call`]), rather than whole at the end: a stream
+    /// asks for this before it reads the answer.
+    pub(crate) fn stream_calls(&mut self) {
+        if self.tools.is_some() {
+            self.call_stream = Some(CallStream::default());
+        }
+    }
+
+    /// How many calls went out as they were written: the answer's first calls (the rest go out
+    /// whole at the end).
+    pub(crate) fn calls_streamed(&self) -> usize {
+        self.call_stream.as_ref().map_or(0, CallStream::started)
+    }
+
+    /// The pieces of calls written since the last look, as steps.
+    fn call_pieces(&mut self) -> Vec<Step> {
+        let (Some((tools, hold)), Some(stream)) = (self.tools.as_ref(), self.call_stream.as_mut()) else {
+            return Vec::new();
+        };
+        match hold.held() {
+            Some(held) if tools.required || tools.format.certain(held) => {
+                stream.update(tools.format, held).into_iter().map(Step::Call).collect()
+            }
+            _ => Vec::new(),
+        }
     }
 
     /// Text from the stop filter (one token's, when `token`), split into thinking and answer, the
@@ -215,6 +249,8 @@ impl Answer {
                     if !out.is_empty() {
                         self.buffered.push(Step::Text(out, at));
                     }
+                    let pieces = self.call_pieces();
+                    self.buffered.extend(pieces);
                 }
             }
         }
@@ -376,8 +412,13 @@ impl Answer {
                             Part::Answer => rest.push_str(&t),
                         }
                     }
+                    let mut pieces = Vec::new();
+                    if self.tools.is_some() {
+                        rest = self.release(rest);
+                        pieces = self.call_pieces();
+                    }
                     if let Some((tools, hold)) = self.tools.as_mut() {
-                        let mut out = hold.push(&rest);
+                        let mut out = std::mem::take(&mut rest);
                         let (held, tail) = hold.finish();
                         match held.then(|| read_calls(tools, &tail, &report)) {
                             // Held text that holds no call after all (a fenced block of code).
@@ -390,6 +431,7 @@ impl Answer {
                     if !rest.is_empty() {
                         self.buffered.push(Step::Text(rest, epoch_ms()));
                     }
+                    self.buffered.extend(pieces);
                     self.buffered.push(Step::Done(report));
                     return self.buffered.remove(0);
                 }
@@ -469,18 +511,24 @@ impl Answer {
             "draftlab": usage(r, self.parts.as_ref()).draftlab})
     }
 
-    /// The whole answer in one response.
-    pub(crate) async fn whole(mut self) -> Result<Response, ApiError> {
+    /// The whole answer: its text and thinking, and the report (its calls are read at the end).
+    pub(crate) async fn collect(&mut self) -> Result<(String, String, Box<Report>), ApiError> {
         let mut text = String::new();
         let mut thinking = String::new();
-        let report = loop {
+        loop {
             match self.next().await {
                 Step::Text(t, _) => text.push_str(&t),
                 Step::Thinking(t) => thinking.push_str(&t),
-                Step::Done(r) => break r,
+                Step::Call(_) => {}
+                Step::Done(r) => return Ok((text, thinking, r)),
                 Step::Failed(e) => return Err(ApiError::engine(&e)),
             }
-        };
+        }
+    }
+
+    /// The whole answer in one response.
+    pub(crate) async fn whole(mut self) -> Result<Response, ApiError> {
+        let (text, thinking, report) = self.collect().await?;
         if self.api == Api::Anthropic {
             let stop_reason = self.stop_reason(&report);
             let parsed = self.calls.take().transpose()?.unwrap_or_default();

@@ -57,6 +57,21 @@ pub(crate) enum Choice {
     Named(String),
 }
 
+impl Choice {
+    /// A `tool_choice` given as a word: `none`, `auto` or `required`.
+    pub(crate) fn of_mode(mode: &str) -> Result<Choice, ApiError> {
+        match mode {
+            "none" => Ok(Choice::None),
+            "auto" => Ok(Choice::Auto),
+            "required" => Ok(Choice::Required),
+            other => Err(ApiError::invalid(
+                Some("tool_choice"),
+                format!("`tool_choice` is `{other}`: use none, auto, required or a named function."),
+            )),
+        }
+    }
+}
+
 /// The most tools a request may offer.
 pub const MAX_TOOLS: usize = 128;
 
@@ -256,8 +271,11 @@ impl Job {
             Choice::Named(name) => Some(tools.iter().filter(|t| &t.name == name).cloned().collect()),
             Choice::None | Choice::Auto => None,
         };
-        let tool_calls =
-            tool_calls.map(|format| ToolCalls { format, names: tools.iter().map(|t| t.name.clone()).collect() });
+        let tool_calls = tool_calls.map(|format| ToolCalls {
+            format,
+            names: tools.iter().map(|t| t.name.clone()).collect(),
+            required: required.is_some(),
+        });
         if let (Some(required), Some(f)) = (required, tool_calls.as_ref().map(|t| t.format)) {
             if settings.constraint.is_some() {
                 return Err(ApiError::invalid(

@@ -320,18 +320,8 @@ pub(crate) fn read(req: ResponsesRequest, kept: &Mutex<Kept>) -> Result<(Job, Ec
     let choice = match &req.tool_choice {
         None if tools.is_empty() => Choice::None,
         None => Choice::Auto,
-        Some(Value::String(m)) => match m.as_str() {
-            _ if tools.is_empty() => Choice::None,
-            "none" => Choice::None,
-            "auto" => Choice::Auto,
-            "required" => Choice::Required,
-            other => {
-                return Err(ApiError::invalid(
-                    Some("tool_choice"),
-                    format!("`tool_choice` is `{other}`: use none, auto, required or a named function."),
-                ))
-            }
-        },
+        Some(Value::String(_)) if tools.is_empty() => Choice::None,
+        Some(Value::String(m)) => Choice::of_mode(m)?,
         Some(v) if v.get("type").and_then(Value::as_str) == Some("function") => {
             let name = v.get("name").and_then(Value::as_str).unwrap_or_default();
             if !tools.iter().any(|t| t.name == name) {

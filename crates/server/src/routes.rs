@@ -319,17 +319,7 @@ fn tool_choice(given: Option<&ToolChoice>, tools: &[Tool]) -> Result<Choice, Api
     let choice = match given {
         None if tools.is_empty() => Choice::None,
         None => Choice::Auto,
-        Some(ToolChoice::Mode(m)) => match m.as_str() {
-            "none" => Choice::None,
-            "auto" => Choice::Auto,
-            "required" => Choice::Required,
-            other => {
-                return Err(ApiError::invalid(
-                    Some("tool_choice"),
-                    format!("`tool_choice` is `{other}`: use none, auto, required or a named function."),
-                ))
-            }
-        },
+        Some(ToolChoice::Mode(m)) => Choice::of_mode(m)?,
         Some(ToolChoice::Named { function }) => {
             if !tools.iter().any(|t| t.name == function.name) {
                 return Err(ApiError::invalid(

@@ -10,7 +10,7 @@ use tokio::sync::mpsc;
 
 use super::{usage, Answer, Api, Step};
 use crate::errors::ApiError;
-use crate::tools::{Call, Parsed};
+use crate::tools::{Call, CallPiece, Parsed};
 use crate::Endpoint;
 
 impl Answer {
@@ -48,6 +48,7 @@ impl Answer {
         calls
             .iter()
             .enumerate()
+            .skip(if streamed { self.calls_streamed() } else { 0 })
             .map(|(i, c)| {
                 let mut v = json!({"id": self.call_id(i), "type": "function",
                     "function": {"name": c.name, "arguments": c.arguments}});
@@ -61,7 +62,7 @@ impl Answer {
 
     /// The answer as Anthropic's server-sent events: `message_start`, a text block's
     /// `content_block_start` / `content_block_delta` (`text_delta`) / `content_block_stop`, each
-    /// call as a `tool_use` block (its input as one `input_json_delta`), `message_delta` with the
+    /// call as a `tool_use` block (its input in `input_json_delta`s as it is written), `message_delta` with the
     /// stop reason and usage, `message_stop`; an `error` event when it fails after starting.
     async fn stream_anthropic(self, provenance: bool) -> Result<Response, ApiError> {
         let (tx, rx) = mpsc::channel::<(&'static str, Value)>(64);
@@ -123,6 +124,27 @@ impl Answer {
                         }
                         false
                     }
+                    Step::Call(CallPiece::Start { index: i, name }) => {
+                        if open.is_some() {
+                            events.push(("content_block_stop", json!({"type": "content_block_stop", "index": index})));
+                            index += 1;
+                        }
+                        events.push((
+                            "content_block_start",
+                            json!({"type": "content_block_start", "index": index,
+                            "content_block": {"type": "tool_use", "id": a.call_id(i), "name": name, "input": {}}}),
+                        ));
+                        open = Some("tool_use");
+                        false
+                    }
+                    Step::Call(CallPiece::Arguments { text, .. }) => {
+                        events.push((
+                            "content_block_delta",
+                            json!({"type": "content_block_delta", "index": index,
+                                "delta": {"type": "input_json_delta", "partial_json": text}}),
+                        ));
+                        false
+                    }
                     Step::Done(r) => {
                         let parsed = match a.calls.take().transpose() {
                             Ok(p) => p.unwrap_or_default(),
@@ -138,8 +160,9 @@ impl Answer {
                             events.push(("content_block_stop", json!({"type": "content_block_stop", "index": index})));
                             index += 1;
                         }
-                        for (i, c) in parsed.calls.iter().enumerate() {
-                            let at = index + i;
+                        let streamed = a.calls_streamed();
+                        for (i, c) in parsed.calls.iter().enumerate().skip(streamed) {
+                            let at = index + i - streamed;
                             events.push(("content_block_start", json!({"type": "content_block_start", "index": at,
                                 "content_block": {"type": "tool_use", "id": a.call_id(i), "name": c.name, "input": {}}})));
                             events.push((
@@ -195,6 +218,7 @@ impl Answer {
         timings: bool,
         provenance: bool,
     ) -> Result<Response, ApiError> {
+        self.stream_calls();
         let first = self.next().await;
         if let Step::Failed(e) = first {
             return Err(ApiError::engine(&e));
@@ -230,6 +254,18 @@ impl Answer {
                         }
                         (vec![c.to_string()], false)
                     }
+                    Step::Call(piece) => {
+                        let call = match piece {
+                            CallPiece::Start { index, name } => json!({"index": index, "id": a.call_id(index),
+                                "type": "function", "function": {"name": name, "arguments": ""}}),
+                            CallPiece::Arguments { index, text } => {
+                                json!({"index": index, "function": {"arguments": text}})
+                            }
+                        };
+                        let mut c = a.chunk(None, None, first);
+                        c["choices"][0]["delta"]["tool_calls"] = json!([call]);
+                        (vec![c.to_string()], false)
+                    }
                     Step::Done(r) => {
                         let mut out = Vec::new();
                         if let Some(calls) = a.calls.take() {
@@ -238,10 +274,12 @@ impl Answer {
                                     if !parsed.content.trim().is_empty() {
                                         out.push(a.chunk(Some(parsed.content.trim_end()), None, first).to_string());
                                     }
-                                    let mut c = a.chunk(None, None, first && out.is_empty());
-                                    c["choices"][0]["delta"]["tool_calls"] =
-                                        json!(a.tool_calls_json(&parsed.calls, true));
-                                    out.push(c.to_string());
+                                    let rest = a.tool_calls_json(&parsed.calls, true);
+                                    if !rest.is_empty() {
+                                        let mut c = a.chunk(None, None, first && out.is_empty());
+                                        c["choices"][0]["delta"]["tool_calls"] = json!(rest);
+                                        out.push(c.to_string());
+                                    }
                                     // Keeps the finish reason `tool_calls`.
                                     a.calls = Some(Ok(Parsed::default()));
                                 }

@@ -14,7 +14,7 @@ use tokio::sync::mpsc;
 use super::Echo;
 use crate::answers::{Answer, Step};
 use crate::errors::ApiError;
-use crate::tools::{Call, Parsed};
+use crate::tools::{Call, CallPiece, Parsed};
 
 /// The output items of an answer: its thinking (a reasoning item), its text (a message), its
 /// calls (function calls).
@@ -31,9 +31,9 @@ impl Output {
             "content": if status == "in_progress" { json!([]) } else { json!([text_part(text)]) }})
     }
 
-    fn call(a: &Answer, i: usize, c: &Call, arguments: &str, status: &str) -> Value {
+    fn call(a: &Answer, i: usize, name: &str, arguments: &str, status: &str) -> Value {
         json!({"type": "function_call", "id": format!("fc_{}", a.call_id(i)), "call_id": a.call_id(i),
-            "name": c.name, "arguments": arguments, "status": status})
+            "name": name, "arguments": arguments, "status": status})
     }
 }
 
@@ -101,16 +101,7 @@ impl Answer {
 
     /// The whole response in one body.
     pub(crate) async fn whole_response(mut self, mut echo: Echo) -> Result<Response, ApiError> {
-        let mut text = String::new();
-        let mut thinking = String::new();
-        let report = loop {
-            match self.next().await {
-                Step::Text(t, _) => text.push_str(&t),
-                Step::Thinking(t) => thinking.push_str(&t),
-                Step::Done(r) => break r,
-                Step::Failed(e) => return Err(ApiError::engine(&e)),
-            }
-        };
+        let (text, thinking, report) = self.collect().await?;
         let parsed = self.calls.take().transpose()?.unwrap_or_default();
         let has_calls = !parsed.calls.is_empty();
         if has_calls {
@@ -125,7 +116,7 @@ impl Answer {
             output.push(Output::message(&format!("msg_{}", self.suffix()), text.trim_end(), "completed"));
         }
         for (i, c) in parsed.calls.iter().enumerate() {
-            output.push(Output::call(&self, i, c, &c.arguments, "completed"));
+            output.push(Output::call(&self, i, &c.name, &c.arguments, "completed"));
         }
         let status = self.status(&report);
         let mut body = self.response(&echo, status, &output, Some(&report));
@@ -140,6 +131,7 @@ impl Answer {
     /// events, `output_item.done`, then `response.completed` (`response.incomplete` at
     /// `max_output_tokens`, `response.failed` on an error), each with its `sequence_number`.
     pub(crate) async fn stream_response(mut self, echo: Echo) -> Result<Response, ApiError> {
+        self.stream_calls();
         let first = self.next().await;
         if let Step::Failed(e) = first {
             return Err(ApiError::engine(&e));
@@ -156,12 +148,14 @@ impl Answer {
     }
 }
 
-/// The item being written: its kind, index in `output`, id and text so far.
+/// The item being written: its kind, index in `output`, id and text so far (a call's: its
+/// arguments), and for a call its name.
 struct Open {
     kind: &'static str,
     index: usize,
     id: String,
     text: String,
+    name: String,
 }
 
 /// Writes a streamed response's events until the answer ends or the client goes away (then the
@@ -199,6 +193,21 @@ async fn write_events(mut a: Answer, mut echo: Echo, tx: mpsc::Sender<Value>) {
                 all_text.push_str(&t);
                 text_delta(&a, &mut open, &mut output, &mut events, &t);
             }
+            Step::Call(CallPiece::Start { index: i, name }) => {
+                close_item(&mut open, &mut output, &mut events);
+                let index = output.len();
+                let item = Output::call(&a, i, &name, "", "in_progress");
+                let id = item["id"].as_str().unwrap_or_default().to_string();
+                events.push(json!({"type": "response.output_item.added", "output_index": index, "item": item}));
+                open = Some(Open { kind: "function_call", index, id, text: String::new(), name });
+            }
+            Step::Call(CallPiece::Arguments { text, .. }) => {
+                if let Some(o) = open.as_mut().filter(|o| o.kind == "function_call") {
+                    o.text.push_str(&text);
+                    events.push(json!({"type": "response.function_call_arguments.delta", "item_id": o.id,
+                        "output_index": o.index, "delta": text}));
+                }
+            }
             Step::Done(r) => {
                 let parsed = match a.calls.take().transpose() {
                     Ok(p) => p.unwrap_or_default(),
@@ -220,16 +229,16 @@ async fn write_events(mut a: Answer, mut echo: Echo, tx: mpsc::Sender<Value>) {
                     open_item(&a, &mut open, &mut output, &mut events, "message");
                 }
                 close_item(&mut open, &mut output, &mut events);
-                for (i, c) in parsed.calls.iter().enumerate() {
+                for (i, c) in parsed.calls.iter().enumerate().skip(a.calls_streamed()) {
                     let index = output.len();
-                    let item = Output::call(&a, i, c, "", "in_progress");
+                    let item = Output::call(&a, i, &c.name, "", "in_progress");
                     let id = item["id"].clone();
                     events.push(json!({"type": "response.output_item.added", "output_index": index, "item": item}));
                     events.push(json!({"type": "response.function_call_arguments.delta", "item_id": id,
                         "output_index": index, "delta": c.arguments}));
                     events.push(json!({"type": "response.function_call_arguments.done", "item_id": id,
                         "output_index": index, "name": c.name, "arguments": c.arguments}));
-                    let done = Output::call(&a, i, c, &c.arguments, "completed");
+                    let done = Output::call(&a, i, &c.name, &c.arguments, "completed");
                     events.push(json!({"type": "response.output_item.done", "output_index": index, "item": done}));
                     output.push(done);
                 }
@@ -288,7 +297,7 @@ fn open_item(
         events.push(json!({"type": "response.content_part.added", "item_id": id, "output_index": index,
             "content_index": 0, "part": text_part("")}));
     }
-    *open = Some(Open { kind, index, id, text: String::new() });
+    *open = Some(Open { kind, index, id, text: String::new(), name: String::new() });
 }
 
 fn text_delta(a: &Answer, open: &mut Option<Open>, output: &mut Vec<Value>, events: &mut Vec<Value>, t: &str) {
@@ -307,6 +316,13 @@ fn close_item(open: &mut Option<Open>, output: &mut Vec<Value>, events: &mut Vec
             events.push(json!({"type": "response.reasoning_text.done", "item_id": o.id, "output_index": o.index,
                 "content_index": 0, "text": o.text}));
             Output::reasoning(&o.id, &o.text, "completed")
+        }
+        "function_call" => {
+            events.push(json!({"type": "response.function_call_arguments.done", "item_id": o.id,
+                "output_index": o.index, "name": o.name, "arguments": o.text}));
+            let call_id = o.id.strip_prefix("fc_").unwrap_or(&o.id);
+            json!({"type": "function_call", "id": o.id, "call_id": call_id, "name": o.name,
+                "arguments": o.text, "status": "completed"})
         }
         _ => {
             let text = o.text.trim_end();
