@@ -100,7 +100,7 @@ print(f"openai: response_format json_schema: {answers['{}']!r}, the same with an
 for call, exc, code in [
     (lambda: client.responses.create(model=model, input="hi", previous_response_id="resp_0"), openai.NotFoundError,
      "previous_response_not_found"),
-    (lambda: client.chat.completions.create(model=model, messages=ask, n=3), openai.BadRequestError, None),
+    (lambda: client.chat.completions.create(model=model, messages=ask, n=9), openai.BadRequestError, None),
     (lambda: client.chat.completions.create(model=model, messages=ask, extra_body={"draftlab": {"strategy": "x"}}), openai.BadRequestError, None),
     (lambda: client.chat.completions.create(model=model, messages=ask, response_format={"type": "json_schema", "json_schema": {"name": "x", "schema": {"type": "nonsense"}}}), openai.BadRequestError, None),
     # SmolLM2's template shows no tools.
@@ -119,6 +119,43 @@ assert [m.id for m in client.models.list()] == [model]
 assert client.models.retrieve("gpt-9").id == "gpt-9"
 r = client.chat.completions.create(model="gpt-9", messages=ask, max_tokens=32, temperature=0)
 assert r.model == model and r.choices[0].message.content == text, r
+
+# Log probabilities: each output token's under the target, with the likeliest beside it; the same
+# whether the token was drafted and verified or generated alone; streamed chunk by chunk; the
+# legacy shape on completions.
+lps = {}
+for spec in ({}, {"strategy": "none"}):
+    r = client.chat.completions.create(model=model, messages=ask, max_tokens=16, temperature=0, logprobs=True,
+                                       top_logprobs=2, extra_body={"draftlab": spec} if spec else None)
+    content = r.choices[0].logprobs.content
+    assert len(content) == r.usage.completion_tokens, (len(content), r.usage)
+    assert "".join(t.token for t in content) == r.choices[0].message.content, r
+    for t in content:
+        assert t.logprob <= 0 and len(t.top_logprobs) == 2, t
+        assert t.top_logprobs[0].logprob >= t.logprob - 1e-4 and bytes(t.bytes).decode(errors="replace") == t.token, t
+    lps[json.dumps(spec)] = [(t.token, t.logprob) for t in content]
+drafted, alone = lps["{}"], lps['{"strategy": "none"}']
+assert [t for t, _ in drafted] == [t for t, _ in alone], (drafted, alone)
+assert all(abs(a - b) < 0.05 for (_, a), (_, b) in zip(drafted, alone)), (drafted, alone)
+streamed = [t for c in client.chat.completions.create(model=model, messages=ask, max_tokens=16, temperature=0,
+                                                       logprobs=True, top_logprobs=2, stream=True)
+            if c.choices and c.choices[0].logprobs for t in c.choices[0].logprobs.content]
+assert [t.token for t in streamed] == [t for t, _ in drafted], streamed
+r = client.completions.create(model=model, prompt="1, 2, 3,", max_tokens=8, temperature=0, logprobs=2)
+legacy = r.choices[0].logprobs
+assert "".join(legacy.tokens) == r.choices[0].text and len(legacy.token_logprobs) == len(legacy.tokens), legacy
+assert all(len(top) == 2 for top in legacy.top_logprobs) and legacy.text_offset[0] == 0, legacy
+print(f"clients: logprobs {drafted[:3]}…, the same drafted or not, streamed, legacy")
+
+# n choices (one run after another, each with its own seed): greedy, the same answer n times;
+# sampled, each its own draw.
+r = client.chat.completions.create(model=model, messages=ask, max_tokens=12, temperature=0, n=3)
+assert [c.index for c in r.choices] == [0, 1, 2], r
+assert len({c.message.content for c in r.choices}) == 1 and r.choices[0].message.content, r
+r = client.chat.completions.create(model=model, messages=ask, max_tokens=12, temperature=1.5, n=2, seed=7)
+again = client.chat.completions.create(model=model, messages=ask, max_tokens=12, temperature=1.5, n=2, seed=7)
+assert [c.message.content for c in r.choices] == [c.message.content for c in again.choices], (r, again)
+print(f"clients: n=2 sampled: {[c.message.content for c in r.choices]}")
 
 # The Responses API: the same answer as chat completions for the same conversation, whole and
 # streamed through the client's event parser; continued by id.

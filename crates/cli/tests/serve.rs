@@ -151,8 +151,19 @@ fn models_health_and_every_error_in_openai_shape() {
         assert_eq!(r.status, 200, "{}", r.body);
         assert_eq!(r.json()["model"], model_id());
     }
-    let two = post(s.port, "/v1/chat/completions", &chat(json!([{"role": "user", "content": "hi"}]), json!({"n": 2})));
-    assert_eq!(error(two, 400)["param"], "n");
+    // `n` choices, one run after another: whole only, and a bounded number of them.
+    let hi = json!([{"role": "user", "content": "hi"}]);
+    let streamed_two = post(s.port, "/v1/chat/completions", &chat(hi.clone(), json!({"n": 2, "stream": true})));
+    assert_eq!(error(streamed_two, 400)["param"], "n");
+    assert_eq!(error(post(s.port, "/v1/chat/completions", &chat(hi.clone(), json!({"n": 9}))), 400)["param"], "n");
+    let two = post(s.port, "/v1/chat/completions", &chat(hi, json!({"n": 2, "max_tokens": 4}))).json();
+    let choices = two["choices"].as_array().unwrap();
+    assert_eq!(choices.len(), 2, "{two}");
+    assert_eq!((choices[0]["index"].as_u64(), choices[1]["index"].as_u64()), (Some(0), Some(1)));
+    // Greedy: the same answer twice, and usage counts both.
+    assert_eq!(choices[0]["message"], choices[1]["message"], "{two}");
+    let u = &two["usage"];
+    assert_eq!(u["total_tokens"], u["prompt_tokens"].as_u64().unwrap() + u["completion_tokens"].as_u64().unwrap());
     let strategy = post(
         s.port,
         "/v1/chat/completions",

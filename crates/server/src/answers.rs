@@ -9,7 +9,7 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use draftlab_core::decoding::chat::ChatInput;
-use draftlab_core::decoding::event::Event;
+use draftlab_core::decoding::event::{Event, TokenLogprob};
 use draftlab_core::decoding::report::{Report, StopReason};
 use draftlab_core::decoding::strategy::Strategy;
 use draftlab_core::error::ErrorInfo;
@@ -106,6 +106,9 @@ pub(crate) struct Answer {
     pub(crate) prompt_tokens: Option<usize>,
     /// Calls read while they are written, for a stream (see [`Answer::stream_calls`]).
     call_stream: Option<CallStream>,
+    /// When the request asked for log probabilities: each token's since the last text step
+    /// (streams take them chunk by chunk; a whole answer takes them all).
+    logprobs: Option<Vec<TokenLogprob>>,
 }
 
 /// A request's thinking budget: its tokens, and the job it asked for (continued, with the
@@ -192,6 +195,7 @@ impl Answer {
             hide_thinking: false,
             prompt_tokens: None,
             call_stream: None,
+            logprobs: None,
         };
         answer.with_id()
     }
@@ -203,6 +207,41 @@ impl Answer {
         self.budget = budget;
         self.hide_thinking = hidden;
         self
+    }
+
+    /// Collects each token's log probability (the request asked for them).
+    pub(crate) fn with_logprobs(mut self, asked: bool) -> Self {
+        self.logprobs = asked.then(Vec::new);
+        self
+    }
+
+    /// The log probabilities of the tokens since the last call, in the endpoint's shape: chat's
+    /// `{"content": [{token, logprob, bytes, top_logprobs}]}`, or completions' legacy `{tokens,
+    /// token_logprobs, top_logprobs, text_offset}` (offsets from `offset`, in characters); null
+    /// when none were asked for.
+    pub(crate) fn take_logprobs(&mut self, offset: &mut usize) -> Value {
+        let Some(list) = self.logprobs.as_mut() else { return Value::Null };
+        let list = std::mem::take(list);
+        let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+        match self.endpoint {
+            Endpoint::Chat => json!({"content": list.iter().map(|t| json!({
+                "token": text(&t.bytes), "logprob": t.logprob, "bytes": t.bytes,
+                "top_logprobs": t.top.iter().map(|o| json!({"token": text(&o.bytes), "logprob": o.logprob, "bytes": o.bytes})).collect::<Vec<_>>(),
+            })).collect::<Vec<_>>(), "refusal": null}),
+            Endpoint::Completion => {
+                let mut offsets = Vec::with_capacity(list.len());
+                for t in &list {
+                    offsets.push(*offset);
+                    *offset += text(&t.bytes).chars().count();
+                }
+                json!({
+                    "tokens": list.iter().map(|t| text(&t.bytes)).collect::<Vec<_>>(),
+                    "token_logprobs": list.iter().map(|t| t.logprob).collect::<Vec<_>>(),
+                    "top_logprobs": list.iter().map(|t| t.top.iter().map(|o| (text(&o.bytes), json!(o.logprob))).collect::<serde_json::Map<_, _>>()).collect::<Vec<_>>(),
+                    "text_offset": offsets,
+                })
+            }
+        }
     }
 
     /// Sends calls as they are written ([`Step::Call`]), rather than whole at the end: a stream
@@ -342,7 +381,10 @@ impl Answer {
                 // Tokens after the thinking reached its budget are dropped: the continuation
                 // starts from exactly the budget's tokens.
                 Reply::Event { event: Event::Token { .. } } if self.budget_hit => {}
-                Reply::Event { event: Event::Token { text, source, strategy, .. } } => {
+                Reply::Event { event: Event::Token { text, source, strategy, logprob, .. } } => {
+                    if let (Some(list), Some(lp)) = (self.logprobs.as_mut(), logprob) {
+                        list.push(lp);
+                    }
                     if self.budget.is_some() && self.thought.is_none() {
                         self.raw.push_str(&text);
                     }
@@ -527,7 +569,12 @@ impl Answer {
     }
 
     /// The whole answer in one response.
-    pub(crate) async fn whole(mut self) -> Result<Response, ApiError> {
+    pub(crate) async fn whole(self) -> Result<Response, ApiError> {
+        Ok(Json(self.whole_body().await?).into_response())
+    }
+
+    /// The whole answer's body.
+    pub(crate) async fn whole_body(mut self) -> Result<Value, ApiError> {
         let (text, thinking, report) = self.collect().await?;
         if self.api == Api::Anthropic {
             let stop_reason = self.stop_reason(&report);
@@ -536,15 +583,15 @@ impl Answer {
             if !thinking.is_empty() {
                 content.insert(0, json!({"type": "thinking", "thinking": thinking, "signature": ""}));
             }
-            return Ok(Json(json!({
+            return Ok(json!({
                 "id": self.id, "type": "message", "role": "assistant", "model": self.model(),
                 "content": content, "stop_reason": stop_reason, "stop_sequence": self.stop.matched(),
                 "usage": self.anthropic_usage(&report),
-            }))
-            .into_response());
+            }));
         }
         let usage = usage(&report, self.parts.as_ref());
         let finish = self.finish_reason(&report);
+        let logprobs = self.take_logprobs(&mut 0);
         let mut message = json!({"role": "assistant", "content": text});
         if !thinking.is_empty() {
             message["reasoning_content"] = json!(thinking);
@@ -558,16 +605,16 @@ impl Answer {
         let body = match self.endpoint {
             Endpoint::Chat => json!({
                 "id": self.id, "object": "chat.completion", "created": self.created, "model": self.model(),
-                "choices": [{"index": 0, "message": message, "finish_reason": finish, "logprobs": null}],
+                "choices": [{"index": 0, "message": message, "finish_reason": finish, "logprobs": logprobs}],
                 "usage": usage,
             }),
             Endpoint::Completion => json!({
                 "id": self.id, "object": "text_completion", "created": self.created, "model": self.model(),
-                "choices": [{"index": 0, "text": text, "finish_reason": finish, "logprobs": null}],
+                "choices": [{"index": 0, "text": text, "finish_reason": finish, "logprobs": logprobs}],
                 "usage": usage,
             }),
         };
-        Ok(Json(body).into_response())
+        Ok(body)
     }
 }
 

@@ -4,7 +4,8 @@
 use std::sync::Arc;
 
 use axum::http::StatusCode;
-use axum::response::Response;
+use axum::response::{IntoResponse, Response};
+use axum::Json;
 use draftlab_core::decoding::chat::ChatInput;
 use draftlab_core::decoding::constraint::Constraint;
 use draftlab_core::decoding::settings::{Mode, Settings};
@@ -14,6 +15,7 @@ use draftlab_core::error::ErrorInfo;
 use draftlab_core::serving::protocol::Command;
 use draftlab_core::setting::Setting;
 use draftlab_core::ErrorCode;
+use serde_json::{json, Value};
 use std::sync::atomic::Ordering;
 
 use crate::answers::{Answer, Api, CancelGuard};
@@ -23,6 +25,7 @@ use crate::stop::StopFilter;
 use crate::tools::{Format, ToolCalls};
 use crate::{Endpoint, Shared};
 
+#[derive(Clone)]
 pub(crate) struct Job {
     pub(crate) input: ChatInput,
     pub(crate) common: Common,
@@ -146,14 +149,55 @@ pub(crate) fn shown_tools(choice: &Choice, tools: Vec<Tool>) -> Result<Vec<Tool>
     }
 }
 
+/// How many of the likeliest tokens the request wants beside each output token's log
+/// probability; none: no log probabilities. Chat: `logprobs: true` and `top_logprobs` (0 to 20);
+/// completions: `logprobs` as that number.
+fn logprobs_asked(c: &Common, endpoint: Endpoint) -> Result<Option<usize>, ApiError> {
+    let max = draftlab_core::decoding::settings::MAX_TOP_LOGPROBS;
+    let top = match (endpoint, &c.logprobs) {
+        (_, None | Some(Value::Null)) | (Endpoint::Chat, Some(Value::Bool(false))) => {
+            if c.top_logprobs.is_some_and(|n| n > 0) {
+                return Err(ApiError::invalid(Some("top_logprobs"), "`top_logprobs` needs `logprobs: true`."));
+            }
+            return Ok(None);
+        }
+        (Endpoint::Chat, Some(Value::Bool(true))) => c.top_logprobs.unwrap_or(0),
+        (Endpoint::Completion, Some(v)) if v.as_u64().is_some() => v.as_u64().unwrap_or(0) as usize,
+        (Endpoint::Chat, Some(_)) => {
+            return Err(ApiError::invalid(Some("logprobs"), "`logprobs` is true or false."));
+        }
+        (Endpoint::Completion, Some(_)) => {
+            return Err(ApiError::invalid(Some("logprobs"), format!("`logprobs` is a number from 0 to {max}.")));
+        }
+    };
+    if top > max {
+        let param = if endpoint == Endpoint::Chat { "top_logprobs" } else { "logprobs" };
+        return Err(ApiError::invalid(Some(param), format!("`{param}` is {top}; give 0 to {max}.")));
+    }
+    Ok(Some(top))
+}
+
+/// The most choices (`n`) a request may ask for: each is a run of its own, one after another.
+pub const MAX_CHOICES: usize = 8;
+
 /// The OpenAI default of `max_tokens` for `/v1/completions`.
 const COMPLETION_DEFAULT_MAX_TOKENS: usize = 16;
 
 /// Settings for one request: the server's, with what the request asks for.
 fn request_settings(base: &Settings, c: &Common, endpoint: Endpoint) -> Result<(Settings, Mode), ApiError> {
     let mut s = base.clone();
-    if c.n.is_some_and(|n| n != 1) {
-        return Err(ApiError::invalid(Some("n"), "This server writes one choice per request (`n` must be 1)."));
+    s.logprobs = logprobs_asked(c, endpoint)?;
+    match c.n {
+        Some(n) if n == 0 || n > MAX_CHOICES => {
+            return Err(ApiError::invalid(Some("n"), format!("`n` is {n}; give 1 to {MAX_CHOICES} choices.")));
+        }
+        Some(n) if n > 1 && c.stream => {
+            return Err(ApiError::invalid(
+                Some("n"),
+                "More than one choice (`n`) is written whole, one after another: ask without `stream`.",
+            ));
+        }
+        _ => {}
     }
     let asked = c.max_completion_tokens.or(c.max_tokens);
     match asked {
@@ -311,6 +355,10 @@ impl Job {
         let usage_chunk = self.common.stream_options.as_ref().is_some_and(|o| o.include_usage);
         let timings = self.common.draftlab.as_ref().is_some_and(|x| x.timings);
         let provenance = self.common.draftlab.as_ref().is_some_and(|x| x.provenance);
+        let n = self.common.n.unwrap_or(1);
+        if n > 1 && api == Api::OpenAi {
+            return self.choices(s, n).await;
+        }
         let answer = self.start(s, api).await?;
         if stream {
             answer.stream(usage_chunk, timings, provenance).await
@@ -319,9 +367,44 @@ impl Job {
         }
     }
 
+    /// `n` choices: the job run `n` times, one after another, each with its own seed (the
+    /// request's, or the server's, plus the choice's index), in one body: the first run's, its
+    /// choices all of theirs, its usage counting every choice's tokens.
+    async fn choices(self, s: Arc<Shared>, n: usize) -> Result<Response, ApiError> {
+        let seed = self.common.seed.unwrap_or(s.config.settings.sampling.seed);
+        let mut body: Option<Value> = None;
+        let mut completion = 0;
+        for i in 0..n {
+            let mut job = self.clone();
+            job.common.seed = Some(seed.wrapping_add(i as u64));
+            let v = job.start(Arc::clone(&s), Api::OpenAi).await?.whole_body().await?;
+            completion += v["usage"]["completion_tokens"].as_u64().unwrap_or(0);
+            let mut choice = v["choices"][0].clone();
+            choice["index"] = json!(i);
+            match body.as_mut() {
+                None => {
+                    let mut first = v;
+                    first["choices"] = json!([choice]);
+                    body = Some(first);
+                }
+                Some(b) => {
+                    if let Some(list) = b["choices"].as_array_mut() {
+                        list.push(choice);
+                    }
+                }
+            }
+        }
+        let mut body = body.unwrap_or_default();
+        let prompt = body["usage"]["prompt_tokens"].as_u64().unwrap_or(0);
+        body["usage"]["completion_tokens"] = json!(completion);
+        body["usage"]["total_tokens"] = json!(prompt + completion);
+        Ok(Json(body).into_response())
+    }
+
     /// The job started on the worker: its answer, to be written in `api`'s shapes.
     pub(crate) async fn start(self, s: Arc<Shared>, api: Api) -> Result<Answer, ApiError> {
         let Asked { settings, mode, stops, tool_calls } = self.asked(&s.config.settings, s.tool_format)?;
+        let settings_logprobs = settings.logprobs;
         let Ok(permit) = Arc::clone(&s.places).try_acquire_owned() else { return Err(busy(&s)) };
         let mut input = self.input;
         if let ChatInput::Messages { render, .. } = &mut input {
@@ -359,11 +442,9 @@ impl Job {
             .map_err(|e| ApiError::engine(&e))?;
         let guard = CancelGuard::new(Arc::clone(&s.workers), job, Arc::clone(&s.counters));
         let rx = crate::answers::forward(replies, permit);
-        Ok(Answer::new(s, self.endpoint, rx, guard, stops, tool_calls, api).thinking(
-            split,
-            budget,
-            self.thinking.hidden,
-        ))
+        Ok(Answer::new(s, self.endpoint, rx, guard, stops, tool_calls, api)
+            .thinking(split, budget, self.thinking.hidden)
+            .with_logprobs(settings_logprobs.is_some()))
     }
 }
 
@@ -381,7 +462,7 @@ pub(crate) fn busy(s: &Shared) -> ApiError {
 
 #[cfg(test)]
 mod tests {
-    use crate::{read_request, Endpoint};
+    use crate::{read_request, ApiError, Asked, Endpoint};
     use draftlab_core::decoding::settings::Settings;
 
     fn param(body: &str, endpoint: Endpoint) -> Option<String> {
@@ -428,6 +509,34 @@ mod tests {
             job.thinking,
             crate::jobs::Thinking { enable: Some(false), budget: Some(9), raw: true, hidden: false }
         );
+    }
+
+    #[test]
+    fn log_probabilities_and_choices_are_read_in_each_endpoint_s_shape() {
+        let chat = |extra: &str| {
+            let b = format!(r#"{{"messages":[{{"role":"user","content":"hi"}}]{extra}}}"#);
+            read_request(&Settings::default(), Endpoint::Chat, b.as_bytes())
+        };
+        let completion = |extra: &str| {
+            let b = format!(r#"{{"prompt":"hi"{extra}}}"#);
+            read_request(&Settings::default(), Endpoint::Completion, b.as_bytes())
+        };
+        let top = |r: Result<Asked, ApiError>| r.map(|a| a.settings.logprobs).map_err(|e| e.body.error.param);
+        assert_eq!(top(chat("")), Ok(None));
+        assert_eq!(top(chat(r#","logprobs":false"#)), Ok(None));
+        assert_eq!(top(chat(r#","logprobs":true"#)), Ok(Some(0)));
+        assert_eq!(top(chat(r#","logprobs":true,"top_logprobs":5"#)), Ok(Some(5)));
+        assert_eq!(top(chat(r#","logprobs":true,"top_logprobs":21"#)), Err(Some("top_logprobs".into())));
+        assert_eq!(top(chat(r#","top_logprobs":2"#)), Err(Some("top_logprobs".into())));
+        assert_eq!(top(chat(r#","logprobs":3"#)), Err(Some("logprobs".into())));
+        assert_eq!(top(completion(r#","logprobs":3"#)), Ok(Some(3)));
+        assert_eq!(top(completion(r#","logprobs":true"#)), Err(Some("logprobs".into())));
+        assert_eq!(top(completion(r#","logprobs":null"#)), Ok(None));
+        let n = |extra: &str| chat(extra).map(|_| ()).map_err(|e| e.body.error.param);
+        assert_eq!(n(r#","n":3"#), Ok(()));
+        assert_eq!(n(r#","n":0"#), Err(Some("n".into())));
+        assert_eq!(n(r#","n":9"#), Err(Some("n".into())));
+        assert_eq!(n(r#","n":2,"stream":true"#), Err(Some("n".into())));
     }
 
     #[test]

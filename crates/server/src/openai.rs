@@ -163,6 +163,13 @@ pub struct Common {
     pub stop: Option<Stop>,
     #[serde(default)]
     pub n: Option<usize>,
+    /// Chat: `true` for each output token's log probability; completions: how many of the
+    /// likeliest tokens to list beside each (the legacy shape).
+    #[serde(default)]
+    pub logprobs: Option<serde_json::Value>,
+    /// Chat: how many of the likeliest tokens to list beside each (0 to 20).
+    #[serde(default)]
+    pub top_logprobs: Option<usize>,
     /// What the answer must be: `{"type": "json_object"}`, `{"type": "json_schema",
     /// "json_schema": {"name", "schema", "strict"}}`, or `{"type": "text"}` (the default).
     #[serde(default)]

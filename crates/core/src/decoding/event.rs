@@ -8,6 +8,24 @@ use crate::decoding::report::{Report, TokenSource};
 use crate::decoding::settings::Mode;
 use crate::decoding::strategy::Strategy;
 
+/// A token's log probability under the target (natural log of its softmax over the raw logits),
+/// its bytes, and the likeliest tokens at its place, best first.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TokenLogprob {
+    pub logprob: f32,
+    pub bytes: Vec<u8>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub top: Vec<TopLogprob>,
+}
+
+/// One of the likeliest tokens at a place.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TopLogprob {
+    pub token: Token,
+    pub logprob: f32,
+    pub bytes: Vec<u8>,
+}
+
 /// What a run tells its listener as it goes.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
@@ -22,6 +40,10 @@ pub enum Event {
         step: usize,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         strategy: Option<Strategy>,
+        /// Its log probability under the target and the likeliest tokens at its place, when the
+        /// run's settings ask for them (`logprobs`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        logprob: Option<TokenLogprob>,
     },
     /// The prompt is processed: its tokens, how many of them the target's KV cache already held
     /// (a conversation's earlier turns), the time it took, and — when the step costs were measured

@@ -103,7 +103,15 @@ pub struct Settings {
     /// masked by it, and what it forces is drafted for free. None: any text.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub constraint: Option<Constraint>,
+    /// Each output token's log probability under the target, with this many of the most likely
+    /// tokens at its place (at most [`MAX_TOP_LOGPROBS`]); none: not computed (each costs a pass
+    /// over the vocabulary).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub logprobs: Option<usize>,
 }
+
+/// The most alternatives a token's log probabilities list (`top_logprobs`, as OpenAI's API).
+pub const MAX_TOP_LOGPROBS: usize = 20;
 
 fn default_lookup_min() -> usize {
     1
@@ -144,6 +152,7 @@ impl Default for Settings {
             draft_gpu_layers: None,
             rpc: Vec::new(),
             constraint: None,
+            logprobs: None,
             tensor_split: Vec::new(),
         }
     }

@@ -8,7 +8,9 @@
 
 use std::time::Instant;
 
+use draftlab_core::decoding::event::TokenLogprob;
 pub use draftlab_core::decoding::event::{Event, RunInfo};
+use draftlab_core::decoding::settings::MAX_TOP_LOGPROBS;
 
 use crate::decoding::detok::Utf8Stream;
 use crate::decoding::draft::{Drafter, Proposal, Strategy};
@@ -19,7 +21,7 @@ use crate::decoding::sampling::{distribution, stochastic_round, Dist, Rng};
 use crate::decoding::schedule::{Bucket, Candidate, Scheduler};
 use crate::decoding::settings::{Mode, ValidSettings};
 use crate::decoding::target::Target;
-use crate::decoding::verify::{argmax_with_margin, greedy_round};
+use crate::decoding::verify::{argmax_with_margin, greedy_round, token_logprob};
 use crate::error::{Error, Result};
 use crate::job::Job;
 use crate::machine::MachineInfo;
@@ -123,6 +125,8 @@ struct Verdict {
     tokens: Vec<Token>,
     /// The target's top-2 logit margin at each of `tokens`.
     margins: Vec<f32>,
+    /// Each of `tokens`' log probability, when the settings ask for them (else empty).
+    logprobs: Vec<TokenLogprob>,
     verify_ms: f64,
 }
 
@@ -241,6 +245,9 @@ impl<'r, 'j, 'd> Loop<'r, 'j, 'd> {
         } else if !settings.sampling.is_greedy() {
             first = distribution(row, &settings.sampling).sample(rng.uniform());
         }
+        let first_logprob = settings.logprobs.map(|top| {
+            token_logprob(target.logits(target.last_index()), first, top.min(MAX_TOP_LOGPROBS), |t| target.piece(t))
+        });
         let several = drafters.len() > 1;
         for d in drafters.iter_mut().filter(|d| !several || d.is_cheap()) {
             d.prefill(prompt)?;
@@ -274,7 +281,7 @@ impl<'r, 'j, 'd> Loop<'r, 'j, 'd> {
             prompt_ms,
             target_alone_tps,
         });
-        run.stop = run.emit(first, first_margin, TokenSource::Target, None);
+        run.stop = run.emit(first, first_margin, TokenSource::Target, None, first_logprob);
         run.tally.token_ms.push(0.0);
         Ok(run)
     }
@@ -432,8 +439,18 @@ impl<'r, 'j, 'd> Loop<'r, 'j, 'd> {
                 g.accept(t)?;
             }
         }
+        let logprobs = match self.settings.logprobs {
+            Some(top) => tokens
+                .iter()
+                .enumerate()
+                .map(|(i, &tok)| {
+                    token_logprob(self.target.logits(i), tok, top.min(MAX_TOP_LOGPROBS), |t| self.target.piece(t))
+                })
+                .collect(),
+            None => Vec::new(),
+        };
         let verify_ms = self.target.pass_ms(batch.len(), ms(t.elapsed()));
-        Ok(Verdict { accepted, tokens, margins, verify_ms })
+        Ok(Verdict { accepted, tokens, margins, logprobs, verify_ms })
     }
 
     /// Keeps what was accepted: the target's KV cache loses the rejected draft positions.
@@ -512,7 +529,7 @@ impl<'r, 'j, 'd> Loop<'r, 'j, 'd> {
                 (true, false) => (TokenSource::Draft, round.strategy),
                 (false, _) => (TokenSource::Target, None),
             };
-            self.stop = self.emit(tok, v.margins[i], source, strategy);
+            self.stop = self.emit(tok, v.margins[i], source, strategy, v.logprobs.get(i).cloned());
             if self.stop.is_some() {
                 break;
             }
@@ -531,7 +548,14 @@ impl<'r, 'j, 'd> Loop<'r, 'j, 'd> {
     }
 
     /// Records and announces one generated token; says why to stop, if it is time.
-    fn emit(&mut self, tok: Token, margin: f32, source: TokenSource, strategy: Option<Strategy>) -> Option<StopReason> {
+    fn emit(
+        &mut self,
+        tok: Token,
+        margin: f32,
+        source: TokenSource,
+        strategy: Option<Strategy>,
+        logprob: Option<TokenLogprob>,
+    ) -> Option<StopReason> {
         if self.target.is_eog(tok) {
             return Some(StopReason::EndOfGeneration);
         }
@@ -542,7 +566,7 @@ impl<'r, 'j, 'd> Loop<'r, 'j, 'd> {
         self.context.push(tok);
         let text = self.utf8.push(&self.target.piece(tok));
         t.text.push_str(&text);
-        self.job.emit(Event::Token { text, token: tok, source, step: self.step, strategy });
+        self.job.emit(Event::Token { text, token: tok, source, step: self.step, strategy, logprob });
         (t.tokens.len() >= self.settings.n_predict).then_some(StopReason::MaxTokens)
     }
 

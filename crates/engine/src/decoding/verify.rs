@@ -44,9 +44,59 @@ pub fn top_probability(logits: &[f32]) -> (i32, f32) {
     (best, 1.0 / sum)
 }
 
+/// `token`'s log probability in a logit row (log-softmax), its bytes, and the row's `top`
+/// likeliest tokens with theirs, best first. One pass over the row, plus a sort of `top`.
+pub fn token_logprob(
+    row: &[f32],
+    token: i32,
+    top: usize,
+    piece: impl Fn(i32) -> Vec<u8>,
+) -> draftlab_core::decoding::event::TokenLogprob {
+    use draftlab_core::decoding::event::{TokenLogprob, TopLogprob};
+    let max = row.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+    let sum: f64 = row.iter().map(|&v| f64::from(v - max).exp()).sum();
+    let lse = f64::from(max) + sum.ln();
+    let lp = |v: f32| (f64::from(v) - lse) as f32;
+    // The `top` best (index, logit), kept sorted best first.
+    let mut best: Vec<(usize, f32)> = Vec::with_capacity(top + 1);
+    if top > 0 {
+        for (i, &v) in row.iter().enumerate() {
+            if best.len() < top || v > best[best.len() - 1].1 {
+                let at = best.partition_point(|&(_, b)| b >= v);
+                best.insert(at, (i, v));
+                best.truncate(top);
+            }
+        }
+    }
+    TokenLogprob {
+        logprob: row.get(token as usize).map_or(f32::NEG_INFINITY, |&v| lp(v)),
+        bytes: piece(token),
+        top: best
+            .into_iter()
+            .map(|(i, v)| TopLogprob { token: i as i32, logprob: lp(v), bytes: piece(i as i32) })
+            .collect(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_token_s_logprob_is_its_log_softmax_and_the_top_come_best_first() {
+        let row = [1.0f32, 3.0, 2.0, 3.0, -1.0];
+        let lp = token_logprob(&row, 2, 3, |t| vec![b'a' + t as u8]);
+        let z: f64 = row.iter().map(|&v| f64::from(v).exp()).sum();
+        assert!((f64::from(lp.logprob) - (2.0 - z.ln())).abs() < 1e-5, "{lp:?}");
+        assert_eq!(lp.bytes, b"c");
+        let top: Vec<i32> = lp.top.iter().map(|t| t.token).collect();
+        assert_eq!(top[2], 2);
+        assert!(top[..2].contains(&1) && top[..2].contains(&3), "{top:?}");
+        assert!(lp.top.windows(2).all(|w| w[0].logprob >= w[1].logprob));
+        let probs: f64 = (0..5).map(|t| f64::from(token_logprob(&row, t, 0, |_| vec![]).logprob).exp()).sum();
+        assert!((probs - 1.0).abs() < 1e-5, "{probs}");
+        assert!(token_logprob(&row, 0, 0, |_| vec![]).top.is_empty());
+    }
 
     #[test]
     fn accepts_the_matching_prefix_and_the_correction() {

@@ -231,6 +231,8 @@ impl Answer {
         tokio::spawn(async move {
             let mut a = self;
             let mut first = true;
+            // Characters of text so far (completions' `text_offset`).
+            let mut offset = 0;
             loop {
                 let step = tokio::select! {
                     step = a.next() => step,
@@ -245,12 +247,20 @@ impl Answer {
                         if provenance {
                             c["draftlab"]["tokens"] = Value::Array(std::mem::take(&mut a.sources));
                         }
+                        let lp = a.take_logprobs(&mut offset);
+                        if !lp.is_null() {
+                            c["choices"][0]["logprobs"] = lp;
+                        }
                         (vec![c.to_string()], false)
                     }
                     Step::Thinking(t) => {
                         let mut c = a.thinking_chunk(&t, first);
                         if provenance {
                             c["draftlab"]["tokens"] = Value::Array(std::mem::take(&mut a.sources));
+                        }
+                        let lp = a.take_logprobs(&mut offset);
+                        if !lp.is_null() {
+                            c["choices"][0]["logprobs"] = lp;
                         }
                         (vec![c.to_string()], false)
                     }
@@ -264,6 +274,10 @@ impl Answer {
                         };
                         let mut c = a.chunk(None, None, first);
                         c["choices"][0]["delta"]["tool_calls"] = json!([call]);
+                        let lp = a.take_logprobs(&mut offset);
+                        if !lp.is_null() {
+                            c["choices"][0]["logprobs"] = lp;
+                        }
                         (vec![c.to_string()], false)
                     }
                     Step::Done(r) => {
@@ -290,7 +304,14 @@ impl Answer {
                                 }
                             }
                         }
-                        out.push(a.chunk(None, Some(a.finish_reason(&r)), first && out.is_empty()).to_string());
+                        let mut last = a.chunk(None, Some(a.finish_reason(&r)), first && out.is_empty());
+                        let lp = a.take_logprobs(&mut offset);
+                        if lp.get("content").and_then(Value::as_array).is_some_and(|l| !l.is_empty())
+                            || lp.get("tokens").and_then(Value::as_array).is_some_and(|l| !l.is_empty())
+                        {
+                            last["choices"][0]["logprobs"] = lp;
+                        }
+                        out.push(last.to_string());
                         if usage_chunk {
                             let object =
                                 if a.endpoint == Endpoint::Chat { "chat.completion.chunk" } else { "text_completion" };
