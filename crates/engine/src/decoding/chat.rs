@@ -17,6 +17,7 @@ use crate::decoding::draft::Drafter;
 use crate::decoding::generate::Event;
 use crate::decoding::llama::{Context, ContextOptions, Logits, Model, Token};
 use crate::decoding::report::Report;
+use crate::decoding::schedule::Evidence;
 use crate::decoding::session::{Lent, Session};
 use crate::decoding::settings::{ngram_mod_sizes, Mode, ValidSettings};
 use crate::decoding::speculative::NativeKind;
@@ -64,11 +65,14 @@ pub struct ChatSlot<'s> {
     /// from the answer it got before. Bounded by llama.cpp (a 4 Mi-entry table, 16 MiB, emptied
     /// when a quarter full). With its sizes (match, least and most drafted).
     ngram_mod: Option<(NgramMod, (usize, usize, usize))>,
+    /// What the conversation's runs showed of its drafters' acceptance: its next run's schedule
+    /// starts from it rather than from the priors (see [`Evidence`]).
+    evidence: Evidence,
 }
 
 impl<'s> ChatSlot<'s> {
     pub fn new(session: &'s Session) -> Self {
-        ChatSlot { session, target: None, draft: None, ngram_mod: None }
+        ChatSlot { session, target: None, draft: None, ngram_mod: None, evidence: Evidence::default() }
     }
 
     /// Tokens the target's context holds (what the next request may reuse).
@@ -126,6 +130,11 @@ impl<'s> ChatSlot<'s> {
             }
             settings
         };
+        // Another conversation (it keeps less than half of what the slot holds): what this one's
+        // drafters earned is not its.
+        if self.shared_prefix(prompt) * 2 < self.cached_tokens() {
+            self.evidence = Evidence::default();
+        }
         let key = ContextKey::target(self.session, mode, settings);
         if self.target.as_ref().is_none_or(|c| c.key != key) {
             self.target = None; // free the old context first
@@ -162,7 +171,7 @@ impl<'s> ChatSlot<'s> {
             };
         let cached = self.target.as_mut().expect("made above");
         let mut target = ReusingTarget { model: self.session.target(), cached, reused: 0 };
-        let lent = Lent { model: model_drafter, ngram_mod };
+        let lent = Lent { model: model_drafter, ngram_mod, evidence: Some(&mut self.evidence) };
         let result = self.session.run_on(&mut target, mode, prompt, settings, lent, job);
         let reused = target.reused;
         // A setting refused before anything was decoded (a schema that does not compile) leaves

@@ -13,6 +13,9 @@ use std::collections::HashMap;
 
 use crate::decoding::costs::Costs;
 
+mod evidence;
+pub use evidence::{Evidence, CARRIED_ROUNDS};
+
 /// Prior acceptance of a drafter (mean 0.8, weight 2): optimistic enough that a new strategy is
 /// tried. A bucket it has not tried starts from what its other buckets showed, so a drafter that
 /// keeps failing is not tried again at every match length.
@@ -54,7 +57,7 @@ const CURVE_WEIGHT: f64 = 4.0;
 /// A run's corrected curve is kept for the next runs once it rests on this many passes.
 const LEARNED_AFTER: f64 = 32.0;
 
-#[derive(Debug, Default, Clone)]
+#[derive(Debug, Default, Clone, PartialEq)]
 struct PositionStats {
     /// Rounds in which position i was verified (all before it accepted).
     reached: Vec<u64>,

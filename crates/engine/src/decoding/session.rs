@@ -23,7 +23,7 @@ use crate::decoding::generate::{generate_learning, Event, RunInfo};
 use crate::decoding::llama::{self, Context, Model, MtpLayers, Runtime, Token};
 pub use crate::decoding::report::speedup;
 use crate::decoding::report::{Report, StopReason};
-use crate::decoding::schedule::Scheduler;
+use crate::decoding::schedule::{Evidence, Scheduler};
 use crate::decoding::settings::{Mode, Settings, ValidSettings};
 use crate::decoding::speculative::NativeKind;
 use crate::decoding::target::{LlamaTarget, Target};
@@ -75,6 +75,9 @@ pub struct Lent<'a> {
     /// llama.cpp's ngram-mod holding what earlier runs taught it (the n-grams of their prompts and
     /// answers), used when the strategy drafts with ngram-mod (`ngram-mod`, `auto`).
     pub ngram_mod: Option<Box<dyn Drafter + 'a>>,
+    /// A conversation's record of its drafters' acceptance: the schedule starts from it, and the
+    /// run leaves its own there (see [`Evidence`]).
+    pub evidence: Option<&'a mut Evidence>,
 }
 
 /// Both modes on one prompt, and what they show together.
@@ -487,7 +490,7 @@ impl Session {
             Mode::Speculative => self.model_drafter(settings)?,
             Mode::Baseline => None,
         };
-        self.run_on(&mut target, mode, prompt, settings, Lent { model, ngram_mod: None }, job)
+        self.run_on(&mut target, mode, prompt, settings, Lent { model, ngram_mod: None, evidence: None }, job)
     }
 
     /// Runs one generation on `target` (a fresh context, or a conversation's warm one) with
@@ -498,10 +501,11 @@ impl Session {
         mode: Mode,
         prompt: &[Token],
         settings: &ValidSettings,
-        lent: Lent<'a>,
+        mut lent: Lent<'a>,
         job: &mut Job<'_, Event>,
     ) -> Result<Report> {
         settings.require(mode)?;
+        let evidence = lent.evidence.take();
         let mut notes = Vec::new();
         let adaptive = mode == Mode::Speculative && settings.adaptive;
         let costs = match adaptive {
@@ -517,10 +521,17 @@ impl Session {
             Mode::Speculative => self.drafters(settings, &mut notes, lent, costs.as_ref(), fed.as_ref())?,
         };
         let feeds = fed.is_some();
+        let strategies: Vec<Strategy> = drafters.iter().map(|d| d.strategy()).collect();
         let scheduler = match drafters.is_empty() {
-            false => costs.map(|c| match fed {
-                Some(f) => Scheduler::new(c).with_feed(f),
-                None => Scheduler::new(c),
+            false => costs.map(|c| {
+                let s = match fed {
+                    Some(f) => Scheduler::new(c).with_feed(f),
+                    None => Scheduler::new(c),
+                };
+                match evidence.as_deref() {
+                    Some(e) => s.with_evidence(e, &strategies),
+                    None => s,
+                }
             }),
             true => None,
         };
@@ -531,6 +542,9 @@ impl Session {
         let runtime = self.runtime_with(settings.threads, draft.as_ref().and(self.draft.as_ref()));
         let info = RunInfo { mode, target: self.target.id.clone(), draft, notes, runtime: Some(runtime) };
         let (mut report, scheduler) = generate_learning(target, &mut drafters, scheduler, prompt, settings, info, job)?;
+        if let (Some(e), Some(s)) = (evidence, scheduler.as_ref()) {
+            *e = s.evidence(strategies);
+        }
         // A run that fed a drafter learned nothing of the plain costs (see `Loop::tally`).
         if let Some(learned) = scheduler.filter(|_| !feeds).and_then(|s| s.learned()) {
             self.learn_costs(settings, learned);

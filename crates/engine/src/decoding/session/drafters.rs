@@ -15,7 +15,7 @@ impl Session {
         costs: Option<&Costs>,
         fed: Option<&Costs>,
     ) -> Result<Vec<Box<dyn Drafter + 'a>>> {
-        let Lent { model, ngram_mod } = lent;
+        let Lent { model, ngram_mod, .. } = lent;
         let ngram_mod = || ngram_mod.map_or_else(|| Self::ngram_mod(s), Ok);
         let mut out: Vec<Box<dyn Drafter + 'a>> = Vec::new();
         match s.strategy {
