@@ -34,7 +34,7 @@ pub enum SweepUiEvent {
     Started {
         id: String,
         total: usize,
-        spec: SweepSpec,
+        spec: Box<SweepSpec>,
     },
     /// What the engine reports (loading, predictions, each cell's start and result, ETA).
     Engine {
@@ -155,7 +155,7 @@ pub fn execute(
             match reply {
                 // The worker's count comes first: the page starts its progress bar with it.
                 Reply::Sweep { event: SweepEvent::Planned { total } } => {
-                    send(SweepUiEvent::Started { id: id.clone(), total, spec: spec.clone() });
+                    send(SweepUiEvent::Started { id: id.clone(), total, spec: Box::new(spec.clone()) });
                 }
                 Reply::Sweep { event } => {
                     let progressed = matches!(event, SweepEvent::Progress { .. } | SweepEvent::Predicted { .. });

@@ -147,7 +147,7 @@ pub fn http(data: &[u8]) {
     let _ = asked.settings.validate(asked.mode);
     let text = String::from_utf8_lossy(text);
     // With tools, the text is also held back and read as tool calls, as an answer's is.
-    let mut hold = asked.tool_calls.as_ref().map(|t| draftlab_server::tools::Hold::new(t.format));
+    let mut hold = asked.tool_calls.as_ref().map(|t| draftlab_server::tools::Hold::new(t.format, t.required));
     for piece in text.split('\u{1}') {
         if let Some(h) = hold.as_mut() {
             let _ = h.push(piece);
@@ -158,7 +158,8 @@ pub fn http(data: &[u8]) {
     }
     let _ = asked.stops.finish();
     if let (Some(t), Some(mut h)) = (asked.tool_calls, hold) {
-        let _ = t.format.parse(&h.finish().1, &t.names);
+        let held = h.finish().1;
+        let _ = if t.required { t.format.parse_required(&held, &t.names) } else { t.format.parse(&held, &t.names) };
     }
 }
 

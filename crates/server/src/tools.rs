@@ -808,7 +808,7 @@ mod tests {
                     (format!("{{days:3,city:{q}Oslo{q},unit:{q}F{q}}}"), true),
                     (format!("{{city:{q}Oslo{q},unit:{q}K{q}}}"), false),
                     (format!("{{city:{q}Oslo{q},days:3}}"), false),
-                    (format!("{{days:3}}"), false),
+                    ("{days:3}".to_string(), false),
                     (format!("{{city:{q}Oslo, Norway{q}}}"), false),
                 ] {
                     let t = format!("<|tool_call>call:weather{args}<tool_call|>");

@@ -152,7 +152,13 @@ tensor_split?: Array<number>,
  * What the output must be (JSON matching a schema, a grammar): the target's choices are
  * masked by it, and what it forces is drafted for free. None: any text.
  */
-constraint?: Constraint | null, };
+constraint?: Constraint | null, 
+/**
+ * Each output token's log probability under the target, with this many of the most likely
+ * tokens at its place (at most [`MAX_TOP_LOGPROBS`]); none: not computed (each costs a pass
+ * over the vocabulary).
+ */
+logprobs?: number | null, };
 
 export type Constraint = { "kind": "json_schema", schema: string, } | { "kind": "json_object" } | { "kind": "lark", grammar: string, };
 
