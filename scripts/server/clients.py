@@ -148,13 +148,18 @@ assert all(len(top) == 2 for top in legacy.top_logprobs) and legacy.text_offset[
 print(f"clients: logprobs {drafted[:3]}…, the same drafted or not, streamed, legacy")
 
 # n choices (one run after another, each with its own seed): greedy, the same answer n times;
-# sampled, each its own draw.
+# sampled, each its own draw (the same draws again for the same seed when the target samples
+# alone: with drafting on, how many random numbers a run uses depends on its adaptive schedule).
 r = client.chat.completions.create(model=model, messages=ask, max_tokens=12, temperature=0, n=3)
 assert [c.index for c in r.choices] == [0, 1, 2], r
 assert len({c.message.content for c in r.choices}) == 1 and r.choices[0].message.content, r
-r = client.chat.completions.create(model=model, messages=ask, max_tokens=12, temperature=1.5, n=2, seed=7)
-again = client.chat.completions.create(model=model, messages=ask, max_tokens=12, temperature=1.5, n=2, seed=7)
+alone = {"draftlab": {"strategy": "none"}}
+r = client.chat.completions.create(model=model, messages=ask, max_tokens=12, temperature=1.5, n=2, seed=7,
+                                   extra_body=alone)
+again = client.chat.completions.create(model=model, messages=ask, max_tokens=12, temperature=1.5, n=2, seed=7,
+                                       extra_body=alone)
 assert [c.message.content for c in r.choices] == [c.message.content for c in again.choices], (r, again)
+assert r.choices[0].message.content != r.choices[1].message.content, r
 print(f"clients: n=2 sampled: {[c.message.content for c in r.choices]}")
 
 # The Responses API: the same answer as chat completions for the same conversation, whole and
