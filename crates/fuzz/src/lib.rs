@@ -158,8 +158,7 @@ pub fn http(data: &[u8]) {
     }
     let _ = asked.stops.finish();
     if let (Some(t), Some(mut h)) = (asked.tool_calls, hold) {
-        let held = h.finish().1;
-        let _ = if t.required { t.format.parse_required(&held, &t.names) } else { t.format.parse(&held, &t.names) };
+        let _ = t.read(&h.finish().1);
     }
 }
 

@@ -6,8 +6,6 @@ use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use axum::http::StatusCode;
-use axum::response::{IntoResponse, Response};
-use axum::Json;
 use draftlab_core::decoding::chat::ChatInput;
 use draftlab_core::decoding::event::{Event, TokenLogprob};
 use draftlab_core::decoding::report::{Report, StopReason};
@@ -26,7 +24,9 @@ use crate::stop::StopFilter;
 use crate::tools::{CallPiece, CallStream, Hold, Parsed, ToolCalls};
 use crate::{Counters, Endpoint, Shared};
 
+mod logprobs;
 mod stream;
+mod whole;
 
 /// Cancels its job when dropped before the job ended: the client went away (the response future
 /// or the event stream was dropped). A job that does not stop in time has its engine stopped.
@@ -130,8 +130,7 @@ pub(crate) enum Api {
 
 /// An answer's tool calls, read (or why they could not be).
 fn read_calls(tools: &ToolCalls, text: &str, report: &Report) -> Result<Parsed, ApiError> {
-    let format = tools.format;
-    if report.stop_reason == StopReason::MaxTokens && (tools.required || format.certain(text)) {
+    if report.stop_reason == StopReason::MaxTokens && tools.certain(text) {
         return Err(ApiError::new(
             StatusCode::BAD_REQUEST,
             "invalid_request_error",
@@ -143,9 +142,7 @@ fn read_calls(tools: &ToolCalls, text: &str, report: &Report) -> Result<Parsed, 
             ),
         ));
     }
-    let read =
-        if tools.required { format.parse_required(text, &tools.names) } else { format.parse(text, &tools.names) };
-    read.map_err(|why| {
+    tools.read(text).map_err(|why| {
         ApiError::new(
             StatusCode::INTERNAL_SERVER_ERROR,
             "server_error",
@@ -215,35 +212,6 @@ impl Answer {
         self
     }
 
-    /// The log probabilities of the tokens since the last call, in the endpoint's shape: chat's
-    /// `{"content": [{token, logprob, bytes, top_logprobs}]}`, or completions' legacy `{tokens,
-    /// token_logprobs, top_logprobs, text_offset}` (offsets from `offset`, in characters); null
-    /// when none were asked for.
-    pub(crate) fn take_logprobs(&mut self, offset: &mut usize) -> Value {
-        let Some(list) = self.logprobs.as_mut() else { return Value::Null };
-        let list = std::mem::take(list);
-        let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
-        match self.endpoint {
-            Endpoint::Chat => json!({"content": list.iter().map(|t| json!({
-                "token": text(&t.bytes), "logprob": t.logprob, "bytes": t.bytes,
-                "top_logprobs": t.top.iter().map(|o| json!({"token": text(&o.bytes), "logprob": o.logprob, "bytes": o.bytes})).collect::<Vec<_>>(),
-            })).collect::<Vec<_>>(), "refusal": null}),
-            Endpoint::Completion => {
-                let mut offsets = Vec::with_capacity(list.len());
-                for t in &list {
-                    offsets.push(*offset);
-                    *offset += text(&t.bytes).chars().count();
-                }
-                json!({
-                    "tokens": list.iter().map(|t| text(&t.bytes)).collect::<Vec<_>>(),
-                    "token_logprobs": list.iter().map(|t| t.logprob).collect::<Vec<_>>(),
-                    "top_logprobs": list.iter().map(|t| t.top.iter().map(|o| (text(&o.bytes), json!(o.logprob))).collect::<serde_json::Map<_, _>>()).collect::<Vec<_>>(),
-                    "text_offset": offsets,
-                })
-            }
-        }
-    }
-
     /// Sends calls as they are written ([`Step::Call`]), rather than whole at the end: a stream
     /// asks for this before it reads the answer.
     pub(crate) fn stream_calls(&mut self) {
@@ -264,7 +232,7 @@ impl Answer {
             return Vec::new();
         };
         match hold.held() {
-            Some(held) if tools.required || tools.format.certain(held) => {
+            Some(held) if tools.certain(held) => {
                 stream.update(tools.format, held).into_iter().map(Step::Call).collect()
             }
             _ => Vec::new(),
@@ -529,92 +497,9 @@ impl Answer {
         }
     }
 
-    /// Anthropic's content blocks: the text, then each call as a `tool_use` block.
-    fn blocks(&self, text: &str, calls: &[crate::tools::Call]) -> Vec<Value> {
-        let mut blocks = Vec::new();
-        if !text.trim().is_empty() || calls.is_empty() {
-            blocks.push(json!({"type": "text", "text": text.trim_end()}));
-        }
-        for (i, c) in calls.iter().enumerate() {
-            let input: Value = serde_json::from_str(&c.arguments).unwrap_or_else(|_| json!({}));
-            blocks.push(json!({"type": "tool_use", "id": self.call_id(i), "name": c.name, "input": input}));
-        }
-        blocks
-    }
-
     pub(crate) fn call_id(&self, i: usize) -> String {
         let prefix = if self.api == Api::Anthropic { "toolu" } else { "call" };
         format!("{prefix}_{}_{i}", self.suffix())
-    }
-
-    /// Anthropic's `usage`, with Draftlab's numbers beside its own.
-    fn anthropic_usage(&self, r: &Report) -> Value {
-        json!({"input_tokens": r.prompt_tokens, "output_tokens": r.generated_tokens,
-            "draftlab": usage(r, self.parts.as_ref()).draftlab})
-    }
-
-    /// The whole answer: its text and thinking, and the report (its calls are read at the end).
-    pub(crate) async fn collect(&mut self) -> Result<(String, String, Box<Report>), ApiError> {
-        let mut text = String::new();
-        let mut thinking = String::new();
-        loop {
-            match self.next().await {
-                Step::Text(t, _) => text.push_str(&t),
-                Step::Thinking(t) => thinking.push_str(&t),
-                Step::Call(_) => {}
-                Step::Done(r) => return Ok((text, thinking, r)),
-                Step::Failed(e) => return Err(ApiError::engine(&e)),
-            }
-        }
-    }
-
-    /// The whole answer in one response.
-    pub(crate) async fn whole(self) -> Result<Response, ApiError> {
-        Ok(Json(self.whole_body().await?).into_response())
-    }
-
-    /// The whole answer's body.
-    pub(crate) async fn whole_body(mut self) -> Result<Value, ApiError> {
-        let (text, thinking, report) = self.collect().await?;
-        if self.api == Api::Anthropic {
-            let stop_reason = self.stop_reason(&report);
-            let parsed = self.calls.take().transpose()?.unwrap_or_default();
-            let mut content = self.blocks(&format!("{text}{}", parsed.content), &parsed.calls);
-            if !thinking.is_empty() {
-                content.insert(0, json!({"type": "thinking", "thinking": thinking, "signature": ""}));
-            }
-            return Ok(json!({
-                "id": self.id, "type": "message", "role": "assistant", "model": self.model(),
-                "content": content, "stop_reason": stop_reason, "stop_sequence": self.stop.matched(),
-                "usage": self.anthropic_usage(&report),
-            }));
-        }
-        let usage = usage(&report, self.parts.as_ref());
-        let finish = self.finish_reason(&report);
-        let logprobs = self.take_logprobs(&mut 0);
-        let mut message = json!({"role": "assistant", "content": text});
-        if !thinking.is_empty() {
-            message["reasoning_content"] = json!(thinking);
-        }
-        if let Some(calls) = self.calls.take() {
-            let parsed = calls?;
-            let content = format!("{text}{}", parsed.content);
-            message["content"] = if content.trim().is_empty() { Value::Null } else { json!(content.trim_end()) };
-            message["tool_calls"] = json!(self.tool_calls_json(&parsed.calls, false));
-        }
-        let body = match self.endpoint {
-            Endpoint::Chat => json!({
-                "id": self.id, "object": "chat.completion", "created": self.created, "model": self.model(),
-                "choices": [{"index": 0, "message": message, "finish_reason": finish, "logprobs": logprobs}],
-                "usage": usage,
-            }),
-            Endpoint::Completion => json!({
-                "id": self.id, "object": "text_completion", "created": self.created, "model": self.model(),
-                "choices": [{"index": 0, "text": text, "finish_reason": finish, "logprobs": logprobs}],
-                "usage": usage,
-            }),
-        };
-        Ok(body)
     }
 }
 

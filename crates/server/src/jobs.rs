@@ -162,13 +162,15 @@ fn logprobs_asked(c: &Common, endpoint: Endpoint) -> Result<Option<usize>, ApiEr
             return Ok(None);
         }
         (Endpoint::Chat, Some(Value::Bool(true))) => c.top_logprobs.unwrap_or(0),
-        (Endpoint::Completion, Some(v)) if v.as_u64().is_some() => v.as_u64().unwrap_or(0) as usize,
         (Endpoint::Chat, Some(_)) => {
             return Err(ApiError::invalid(Some("logprobs"), "`logprobs` is true or false."));
         }
-        (Endpoint::Completion, Some(_)) => {
-            return Err(ApiError::invalid(Some("logprobs"), format!("`logprobs` is a number from 0 to {max}.")));
-        }
+        (Endpoint::Completion, Some(v)) => match v.as_u64() {
+            Some(top) => top as usize,
+            None => {
+                return Err(ApiError::invalid(Some("logprobs"), format!("`logprobs` is a number from 0 to {max}.")));
+            }
+        },
     };
     if top > max {
         let param = if endpoint == Endpoint::Chat { "top_logprobs" } else { "logprobs" };
@@ -372,29 +374,24 @@ impl Job {
     /// choices all of theirs, its usage counting every choice's tokens.
     async fn choices(self, s: Arc<Shared>, n: usize) -> Result<Response, ApiError> {
         let seed = self.common.seed.unwrap_or(s.config.settings.sampling.seed);
-        let mut body: Option<Value> = None;
-        let mut completion = 0;
+        let mut bodies = Vec::with_capacity(n);
         for i in 0..n {
             let mut job = self.clone();
             job.common.seed = Some(seed.wrapping_add(i as u64));
-            let v = job.start(Arc::clone(&s), Api::OpenAi).await?.whole_body().await?;
-            completion += v["usage"]["completion_tokens"].as_u64().unwrap_or(0);
-            let mut choice = v["choices"][0].clone();
-            choice["index"] = json!(i);
-            match body.as_mut() {
-                None => {
-                    let mut first = v;
-                    first["choices"] = json!([choice]);
-                    body = Some(first);
-                }
-                Some(b) => {
-                    if let Some(list) = b["choices"].as_array_mut() {
-                        list.push(choice);
-                    }
-                }
-            }
+            bodies.push(job.start(Arc::clone(&s), Api::OpenAi).await?.whole_body().await?);
         }
-        let mut body = body.unwrap_or_default();
+        let completion: u64 = bodies.iter().map(|v| v["usage"]["completion_tokens"].as_u64().unwrap_or(0)).sum();
+        let choices: Vec<Value> = bodies
+            .iter()
+            .enumerate()
+            .map(|(i, v)| {
+                let mut c = v["choices"][0].clone();
+                c["index"] = json!(i);
+                c
+            })
+            .collect();
+        let mut body = bodies.swap_remove(0);
+        body["choices"] = json!(choices);
         let prompt = body["usage"]["prompt_tokens"].as_u64().unwrap_or(0);
         body["usage"]["completion_tokens"] = json!(completion);
         body["usage"]["total_tokens"] = json!(prompt + completion);

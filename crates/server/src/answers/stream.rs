@@ -14,6 +14,17 @@ use crate::tools::{Call, CallPiece, Parsed};
 use crate::Endpoint;
 
 impl Answer {
+    /// A streamed chunk's extras: with `provenance`, where its tokens came from; their log
+    /// probabilities when the request asked for them.
+    fn annotate(&mut self, c: &mut Value, provenance: bool, offset: &mut usize) {
+        if provenance {
+            c["draftlab"]["tokens"] = Value::Array(std::mem::take(&mut self.sources));
+        }
+        if let Some(lp) = self.pending_logprobs(offset) {
+            c["choices"][0]["logprobs"] = lp;
+        }
+    }
+
     /// A chunk whose delta is thinking (`reasoning_content`).
     fn thinking_chunk(&self, text: &str, first: bool) -> Value {
         let mut c = self.chunk(None, None, first);
@@ -244,24 +255,12 @@ impl Answer {
                         if timings {
                             c["draftlab"] = json!({ "t_ms": at });
                         }
-                        if provenance {
-                            c["draftlab"]["tokens"] = Value::Array(std::mem::take(&mut a.sources));
-                        }
-                        let lp = a.take_logprobs(&mut offset);
-                        if !lp.is_null() {
-                            c["choices"][0]["logprobs"] = lp;
-                        }
+                        a.annotate(&mut c, provenance, &mut offset);
                         (vec![c.to_string()], false)
                     }
                     Step::Thinking(t) => {
                         let mut c = a.thinking_chunk(&t, first);
-                        if provenance {
-                            c["draftlab"]["tokens"] = Value::Array(std::mem::take(&mut a.sources));
-                        }
-                        let lp = a.take_logprobs(&mut offset);
-                        if !lp.is_null() {
-                            c["choices"][0]["logprobs"] = lp;
-                        }
+                        a.annotate(&mut c, provenance, &mut offset);
                         (vec![c.to_string()], false)
                     }
                     Step::Call(piece) => {
@@ -274,10 +273,9 @@ impl Answer {
                         };
                         let mut c = a.chunk(None, None, first);
                         c["choices"][0]["delta"]["tool_calls"] = json!([call]);
-                        let lp = a.take_logprobs(&mut offset);
-                        if !lp.is_null() {
-                            c["choices"][0]["logprobs"] = lp;
-                        }
+                        // The call's tokens' provenance goes with the next text (as before calls
+                        // were streamed).
+                        a.annotate(&mut c, false, &mut offset);
                         (vec![c.to_string()], false)
                     }
                     Step::Done(r) => {
@@ -305,12 +303,7 @@ impl Answer {
                             }
                         }
                         let mut last = a.chunk(None, Some(a.finish_reason(&r)), first && out.is_empty());
-                        let lp = a.take_logprobs(&mut offset);
-                        if lp.get("content").and_then(Value::as_array).is_some_and(|l| !l.is_empty())
-                            || lp.get("tokens").and_then(Value::as_array).is_some_and(|l| !l.is_empty())
-                        {
-                            last["choices"][0]["logprobs"] = lp;
-                        }
+                        a.annotate(&mut last, false, &mut offset);
                         out.push(last.to_string());
                         if usage_chunk {
                             let object =
