@@ -658,24 +658,91 @@ def keyboard_only(s, smol, out):
 
 
 def first_run(s, out):
-    """A first run (an empty data folder, no model anywhere): the Run view offers the catalog's
-    models that fit with their drafters; one click downloads the pair with one progress bar and runs
-    it. The mock hub serves qwen3-8b (a small test model under its name); the EAGLE-3 head the
-    catalog pins cannot match its hash here, so the model runs with n-gram drafting and says why."""
-    wait("the first-run offer", lambda: s.exists("first-run") and s.exists("first-qwen3-8b"), timeout=60)
+    """A first run (an empty data folder, no model anywhere, an organisation's catalog in
+    DRAFTLAB_CATALOG holding the Qwen pair): the Run view recommends that pair with its expected
+    gain, download size and time, the rest folded. Its draft is missing on the (mock) hub the first
+    time: the failure offers Retry and Continue with n-grams, its details folded; Retry fetches the
+    draft (the target is kept) and the whole pair runs, the model alone against it with its draft."""
+    wait("the recommended pair", lambda: s.exists("first-recommended"), timeout=60)
     assert path_of(s, "target") == "", path_of(s, "target")
+    pick = s.text("first-recommended")
+    assert "qwen2.5-coder-1.5b-instruct" in pick and "qwen2.5-coder-0.5b-instruct" in pick, pick
+    assert "faster expected" in pick and "to download" in pick and "MB/s" in pick, pick
+    expected = float(s.text("first-expected").lstrip("≈").split("×")[0])
+    assert 1.0 < expected < 2.5, expected
+    assert not s.script("return document.querySelector('[data-testid=first-others]').open"), "the full list is folded"
     s.screenshot(out / "first-run.png")
     s.script("window.__sawProgress = false; new MutationObserver(() => { if (document.querySelector('[data-testid=first-run-progress]'))"
              " window.__sawProgress = true; }).observe(document.body, {subtree: true, childList: true});")
-    s.click("first-qwen3-8b")
-    wait("the run", lambda: s.exists("verdict") and "×" in s.text("verdict"), timeout=300)
+    s.click("first-recommended-run")
+    wait("the draft's failure", lambda: s.exists("first-run-failure"), timeout=300)
+    failure = s.text("first-run-failure")
+    assert "is here; its drafter qwen2.5-coder-0.5b-instruct could not be fetched" in failure, failure
+    assert s.exists("first-retry") and s.exists("first-ngrams"), failure
+    assert not s.script("return document.querySelector('[data-testid=first-run-details]').open"), "the details are folded"
     assert s.script("return window.__sawProgress"), "no progress bar was shown"
-    assert path_of(s, "target").endswith("Qwen3-8B-Q4_K_M.gguf"), path_of(s, "target")
-    notice = s.text("first-run-notice")
-    assert "could not be fetched" in notice and "n-gram drafting" in notice, notice
-    assert not s.exists("first-run"), "the offer stays after the model is here"
+    s.screenshot(out / "first-run-failure.png")
+    print(f"e2e: first run: the draft missing on the hub: {' '.join(failure.split())[:160]}")
+    s.click("first-retry")
+    wait("the run", lambda: s.exists("verdict") and "×" in s.text("verdict"), timeout=420)
+    assert path_of(s, "target").endswith("Qwen2.5-Coder-1.5B-Instruct-Q4_K_M.gguf"), path_of(s, "target")
+    assert path_of(s, "draft").endswith("Qwen2.5-Coder-0.5B-Instruct-Q4_K_M.gguf"), path_of(s, "draft")
+    assert s.prop("strategy", "value") == "draft", s.prop("strategy", "value")
+    assert not s.exists("first-run") and not s.exists("first-run-notice"), "the offer stays after the pair is here"
     s.screenshot(out / "first-run-done.png")
-    print(f"e2e: first run: qwen3-8b downloaded with one bar and run ({s.text('verdict')}); {notice[:120]}")
+    print(f"e2e: first run: Retry fetched the draft, the whole pair ran: {s.text('verdict')}")
+
+
+def result_card(s, out):
+    """Save Card… writes the result as a PNG card (DRAFTLAB_EXPORT_DIR stands for the save dialog,
+    which a WebDriver cannot drive): twice the card's size, the pair's name and speedup in the
+    file's name, drawn (not blank)."""
+    exports = pathlib.Path(os.environ["DRAFTLAB_EXPORT_DIR"])
+    before = set(exports.glob("*.png"))
+    wait("the run saved, and its card offered", lambda: s.exists("save-card"), timeout=30)
+    s.click("save-card")
+    wait("the card saved", lambda: s.exists("share-note") and "saved" in s.text("share-note"), timeout=30)
+    new = sorted(set(exports.glob("*.png")) - before)
+    assert len(new) == 1, new
+    data = new[0].read_bytes()
+    assert data[:4] == b"\x89PNG", data[:8]
+    width, height = int.from_bytes(data[16:20], "big"), int.from_bytes(data[20:24], "big")
+    assert (width, height) == (1280, 720), (width, height)
+    # (Named by the pair and the verdict, e.g. "Smollm2 135M … with Smollm2 135M … (Auto) 1.42× faster.png".)
+    assert "smollm2" in new[0].name.lower() and " with " in new[0].name, new[0].name
+    assert len(data) > 20_000, f"a card of {len(data)} bytes is nearly blank"
+    (out / "result-card.png").write_bytes(data)
+    print(f"e2e: Save Card wrote {new[0].name} ({width}×{height}, {len(data)} bytes)")
+
+
+def text_alternatives(s, out):
+    """Charts read as tables (Table toggles the picture and its numbers), and provenance shown by
+    line style as well as colour when Settings asks (drafted tokens underlined)."""
+    s.click("chart-table-toggle-bars")
+    wait("the bars as a table", lambda: s.exists("chart-table-bars"), timeout=10)
+    table = s.text("chart-table-bars")
+    assert "tok/s" in table and "×" in table, table
+    s.click("chart-table-toggle-bars")
+    wait("the bars again", lambda: not s.exists("chart-table-bars"), timeout=10)
+    s.script("document.activeElement?.blur()")
+    keys(s, (CTRL, ","))
+    wait("Settings", lambda: s.script("return document.querySelector('[data-testid=preferences]').open"), timeout=10)
+    s.click("underline-provenance")
+    s.click("preferences-close")
+    drafted = "getComputedStyle(document.querySelector('.legend .tok-draft')).textDecorationLine"
+    wait("drafted tokens underlined", lambda: s.script(f"return {drafted}") == "underline", timeout=10)
+    wait("Settings closed", lambda: not s.script("return document.querySelector('[data-testid=preferences]').open"), timeout=10)
+    s.script("document.querySelectorAll('*').forEach(e => { if (e.scrollTop) e.scrollTop = 0; }); window.scrollTo(0, 0);")
+    time.sleep(0.5)
+    s.screenshot(out / "underlined-provenance.png")
+    keys(s, (CTRL, ","))
+    wait("Settings", lambda: s.script("return document.querySelector('[data-testid=preferences]').open"), timeout=10)
+    s.click("underline-provenance")
+    s.click("preferences-close")
+    wait("colour alone again", lambda: s.script(f"return {drafted}") == "none", timeout=10)
+    # (The charts were scrolled into view: back to the top, as the next steps expect.)
+    s.script("document.querySelectorAll('*').forEach(e => { if (e.scrollTop) e.scrollTop = 0; }); window.scrollTo(0, 0);")
+    print(f"e2e: the bars read as a table ({' '.join(table.split())[:100]}); provenance underlined on request")
 
 
 def remembered_gone(s, smol, out):
@@ -842,6 +909,8 @@ def main():
             s.set_value("prompt", "List three colours, one per line.")
             s.click("run-both")
             wait("the verdict", lambda: s.exists("verdict") and "×" in s.text("verdict"))
+            result_card(s, out)
+            text_alternatives(s, out)
             layout(s, out)
             every_view(s, out)
             return
@@ -899,6 +968,8 @@ def main():
         s.screenshot(out / "both.png")
         print(f"e2e: both ran; verdict: {verdict}; charts shown")
         device_line(s)
+        result_card(s, out)
+        text_alternatives(s, out)
         lat = sorted(s.script("return window.__draftlabTokenLatencies || []"))
         assert lat, "no token latencies recorded"
         print(f"e2e: engine → page latency over {len(lat)} frames: median {lat[len(lat) // 2]} ms, max {lat[-1]} ms")

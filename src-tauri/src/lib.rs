@@ -23,7 +23,7 @@ use std::sync::Arc;
 
 use draftlab_core::files::doctor::Diagnosis;
 use draftlab_core::machine::MachineInfo;
-use draftlab_core::measuring::charts::{self, Chart};
+use draftlab_core::measuring::charts::{self, CardChart, Chart};
 use draftlab_core::measuring::results::Results;
 use draftlab_core::measuring::sweep::SweepSpec;
 use serde::{Deserialize, Serialize};
@@ -228,8 +228,15 @@ fn proposed_name(name: &str, ext: &str) -> String {
     format!("{}.{ext}", if clean.is_empty() { "draftlab" } else { clean })
 }
 
+/// The folder exports go to without a dialog when it is set (scripted demos, kiosks, and the
+/// end-to-end test, which cannot drive a native dialog): each under its proposed, cleaned name.
+pub const EXPORT_DIR_ENV: &str = "DRAFTLAB_EXPORT_DIR";
+
 /// Asks the user where to save (the dialog runs here, not in the page).
 async fn ask_save_path(state: Arc<AppState>, ask: SaveAsk) -> Result<Option<PathBuf>, ApiError> {
+    if let Some(dir) = std::env::var_os(EXPORT_DIR_ENV).filter(|d| !d.is_empty()) {
+        return Ok(Some(PathBuf::from(dir).join(&ask.file_name)));
+    }
     blocking("save dialog", move || match state.save_dialog.get() {
         Some(dialog) => Ok(dialog(&ask)),
         None => Err(ApiError::new(ErrorCode::Internal, "no save dialog in this window", "Report this as a bug.")),
@@ -252,6 +259,37 @@ async fn save_chart(state: State<'_, Arc<AppState>>, chart: Chart, name: String)
     blocking("chart", move || charts::save(&chart, &path, charts::WIDTH, charts::HEIGHT).map(|()| Some(path)))
         .await?
         .map_err(ApiError::from)
+}
+
+/// Asks where to save a result card and writes it there (PNG at 2×, or SVG); the path written, or
+/// `None` when the user cancels.
+#[tauri::command]
+async fn save_card(
+    state: State<'_, Arc<AppState>>,
+    card: CardChart,
+    name: String,
+) -> Result<Option<PathBuf>, ApiError> {
+    let ask = SaveAsk {
+        title: "Save the result card",
+        file_name: proposed_name(&name, "png"),
+        filters: vec![("PNG image (2×)", vec!["png"]), ("SVG", vec!["svg"])],
+    };
+    let Some(path) = ask_save_path(Arc::clone(state.inner()), ask).await? else {
+        return Ok(None);
+    };
+    let chart = Chart::Card(card);
+    blocking("card", move || charts::save(&chart, &path, charts::CARD_WIDTH, charts::CARD_HEIGHT).map(|()| Some(path)))
+        .await?
+        .map_err(ApiError::from)
+}
+
+/// A result card's PNG (at 2×), for the clipboard.
+#[tauri::command]
+async fn card_png(card: CardChart) -> Result<tauri::ipc::Response, ApiError> {
+    let chart = Chart::Card(card);
+    let png = blocking("card", move || charts::png(&chart, charts::CARD_WIDTH, charts::CARD_HEIGHT, charts::PNG_SCALE))
+        .await??;
+    Ok(tauri::ipc::Response::new(png))
 }
 
 /// What to export: a saved run or a saved sweep.
@@ -482,6 +520,8 @@ pub fn build_app<R: Runtime>(builder: tauri::Builder<R>, state: AppState) -> tau
             sweep_plan,
             sweep_get,
             save_chart,
+            save_card,
+            card_png,
             export_results,
             models_on_disk,
             drafters,

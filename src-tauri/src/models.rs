@@ -43,7 +43,7 @@ pub struct CatalogView {
 
 /// The catalog with its fit badges, for the memory the engine worker reads (ggml's GPU device).
 pub fn catalog_view(workers: &Workers) -> Result<CatalogView, ApiError> {
-    let models = catalog::models();
+    let models = catalog::models()?;
     let mem = workers.memory()?;
     let fits = catalog::fit(&models, &mem);
     let (limit, limit_reason) = catalog::limit(&mem);
@@ -106,9 +106,10 @@ pub fn download(
     send: &mut dyn FnMut(DownloadEvent),
 ) -> Result<PathBuf, ApiError> {
     let key = format!("{repo}/{file}");
-    let cancel = downloads.start(&key)?;
     // A file the catalog lists comes from the revision it was checked against, with its hash.
-    let r = hub::download_pinned(opts, repo, file, &catalog::pin_of(repo, file), &mut Job::new(&cancel, send));
+    let pin = catalog::pin_of(repo, file)?;
+    let cancel = downloads.start(&key)?;
+    let r = hub::download_pinned(opts, repo, file, &pin, &mut Job::new(&cancel, send));
     downloads.finish(&key);
     Ok(r.map_err(|e| catalog::name_missing(repo, file, e))?)
 }

@@ -362,14 +362,27 @@ fn commands_work_through_the_mock_runtime() {
     assert_eq!(saved, serde_json::json!(dir.path().join("out/lengths.png")));
     assert_eq!(&std::fs::read(dir.path().join("out/lengths.png")).unwrap()[..4], b"\x89PNG");
     assert!(!elsewhere.exists(), "the page's path was not written");
-    let asked = asked.lock().unwrap().clone();
-    assert_eq!(asked, ["evil.png"], "the dialog proposes the name's last part only");
+    assert_eq!(*asked.lock().unwrap(), ["evil.png"], "the dialog proposes the name's last part only");
     // Cancel: nothing written, null back.
     *chosen.lock().unwrap() = None;
     assert_eq!(
         invoke("save_chart", serde_json::json!({ "chart": chart, "name": "x" })).unwrap(),
         serde_json::Value::Null
     );
+    // A result card: the same dialog, a PNG at twice the card's size.
+    let card = serde_json::json!({ "kind": "card", "title": "qwen with its draft", "machine": "this machine",
+        "headline": "1.42× faster", "tone": "faster", "detail": "16.1 → 22.9 tok/s", "reason": "",
+        "baseline": { "median": 16.1, "min": 16.1, "max": 16.1 }, "speculative": { "median": 22.9, "min": 22.9, "max": 22.9 },
+        "excerpt": [{ "text": "fn main", "drafted": true }, { "text": "() {}", "drafted": false }] });
+    let mut fields = card.clone();
+    fields.as_object_mut().unwrap().remove("kind");
+    *chosen.lock().unwrap() = Some(dir.path().join("card.png"));
+    let saved = invoke("save_card", serde_json::json!({ "card": fields, "name": "qwen 1.42×" })).unwrap();
+    assert_eq!(saved, serde_json::json!(dir.path().join("card.png")));
+    let png = std::fs::read(dir.path().join("card.png")).unwrap();
+    assert_eq!(&png[..4], b"\x89PNG");
+    assert_eq!(u32::from_be_bytes(png[16..20].try_into().unwrap()), 2 * draftlab_core::measuring::charts::CARD_WIDTH);
+    assert_eq!(asked.lock().unwrap().last().map(String::as_str), Some("qwen 1.42×.png"));
     *chosen.lock().unwrap() = Some(dir.path().join("x.gif"));
     let err = invoke("save_chart", serde_json::json!({ "chart": chart, "name": "x" })).unwrap_err();
     assert_eq!(err["code"], "invalid_settings", "{err}");

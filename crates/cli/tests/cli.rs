@@ -679,6 +679,36 @@ fn models_lists_disk_models_by_vocabulary_and_the_catalog_with_fits() {
     let (out, _) = text(&o);
     assert!(out.contains("Qwen2.5-Coder Instruct") && out.contains("qwen2.5-coder-7b-instruct"), "{out}");
     assert!(!out.contains("On disk"), "{out}");
+    // An organisation's catalog (DRAFTLAB_CATALOG) replaces the built-in one; a broken one is a
+    // clear error naming the file, never the built-in catalog in its place.
+    let ours = home.path().join("catalog.json");
+    let built_in: serde_json::Value = serde_json::from_str(include_str!("../../core/src/files/catalog.json")).unwrap();
+    let mut family = built_in["families"].as_array().unwrap().iter().find(|f| f["id"] == "smollm2").unwrap().clone();
+    family["models"].as_array_mut().unwrap().truncate(1);
+    family["models"][0]["drafts"] = serde_json::json!([]);
+    let only = family["models"][0]["id"].as_str().unwrap().to_string();
+    std::fs::write(&ours, serde_json::json!({ "version": 3, "note": "ours", "families": [family] }).to_string())
+        .unwrap();
+    let with = |path: &std::path::Path| {
+        Command::new(env!("CARGO_BIN_EXE_draftlab"))
+            .args(["models", "--catalog", "--json"])
+            .env("HOME", home.path())
+            .env("DRAFTLAB_CATALOG", path)
+            .output()
+            .unwrap()
+    };
+    let o = with(&ours);
+    assert!(o.status.success(), "{:?}", text(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let ids: Vec<&str> = v["catalog"].as_array().unwrap().iter().map(|c| c["model"]["id"].as_str().unwrap()).collect();
+    assert_eq!(ids, [only.as_str()]);
+    std::fs::write(&ours, "{\"version\": 3, \"families\": [").unwrap();
+    let o = with(&ours);
+    let (_, err) = text(&o);
+    assert!(
+        !o.status.success() && err.contains(&ours.display().to_string()) && err.contains("is not a catalog"),
+        "{err}"
+    );
 }
 
 #[test]

@@ -73,6 +73,8 @@ pub mod mock_hub {
         /// The hub has every commit: `resolve/<any 40-hex>/…` serves the file as that commit (a
         /// catalog's pinned revisions, for the end-to-end test).
         pub any_commit: AtomicBool,
+        /// File names the hub answers 404 for once (a file not published yet, then there: a retry).
+        pub missing_once: Mutex<std::collections::HashSet<String>>,
     }
 
     /// What the server saw.
@@ -223,7 +225,9 @@ pub mod mock_hub {
                         Some(r) => target.replacen(&format!("/resolve/{r}/"), "/resolve/main/", 1),
                         None => target.clone(),
                     };
-                    match shared.by_url.get(&key) {
+                    let name = key.rsplit('/').next().unwrap_or("").to_string();
+                    let missing = faults.missing_once.lock().unwrap_or_else(|e| e.into_inner()).remove(&name);
+                    match shared.by_url.get(&key).filter(|_| !missing) {
                         Some(f) => {
                             let get = |m: &Mutex<Option<String>>| m.lock().unwrap_or_else(|e| e.into_inner()).clone();
                             let etag = get(&faults.etag).unwrap_or_else(|| f.sha.clone());

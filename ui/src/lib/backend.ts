@@ -3,7 +3,7 @@
 // production bundle leaves the fake out).
 import type {
   Drafters,
-  ApiError, CatalogView, Chart, Diagnosis, Mode, Settings, DownloadEvent, ExportSource, VocabGroup, HistoryEntry, HistoryRun, RunEvent, RunOutcome, RunRequest, SweepEntry, SweepOutcome,
+  ApiError, CardChart, CatalogView, Chart, Diagnosis, Mode, Settings, DownloadEvent, ExportSource, VocabGroup, HistoryEntry, HistoryRun, RunEvent, RunOutcome, RunRequest, SweepEntry, SweepOutcome,
   SweepRequest, SweepSpec, SweepUiEvent, SweepView, OpenedRun, EngineStatus, UnloadOutcome,
   ChatAnswer, ChatEntry, ChatEvent, ChatRequest, Conversation, ServerRequest, ServerStatus,
   TuneEvent, TuneRequest, TuneResult,
@@ -46,6 +46,10 @@ export interface Backend {
   tuned(target: string): Promise<TuneResult | null>;
   /// Asks where to save the chart (PNG or SVG) and saves it; false when the user cancels.
   saveChart(chart: Chart, name: string): Promise<boolean>;
+  /// Asks where to save a result card (PNG at 2×) and saves it; false when the user cancels.
+  saveCard(card: CardChart, name: string): Promise<boolean>;
+  /// A result card's PNG bytes (at 2×), for the clipboard.
+  cardPng(card: CardChart): Promise<ArrayBuffer>;
   /// Asks where to save a run's or sweep's results (CSV or JSON) and saves them; false on cancel.
   exportResults(source: ExportSource, name: string, format: "csv" | "json"): Promise<boolean>;
   /// GGUF files already on disk (Hugging Face cache, LM Studio, Ollama, `folders`), by vocabulary.
@@ -143,6 +147,8 @@ export async function tauriBackend(): Promise<Backend> {
     tuned: (target) => invoke<TuneResult | null>("tuned", { target }),
     // The save dialog runs in Rust: the page never names a path that is written.
     saveChart: async (chart, name) => (await invoke<string | null>("save_chart", { chart, name })) !== null,
+    saveCard: async (card, name) => (await invoke<string | null>("save_card", { card, name })) !== null,
+    cardPng: (card) => invoke<ArrayBuffer>("card_png", { card }),
     exportResults: async (source, name, format) =>
       (await invoke<string | null>("export_results", { source, name, format })) !== null,
     modelsOnDisk: (folders) => invoke<VocabGroup[]>("models_on_disk", { folders }),

@@ -608,7 +608,41 @@ predicted: Array<[number, number]>, };
 
 export type DraftLengthChart = { title: string, series: Array<DraftLengthSeries>, };
 
-export type Chart = { "kind": "bars" } & BarsChart | { "kind": "timeline" } & TimelineChart | { "kind": "positions" } & PositionsChart | { "kind": "lengths" } & LengthsChart | { "kind": "heatmap" } & HeatmapChart | { "kind": "draft-length" } & DraftLengthChart;
+export type CardTone = "faster" | "slower" | "noise" | "short";
+
+export type CardPiece = { text: string, drafted: boolean, };
+
+export type CardChart = { 
+/**
+ * The pair: the target, and what drafted for it.
+ */
+title: string, 
+/**
+ * This machine: chip, memory, backend.
+ */
+machine: string, 
+/**
+ * The verdict, large: "1.42× faster".
+ */
+headline: string, tone: CardTone, 
+/**
+ * The rates and the output: "16.1 → 22.9 tok/s · identical output".
+ */
+detail: string, 
+/**
+ * Why it is within noise or too short to judge (may be empty); the spread of repeated runs.
+ */
+reason: string, 
+/**
+ * Tokens/s of the target alone and with its drafter.
+ */
+baseline: Spread, speculative: Spread, 
+/**
+ * The start of the drafted run's output.
+ */
+excerpt: Array<CardPiece>, };
+
+export type Chart = { "kind": "bars" } & BarsChart | { "kind": "timeline" } & TimelineChart | { "kind": "positions" } & PositionsChart | { "kind": "lengths" } & LengthsChart | { "kind": "heatmap" } & HeatmapChart | { "kind": "draft-length" } & DraftLengthChart | { "kind": "card" } & CardChart;
 
 export type RenderedChart = { chart: Chart, svg: string, };
 
@@ -967,7 +1001,12 @@ kind: WayKind,
  */
 memory: number, };
 
-export type Dropped = { label: string, reason: string, };
+export type Dropped = { label: string, reason: string, 
+/**
+ * A catalog drafter not on this machine yet: its catalog id (the app offers *Download and Try*,
+ * with the gain the catalog expects of it).
+ */
+download: string | null, };
 
 export type SpeedVerdict = "faster" | "within_noise" | "slower";
 
@@ -1214,7 +1253,11 @@ separate: boolean,
 /**
  * Bytes to fetch for it (0 when it is the target itself).
  */
-size: number, };
+size: number, 
+/**
+ * The speedup it can be expected to give before anything is measured ([`expected_speedup`]).
+ */
+expected: number, };
 
 export type Fit = { id: string, 
 /**

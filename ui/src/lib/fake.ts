@@ -5,7 +5,7 @@ import type { ApiError, CatalogView, DownloadEvent, Drafters, ErrorCode, Setting
 import type { EngineStatus, OpenedRun, UnloadOutcome } from "./types";
 import type { ChatAnswer, ChatEntry, ChatEvent, ChatRequest, Conversation, ServerRequest, ServerStatus } from "./types";
 import type { Candidate, TuneEvent, TuneRequest, TuneResult, TuneRow } from "./types";
-import type { Chart, ExportSource, SweepEntry, SweepOutcome, SweepRequest, SweepSpec, SweepUiEvent, SweepView } from "./types";
+import type { CardChart, Chart, ExportSource, SweepEntry, SweepOutcome, SweepRequest, SweepSpec, SweepUiEvent, SweepView } from "./types";
 import type { Diagnosis, HistoryEntry, MachineInfo, ModelSummary, HistoryRun, LiveStats, Mode, Report, RunEvent, RunOutcome, RunRequest, TokenView } from "./types";
 
 const MACHINE: MachineInfo = {
@@ -280,7 +280,7 @@ export class FakeBackend implements Backend {
   private tuneResult(request: TuneRequest, rows: TuneRow[], complete: boolean): TuneResult {
     const result: TuneResult = {
       target: request.target, target_name: request.target.split("/").pop() ?? request.target, machine: MACHINE, kinds: request.kinds,
-      reps: request.reps, rows, dropped: [{ label: "draft model · big.gguf", reason: "does not fit in memory: needs 90 GiB" }],
+      reps: request.reps, rows, dropped: [{ label: "draft model · big.gguf", reason: "does not fit in memory: needs 90 GiB", download: null }],
       started_at: 1795900000, seconds: 42, complete,
     };
     if (complete) this.tunedResults[request.target] = result;
@@ -304,6 +304,15 @@ export class FakeBackend implements Backend {
     const v = this.sweeps.find((x) => x.id === id);
     if (!v) throw { code: "not_found", message: `no saved sweep ${id}`, hint: "Pick a sweep from the list." };
     return v;
+  }
+
+  async saveCard(card: CardChart, name: string): Promise<boolean> {
+    this.savedCharts.push({ chart: { kind: "card", ...card }, name });
+    return true;
+  }
+
+  async cardPng(_card: CardChart): Promise<ArrayBuffer> {
+    return new Uint8Array([0x89, 0x50, 0x4e, 0x47]).buffer;
   }
 
   async saveChart(chart: Chart, name: string): Promise<boolean> {

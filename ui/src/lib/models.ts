@@ -155,6 +155,43 @@ export function firstRunChoices(entries: CatalogEntry[], limit: number): Catalog
     .sort((a, b) => Number(roomy(b)) - Number(roomy(a)) || b.model.params - a.model.params);
 }
 
+/// The link speed a download's time is shown at before it starts (bytes per second: 50 MB/s, a
+/// fast home connection; the bar shows the real rate once it runs).
+export const ASSUMED_LINK = 50e6;
+/// A download a first run calls "minutes": at most this many bytes (about 3 minutes at ASSUMED_LINK).
+export const FIRST_RUN_MAX_DOWNLOAD = 9e9;
+
+/// A first run's recommended pair: the choice with its plan, what it downloads, and the speedup the
+/// catalog expects of its drafter (before anything is measured).
+export interface Recommendation {
+  entry: CatalogEntry;
+  plan: BundlePlan;
+  download: number;
+  expected: number;
+}
+
+/// The pair a first run recommends, of `firstRunChoices`: among those that leave room on this
+/// machine (the pair in at most half of `limit`) and download in minutes, the best expected gain,
+/// then the shortest download; none of those: the shortest download of all. Null when nothing fits.
+export function recommendedPair(entries: CatalogEntry[], limit: number): Recommendation | null {
+  const need = (e: CatalogEntry) => e.fit.needed_with_draft ?? e.fit.needed;
+  const all = firstRunChoices(entries, limit).flatMap((entry): Recommendation[] => {
+    const plan = bundlePlan(entries, entry.model.id);
+    if (!plan || !entry.drafter) return [];
+    return [{ entry, plan, download: plan.target.approxSize + (plan.draft?.approxSize ?? 0), expected: entry.drafter.expected }];
+  });
+  const quick = all.filter((r) => limit > 0 && need(r.entry) <= limit / 2 && r.download <= FIRST_RUN_MAX_DOWNLOAD);
+  const byGain = (a: Recommendation, b: Recommendation) => b.expected - a.expected || a.download - b.download;
+  const bySize = (a: Recommendation, b: Recommendation) => a.download - b.download;
+  return (quick.length ? quick.sort(byGain) : all.sort(bySize))[0] ?? null;
+}
+
+/// A download's time at ASSUMED_LINK, in words ("about 2 min").
+export function downloadTime(n: number): string {
+  const s = n / ASSUMED_LINK;
+  return s < 60 ? "under a minute" : `about ${Math.round(s / 60)} min`;
+}
+
 /// Downloads a target and then its drafter's file (none: the target drafts for itself), updating
 /// `s` as one download of both files (the drafter's size counts as the catalog's estimate until its
 /// download starts). Resolves to both paths; a failure or cancel of either rejects with its error

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { fileName, kindText, modelCard, paramsText, pickerItems, typedPath } from "./picker";
-import { bundlePlan, firstRunChoices } from "./models";
+import { bundlePlan, downloadTime, firstRunChoices, recommendedPair } from "./models";
 import type { CatalogEntry, FoundModel, ModelSummary, VocabGroup } from "./types";
 
 function summary(over: Partial<ModelSummary>): ModelSummary {
@@ -9,14 +9,14 @@ function summary(over: Partial<ModelSummary>): ModelSummary {
 function found(path: string, s: ModelSummary | null, error: string | null = null): FoundModel {
   return { path, source: "lm_studio", label: path, file_size: s?.file_size ?? 0, summary: s, error };
 }
-function entry(id: string, over: { params?: number; drafter?: CatalogEntry["drafter"]; verdict?: "fits" | "tight" | "too_big"; needed?: number; isDrafter?: boolean; file?: string } = {}): CatalogEntry {
+function entry(id: string, over: { params?: number; drafter?: CatalogEntry["drafter"]; verdict?: "fits" | "tight" | "too_big"; needed?: number; isDrafter?: boolean; file?: string; expected?: number; size?: number } = {}): CatalogEntry {
   return {
     model: {
       id, family: "qwen3", family_name: "Qwen3", drafter: over.isDrafter ? "eagle3" : null, drafts_for: [], params: over.params ?? 8e9, active_params: null,
-      context: 40960, repo: `org/${id}-GGUF`, files: [{ quant: "Q4_K_M", file: over.file ?? `${id}-Q4_K_M.gguf`, size: 5e9 }], drafts: [],
+      context: 40960, repo: `org/${id}-GGUF`, files: [{ quant: "Q4_K_M", file: over.file ?? `${id}-Q4_K_M.gguf`, size: over.size ?? 5e9 }], drafts: [],
     } as unknown as CatalogEntry["model"],
     fit: { id, needed: over.needed ?? 6e9, verdict: over.verdict ?? "fits", fits: over.verdict !== "too_big", draft: null, needed_with_draft: over.needed ?? 6e9, with_draft: null, fits_with_draft: true },
-    bundle: [], drafter: over.drafter === undefined ? { id: `${id}-eagle3`, strategy: "eagle3", separate: true, size: 2e9 } : over.drafter, no_drafter: null,
+    bundle: [], drafter: over.drafter === undefined ? { id: `${id}-eagle3`, strategy: "eagle3", separate: true, size: 2e9, expected: over.expected ?? 1.5 } : over.drafter, no_drafter: null,
   };
 }
 
@@ -101,6 +101,27 @@ describe("a first run", () => {
     expect(firstRunChoices(entries, 0).map((e) => e.model.id)).toEqual(["big", "mid", "small"]);
   });
 
+  it("recommends the best expected gain among quick downloads with room to spare, else the smallest", () => {
+    const heads = (ids: string[]) => ids.map((id) => entry(`${id}-eagle3`, { isDrafter: true, size: 1e8 }));
+    const entries = [
+      entry("small", { params: 1e9, needed: 2e9, size: 1e9, expected: 1.2 }),
+      entry("mid", { params: 8e9, needed: 7e9, size: 5e9, expected: 1.7 }),
+      entry("mid-slow", { params: 9e9, needed: 7e9, size: 5.5e9, expected: 1.6 }),
+      entry("big", { params: 30e9, needed: 14e9, size: 18e9, expected: 2.0 }),
+      ...heads(["small", "mid", "mid-slow", "big"]),
+    ];
+    const r = recommendedPair(entries, 16e9);
+    expect(r?.entry.model.id).toBe("mid");
+    expect(r?.download).toBe(5e9 + 1e8);
+    expect(r?.expected).toBe(1.7);
+    // A machine where only the small one leaves room: it; nothing leaves room: the smallest download.
+    expect(recommendedPair(entries, 5e9)?.entry.model.id).toBe("small");
+    expect(recommendedPair(entries.filter((e) => e.model.id !== "small" && e.model.id !== "small-eagle3"), 10e9)?.entry.model.id).toBe("mid");
+    expect(recommendedPair([], 16e9)).toBeNull();
+    expect(downloadTime(5.1e9)).toBe("about 2 min");
+    expect(downloadTime(1e9)).toBe("under a minute");
+  });
+
   it("plans the target's file and its drafter's, with the strategy it runs as", () => {
     const head = entry("qwen3-8b-eagle3", { isDrafter: true });
     const plan = bundlePlan([entry("qwen3-8b"), head], "qwen3-8b");
@@ -110,7 +131,7 @@ describe("a first run", () => {
       strategy: "eagle3", drafter: "qwen3-8b-eagle3",
     });
     // Its own MTP layers: one file.
-    const own = bundlePlan([entry("mtp", { drafter: { id: "mtp", strategy: "mtp", separate: false, size: 0 } })], "mtp");
+    const own = bundlePlan([entry("mtp", { drafter: { id: "mtp", strategy: "mtp", separate: false, size: 0, expected: 1.5 } })], "mtp");
     expect(own?.draft).toBeNull();
     expect(own?.strategy).toBe("mtp");
     // A drafter the catalog does not list: nothing to plan.

@@ -13,7 +13,7 @@ describe("a tune's state", () => {
     const s = initialTune();
     startTune(s);
     expect(s.running).toBe(true);
-    applyTuneEvent(s, { type: "planned", candidates: [candidate("lookup"), candidate("auto")], dropped: [{ label: "big draft", reason: "does not fit" }], runs: 12 });
+    applyTuneEvent(s, { type: "planned", candidates: [candidate("lookup"), candidate("auto")], dropped: [{ label: "big draft", reason: "does not fit", download: null }], runs: 12 });
     applyTuneEvent(s, { type: "loading", draft: null });
     expect(s.now).toBe("loading the target");
     applyTuneEvent(s, { type: "predicted", label: "eagle3", predicted: 0.3, dropped: "cannot pay on this machine" });

@@ -39,7 +39,7 @@ export function applyTuneEvent(s: TuneState, e: TuneEvent): void {
       s.now = e.draft ? `loading the target with ${e.draft}` : "loading the target";
       break;
     case "predicted":
-      if (e.dropped) s.dropped = [...s.dropped, { label: e.label, reason: e.dropped }];
+      if (e.dropped) s.dropped = [...s.dropped, { label: e.label, reason: e.dropped, download: null }];
       break;
     case "progress":
       s.done = e.done;

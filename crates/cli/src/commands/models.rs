@@ -19,7 +19,7 @@ pub(crate) fn models_cmd(
     } else {
         Vec::new()
     };
-    let all = catalog::models();
+    let all = catalog::models()?;
     let mem = draftlab_engine::decoding::llama::memory_info();
     let fits = catalog::fit(&all, &mem);
     let (limit, limit_reason) = catalog::limit(&mem);

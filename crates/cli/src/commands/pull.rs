@@ -46,7 +46,7 @@ pub(crate) fn pull_cmd(what: &[String], quant: Option<&str>, with_draft: Option<
     for (repo, file) in jobs {
         let mut last_line = std::time::Instant::now();
         // A file the catalog lists comes from the revision it was checked against, with its hash.
-        let pin = catalog::pin_of(&repo, &file);
+        let pin = catalog::pin_of(&repo, &file)?;
         let path = hub::download_pinned(
             &opts,
             &repo,

@@ -181,11 +181,56 @@ impl CatalogModel {
     }
 }
 
-/// The catalog, parsed from the copy compiled into this binary.
-pub fn models() -> Vec<CatalogModel> {
+/// The environment variable naming an organisation's own catalog: a file of the built-in one's
+/// shape (`catalog.json`, version 3) that replaces it everywhere (the app's catalog and first run,
+/// `draftlab models --catalog`, `pull`, the finder's download rows, the pins downloads check).
+pub const CATALOG_ENV: &str = "DRAFTLAB_CATALOG";
+
+/// The most a catalog file may hold (the built-in one is well under 1 MiB).
+const MAX_CATALOG_BYTES: u64 = 16 << 20;
+
+/// The catalog in use: the file `DRAFTLAB_CATALOG` names when it is set, else the built-in one. A
+/// file that cannot be read, is not a catalog or contradicts itself is an error naming the file and
+/// what is wrong in it (nothing falls back silently to the built-in catalog).
+pub fn models() -> Result<Vec<CatalogModel>> {
+    match std::env::var_os(CATALOG_ENV).filter(|v| !v.is_empty()) {
+        None => Ok(builtin()),
+        Some(path) => load(std::path::Path::new(&path)),
+    }
+}
+
+/// The catalog compiled into this binary.
+pub fn builtin() -> Vec<CatalogModel> {
     // The file is part of the source and checked by a test; it cannot be malformed at run time.
-    let raw: Raw = serde_json::from_str(CATALOG).expect("catalog.json parses (a unit test checks it)");
-    debug_assert_eq!(raw.version, 3);
+    parse(CATALOG).expect("catalog.json parses (a unit test checks it)")
+}
+
+/// A catalog file of the built-in one's shape, read within bounds and checked.
+pub fn load(path: &std::path::Path) -> Result<Vec<CatalogModel>> {
+    let bad = |why: String| {
+        Error::InvalidSettings(format!(
+            "the catalog {} ({CATALOG_ENV}) {why}. Fix the file, or unset {CATALOG_ENV} to use the built-in catalog",
+            path.display()
+        ))
+    };
+    let file = std::fs::File::open(path).map_err(|e| bad(format!("cannot be read: {e}")))?;
+    let mut text = String::new();
+    std::io::Read::read_to_string(&mut std::io::Read::take(file, MAX_CATALOG_BYTES + 1), &mut text)
+        .map_err(|e| bad(format!("cannot be read as UTF-8 text: {e}")))?;
+    if text.len() as u64 > MAX_CATALOG_BYTES {
+        return Err(bad(format!("is over {} MiB", MAX_CATALOG_BYTES >> 20)));
+    }
+    let all = parse(&text).map_err(|e| bad(format!("is not a catalog: {e}")))?;
+    validate(&all).map_err(|e| bad(format!("is inconsistent: {e}")))?;
+    Ok(all)
+}
+
+/// A catalog's entries from its JSON.
+fn parse(text: &str) -> std::result::Result<Vec<CatalogModel>, String> {
+    let raw: Raw = serde_json::from_str(text).map_err(|e| e.to_string())?;
+    if raw.version != 3 {
+        return Err(format!("version {}: this Draftlab reads version 3", raw.version));
+    }
     let mut out = Vec::new();
     for f in raw.families {
         for m in f.models {
@@ -230,7 +275,63 @@ pub fn models() -> Vec<CatalogModel> {
             });
         }
     }
-    out
+    Ok(out)
+}
+
+/// What every catalog must be for the rest of the app to trust it: unique ids; files named
+/// `.gguf` with a size (stated, or computed from a shape); hashes and revisions well formed; models
+/// with a shape and a context; drafters naming targets that exist and are models; draft models that
+/// exist, are models and are smaller.
+pub fn validate(all: &[CatalogModel]) -> std::result::Result<(), String> {
+    let mut ids = std::collections::HashSet::new();
+    let hex = |s: &str, n: usize| s.len() == n && s.bytes().all(|b| b.is_ascii_hexdigit());
+    let model = |id: &str| all.iter().find(|x| x.id == id);
+    for m in all {
+        let name = &m.id;
+        if !ids.insert(name.as_str()) {
+            return Err(format!("{name} is listed twice"));
+        }
+        if m.files.is_empty() {
+            return Err(format!("{name} has no files"));
+        }
+        for f in &m.files {
+            if !f.file.ends_with(".gguf") || f.size == 0 {
+                return Err(format!(
+                    "{name}: {} needs a .gguf name and a size (stated, or a shape to compute it)",
+                    f.file
+                ));
+            }
+            if f.sha256.as_deref().is_some_and(|h| !hex(h, 64)) || f.revision.as_deref().is_some_and(|r| !hex(r, 40)) {
+                return Err(format!(
+                    "{name}: {} has a sha256 that is not 64 hex digits or a revision that is not 40",
+                    f.file
+                ));
+            }
+        }
+        match m.drafter {
+            None => {
+                if m.arch.as_ref().is_none_or(|a| a.layers == 0) || m.context == 0 || !m.drafts_for.is_empty() {
+                    return Err(format!("{name}: a model needs its shape (arch) and context, and drafts for nothing"));
+                }
+            }
+            Some(_) => {
+                if m.drafts_for.is_empty() || !m.drafts.is_empty() {
+                    return Err(format!("{name}: a drafter names the targets it drafts for (for) and has no drafts"));
+                }
+                if let Some(t) = m.drafts_for.iter().find(|t| model(t).is_none_or(|x| x.drafter.is_some())) {
+                    return Err(format!("{name} drafts for {t}, which is not a model in the catalog"));
+                }
+            }
+        }
+        for d in &m.drafts {
+            match model(d) {
+                Some(x) if x.drafter.is_none() && x.params < m.params => {}
+                Some(_) => return Err(format!("{name}: its draft {d} must be a smaller model, not a drafter")),
+                None => return Err(format!("{name}: its draft {d} is not in the catalog")),
+            }
+        }
+    }
+    Ok(())
 }
 
 /// One way a catalog target can be drafted for, from the catalog alone.
@@ -245,6 +346,40 @@ pub struct BundleDrafter {
     pub separate: bool,
     /// Bytes to fetch for it (0 when it is the target itself).
     pub size: u64,
+    /// The speedup it can be expected to give before anything is measured ([`expected_speedup`]).
+    pub expected: f64,
+}
+
+/// The per-token acceptance a drafter is assumed to reach before it is measured: a conservative
+/// figure for a same-family draft or a trained head on chat and code (public reports run 0.6–0.8;
+/// llama.cpp's issue 5877 measured 0.72 for Llama 3.2 1B drafting for 3.1 8B).
+pub const ASSUMED_ACCEPTANCE: f64 = 0.6;
+
+/// The speedup a drafter whose drafted token costs `cost` of a target step can be expected to give
+/// at [`ASSUMED_ACCEPTANCE`], at its best draft length (1–8): on a machine where a step costs what it
+/// reads (a Mac's decoding is bound by memory bandwidth), a round drafts k tokens at k × `cost` and
+/// verifies them in one target step, and yields 1 + the tokens expected to be accepted.
+pub fn expected_speedup(cost: f64) -> f64 {
+    let a = ASSUMED_ACCEPTANCE;
+    (1..=8i32)
+        // 1 + α + α² + … + αᵏ tokens a round (the k-th drafted token accepted with probability αᵏ).
+        .map(|k| (0..=k).map(|i| a.powi(i)).sum::<f64>() / (1.0 + f64::from(k) * cost))
+        .fold(1.0, f64::max)
+}
+
+/// What a drafted token costs, as a share of a target step: the bytes the drafter reads over the
+/// target's in a step (a mixture of experts reads its active share); its own MTP layers: their
+/// share of the target's layers.
+fn draft_cost(target: &CatalogModel, drafter_bytes: Option<u64>) -> f64 {
+    let active = match (target.active_params, target.params) {
+        (Some(a), p) if p > 0 => a as f64 / p as f64,
+        _ => 1.0,
+    };
+    let target_bytes = (target.files.first().map_or(0, |f| f.size) as f64 * active).max(1.0);
+    match drafter_bytes {
+        Some(b) => b as f64 / target_bytes,
+        None => target.arch.as_ref().map_or(0.1, |a| a.mtp_layers.max(1) as f64 / a.layers.max(1) as f64),
+    }
 }
 
 /// A target with what drafts for it in the catalog, best first: its own MTP layers, trained
@@ -253,25 +388,25 @@ pub struct BundleDrafter {
 pub fn bundle(target: &CatalogModel, all: &[CatalogModel]) -> Vec<BundleDrafter> {
     let mut out = Vec::new();
     if target.self_drafting() {
-        out.push(BundleDrafter { id: target.id.clone(), strategy: "mtp".into(), separate: false, size: 0 });
+        out.push(BundleDrafter {
+            id: target.id.clone(),
+            strategy: "mtp".into(),
+            separate: false,
+            size: 0,
+            expected: expected_speedup(draft_cost(target, None)),
+        });
     }
     for d in all.iter().filter(|d| d.drafts_for.iter().any(|t| t == &target.id)) {
         let kind = d.drafter.map_or("draft", DrafterKind::strategy_name);
-        out.push(BundleDrafter {
-            id: d.id.clone(),
-            strategy: kind.into(),
-            separate: true,
-            size: d.files.first().map_or(0, |f| f.size),
-        });
+        let size = d.files.first().map_or(0, |f| f.size);
+        let expected = expected_speedup(draft_cost(target, Some(size)));
+        out.push(BundleDrafter { id: d.id.clone(), strategy: kind.into(), separate: true, size, expected });
     }
     for id in &target.drafts {
         if let Some(d) = all.iter().find(|d| &d.id == id) {
-            out.push(BundleDrafter {
-                id: d.id.clone(),
-                strategy: "draft".into(),
-                separate: true,
-                size: d.files.first().map_or(0, |f| f.size),
-            });
+            let size = d.files.first().map_or(0, |f| f.size);
+            let expected = expected_speedup(draft_cost(target, Some(size)));
+            out.push(BundleDrafter { id: d.id.clone(), strategy: "draft".into(), separate: true, size, expected });
         }
     }
     out
@@ -280,7 +415,7 @@ pub fn bundle(target: &CatalogModel, all: &[CatalogModel]) -> Vec<BundleDrafter>
 /// The drafter `pull --with-draft` fetches for `target`: the first of its bundle (of the strategy
 /// `want`, when given) that fits this machine beside it; or why there is none.
 pub fn best_drafter(target: &CatalogModel, want: Option<&str>, mem: &MemoryInfo) -> Result<BundleDrafter> {
-    best_drafter_in(target, &models(), want, mem)
+    best_drafter_in(target, &models()?, want, mem)
 }
 
 /// [`best_drafter`] among `all` (the catalog, parsed once by the caller).
@@ -322,7 +457,7 @@ pub fn best_drafter_in(
 }
 
 pub fn find(id: &str) -> Result<CatalogModel> {
-    let all = models();
+    let all = models()?;
     all.iter().find(|m| m.id.eq_ignore_ascii_case(id)).cloned().ok_or_else(|| {
         let near: Vec<&str> = all
             .iter()
@@ -344,7 +479,7 @@ pub fn name_missing(repo: &str, file: &str, e: Error) -> Error {
     let Error::Download { code: crate::error::ErrorCode::HubNotFound, message } = &e else {
         return e;
     };
-    let entry = models().into_iter().find_map(|m| {
+    let entry = models().unwrap_or_default().into_iter().find_map(|m| {
         let f = m.files.iter().find(|f| m.repo == repo && f.file == file)?.quant.clone();
         Some((m.id, f))
     });
@@ -361,14 +496,15 @@ pub fn name_missing(repo: &str, file: &str, e: Error) -> Error {
 }
 
 /// What a download of `repo`/`file` must be when the catalog lists that file: the revision its size
-/// and hash were checked against, and the hash. Nothing for files the catalog does not list.
-pub fn pin_of(repo: &str, file: &str) -> crate::files::hub::Pin {
-    models()
+/// and hash were checked against, and the hash. Nothing for files the catalog does not list; an
+/// error when the catalog in use cannot be read (a download must not go unchecked because of it).
+pub fn pin_of(repo: &str, file: &str) -> Result<crate::files::hub::Pin> {
+    Ok(models()?
         .into_iter()
         .filter(|m| m.repo == repo)
         .find_map(|m| m.files.into_iter().find(|f| f.file == file))
         .map(|f| crate::files::hub::Pin { revision: f.revision, sha256: f.sha256 })
-        .unwrap_or_default()
+        .unwrap_or_default())
 }
 
 /// Whether a model (and its first recommended draft) fits this machine, for the catalog's badges:
@@ -436,7 +572,7 @@ mod tests {
 
     #[test]
     fn the_catalog_parses_and_is_consistent() {
-        let all = models();
+        let all = builtin();
         assert!(all.len() >= 60, "{} entries", all.len());
         let families: std::collections::BTreeSet<&str> = all.iter().map(|m| m.family.as_str()).collect();
         assert!(families.len() >= 14, "{families:?}");
@@ -444,22 +580,12 @@ mod tests {
         for f in ["qwen3.5", "qwen3.6", "qwen3.8", "gemma4", "qwen3-coder-next", "glm-4.7"] {
             assert!(all.iter().any(|m| m.family == f && m.drafter.is_none()), "{f}");
         }
-        let mut ids = std::collections::HashSet::new();
+        validate(&all).expect("the built-in catalog is consistent");
         for m in &all {
-            assert!(ids.insert(m.id.clone()), "{} twice", m.id);
-            assert!(!m.files.is_empty(), "{}", m.id);
             if m.files.iter().any(|f| f.quant == "Q4_K_M") {
                 assert_eq!(m.files[0].quant, "Q4_K_M", "{}", m.id);
             }
             for f in &m.files {
-                // A file whose quantisation has no size estimate must state its size.
-                assert!(f.file.ends_with(".gguf") && f.size > 0, "{}: {f:?}", m.id);
-                assert!(f.sha256.as_ref().is_none_or(|h| h.len() == 64), "{}: {f:?}", m.id);
-                assert!(
-                    f.revision.as_ref().is_none_or(|r| r.len() == 40 && r.bytes().all(|b| b.is_ascii_hexdigit())),
-                    "{}: {f:?}",
-                    m.id
-                );
                 // A publisher's own mix is planned as its base recipe: only a stated size is exact.
                 assert!(!f.own_mix || !f.size_estimated, "{}: {f:?}", m.id);
                 // A pinned revision is what the size and hash were checked against.
@@ -541,12 +667,69 @@ mod tests {
         assert!(find("qwen3.6-27b").expect("found").drafts.contains(&"qwen3.5-0.8b".to_string()));
     }
 
+    /// An organisation's catalog file: read and checked like the built-in one; a broken one is an
+    /// error naming the file and what is wrong, never the built-in catalog in its place.
+    #[test]
+    fn a_catalog_file_of_one_s_own_is_read_and_checked() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().join("catalog.json");
+        let arch = r#"{"layers": 30, "embd": 576, "ff": 1536, "heads": 9, "kv_heads": 3, "head_dim": 64, "vocab": 49152, "tied_embeddings": true}"#;
+        let small = r#"{"layers": 2, "embd": 576, "ff": 1536, "heads": 9, "kv_heads": 3, "head_dim": 64, "vocab": 49152, "tied_embeddings": true}"#;
+        let write = |draft: &str, version: u32| {
+            let text = format!(
+                r#"{{"version": {version}, "note": "ours", "families": [{{"id": "tiny", "name": "Tiny", "models": [
+                  {{"id": "tiny-chat", "repo": "acme/tiny", "context": 8192, "arch": {arch}, "files": [{{"quant": "Q4_1", "file": "tiny.gguf", "size": 90000000}}],
+                    "drafts": ["{draft}"], "source": {{"files": "ours", "arch": "ours"}}}},
+                  {{"id": "tiny-draft", "repo": "acme/tiny-draft", "context": 8192, "arch": {small}, "files": [{{"quant": "Q4_1", "file": "draft.gguf", "size": 9000000}}],
+                    "source": {{"files": "ours", "arch": "ours"}}}}]}}]}}"#
+            );
+            std::fs::write(&path, text).expect("write");
+        };
+        write("tiny-draft", 3);
+        let all = load(&path).expect("a good catalog");
+        assert_eq!(all.iter().map(|m| m.id.as_str()).collect::<Vec<_>>(), ["tiny-chat", "tiny-draft"]);
+        let b = bundle(&all[0], &all);
+        assert_eq!((b[0].id.as_str(), b[0].size), ("tiny-draft", 9_000_000));
+        assert!(b[0].expected > 1.3, "a tenth-size draft at the assumed acceptance: {}", b[0].expected);
+        let name = path.display().to_string();
+        for (draft, version, why) in
+            [("tiny-other", 3, "tiny-other is not in the catalog"), ("tiny-draft", 2, "version 2")]
+        {
+            write(draft, version);
+            let e = load(&path).expect_err("refused").to_string();
+            assert!(e.contains(&name) && e.contains(why) && e.contains("unset DRAFTLAB_CATALOG"), "{e}");
+        }
+        std::fs::write(&path, "{\"version\": 3,").expect("write");
+        assert!(load(&path).expect_err("not JSON").to_string().contains("is not a catalog"));
+        std::fs::write(&path, vec![b' '; (MAX_CATALOG_BYTES + 1) as usize]).expect("write");
+        assert!(load(&path).expect_err("too big").to_string().contains("is over 16 MiB"));
+        let e = load(&dir.path().join("none.json")).expect_err("no file").to_string();
+        assert!(e.contains("cannot be read"), "{e}");
+    }
+
+    /// The expected gain: 1× for a drafter as costly as the target, more the cheaper it is, never
+    /// past what the assumed acceptance allows; the catalog's pairs rank as their sizes say.
+    #[test]
+    fn expected_gains_follow_the_drafter_s_cost() {
+        assert!((expected_speedup(1.0) - 1.0).abs() < 1e-9);
+        let (a, b, c) = (expected_speedup(0.3), expected_speedup(0.1), expected_speedup(0.01));
+        assert!(1.0 < a && a < b && b < c && c < 1.0 / (1.0 - ASSUMED_ACCEPTANCE), "{a} {b} {c}");
+        let all = builtin();
+        let gain = |t: &str, d: &str| {
+            bundle(&find(t).expect("found"), &all).into_iter().find(|b| b.id == d).expect("drafter").expected
+        };
+        assert!(
+            gain("qwen2.5-coder-7b-instruct", "qwen2.5-coder-0.5b-instruct")
+                > gain("qwen2.5-coder-1.5b-instruct", "qwen2.5-coder-0.5b-instruct")
+        );
+    }
+
     /// A target's bundle: its own MTP layers first, then trained drafters made for it, then draft
     /// models; `--with-draft` takes the first that fits beside it, or the kind asked for, and says
     /// why when none does.
     #[test]
     fn bundles_list_every_drafter_and_the_best_one_fits() {
-        let all = models();
+        let all = builtin();
         let ids = |id: &str| -> Vec<(String, String)> {
             bundle(&find(id).expect("found"), &all).into_iter().map(|b| (b.id, b.strategy)).collect()
         };
@@ -598,7 +781,7 @@ mod tests {
     #[test]
     fn estimates_match_the_sizes_sources_state() {
         let (mut checked, mut off) = (0, Vec::new());
-        for m in models() {
+        for m in builtin() {
             // A drafter head with no stated shape, or a publisher's own mix (UD-*, own_mix), have no
             // estimate to check.
             let Some(arch) = &m.arch else { continue };
@@ -696,7 +879,7 @@ mod tests {
     /// catalog pair at 4 K context on 16, 36, 64 and 128 GB Macs.
     #[test]
     fn catalog_fit_and_the_doctor_agree_on_every_pair_and_mac() {
-        let mut all = models();
+        let mut all = builtin();
         let dir = tempfile::tempdir().unwrap();
         let files: std::collections::HashMap<String, GgufFile> =
             all.iter().filter_map(|m| Some((m.id.clone(), header_only(m, dir.path())?))).collect();

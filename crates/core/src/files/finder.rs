@@ -302,7 +302,8 @@ pub fn for_file(
         });
     }
     // What the catalog has for it, when the target is a catalog file: drafters not on disk yet.
-    let all = catalog::models();
+    // (A catalog that cannot be read is said once, by the views that list it: no catalog rows.)
+    let all = catalog::models().unwrap_or_default();
     if let Some(entry) = catalog_entry_of(&target.path, &all) {
         catalog_ways(&entry, &all, mem, &on_disk_names, &mut ways, &mut refused);
     }
@@ -367,7 +368,7 @@ fn catalog_ways(
 /// Ways to draft for the catalog model `id` before anything is downloaded: its bundle, and the
 /// n-gram strategies.
 pub fn for_catalog(id: &str, mem: &MemoryInfo) -> crate::error::Result<Drafters> {
-    let all = catalog::models();
+    let all = catalog::models()?;
     let entry = catalog::find(id)?;
     let alone = catalog::memory_fit(&entry, None, mem)?;
     let mut ways = ngram_ways(alone.needed, alone.verdict);

@@ -131,7 +131,7 @@ impl Candidate {
                 _ => format!("{} · {}", w.label, w.name),
             };
             if w.memory == crate::files::memory::MemoryVerdict::TooBig {
-                dropped.push(Dropped { label, reason: format!("does not fit in memory: {}", w.note) });
+                dropped.push(Dropped { label, reason: format!("does not fit in memory: {}", w.note), download: None });
                 continue;
             }
             if file_needed && w.path.is_none() {
@@ -142,6 +142,7 @@ impl Candidate {
                         w.download as f64 / f64::from(1u32 << 30),
                         w.catalog_id.as_deref().map_or(String::new(), |id| format!(", `draftlab pull {id}`"))
                     ),
+                    download: w.catalog_id.clone(),
                 });
                 continue;
             }
@@ -176,6 +177,10 @@ impl Candidate {
 pub struct Dropped {
     pub label: String,
     pub reason: String,
+    /// A catalog drafter not on this machine yet: its catalog id (the app offers *Download and Try*,
+    /// with the gain the catalog expects of it).
+    #[serde(default)]
+    pub download: Option<String>,
 }
 
 /// What a measured setting's speedup means.
@@ -410,6 +415,7 @@ mod tests {
         assert_eq!(tried[1].draft, None);
         assert!(dropped[0].reason.contains("does not fit"), "{dropped:?}");
         assert!(dropped[1].reason.contains("draftlab pull qwen2.5-coder-0.5b"), "{dropped:?}");
+        assert_eq!(dropped[1].download.as_deref(), Some("qwen2.5-coder-0.5b"), "{dropped:?}");
         // Without a draft model, `auto` drafts from the text.
         let (tried, _) = Candidate::from_ways(&ways[3..]);
         assert_eq!(tried.last().map(|c| (c.label.as_str(), c.draft.is_none())), Some(("auto", true)));

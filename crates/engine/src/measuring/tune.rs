@@ -144,7 +144,11 @@ impl Tune<'_, '_> {
             Ok(s) => s,
             Err(e) => {
                 let reason = format!("could not load: {e}");
-                self.dropped.extend(group.iter().map(|c| Dropped { label: c.label.clone(), reason: reason.clone() }));
+                self.dropped.extend(group.iter().map(|c| Dropped {
+                    label: c.label.clone(),
+                    reason: reason.clone(),
+                    download: None,
+                }));
                 self.progress.total = self.progress.total.saturating_sub(planned);
                 return Ok(());
             }
@@ -172,7 +176,7 @@ impl Tune<'_, '_> {
             self.job.emit(TuneEvent::Predicted { label: c.label.clone(), predicted, dropped: hopeless.clone() });
             match hopeless {
                 Some(reason) => {
-                    self.dropped.push(Dropped { label: c.label, reason });
+                    self.dropped.push(Dropped { label: c.label, reason, download: None });
                     self.progress.total = self.progress.total.saturating_sub(self.spec.prompts.len() * self.spec.reps);
                 }
                 None => measured.push((c, settings, predicted)),

@@ -1,34 +1,21 @@
 //! Drawing each chart on any plotters backend. Every length is in CSS pixels times `s` (the PNG
 //! scale), so the SVG and the PNG have the same layout.
 
-use std::sync::Once;
-
 use plotters::coord::types::RangedCoordf64;
 use plotters::coord::Shift;
 use plotters::element::DashedPathElement;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
+use super::style::{
+    cut_to, font, px, text_width, upx, DrawResult, BASELINE, FAST_TEXT, INK, MUTED, SLOW_TEXT, SPECULATIVE, TEXT, TITLE,
+};
 use super::{BarsChart, Chart, DraftLengthChart, HeatCell, HeatmapChart, LengthsChart, PositionsChart, TimelineChart};
-use crate::error::{Error, Result};
 
-type DrawResult = std::result::Result<(), Box<dyn std::error::Error>>;
-
-const FONT: &[u8] = include_bytes!("../../../assets/DejaVuSans.ttf");
-
-// Colours from the Okabe–Ito set (told apart with the common colour-vision deficiencies); text
-// colours have at least 4.5:1 contrast on white.
-const INK: RGBColor = RGBColor(33, 37, 41);
-const MUTED: RGBColor = RGBColor(95, 102, 110);
-const BASELINE: RGBColor = RGBColor(120, 130, 140);
-const SPECULATIVE: RGBColor = RGBColor(0, 114, 178);
 /// The ends of the speedup scale: vermillion below 1×, blue above.
 const SLOW: RGBColor = RGBColor(213, 94, 0);
 const NEUTRAL: RGBColor = RGBColor(247, 247, 247);
 const FAST: RGBColor = RGBColor(0, 114, 178);
-/// Speedups written as text (darker, for contrast).
-const SLOW_TEXT: RGBColor = RGBColor(168, 62, 0);
-const FAST_TEXT: RGBColor = RGBColor(0, 92, 148);
 const NOT_RUN: RGBColor = RGBColor(200, 200, 200);
 /// Colours of successive series (lines of a timeline, pairs of a draft-length chart).
 const PALETTE: [RGBColor; 7] = [
@@ -40,45 +27,8 @@ const PALETTE: [RGBColor; 7] = [
     RGBColor(213, 94, 0),
     RGBColor(86, 180, 233),
 ];
-/// The smallest type on a chart (CSS pixels at 1×), and the title's.
-const TEXT: f64 = 12.0;
-const TITLE: f64 = 15.0;
 /// Series lines are never thinner than this.
 const LINE: f64 = 2.0;
-
-pub(super) fn register_font() {
-    static ONCE: Once = Once::new();
-    ONCE.call_once(|| {
-        // The bytes are a valid TTF (a test draws text with it); nothing to do if it were not.
-        let _ = plotters::style::register_font("sans-serif", FontStyle::Normal, FONT);
-    });
-}
-
-pub(super) fn check_size(width: u32, height: u32) -> Result<()> {
-    if !(200..=4000).contains(&width) || !(150..=4000).contains(&height) {
-        return Err(Error::InvalidSettings(format!(
-            "a chart must be 200–4000 × 150–4000 pixels, not {width} × {height}"
-        )));
-    }
-    Ok(())
-}
-
-fn px(s: f64, v: f64) -> i32 {
-    (v * s).round() as i32
-}
-
-fn upx(s: f64, v: f64) -> u32 {
-    (v * s).round().max(0.0) as u32
-}
-
-/// plotters' SVG writes a font's size divided by this (and draws PNG glyphs as small): sizes here
-/// are CSS pixels, so they are multiplied by it.
-const PLOTTERS_EM: f64 = 1.24;
-
-/// Type of `size` CSS pixels (times the scale `s`).
-fn font(s: f64, size: f64) -> TextStyle<'static> {
-    FontDesc::new(FontFamily::SansSerif, size * s * PLOTTERS_EM, FontStyle::Normal).color(&INK)
-}
 
 fn stroke(color: RGBColor, s: f64, width: f64) -> ShapeStyle {
     ShapeStyle { color: color.to_rgba(), filled: false, stroke_width: upx(s, width).max(1) }
@@ -208,6 +158,7 @@ where
         Chart::Lengths(c) => lengths(&root, c, s)?,
         Chart::Heatmap(c) => heatmap(&root, c, s)?,
         Chart::DraftLength(c) => draft_length(&root, c, s)?,
+        Chart::Card(c) => super::card::draw(&root, c, s)?,
     }
     root.present()?;
     Ok(())
@@ -428,11 +379,6 @@ where
     category_bars(root, &c.title, &labels, &values, &notes, "draft tokens accepted in a round", "rounds", top, s)
 }
 
-/// How wide `text` is drawn in `style` (0 when the font cannot tell).
-fn text_width<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, text: &str, style: &TextStyle) -> i32 {
-    area.estimate_text_size(text, style).map_or(0, |(w, _)| w as i32)
-}
-
 /// `text` in at most three lines of at most `width` pixels: its " · "-separated parts (a cell's
 /// detail) packed into lines, and a line still too wide cut with "…".
 fn fit_lines<DB: DrawingBackend>(
@@ -471,18 +417,6 @@ fn wrap<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, text: &str, width: i3
     let first: String = chars[..at].iter().collect();
     let rest: String = chars[at..].iter().collect();
     vec![first.trim_end().to_string(), cut_to(area, rest.trim_start(), width, style)]
-}
-
-/// `text` cut with "…" to at most `width` pixels (one character and "…" at the least).
-fn cut_to<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, text: &str, width: i32, style: &TextStyle) -> String {
-    let wide = |t: &str| text_width(area, t, style);
-    if wide(text) <= width {
-        return text.to_string();
-    }
-    let chars: Vec<char> = text.chars().collect();
-    let with_dots = |n: usize| format!("{}…", chars[..n].iter().collect::<String>().trim_end());
-    let n = (1..chars.len()).rev().find(|&n| wide(&with_dots(n)) <= width).unwrap_or(1);
-    with_dots(n)
 }
 
 /// Relative luminance (WCAG) of a colour, 0 (black) to 1 (white).

@@ -5,8 +5,10 @@
 //! The data of each chart is a plain serialisable struct ([`Chart`]); `data` builds them from run
 //! reports, bench results and sweeps.
 
+mod card;
 pub mod data;
 mod draw;
+mod style;
 pub mod sweep;
 
 use serde::{Deserialize, Serialize};
@@ -42,6 +44,9 @@ pub enum Chart {
     Heatmap(HeatmapChart),
     /// Sweep: speedup against draft length per pair, measured next to predicted.
     DraftLength(DraftLengthChart),
+    /// A result to share: the pair, this machine, the speedup, the bars and the start of the
+    /// output coloured by where each token came from.
+    Card(CardChart),
 }
 
 impl Chart {
@@ -53,6 +58,7 @@ impl Chart {
 
     /// The names `draftlab chart --kind` takes.
     pub const KINDS: [&'static str; 6] = ["bars", "timeline", "positions", "lengths", "heatmap", "draft-length"];
+    // (A card is made by the app from a run it shows, not by `draftlab chart`.)
 
     pub fn kind(&self) -> &'static str {
         match self {
@@ -62,6 +68,7 @@ impl Chart {
             Chart::Lengths(_) => "lengths",
             Chart::Heatmap(_) => "heatmap",
             Chart::DraftLength(_) => "draft-length",
+            Chart::Card(_) => "card",
         }
     }
 }
@@ -169,10 +176,56 @@ pub struct DraftLengthChart {
     pub series: Vec<DraftLengthSeries>,
 }
 
+/// How a card's verdict reads: its colour.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[serde(rename_all = "snake_case")]
+pub enum CardTone {
+    Faster,
+    Slower,
+    Noise,
+    Short,
+}
+
+/// One piece of a card's excerpt: a token's text, and whether it was drafted and accepted.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+pub struct CardPiece {
+    pub text: String,
+    pub drafted: bool,
+}
+
+/// A result card (PNG to share): everything it shows is given as text by the app, which words
+/// verdicts the way its views do.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+pub struct CardChart {
+    /// The pair: the target, and what drafted for it.
+    pub title: String,
+    /// This machine: chip, memory, backend.
+    pub machine: String,
+    /// The verdict, large: "1.42× faster".
+    pub headline: String,
+    pub tone: CardTone,
+    /// The rates and the output: "16.1 → 22.9 tok/s · identical output".
+    pub detail: String,
+    /// Why it is within noise or too short to judge (may be empty); the spread of repeated runs.
+    pub reason: String,
+    /// Tokens/s of the target alone and with its drafter.
+    pub baseline: Spread,
+    pub speculative: Spread,
+    /// The start of the drafted run's output.
+    pub excerpt: Vec<CardPiece>,
+}
+
+/// A card's size (CSS pixels; its PNG is drawn at [`PNG_SCALE`]).
+pub const CARD_WIDTH: u32 = 640;
+pub const CARD_HEIGHT: u32 = 360;
+
 /// The chart as an SVG document of `width` × `height` pixels.
 pub fn svg(chart: &Chart, width: u32, height: u32) -> Result<String> {
-    draw::check_size(width, height)?;
-    draw::register_font();
+    style::check_size(width, height)?;
+    style::register_font();
     let mut out = String::new();
     {
         let root = plotters::prelude::SVGBackend::with_string(&mut out, (width, height));
@@ -184,11 +237,11 @@ pub fn svg(chart: &Chart, width: u32, height: u32) -> Result<String> {
 /// The chart as a PNG image of (`width` × `scale`) × (`height` × `scale`) pixels: the SVG's layout,
 /// drawn `scale` times finer.
 pub fn png(chart: &Chart, width: u32, height: u32, scale: u32) -> Result<Vec<u8>> {
-    draw::check_size(width, height)?;
+    style::check_size(width, height)?;
     if !(1..=4).contains(&scale) {
         return Err(Error::InvalidSettings(format!("the PNG scale must be 1 to 4, not {scale}")));
     }
-    draw::register_font();
+    style::register_font();
     let (w, h) = (width * scale, height * scale);
     let mut rgb = vec![0u8; w as usize * h as usize * 3];
     {

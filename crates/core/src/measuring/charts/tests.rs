@@ -52,7 +52,60 @@ fn all_kinds() -> Vec<Chart> {
                 predicted: vec![(2.0, 1.15), (4.0, 1.25), (8.0, 1.0)],
             }],
         }),
+        card("1.42× faster", CardTone::Faster),
     ]
+}
+
+fn card(headline: &str, tone: CardTone) -> Chart {
+    let piece = |t: &str, drafted: bool| CardPiece { text: t.into(), drafted };
+    Chart::Card(CardChart {
+        title: "qwen2.5-coder-1.5b-instruct with qwen2.5-coder-0.5b-instruct (Draft model)".into(),
+        machine: "Apple M3 Pro · 36 GiB · Metal".into(),
+        headline: headline.into(),
+        tone,
+        detail: "16.1 → 22.9 tok/s · identical output".into(),
+        reason: "median of 3 runs, 1.31–1.50×".into(),
+        baseline: spread(16.1, 15.8, 16.4),
+        speculative: spread(22.9, 21.0, 24.0),
+        excerpt: (0..60)
+            .map(|i| {
+                piece(
+                    if i % 9 == 8 {
+                        "\n"
+                    } else if i % 3 == 0 {
+                        "def "
+                    } else {
+                        "fib(n):"
+                    },
+                    i % 2 == 0,
+                )
+            })
+            .collect(),
+    })
+}
+
+/// A card: its headline, pair and machine in the drawing (hostile text as text), the drafted
+/// pieces in the speculative colour, and a tone of each kind drawn in its own colour.
+#[test]
+fn a_result_card_holds_its_words_and_marks_drafted_tokens() {
+    let s = svg(&card("1.42× faster", CardTone::Faster), CARD_WIDTH, CARD_HEIGHT).expect("svg");
+    for text in
+        ["1.42× faster", "Apple M3 Pro", "qwen2.5-coder-1.5b-instruct", "22.9 tok/s", "drafted and accepted", "fib(n):"]
+    {
+        assert!(s.contains(text), "{text} missing");
+    }
+    let Chart::Card(mut hostile) = card("<script>x</script>", CardTone::Noise) else { unreachable!() };
+    hostile.title = "a <b>&</b> \"quoted\" name".into();
+    let s = svg(&Chart::Card(hostile), CARD_WIDTH, CARD_HEIGHT).expect("svg");
+    assert!(!s.contains("<script>") && !s.contains("<b>"), "text written as markup");
+    let blue = |c: &Chart| {
+        let (_, _, pixels, bpp) = decode(&png(c, CARD_WIDTH, CARD_HEIGHT, 1).expect("png"));
+        pixels.chunks(bpp).filter(|p| i32::from(p[2]) - i32::from(p[0]) > 60).count()
+    };
+    let Chart::Card(mut none) = card("1.00×", CardTone::Noise) else { unreachable!() };
+    let drafted = blue(&Chart::Card(none.clone()));
+    none.excerpt.iter_mut().for_each(|p| p.drafted = false);
+    assert!(drafted > blue(&Chart::Card(none)) + 200, "drafted pieces are not drawn in their colour");
 }
 
 /// Decodes a PNG: (width, height, RGB(A) bytes, bytes per pixel).
@@ -187,7 +240,8 @@ fn timeline_rates_come_from_token_times() {
 fn write_samples_when_asked() {
     let Some(dir) = std::env::var_os("DRAFTLAB_CHART_SAMPLES") else { return };
     for chart in all_kinds() {
-        save(&chart, &std::path::Path::new(&dir).join(format!("{}.png", chart.kind())), WIDTH, HEIGHT).expect("save");
+        let (w, h) = if chart.kind() == "card" { (CARD_WIDTH, CARD_HEIGHT) } else { (WIDTH, HEIGHT) };
+        save(&chart, &std::path::Path::new(&dir).join(format!("{}.png", chart.kind())), w, h).expect("save");
     }
 }
 
