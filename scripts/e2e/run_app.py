@@ -7,6 +7,7 @@ is named so and may run; a cancel mid-run ends cleanly) and saves a screenshot.
 Usage (scripts/e2e/run does the setup): run_app.py APP_BINARY MODELS_DIR OUT_DIR
 A W3C WebDriver client in the standard library: no browser-automation packages needed."""
 import base64
+import contextlib
 import http.client
 import json
 import pathlib
@@ -231,7 +232,6 @@ def bad_files(s, smol, out):
     corpus = out / "bad-files"
     shots = out / "bad-file-screenshots"
     shots.mkdir(parents=True, exist_ok=True)
-    import contextlib
     import io
     listing = io.StringIO()
     with contextlib.redirect_stdout(listing):
@@ -559,16 +559,23 @@ def every_view(s, out):
     print("e2e: every view shot in light and dark at 1280×800 and 1024×700 (views/); every control shown has a label")
 
 
-def set_theme(s, theme):
-    """Appearance in Settings: opened from the keyboard, closed with its Done button."""
+@contextlib.contextmanager
+def settings_open(s):
+    """Settings opened from the keyboard (⌘, on a Mac), then closed with its Done button."""
     s.script("document.activeElement?.blur()")
     keys(s, (CTRL, ","))
     wait("Settings", lambda: s.script("return document.querySelector('[data-testid=preferences]').open"), timeout=10)
-    s.script(f"const el = document.querySelector('[data-testid=theme]'); el.value = '{theme}'; el.dispatchEvent(new Event('change'));")
-    want = s.script("return matchMedia('(prefers-color-scheme: dark)').matches ? 'dark' : 'light'") if theme == "system" else theme
-    wait(f"the {theme} theme", lambda: s.script("return document.documentElement.dataset.theme ?? null") == want, timeout=10)
+    yield
     s.click("preferences-close")
     wait("Settings closed", lambda: not s.script("return document.querySelector('[data-testid=preferences]').open"), timeout=10)
+
+
+def set_theme(s, theme):
+    """Appearance in Settings."""
+    with settings_open(s):
+        s.script(f"const el = document.querySelector('[data-testid=theme]'); el.value = '{theme}'; el.dispatchEvent(new Event('change'));")
+        want = s.script("return matchMedia('(prefers-color-scheme: dark)').matches ? 'dark' : 'light'") if theme == "system" else theme
+        wait(f"the {theme} theme", lambda: s.script("return document.documentElement.dataset.theme ?? null") == want, timeout=10)
 
 
 TAB, ENTER, CTRL, ESC = "\ue004", "\ue007", "\ue009", "\ue00c"
@@ -724,25 +731,24 @@ def text_alternatives(s, out):
     assert "tok/s" in table and "×" in table, table
     s.click("chart-table-toggle-bars")
     wait("the bars again", lambda: not s.exists("chart-table-bars"), timeout=10)
-    s.script("document.activeElement?.blur()")
-    keys(s, (CTRL, ","))
-    wait("Settings", lambda: s.script("return document.querySelector('[data-testid=preferences]').open"), timeout=10)
-    s.click("underline-provenance")
-    s.click("preferences-close")
     drafted = "getComputedStyle(document.querySelector('.legend .tok-draft')).textDecorationLine"
+    with settings_open(s):
+        s.click("underline-provenance")
     wait("drafted tokens underlined", lambda: s.script(f"return {drafted}") == "underline", timeout=10)
-    wait("Settings closed", lambda: not s.script("return document.querySelector('[data-testid=preferences]').open"), timeout=10)
-    s.script("document.querySelectorAll('*').forEach(e => { if (e.scrollTop) e.scrollTop = 0; }); window.scrollTo(0, 0);")
+    to_top(s)
     time.sleep(0.5)
     s.screenshot(out / "underlined-provenance.png")
-    keys(s, (CTRL, ","))
-    wait("Settings", lambda: s.script("return document.querySelector('[data-testid=preferences]').open"), timeout=10)
-    s.click("underline-provenance")
-    s.click("preferences-close")
+    with settings_open(s):
+        s.click("underline-provenance")
     wait("colour alone again", lambda: s.script(f"return {drafted}") == "none", timeout=10)
     # (The charts were scrolled into view: back to the top, as the next steps expect.)
-    s.script("document.querySelectorAll('*').forEach(e => { if (e.scrollTop) e.scrollTop = 0; }); window.scrollTo(0, 0);")
+    to_top(s)
     print(f"e2e: the bars read as a table ({' '.join(table.split())[:100]}); provenance underlined on request")
+
+
+def to_top(s):
+    """Every scrolled box back to its top."""
+    s.script("document.querySelectorAll('*').forEach(e => { if (e.scrollTop) e.scrollTop = 0; }); window.scrollTo(0, 0);")
 
 
 def remembered_gone(s, smol, out):

@@ -21,7 +21,6 @@ pub const COMMANDS: &[&str] = &[
     "tune",
     "tuned",
     "save_chart",
-    "save_card",
     "card_png",
     "export_results",
     "models_on_disk",

@@ -244,41 +244,21 @@ async fn ask_save_path(state: Arc<AppState>, ask: SaveAsk) -> Result<Option<Path
     .await?
 }
 
-/// Asks where to save a chart the UI shows (PNG at 2× for Retina, or SVG) and writes it there;
-/// the path written, or `None` when the user cancels. `name` only proposes a file name.
+/// Asks where to save a chart the UI shows, or a result card (PNG at 2× for Retina, or SVG), and
+/// writes it there at its size; the path written, or `None` when the user cancels. `name` only
+/// proposes a file name.
 #[tauri::command]
 async fn save_chart(state: State<'_, Arc<AppState>>, chart: Chart, name: String) -> Result<Option<PathBuf>, ApiError> {
     let ask = SaveAsk {
-        title: "Export the chart",
+        title: if matches!(chart, Chart::Card(_)) { "Save the result card" } else { "Export the chart" },
         file_name: proposed_name(&name, "png"),
         filters: vec![("PNG image (2×)", vec!["png"]), ("SVG", vec!["svg"])],
     };
     let Some(path) = ask_save_path(Arc::clone(state.inner()), ask).await? else {
         return Ok(None);
     };
-    blocking("chart", move || charts::save(&chart, &path, charts::WIDTH, charts::HEIGHT).map(|()| Some(path)))
-        .await?
-        .map_err(ApiError::from)
-}
-
-/// Asks where to save a result card and writes it there (PNG at 2×, or SVG); the path written, or
-/// `None` when the user cancels.
-#[tauri::command]
-async fn save_card(
-    state: State<'_, Arc<AppState>>,
-    card: CardChart,
-    name: String,
-) -> Result<Option<PathBuf>, ApiError> {
-    let ask = SaveAsk {
-        title: "Save the result card",
-        file_name: proposed_name(&name, "png"),
-        filters: vec![("PNG image (2×)", vec!["png"]), ("SVG", vec!["svg"])],
-    };
-    let Some(path) = ask_save_path(Arc::clone(state.inner()), ask).await? else {
-        return Ok(None);
-    };
-    let chart = Chart::Card(card);
-    blocking("card", move || charts::save(&chart, &path, charts::CARD_WIDTH, charts::CARD_HEIGHT).map(|()| Some(path)))
+    let (width, height) = chart.size();
+    blocking("chart", move || charts::save(&chart, &path, width, height).map(|()| Some(path)))
         .await?
         .map_err(ApiError::from)
 }
@@ -287,8 +267,8 @@ async fn save_card(
 #[tauri::command]
 async fn card_png(card: CardChart) -> Result<tauri::ipc::Response, ApiError> {
     let chart = Chart::Card(card);
-    let png = blocking("card", move || charts::png(&chart, charts::CARD_WIDTH, charts::CARD_HEIGHT, charts::PNG_SCALE))
-        .await??;
+    let (width, height) = chart.size();
+    let png = blocking("card", move || charts::png(&chart, width, height, charts::PNG_SCALE)).await??;
     Ok(tauri::ipc::Response::new(png))
 }
 
@@ -520,7 +500,6 @@ pub fn build_app<R: Runtime>(builder: tauri::Builder<R>, state: AppState) -> tau
             sweep_plan,
             sweep_get,
             save_chart,
-            save_card,
             card_png,
             export_results,
             models_on_disk,

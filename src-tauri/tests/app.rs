@@ -374,10 +374,8 @@ fn commands_work_through_the_mock_runtime() {
         "headline": "1.42× faster", "tone": "faster", "detail": "16.1 → 22.9 tok/s", "reason": "",
         "baseline": { "median": 16.1, "min": 16.1, "max": 16.1 }, "speculative": { "median": 22.9, "min": 22.9, "max": 22.9 },
         "excerpt": [{ "text": "fn main", "drafted": true }, { "text": "() {}", "drafted": false }] });
-    let mut fields = card.clone();
-    fields.as_object_mut().unwrap().remove("kind");
     *chosen.lock().unwrap() = Some(dir.path().join("card.png"));
-    let saved = invoke("save_card", serde_json::json!({ "card": fields, "name": "qwen 1.42×" })).unwrap();
+    let saved = invoke("save_chart", serde_json::json!({ "chart": card, "name": "qwen 1.42×" })).unwrap();
     assert_eq!(saved, serde_json::json!(dir.path().join("card.png")));
     let png = std::fs::read(dir.path().join("card.png")).unwrap();
     assert_eq!(&png[..4], b"\x89PNG");

@@ -44,10 +44,8 @@ export interface Backend {
   tune(request: TuneRequest, onEvent: (e: TuneEvent) => void): Promise<TuneResult>;
   /// The latest Find fastest of a target on this machine (null: never tuned here).
   tuned(target: string): Promise<TuneResult | null>;
-  /// Asks where to save the chart (PNG or SVG) and saves it; false when the user cancels.
+  /// Asks where to save the chart or result card (PNG or SVG) and saves it; false when the user cancels.
   saveChart(chart: Chart, name: string): Promise<boolean>;
-  /// Asks where to save a result card (PNG at 2×) and saves it; false when the user cancels.
-  saveCard(card: CardChart, name: string): Promise<boolean>;
   /// A result card's PNG bytes (at 2×), for the clipboard.
   cardPng(card: CardChart): Promise<ArrayBuffer>;
   /// Asks where to save a run's or sweep's results (CSV or JSON) and saves them; false on cancel.
@@ -147,7 +145,6 @@ export async function tauriBackend(): Promise<Backend> {
     tuned: (target) => invoke<TuneResult | null>("tuned", { target }),
     // The save dialog runs in Rust: the page never names a path that is written.
     saveChart: async (chart, name) => (await invoke<string | null>("save_chart", { chart, name })) !== null,
-    saveCard: async (card, name) => (await invoke<string | null>("save_card", { card, name })) !== null,
     cardPng: (card) => invoke<ArrayBuffer>("card_png", { card }),
     exportResults: async (source, name, format) =>
       (await invoke<string | null>("export_results", { source, name, format })) !== null,

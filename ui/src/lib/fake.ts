@@ -306,11 +306,6 @@ export class FakeBackend implements Backend {
     return v;
   }
 
-  async saveCard(card: CardChart, name: string): Promise<boolean> {
-    this.savedCharts.push({ chart: { kind: "card", ...card }, name });
-    return true;
-  }
-
   async cardPng(_card: CardChart): Promise<ArrayBuffer> {
     return new Uint8Array([0x89, 0x50, 0x4e, 0x47]).buffer;
   }

@@ -71,6 +71,15 @@ impl Chart {
             Chart::Card(_) => "card",
         }
     }
+
+    /// The size it is drawn at in the app and exported at (CSS pixels; a PNG multiplies it by
+    /// [`PNG_SCALE`]): a card has its own.
+    pub fn size(&self) -> (u32, u32) {
+        match self {
+            Chart::Card(_) => (CARD_WIDTH, CARD_HEIGHT),
+            _ => (WIDTH, HEIGHT),
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
