@@ -528,21 +528,30 @@ fn the_report_says_where_llama_cpp_put_the_layers() {
 }
 
 /// A conversation slot keeps llama.cpp's ngram-mod from one request to the next (as llama-server
-/// keeps it per slot): the same question again is drafted from the first answer, which its prompt
-/// does not hold; a run outside a conversation (the CLI's, a bench's) starts from nothing.
+/// keeps it per slot): the same question again goes back to its slot (of the server's four, while
+/// others are empty: its prompt is shorter than the half of the slot the answer makes) and is
+/// drafted from the first answer, which its prompt does not hold; a run outside a conversation
+/// (the CLI's, a bench's) starts from nothing.
 #[test]
 fn a_conversation_slot_drafts_a_repeated_request_from_its_earlier_answer() {
-    use draftlab_engine::decoding::chat::{ChatInput, ChatSlot};
+    use draftlab_engine::decoding::chat::{ChatInput, Slots};
     use draftlab_engine::decoding::template::ChatMessage;
     let p = pair(QWEN_TARGET, None);
-    let s = Settings { strategy: Strategy::NgramMod, ..settings(48, 8) };
+    let s = Settings { strategy: Strategy::NgramMod, ..settings(64, 8) };
     let valid = s.clone().validate(Mode::Speculative).unwrap();
     let messages = vec![ChatMessage::new("user", PROMPTS[0])];
     let input = ChatInput::Messages { messages, tools: Vec::new(), render: Default::default() };
-    let mut slot = ChatSlot::new(&p);
-    let mut ask = || slot.run(Mode::Speculative, &input, &valid, false, &mut Job::uncancelled(&mut |_| {})).unwrap();
+    let mut slots = Slots::new(&p);
+    let mut ask =
+        || slots.run(4, Mode::Speculative, &input, &valid, false, &mut Job::uncancelled(&mut |_| {})).unwrap();
     let first = ask();
     let again = ask();
+    assert!(
+        first.prompt_tokens < first.tokens.len(),
+        "the answer ({} tokens) must be longer than the prompt ({}) for this test to mean something",
+        first.tokens.len(),
+        first.prompt_tokens
+    );
     eprintln!(
         "first: {} drafted, {} passes; again: {} drafted, {} accepted, {} passes",
         first.drafted, first.target_passes, again.drafted, again.accepted, again.target_passes

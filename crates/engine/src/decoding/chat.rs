@@ -68,11 +68,13 @@ pub struct ChatSlot<'s> {
     /// What the conversation's runs showed of its drafters' acceptance: its next run's schedule
     /// starts from it rather than from the priors (see [`Evidence`]).
     evidence: Evidence,
+    /// The length of the last prompt run here.
+    last_prompt: usize,
 }
 
 impl<'s> ChatSlot<'s> {
     pub fn new(session: &'s Session) -> Self {
-        ChatSlot { session, target: None, draft: None, ngram_mod: None, evidence: Evidence::default() }
+        ChatSlot { session, target: None, draft: None, ngram_mod: None, evidence: Evidence::default(), last_prompt: 0 }
     }
 
     /// Tokens the target's context holds (what the next request may reuse).
@@ -83,6 +85,17 @@ impl<'s> ChatSlot<'s> {
     /// How many leading tokens of `prompt` the target's context holds.
     fn shared_prefix(&self, prompt: &[Token]) -> usize {
         self.target.as_ref().map_or(0, |c| c.tokens.iter().zip(prompt).take_while(|(a, b)| a == b).count())
+    }
+
+    /// Whether `prompt` goes on with the conversation this slot holds: it keeps at least half of
+    /// what the slot holds (a next turn), or the whole of the last prompt run here (the same
+    /// request again: a regenerated answer, an agent's retry, a benchmark's repeat, whose answer
+    /// the slot's drafters learned). A request that shares only a system prompt with it does not.
+    fn continues(&self, prompt: &[Token]) -> bool {
+        let shared = self.shared_prefix(prompt);
+        shared > 0
+            && (shared as f64 >= SLOT_SIMILARITY * self.cached_tokens() as f64
+                || (self.last_prompt > 0 && shared >= self.last_prompt))
     }
 
     /// Generates after `input` with `settings`, reusing what the contexts hold. Its report says how
@@ -130,11 +143,11 @@ impl<'s> ChatSlot<'s> {
             }
             settings
         };
-        // Another conversation (it keeps less than half of what the slot holds): what this one's
-        // drafters earned is not its.
-        if self.shared_prefix(prompt) * 2 < self.cached_tokens() {
+        // Another conversation: what this one's drafters earned is not its.
+        if self.cached_tokens() > 0 && !self.continues(prompt) {
             self.evidence = Evidence::default();
         }
+        self.last_prompt = prompt.len();
         let key = ContextKey::target(self.session, mode, settings);
         if self.target.as_ref().is_none_or(|c| c.key != key) {
             self.target = None; // free the old context first
@@ -195,10 +208,12 @@ impl<'s> ChatSlot<'s> {
 /// ngram-mod table), as llama-server's `--parallel` slots: an agent's main conversation and its
 /// short side requests (titles, summaries, sub-agents) no longer evict each other's KV cache.
 ///
-/// A request goes to the slot whose cache shares the longest prefix with its prompt, when that
-/// prefix is at least half of what the slot holds (so it keeps most of it; llama-server's
-/// `--slot-prompt-similarity` is 0.5 too): a side request that shares only a system prompt with the
-/// main conversation goes to an empty slot, or the one used least recently, and the main
+/// A request goes to the slot whose cache shares the longest prefix with its prompt, of those whose
+/// conversation it goes on with: the prefix is at least half of what the slot holds (so it keeps
+/// most of it), or the whole of the slot's last prompt (the same request again, drafted from the
+/// answer it got there; llama-server's `--slot-prompt-similarity` takes a slot whose cache holds a
+/// tenth of the prompt). A side request that shares only a system prompt with the main
+/// conversation goes to an empty slot, or the one used least recently, and the main
 /// conversation's next turn finds its own. Each slot's contexts take their KV cache's memory when
 /// first used.
 pub struct Slots<'s> {
@@ -247,12 +262,11 @@ impl<'s> Slots<'s> {
 
     /// The slot for `prompt` (a new one while fewer than `count` exist).
     fn choose(&mut self, count: usize, prompt: &[Token]) -> usize {
-        let best = (0..self.slots.len()).max_by_key(|&i| (self.slots[i].0.shared_prefix(prompt), self.slots[i].1));
+        let best = (0..self.slots.len())
+            .filter(|&i| self.slots[i].0.continues(prompt))
+            .max_by_key(|&i| (self.slots[i].0.shared_prefix(prompt), self.slots[i].1));
         if let Some(i) = best {
-            let (shared, held) = (self.slots[i].0.shared_prefix(prompt), self.slots[i].0.cached_tokens());
-            if shared > 0 && shared as f64 >= SLOT_SIMILARITY * held as f64 {
-                return i;
-            }
+            return i;
         }
         if let Some(i) = self.slots.iter().position(|(s, _)| s.cached_tokens() == 0) {
             return i;
@@ -261,9 +275,8 @@ impl<'s> Slots<'s> {
             self.slots.push((ChatSlot::new(self.session), 0));
             return self.slots.len() - 1;
         }
-        // Every slot holds another conversation: the least recently used gives way (or the best
-        // match, when there is only one).
-        (0..self.slots.len()).min_by_key(|&i| self.slots[i].1).or(best).expect("a slot exists")
+        // Every slot holds another conversation: the least recently used gives way.
+        (0..self.slots.len()).min_by_key(|&i| self.slots[i].1).expect("a slot exists")
     }
 }
 
