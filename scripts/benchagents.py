@@ -31,7 +31,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(__file__))
-from benchlib import free_port, progress, spread, summary, table_header  # noqa: E402
+from benchlib import free_port, progress, spread, summary, table_header, wait_for  # noqa: E402
 
 SPECS = ["none", "ngram-mod", "ngram-map-k"]
 # The agent's task: read a module, write it back with one name changed (an agent's everyday edit:
@@ -70,19 +70,6 @@ TASK = ("Use the Read tool to read the file prices.py in the current directory. 
         "prices.py again: the same code, with the function `total` renamed to `order_total`.")
 
 
-def wait_for(proc, check, what):
-    for _ in range(1500):
-        if proc.poll() is not None:
-            sys.exit(f"bench agents: {what} exited ({proc.returncode})")
-        try:
-            if check():
-                return
-        except OSError:
-            pass
-        time.sleep(0.2)
-    sys.exit(f"bench agents: {what} did not start")
-
-
 def start_draftlab(a, extra=()):
     """`draftlab serve` on the pair (its defaults), on a free port: (process, port, command)."""
     log = tempfile.NamedTemporaryFile("w+", suffix=".log")
@@ -97,7 +84,7 @@ def start_draftlab(a, extra=()):
             port["p"] = int(m.group(1))
         return bool(m)
 
-    wait_for(proc, listening, "draftlab serve")
+    wait_for("agents", proc, listening, "draftlab serve")
     proc.log = log
     return proc, port["p"], cmd
 
@@ -114,7 +101,7 @@ def start_llama_server(a, spec):
         c.request("GET", "/health")
         return c.getresponse().status == 200
 
-    wait_for(proc, healthy, f"llama-server ({spec})")
+    wait_for("agents", proc, healthy, f"llama-server ({spec})")
     return proc, p, cmd
 
 

@@ -189,6 +189,21 @@ def free_port():
     return port
 
 
+def wait_for(suite, proc, check, what):
+    """Waits (up to 5 minutes) until check() is true of a server started as proc; the suite ends,
+    naming `what`, if it exits first or never gets there. check() raising OSError counts as false."""
+    for _ in range(1500):
+        if proc.poll() is not None:
+            sys.exit(f"bench {suite}: {what} exited ({proc.returncode})")
+        try:
+            if check():
+                return
+        except OSError:
+            pass
+        time.sleep(0.2)
+    sys.exit(f"bench {suite}: {what} did not start")
+
+
 def rpc_servers(suite, draftlab, count, threads, mem=None):
     """`count` `draftlab rpc-server`s on loopback (offering `mem` GiB, with the capping relay, when
     given), each answering: [(process, port)]."""
@@ -409,18 +424,6 @@ def upstream_server(a, runner, rendered, prompts):
     env = with_library_path(a.dir)
     procs = []
 
-    def wait_for(proc, check, what):
-        for _ in range(1500):
-            if proc.poll() is not None:
-                sys.exit(f"bench upstream: {what} exited ({proc.returncode})")
-            try:
-                if check():
-                    return
-            except OSError:
-                pass
-            time.sleep(0.2)
-        sys.exit(f"bench upstream: {what} did not start")
-
     def post(port, path, body):
         c = http.client.HTTPConnection("127.0.0.1", port, timeout=900)
         c.request("POST", path, json.dumps(body), {"Content-Type": "application/json"})
@@ -442,7 +445,7 @@ def upstream_server(a, runner, rendered, prompts):
             if m:
                 port["draftlab serve"] = int(m.group(1))
             return bool(m)
-        wait_for(ours, listening, "draftlab serve")
+        wait_for("upstream", ours, listening, "draftlab serve")
         for spec in SERVER_SPEC:
             p = free_port()
             cmd = [str(pathlib.Path(a.dir) / "llama-server"), "-m", a.target, "-t", a.threads, "--port", str(p),
@@ -454,7 +457,7 @@ def upstream_server(a, runner, rendered, prompts):
                 c = http.client.HTTPConnection("127.0.0.1", p, timeout=5)
                 c.request("GET", "/health")
                 return c.getresponse().status == 200
-            wait_for(proc, healthy, f"llama-server ({spec})")
+            wait_for("upstream", proc, healthy, f"llama-server ({spec})")
             port[f"llama-server {spec}"] = p
 
         model = pathlib.Path(a.target).stem
