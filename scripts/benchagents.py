@@ -21,7 +21,6 @@ import http.client
 import json
 import os
 import pathlib
-import re
 import shlex
 import shutil
 import statistics
@@ -31,7 +30,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(__file__))
-from benchlib import free_port, progress, spread, summary, table_header, wait_for  # noqa: E402
+from benchlib import free_port, progress, spread, start_draftlab_serve, summary, table_header, wait_for  # noqa: E402
 
 SPECS = ["none", "ngram-mod", "ngram-map-k"]
 # The agent's task: read a module, write it back with one name changed (an agent's everyday edit:
@@ -70,25 +69,6 @@ TASK = ("Use the Read tool to read the file prices.py in the current directory. 
         "prices.py again: the same code, with the function `total` renamed to `order_total`.")
 
 
-def start_draftlab(a, extra=()):
-    """`draftlab serve` on the pair (its defaults), on a free port: (process, port, command)."""
-    log = tempfile.NamedTemporaryFile("w+", suffix=".log")
-    cmd = [a.draftlab, "serve", "-t", a.target, "-d", a.draft, "--port", "0", "--threads", a.threads, "-q",
-           *extra]
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=log)
-    port = {}
-
-    def listening():
-        m = re.search(r"http://127\.0\.0\.1:(\d+)/v1", pathlib.Path(log.name).read_text())
-        if m:
-            port["p"] = int(m.group(1))
-        return bool(m)
-
-    wait_for("agents", proc, listening, "draftlab serve")
-    proc.log = log
-    return proc, port["p"], cmd
-
-
 def start_llama_server(a, spec):
     p = free_port()
     cmd = [str(pathlib.Path(a.dir) / "llama-server"), "-m", a.target, "-t", a.threads, "--port", str(p),
@@ -119,7 +99,7 @@ def record(a):
     session = pathlib.Path(a.session)
     session.parent.mkdir(parents=True, exist_ok=True)
     session.unlink(missing_ok=True)
-    server, port, _ = start_draftlab(a)
+    server, port, _ = start_draftlab_serve("agents", a)
     proxy_port = free_port()
     proxy = subprocess.Popen([sys.executable, str(pathlib.Path(__file__).parent / "server" / "record.py"),
                               str(proxy_port), f"http://127.0.0.1:{port}", str(session)],
@@ -232,7 +212,7 @@ def replay(a):
         k = rep % len(names)
         for name in names[k:] + names[:k]:
             if name == "draftlab serve":
-                proc, port, cmd = start_draftlab(a)
+                proc, port, cmd = start_draftlab_serve("agents", a)
             else:
                 proc, port, cmd = start_llama_server(a, name.split()[-1])
             commands[name] = shlex.join(cmd)

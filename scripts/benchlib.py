@@ -204,6 +204,26 @@ def wait_for(suite, proc, check, what):
     sys.exit(f"bench {suite}: {what} did not start")
 
 
+def start_draftlab_serve(suite, a, extra=()):
+    """`draftlab serve` on the pair a names (a.draftlab, a.target, a.draft, a.threads), with its
+    defaults, on a free port: (process, port, command). The process keeps its log file open."""
+    log = tempfile.NamedTemporaryFile("w+", suffix=".log")
+    cmd = [a.draftlab, "serve", "-t", a.target, "-d", a.draft, "--port", "0", "--threads", a.threads, "-q",
+           *extra]
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=log)
+    port = {}
+
+    def listening():
+        m = re.search(r"http://127\.0\.0\.1:(\d+)/v1", pathlib.Path(log.name).read_text())
+        if m:
+            port["p"] = int(m.group(1))
+        return bool(m)
+
+    wait_for(suite, proc, listening, "draftlab serve")
+    proc.log = log
+    return proc, port["p"], cmd
+
+
 def rpc_servers(suite, draftlab, count, threads, mem=None):
     """`count` `draftlab rpc-server`s on loopback (offering `mem` GiB, with the capping relay, when
     given), each answering: [(process, port)]."""
@@ -434,18 +454,10 @@ def upstream_server(a, runner, rendered, prompts):
         return v
 
     try:
-        log = tempfile.NamedTemporaryFile("w+", suffix=".log")
-        cmd = [a.draftlab, "serve", "-t", a.target, "-d", a.draft, "--port", "0", "--threads", a.threads, "-q"]
+        ours, port_ours, cmd = start_draftlab_serve("upstream", a)
         runner.commands.append(shlex.join(cmd))
-        ours = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=log)
         procs.append(ours)
-        port = {}
-        def listening():
-            m = re.search(r"http://127\.0\.0\.1:(\d+)/v1", pathlib.Path(log.name).read_text())
-            if m:
-                port["draftlab serve"] = int(m.group(1))
-            return bool(m)
-        wait_for("upstream", ours, listening, "draftlab serve")
+        port = {"draftlab serve": port_ours}
         for spec in SERVER_SPEC:
             p = free_port()
             cmd = [str(pathlib.Path(a.dir) / "llama-server"), "-m", a.target, "-t", a.threads, "--port", str(p),
