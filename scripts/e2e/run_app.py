@@ -366,8 +366,15 @@ def chat_and_serve(s, smol, out):
     classes = s.script("return [...document.querySelectorAll('[data-testid=chat-answer] .text span')].map(e => e.className.split(' ')[0])")
     assert classes and all(c.startswith("tok-") for c in classes), classes[:10]
     assert any(c in ("tok-draft", "tok-ngram") for c in classes), "no drafted token in either answer"
+    # Each reply carries its chip: the speedup (or why there is none) and how much was drafted.
+    chips = s.script("return [...document.querySelectorAll('[data-testid=chat-chip]')].map(e => e.textContent)")
+    assert len(chips) == 2 and all("drafted" in c for c in chips), chips
+    # The settings are in the inspector beside the conversation, not above it.
+    side = s.script("const i = document.querySelector('[aria-label=\"Chat settings\"]').getBoundingClientRect(), "
+                    "t = document.querySelector('[data-testid=chat-thread]').getBoundingClientRect(); return [i.left, t.right]")
+    assert side[0] >= side[1], f"the inspector is not beside the thread: {side}"
     s.screenshot(out / "chat-two-turns.png")
-    print(f"e2e: chat: two turns, {len(classes)} coloured tokens, the second turn kept {reused[-1]} prompt tokens; {stats[-1].strip()}")
+    print(f"e2e: chat: two turns, {len(classes)} coloured tokens, the second turn kept {reused[-1]} prompt tokens; chips {chips}; {stats[-1].strip()}")
 
     # Stop mid-answer: what was written stays, marked stopped.
     s.set_value("chat-max-tokens", "400")
@@ -430,6 +437,11 @@ def chat_and_serve(s, smol, out):
     with urllib.request.urlopen(req, timeout=240) as r:
         v = json.loads(r.read())
     assert v["choices"][0]["message"]["content"], v
+    # The request log shows it, with its speedup chip.
+    wait("the request in the log", lambda: s.script(
+        "return document.querySelectorAll('[data-testid=serve-log-row]').length") >= 1, timeout=20)
+    row = s.script("return document.querySelector('[data-testid=serve-log-row]').textContent")
+    assert "chat/completions" in row and "drafted" in row, row
     s.screenshot(out / "serve-on.png")
     s.click("serve-stop")
     wait("the server off", lambda: s.attr("serve-status", "data-running") == "no", timeout=30)
@@ -498,6 +510,36 @@ ERROR_HOOKS = (
 IN_VIEW = ("verdict", "pane-baseline", "pane-speculative", "stats-baseline", "stats-speculative", "target", "draft")
 
 
+def race(s, out):
+    """Both runs on one clock (tokens over time, each line from its run's first token), then
+    replayed side by side at the speed each was written: the panes empty and fill again."""
+    for lane in ("race-baseline", "race-speculative"):
+        assert len(s.attr(lane, "d")) > 10, (lane, s.attr(lane, "d"))
+    words = s.text("race-words")
+    assert "tokens: target alone" in words and "speculative" in words, words
+    full = len(s.text("text-speculative"))
+    s.click("race-replay")
+    wait("the replay", lambda: s.attr("race", "data-replaying") == "true", timeout=10)
+    seen = len(s.text("text-speculative"))
+    s.screenshot(out / "race-replay.png")
+    wait("the replay's end", lambda: s.attr("race", "data-replaying") == "false", timeout=60)
+    assert len(s.text("text-speculative")) == full, (full, s.text("text-speculative"))
+    print(f"e2e: race: {words}; the replay showed {seen} of {full} characters at its start, then all")
+
+
+def help_menu(s, out):
+    """F1 (the Help menu's Draftlab Help on a Mac): what the app does, the colours, the shortcuts."""
+    s.script("document.activeElement?.blur()")
+    keys(s, "\ue031")
+    wait("the help", lambda: s.script("return document.querySelector('[data-testid=help]').open"), timeout=10)
+    text = s.text("help")
+    assert "Find Fastest" in text and "Keyboard shortcuts" in text, text
+    s.screenshot(out / "help.png")
+    s.click("help-close")
+    wait("the help closed", lambda: not s.script("return document.querySelector('[data-testid=help]').open"), timeout=10)
+    print("e2e: help: F1 shows what the app does, the colours and the shortcuts")
+
+
 def layout(s, out):
     """After a run, at 1280×800 and at 1024×700: the two output panes with their stats, the speedup
     and the pair are inside the window, and nothing had to scroll to show them."""
@@ -542,7 +584,7 @@ def every_view(s, out):
     (out / "views").mkdir(exist_ok=True)
     unnamed = {}
     for theme in ("light", "dark"):
-        set_theme(s, theme)
+        set_theme(s, theme, out / "views" / f"{theme}-settings.png")
         for w, h in ((1280, 800), (1024, 700)):
             call("POST", f"/session/{s.id}/window/rect", {"width": w, "height": h})
             time.sleep(0.5)
@@ -559,23 +601,43 @@ def every_view(s, out):
     print("e2e: every view shot in light and dark at 1280×800 and 1024×700 (views/); every control shown has a label")
 
 
+def handles(s):
+    return call("GET", f"/session/{s.id}/window/handles")
+
+
 @contextlib.contextmanager
-def settings_open(s):
-    """Settings opened from the keyboard (⌘, on a Mac), then closed with its Done button."""
+def settings_open(s, shot=None):
+    """Settings opened from the keyboard (⌘, on a Mac) in a window of its own (opened once: asked
+    again, it comes to the front); the commands inside go to it; then Done closes it and the main
+    window is driven again. `shot`: a screenshot of the Settings window there."""
+    main = call("GET", f"/session/{s.id}/window")
     s.script("document.activeElement?.blur()")
     keys(s, (CTRL, ","))
-    wait("Settings", lambda: s.script("return document.querySelector('[data-testid=preferences]').open"), timeout=10)
-    yield
-    s.click("preferences-close")
-    wait("Settings closed", lambda: not s.script("return document.querySelector('[data-testid=preferences]').open"), timeout=10)
+    wait("the Settings window", lambda: len(handles(s)) == 2, timeout=20)
+    keys(s, (CTRL, ","))
+    time.sleep(0.3)
+    assert len(handles(s)) == 2, f"a second Settings window: {handles(s)}"
+    call("POST", f"/session/{s.id}/window", {"handle": next(h for h in handles(s) if h != main)})
+    s.find("preferences")
+    try:
+        yield
+        if shot:
+            s.screenshot(shot)
+    finally:
+        # Done, pressed just after this command returns (WebKitWebDriver does not survive a click
+        # whose window closes under it), and back to the main window.
+        s.script("setTimeout(() => document.querySelector('[data-testid=preferences-close]').click(), 100); return true")
+        call("POST", f"/session/{s.id}/window", {"handle": main})
+        wait("the Settings window closed", lambda: len(handles(s)) == 1, timeout=20)
 
 
-def set_theme(s, theme):
-    """Appearance in Settings."""
-    with settings_open(s):
+def set_theme(s, theme, shot=None):
+    """Appearance in the Settings window: it applies there at once, and in the main window."""
+    with settings_open(s, shot):
         s.script(f"const el = document.querySelector('[data-testid=theme]'); el.value = '{theme}'; el.dispatchEvent(new Event('change'));")
         want = s.script("return matchMedia('(prefers-color-scheme: dark)').matches ? 'dark' : 'light'") if theme == "system" else theme
-        wait(f"the {theme} theme", lambda: s.script("return document.documentElement.dataset.theme ?? null") == want, timeout=10)
+        wait(f"the {theme} theme (Settings)", lambda: s.script("return document.documentElement.dataset.theme ?? null") == want, timeout=10)
+    wait(f"the {theme} theme (main window)", lambda: s.script("return document.documentElement.dataset.theme ?? null") == want, timeout=10)
 
 
 TAB, ENTER, CTRL, ESC = "\ue004", "\ue007", "\ue009", "\ue00c"
@@ -973,6 +1035,7 @@ def main():
         assert "tokens/s" in s.script("return document.querySelector('[data-testid=chart-bars] svg').outerHTML")
         s.screenshot(out / "both.png")
         print(f"e2e: both ran; verdict: {verdict}; charts shown")
+        race(s, out)
         device_line(s)
         result_card(s, out)
         text_alternatives(s, out)
@@ -1042,6 +1105,7 @@ def main():
         sweep_view(s, models, out)
         models_view(s)
         every_view(s, out)
+        help_menu(s, out)
         keyboard_only(s, smol, out)
         if os.environ.get("HF_ENDPOINT"):
             model_picker(s, out)

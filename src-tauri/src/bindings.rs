@@ -128,6 +128,7 @@ pub fn typescript() -> String {
         chat::ChatEvent,
         chat::ChatAnswer,
         requests::ServerRequest,
+        draftlab_server::log::Served,
         serve::ServerStatus,
         discover::Source,
         discover::FoundModel,

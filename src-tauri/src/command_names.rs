@@ -37,4 +37,5 @@ pub const COMMANDS: &[&str] = &[
     "server_start",
     "server_stop",
     "server_status",
+    "open_settings",
 ];

@@ -440,6 +440,14 @@ fn server_status(state: State<'_, Arc<AppState>>) -> ServerStatus {
     serve::status(&state)
 }
 
+/// Opens the Settings window (or brings it to the front).
+#[tauri::command]
+async fn open_settings<R: Runtime>(app: tauri::AppHandle<R>) -> Result<(), ApiError> {
+    window::open_settings(&app).map_err(|e| {
+        ApiError::new(ErrorCode::Internal, format!("the Settings window could not open: {e}"), "Report this as a bug.")
+    })
+}
+
 #[derive(Debug, Clone, Serialize, ts_rs::TS)]
 pub struct AppInfo {
     pub version: String,
@@ -515,7 +523,8 @@ pub fn build_app<R: Runtime>(builder: tauri::Builder<R>, state: AppState) -> tau
             chat_delete,
             server_start,
             server_stop,
-            server_status
+            server_status,
+            open_settings
         ])
 }
 

@@ -11,6 +11,7 @@ use std::sync::Arc;
 use draftlab_core::decoding::settings::Mode;
 use draftlab_core::decoding::strategy::Strategy;
 use draftlab_core::ErrorCode;
+use draftlab_server::log::Served;
 use draftlab_server::ServeConfig;
 
 /// Conversations the Serve view's server keeps warm side by side (an agent's main conversation
@@ -38,6 +39,8 @@ pub struct ServerStatus {
     pub served: u64,
     pub cancelled: u64,
     pub refused_busy: u64,
+    /// The recent answers, newest first (the Serve view's request log).
+    pub requests: Vec<Served>,
 }
 
 fn status_of(r: Option<&Running>) -> ServerStatus {
@@ -54,6 +57,7 @@ fn status_of(r: Option<&Running>) -> ServerStatus {
             served: 0,
             cancelled: 0,
             refused_busy: 0,
+            requests: Vec::new(),
         },
         Some(r) => ServerStatus {
             running: true,
@@ -67,6 +71,7 @@ fn status_of(r: Option<&Running>) -> ServerStatus {
             served: r.handle.counters.served.load(Ordering::Relaxed),
             cancelled: r.handle.counters.cancelled.load(Ordering::Relaxed),
             refused_busy: r.handle.counters.refused_busy.load(Ordering::Relaxed),
+            requests: r.handle.counters.log.recent(),
         },
     }
 }

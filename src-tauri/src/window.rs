@@ -1,7 +1,8 @@
-//! The window as a Mac user expects it: where it was and how big (kept in the data folder, put back
-//! at the next start when it still fits on a screen), and an app menu (About, Settings… ⌘, , the
-//! views, Edit for copy and paste, Window, Quit). On Linux and Windows the same shortcuts work in
-//! the page (Ctrl+, and Ctrl+1…6); the menu is the macOS one only.
+//! The windows as a Mac user expects them: the main one where it was and how big (kept in the data
+//! folder, put back at the next start when it still fits on a screen), Settings in a window of its
+//! own, and an app menu (Draftlab, File, Edit, Run, View, Window, Help). On Linux and Windows the
+//! same shortcuts work in the page (Ctrl+, Ctrl+1…6, Ctrl+Enter, Esc); the menu is the macOS one
+//! only.
 
 use std::path::{Path, PathBuf};
 
@@ -103,85 +104,179 @@ pub fn remember<R: Runtime>(w: &WebviewWindow<R>) {
     });
 }
 
-/// The macOS app menu: About, Settings… (⌘,), the views (⌘1…⌘6), Edit (the text shortcuts the
-/// page needs), Window, and Quit; its items reach the page as [`MENU_EVENT`].
-#[cfg(target_os = "macos")]
-pub fn menu<R: Runtime>(app: &tauri::AppHandle<R>) -> tauri::Result<tauri::menu::Menu<R>> {
-    use tauri::menu::{AboutMetadata, Menu, MenuItem, PredefinedMenuItem, Submenu};
-    let settings = MenuItem::with_id(app, "preferences", "Settings…", true, Some("CmdOrCtrl+,"))?;
-    let about = PredefinedMenuItem::about(app, Some("About Draftlab"), Some(AboutMetadata::default()))?;
-    let app_menu = Submenu::with_items(
-        app,
-        "Draftlab",
-        true,
-        &[
-            &about,
-            &PredefinedMenuItem::separator(app)?,
-            &settings,
-            &PredefinedMenuItem::separator(app)?,
-            &PredefinedMenuItem::services(app, None)?,
-            &PredefinedMenuItem::separator(app)?,
-            &PredefinedMenuItem::hide(app, None)?,
-            &PredefinedMenuItem::hide_others(app, None)?,
-            &PredefinedMenuItem::show_all(app, None)?,
-            &PredefinedMenuItem::separator(app)?,
-            &PredefinedMenuItem::quit(app, None)?,
-        ],
-    )?;
-    let edit = Submenu::with_items(
-        app,
-        "Edit",
-        true,
-        &[
-            &PredefinedMenuItem::undo(app, None)?,
-            &PredefinedMenuItem::redo(app, None)?,
-            &PredefinedMenuItem::separator(app)?,
-            &PredefinedMenuItem::cut(app, None)?,
-            &PredefinedMenuItem::copy(app, None)?,
-            &PredefinedMenuItem::paste(app, None)?,
-            &PredefinedMenuItem::select_all(app, None)?,
-        ],
-    )?;
-    let views: Vec<MenuItem<R>> = VIEWS
-        .iter()
-        .enumerate()
-        .map(|(i, (id, label))| {
-            MenuItem::with_id(app, format!("view:{id}"), *label, true, Some(format!("CmdOrCtrl+{}", i + 1).as_str()))
-        })
-        .collect::<tauri::Result<_>>()?;
-    let view_refs: Vec<&dyn tauri::menu::IsMenuItem<R>> =
-        views.iter().map(|v| v as &dyn tauri::menu::IsMenuItem<R>).collect();
-    let view = Submenu::with_items(app, "View", true, &view_refs)?;
-    let window = Submenu::with_items(
-        app,
-        "Window",
-        true,
-        &[
-            &PredefinedMenuItem::minimize(app, None)?,
-            &PredefinedMenuItem::maximize(app, None)?,
-            &PredefinedMenuItem::separator(app)?,
-            &PredefinedMenuItem::close_window(app, None)?,
-        ],
-    )?;
-    Menu::with_items(app, &[&app_menu, &edit, &view, &window])
+/// One item of the app menu: a predefined one (copy, quit…, handled by the system), a separator,
+/// or one of ours with its id, label and shortcut (see [`MENU`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Item {
+    Ours(&'static str, &'static str, Option<&'static str>),
+    Separator,
+    About,
+    Services,
+    Hide,
+    HideOthers,
+    ShowAll,
+    Quit,
+    Undo,
+    Redo,
+    Cut,
+    Copy,
+    Paste,
+    SelectAll,
+    Minimize,
+    Zoom,
+    CloseWindow,
 }
 
-/// The views a menu item can show (the page's names and the menu's labels), in sidebar order.
-pub const VIEWS: [(&str, &str); 6] = [
-    ("run", "Run"),
-    ("chat", "Chat"),
-    ("serve", "Serve"),
-    ("sweep", "Sweep"),
-    ("models", "Models"),
-    ("history", "History"),
+use Item::*;
+
+/// The macOS app menu, as Mac apps lay it out: Draftlab (About, Settings… ⌘, , Quit), File (open
+/// a target or a draft model, save the result card), Edit (the text shortcuts the page needs), Run
+/// (both, either alone, Find Fastest, Stop ⌘.), View (the sidebar's views, ⌘1…⌘6), Window, and
+/// Help. Our items reach the page as [`MENU_EVENT`] with their id (Settings… opens its window
+/// here, see [`on_menu`]).
+pub const MENU: &[(&str, &[Item])] = &[
+    (
+        "Draftlab",
+        &[
+            About,
+            Separator,
+            Ours("preferences", "Settings…", Some("CmdOrCtrl+,")),
+            Separator,
+            Services,
+            Separator,
+            Hide,
+            HideOthers,
+            ShowAll,
+            Separator,
+            Quit,
+        ],
+    ),
+    (
+        "File",
+        &[
+            Ours("file:target", "Open Target Model…", Some("CmdOrCtrl+O")),
+            Ours("file:draft", "Open Draft Model…", Some("CmdOrCtrl+Shift+O")),
+            Separator,
+            Ours("file:card", "Save Result Card…", Some("CmdOrCtrl+S")),
+            Separator,
+            CloseWindow,
+        ],
+    ),
+    ("Edit", &[Undo, Redo, Separator, Cut, Copy, Paste, SelectAll]),
+    (
+        "Run",
+        &[
+            Ours("run:both", "Run Both", Some("CmdOrCtrl+Enter")),
+            Ours("run:baseline", "Run Baseline Only", Some("CmdOrCtrl+Shift+B")),
+            Ours("run:speculative", "Run Speculative Only", Some("CmdOrCtrl+Shift+S")),
+            Separator,
+            Ours("run:tune", "Find Fastest Drafter", Some("CmdOrCtrl+Shift+F")),
+            Separator,
+            Ours("run:stop", "Stop", Some("CmdOrCtrl+.")),
+        ],
+    ),
+    (
+        "View",
+        &[
+            Ours("view:run", "Run", Some("CmdOrCtrl+1")),
+            Ours("view:chat", "Chat", Some("CmdOrCtrl+2")),
+            Ours("view:serve", "Serve", Some("CmdOrCtrl+3")),
+            Ours("view:sweep", "Sweep", Some("CmdOrCtrl+4")),
+            Ours("view:models", "Models", Some("CmdOrCtrl+5")),
+            Ours("view:history", "History", Some("CmdOrCtrl+6")),
+        ],
+    ),
+    ("Window", &[Minimize, Zoom, Separator, CloseWindow]),
+    ("Help", &[Ours("help:guide", "Draftlab Help", Some("CmdOrCtrl+?"))]),
 ];
 
-/// Hands a menu item to the page (`preferences`, `view:run`, …); items the menu handles itself
-/// (copy, quit…) never come here.
+/// The macOS app menu built from [`MENU`] (built on every platform, so its tests run anywhere;
+/// only macOS shows it).
+#[cfg_attr(not(target_os = "macos"), allow(dead_code))]
+pub fn menu<R: Runtime>(app: &tauri::AppHandle<R>) -> tauri::Result<tauri::menu::Menu<R>> {
+    use tauri::menu::{AboutMetadata, IsMenuItem, Menu, MenuItemKind, PredefinedMenuItem as P, Submenu};
+    let item = |i: &Item| -> tauri::Result<MenuItemKind<R>> {
+        Ok(match *i {
+            Ours(id, label, keys) => {
+                MenuItemKind::MenuItem(tauri::menu::MenuItem::with_id(app, id, label, true, keys)?)
+            }
+            Separator => MenuItemKind::Predefined(P::separator(app)?),
+            About => MenuItemKind::Predefined(P::about(app, Some("About Draftlab"), Some(AboutMetadata::default()))?),
+            Services => MenuItemKind::Predefined(P::services(app, None)?),
+            Hide => MenuItemKind::Predefined(P::hide(app, None)?),
+            HideOthers => MenuItemKind::Predefined(P::hide_others(app, None)?),
+            ShowAll => MenuItemKind::Predefined(P::show_all(app, None)?),
+            Quit => MenuItemKind::Predefined(P::quit(app, None)?),
+            Undo => MenuItemKind::Predefined(P::undo(app, None)?),
+            Redo => MenuItemKind::Predefined(P::redo(app, None)?),
+            Cut => MenuItemKind::Predefined(P::cut(app, None)?),
+            Copy => MenuItemKind::Predefined(P::copy(app, None)?),
+            Paste => MenuItemKind::Predefined(P::paste(app, None)?),
+            SelectAll => MenuItemKind::Predefined(P::select_all(app, None)?),
+            Minimize => MenuItemKind::Predefined(P::minimize(app, None)?),
+            Zoom => MenuItemKind::Predefined(P::maximize(app, None)?),
+            CloseWindow => MenuItemKind::Predefined(P::close_window(app, None)?),
+        })
+    };
+    let mut submenus = Vec::new();
+    for (title, items) in MENU {
+        let built = items.iter().map(item).collect::<tauri::Result<Vec<_>>>()?;
+        let refs: Vec<&dyn IsMenuItem<R>> = built.iter().map(|k| k as &dyn IsMenuItem<R>).collect();
+        let sub = Submenu::with_items(app, *title, true, &refs)?;
+        #[cfg(target_os = "macos")]
+        if *title == "Help" {
+            sub.set_as_help_menu_for_nsapp()?;
+        }
+        submenus.push(sub);
+    }
+    let refs: Vec<&dyn IsMenuItem<R>> = submenus.iter().map(|s| s as &dyn IsMenuItem<R>).collect();
+    Menu::with_items(app, &refs)
+}
+
+/// The ids of our items in [`MENU`].
+pub fn menu_ids() -> impl Iterator<Item = &'static str> {
+    MENU.iter().flat_map(|(_, items)| items.iter()).filter_map(|i| match i {
+        Ours(id, _, _) => Some(*id),
+        _ => None,
+    })
+}
+
+/// The Settings window's label (its page is the app's at `#settings`).
+pub const SETTINGS: &str = "settings";
+
+/// Opens the Settings window, or brings it to the front when it is open: a small window of its
+/// own, as Mac apps' settings are (⌘, , the menu's Settings…, the sidebar's Settings).
+pub fn open_settings<R: Runtime>(app: &tauri::AppHandle<R>) -> tauri::Result<()> {
+    if let Some(w) = app.get_webview_window(SETTINGS) {
+        w.unminimize()?;
+        w.show()?;
+        return w.set_focus();
+    }
+    let url = tauri::WebviewUrl::App("index.html#settings".into());
+    let mut b = tauri::WebviewWindowBuilder::new(app, SETTINGS, url)
+        .title("Settings")
+        .inner_size(460.0, 300.0)
+        .resizable(false)
+        .minimizable(false)
+        .maximizable(false);
+    if let Some(main) = app.get_webview_window("main") {
+        // In front of the main window, and centred over it.
+        if let (Ok(pos), Ok(size), Ok(scale)) = (main.outer_position(), main.outer_size(), main.scale_factor()) {
+            let (x, y) = (pos.x as f64 / scale, pos.y as f64 / scale);
+            let (w, h) = (size.width as f64 / scale, size.height as f64 / scale);
+            b = b.position(x + (w - 460.0) / 2.0, y + (h - 300.0) / 3.0);
+        }
+    }
+    b.build().map(|_| ())
+}
+
+/// Handles a menu item of ours: Settings… opens its window, the rest go to the main window's page
+/// (`view:run`, `run:both`, `file:target`, …); items the menu handles itself (copy, quit…) never
+/// come here.
 pub fn on_menu<R: Runtime>(app: &tauri::AppHandle<R>, id: &str) {
-    let known =
-        id == "preferences" || id.strip_prefix("view:").is_some_and(|v| VIEWS.iter().any(|(name, _)| *name == v));
-    if known {
+    if id == "preferences" {
+        let _ = open_settings(app);
+    } else if menu_ids().any(|known| known == id) {
         if let Some(w) = app.get_webview_window("main") {
             let _ = w.emit(MENU_EVENT, id);
         }
@@ -208,6 +303,35 @@ mod tests {
         assert_eq!(Placement { height: 1_000_000, ..p }.usable(&[SCREEN], (900, 600)), None);
         // No screens known: nothing to check against, so the default is used.
         assert_eq!(p.usable(&[], (900, 600)), None);
+    }
+
+    /// The menu's items have one id each and one shortcut each, its views are the sidebar's in its
+    /// order (⌘1…⌘6), and every Mac menu is there with Stop on ⌘. and Settings on ⌘, .
+    #[test]
+    fn the_menu_has_every_mac_menu_one_id_and_one_shortcut_per_item() {
+        let titles: Vec<&str> = MENU.iter().map(|(t, _)| *t).collect();
+        assert_eq!(titles, ["Draftlab", "File", "Edit", "Run", "View", "Window", "Help"]);
+        let ours: Vec<(&str, Option<&str>)> = MENU
+            .iter()
+            .flat_map(|(_, items)| items.iter())
+            .filter_map(|i| match i {
+                Ours(id, _, keys) => Some((*id, *keys)),
+                _ => None,
+            })
+            .collect();
+        let mut ids: Vec<&str> = ours.iter().map(|(id, _)| *id).collect();
+        let mut keys: Vec<&str> = ours.iter().filter_map(|(_, k)| *k).collect();
+        let (n_ids, n_keys) = (ids.len(), keys.len());
+        ids.sort_unstable();
+        ids.dedup();
+        keys.sort_unstable();
+        keys.dedup();
+        assert_eq!((ids.len(), keys.len()), (n_ids, n_keys), "an id or a shortcut is used twice");
+        let views: Vec<String> = menu_ids().filter_map(|id| id.strip_prefix("view:").map(str::to_string)).collect();
+        assert_eq!(views, ["run", "chat", "serve", "sweep", "models", "history"]);
+        assert!(
+            ours.contains(&("run:stop", Some("CmdOrCtrl+."))) && ours.contains(&("preferences", Some("CmdOrCtrl+,")))
+        );
     }
 
     #[test]

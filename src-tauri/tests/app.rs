@@ -711,3 +711,42 @@ fn a_dead_engine_says_what_its_log_said_last_and_where_the_log_is() {
     let kept = std::fs::read_to_string(&log).unwrap();
     assert!(kept.contains("GGML_ASSERT") && kept.contains("engine process"), "{kept}");
 }
+
+/// The Serve view's server keeps a log of its answers (newest first) that its status carries: each
+/// with its API, tokens, speed and what was drafted; stopped, the status has none.
+#[test]
+fn the_serve_view_s_server_logs_each_answer_in_its_status() {
+    use draftlab_app::requests::ServerRequest;
+    use draftlab_app::serve;
+    use std::io::{Read, Write};
+    let dir = tempfile::tempdir().unwrap();
+    let st = state(dir.path());
+    let r = request(&[Mode::Speculative], 8, "");
+    let ask = ServerRequest { target: r.target, draft: r.draft, settings: r.settings, port: 0, api_key: None };
+    let status = tauri::async_runtime::block_on(serve::start(Arc::clone(&st), ask)).unwrap();
+    assert!(status.running && status.requests.is_empty(), "{status:?}");
+    let url = status.url.clone().unwrap();
+    let addr = url.trim_start_matches("http://").trim_end_matches("/v1").to_string();
+    let body = r#"{"model": "any", "messages": [{"role": "user", "content": "Say hi."}], "max_tokens": 6}"#;
+    for _ in 0..2 {
+        let mut conn = std::net::TcpStream::connect(&addr).unwrap();
+        write!(
+            conn,
+            "POST /v1/chat/completions HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            body.len()
+        )
+        .unwrap();
+        let mut answer = String::new();
+        conn.read_to_string(&mut answer).unwrap();
+        assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    }
+    let status = serve::status(&st);
+    assert_eq!(status.requests.len(), 2, "{status:?}");
+    let last = &status.requests[0];
+    assert_eq!(last.api, "chat/completions");
+    assert!(last.tokens > 0 && last.tokens <= 6 && last.tokens_per_s > 0.0, "{last:?}");
+    assert!(last.prompt_tokens > 0 && last.strategy.is_some(), "{last:?}");
+    assert!(status.requests[0].at_ms >= status.requests[1].at_ms, "newest first: {:?}", status.requests);
+    let off = tauri::async_runtime::block_on(serve::stop(&st));
+    assert!(!off.running && off.requests.is_empty());
+}

@@ -1,5 +1,6 @@
 import { mount } from "svelte";
 import App from "./App.svelte";
+import Preferences from "./components/Preferences.svelte";
 import { isTauri, tauriBackend, type Backend } from "./lib/backend";
 import "./app.css";
 
@@ -18,7 +19,9 @@ async function start() {
   const target = document.getElementById("app");
   if (!target) return;
   const b = await backend();
-  if (b) mount(App, { target, props: { backend: b } });
+  // The Settings window loads the same page at #settings.
+  if (b && location.hash === "#settings") mount(Preferences, { target, props: { backend: b } });
+  else if (b) mount(App, { target, props: { backend: b } });
   else target.textContent = "Draftlab's page runs inside the Draftlab app: open Draftlab.app (or scripts/app).";
 }
 

@@ -569,6 +569,34 @@ fn a_conversation_slot_drafts_a_repeated_request_from_its_earlier_answer() {
     assert!(alone.accepted < again.accepted / 2, "a run outside the slot drafted from it: {} accepted", alone.accepted);
 }
 
+/// The same request again at greedy, the length adaptive (the server's default): the answer the
+/// slot holds for the prompt is drafted at the n-gram drafters' full reach from the first round
+/// that drafts (a reprise), not grown to it round by round, and the answer is the first one.
+#[test]
+fn a_repeated_request_is_drafted_at_full_length_from_its_first_round() {
+    use draftlab_engine::decoding::chat::{ChatInput, Slots};
+    use draftlab_engine::decoding::template::ChatMessage;
+    let p = pair(QWEN_TARGET, None);
+    let s = Settings { strategy: Strategy::Auto, adaptive: true, ..settings(96, 8) };
+    let valid = s.clone().validate(Mode::Speculative).unwrap();
+    let messages = vec![ChatMessage::new("user", PROMPTS[0])];
+    let input = ChatInput::Messages { messages, tools: Vec::new(), render: Default::default() };
+    let mut slots = Slots::new(&p);
+    let mut ask =
+        || slots.run(4, Mode::Speculative, &input, &valid, false, &mut Job::uncancelled(&mut |_| {})).unwrap();
+    let first = ask();
+    let again = ask();
+    let drafted: Vec<usize> = again.rounds.iter().map(|r| r.drafted).filter(|&d| d > 0).collect();
+    eprintln!(
+        "first: {} passes; again: {} passes, drafts {drafted:?}, {} of {} accepted",
+        first.target_passes, again.target_passes, again.accepted, again.drafted
+    );
+    assert_same_or_near_tie(&first, &again, "auto, the same request again");
+    assert_eq!(drafted.first(), Some(&s.ngram_draft()), "the first draft of the repeat: {drafted:?}");
+    assert!(first.generated_tokens > 64, "the answer must run past two full drafts: {}", first.generated_tokens);
+    assert!(again.target_passes <= 5, "{} passes for {} tokens", again.target_passes, again.generated_tokens);
+}
+
 /// Two conversations taking turns (an agent's main conversation and a side request): with two
 /// slots each keeps its KV cache, so the main one's next turn decodes only what is new; with one
 /// slot the side request evicts it. Two slots' answers are those of one.

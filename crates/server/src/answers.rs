@@ -18,6 +18,7 @@ use serde_json::{json, Value};
 use tokio::sync::{mpsc, OwnedSemaphorePermit};
 
 use crate::errors::ApiError;
+use crate::log::Served;
 use crate::openai::{CompletionTokensDetails, SpeculationUsage, Usage};
 use crate::reasoning::{self, Part, PartUsage, Split};
 use crate::stop::StopFilter;
@@ -442,6 +443,9 @@ impl Answer {
                         self.buffered.push(Step::Text(rest, epoch_ms()));
                     }
                     self.buffered.extend(pieces);
+                    let served =
+                        Served::of(&self.id, self.api_name(), &report, self.finish_reason(&report), epoch_ms());
+                    self.shared.counters.log.push(served);
                     self.buffered.push(Step::Done(report));
                     return self.buffered.remove(0);
                 }
@@ -456,6 +460,16 @@ impl Answer {
                 }
                 _ => {}
             }
+        }
+    }
+
+    /// The API's route, as the request log names it.
+    fn api_name(&self) -> &'static str {
+        match (self.api, self.endpoint) {
+            (Api::Anthropic, _) => "messages",
+            (Api::Responses, _) => "responses",
+            (Api::OpenAi, Endpoint::Completion) => "completions",
+            (Api::OpenAi, Endpoint::Chat) => "chat/completions",
         }
     }
 

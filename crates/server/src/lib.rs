@@ -27,13 +27,15 @@
 //! (the replies as OpenAI's chat response and Anthropic's message, whole or streamed, and
 //! `usage`), `anthropic` (the Messages API's request), `responses` (the Responses API: its reader
 //! and writer), `errors` (OpenAI's error shape), `openai` (the request and response types),
-//! `stop` (stop strings), `tools` (tool calls by model family), `reasoning` (thinking).
+//! `stop` (stop strings), `tools` (tool calls by model family), `reasoning` (thinking), `log`
+//! (the recent answers, for the app's request log).
 
 mod answers;
 mod anthropic;
 mod errors;
 pub mod guard;
 mod jobs;
+pub mod log;
 pub mod openai;
 pub mod reasoning;
 mod responses;
@@ -180,12 +182,13 @@ impl ServeConfig {
     }
 }
 
-/// Counters for `/health` (and the tests).
+/// Counters for `/health` (and the tests), and the recent answers (the app's request log).
 #[derive(Debug, Default)]
 pub struct Counters {
     pub served: AtomicU64,
     pub cancelled: AtomicU64,
     pub refused_busy: AtomicU64,
+    pub log: log::RequestLog,
 }
 
 struct Shared {

@@ -62,8 +62,16 @@ export interface Backend {
   pickFolder(title: string): Promise<string | null>;
   /// Calls back with the paths of files dropped on the window; returns a function that stops it.
   onFileDrop(handler: (paths: string[]) => void): Promise<() => void>;
-  /// The app menu's items the page acts on (macOS): `preferences`, `view:run`, `view:chat`, …
+  /// The app menu's items the page acts on (macOS): `view:run`, `run:both`, `file:target`, …
   onMenu(handler: (id: string) => void): Promise<() => void>;
+  /// Opens the Settings window (or brings it to the front).
+  openSettings(): Promise<void>;
+  /// Closes the window this page is in (the Settings window's Done).
+  closeWindow(): Promise<void>;
+  /// Tells every window of the app that the settings changed (the Settings window does).
+  settingsChanged(): Promise<void>;
+  /// Calls back when the Settings window changed them; returns a function that stops it.
+  onSettingsChanged(handler: () => void): Promise<() => void>;
   /// The next answer of a conversation (the engine keeps the earlier turns in its caches).
   chatSend(request: ChatRequest, onEvent: (e: ChatEvent) => void): Promise<ChatAnswer>;
   /// Stops the answer being written (what it wrote so far is kept).
@@ -98,7 +106,8 @@ export async function tauriBackend(): Promise<Backend> {
   const { invoke, Channel } = await import("@tauri-apps/api/core");
   const { open } = await import("@tauri-apps/plugin-dialog");
   const { getCurrentWebview } = await import("@tauri-apps/api/webview");
-  const { listen } = await import("@tauri-apps/api/event");
+  const { emit, listen } = await import("@tauri-apps/api/event");
+  const { getCurrentWindow } = await import("@tauri-apps/api/window");
   return {
     doctor: (target, draft, settings) => invoke<Diagnosis>("doctor", { target, draft, settings }),
     checkSettings: (settings, modes) => invoke<ApiError[]>("check_settings", { settings, modes }),
@@ -121,6 +130,10 @@ export async function tauriBackend(): Promise<Backend> {
     setUnloadAfter: (seconds) => invoke<void>("set_unload_after", { seconds }),
     onModelsUnloaded: (handler) => listen<UnloadOutcome>("models-unloaded", (e) => handler(e.payload)),
     onMenu: (handler) => listen<string>("draftlab://menu", (e) => handler(e.payload)),
+    openSettings: () => invoke<void>("open_settings"),
+    closeWindow: () => getCurrentWindow().close(),
+    settingsChanged: () => emit("draftlab://settings"),
+    onSettingsChanged: (handler) => listen("draftlab://settings", () => handler()),
     pickFile: async (title, kind) => {
       const picked = await open({ title, multiple: false, directory: false, filters: FILE_FILTERS[kind] });
       return typeof picked === "string" ? picked : null;

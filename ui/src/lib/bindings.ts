@@ -888,6 +888,41 @@ settings: Settings, port: number,
  */
 api_key: string | null, };
 
+export type Served = { 
+/**
+ * The answer's id, as the client got it.
+ */
+id: string, 
+/**
+ * When the answer ended, in ms since the Unix epoch.
+ */
+at_ms: number, 
+/**
+ * `chat/completions`, `completions`, `messages` or `responses`.
+ */
+api: string, prompt_tokens: number, 
+/**
+ * Prompt tokens a slot's cache already held.
+ */
+prompt_reused: number, tokens: number, tokens_per_s: number, 
+/**
+ * The target alone's tokens/s by its measured step cost (adaptive speculation): the speedup
+ * is `tokens_per_s` ÷ this.
+ */
+target_alone_tps: number | null, 
+/**
+ * None: the target alone.
+ */
+strategy: Strategy | null, drafted: number, accepted: number, 
+/**
+ * From the request's arrival at the engine to its last token.
+ */
+wall_ms: number, 
+/**
+ * How the answer ended, in OpenAI's words (`stop`, `length`, `tool_calls`).
+ */
+finish: string, };
+
 export type ServerStatus = { running: boolean, 
 /**
  * `http://127.0.0.1:PORT/v1`, what clients take as their base URL.
@@ -896,7 +931,11 @@ url: string | null,
 /**
  * The name clients give as `model`.
  */
-model: string | null, target: string | null, draft: string | null, strategy: Strategy | null, adaptive: boolean, api_key: boolean, served: number, cancelled: number, refused_busy: number, };
+model: string | null, target: string | null, draft: string | null, strategy: Strategy | null, adaptive: boolean, api_key: boolean, served: number, cancelled: number, refused_busy: number, 
+/**
+ * The recent answers, newest first (the Serve view's request log).
+ */
+requests: Array<Served>, };
 
 export type Source = "hugging_face" | "lm_studio" | "ollama" | "folder";
 

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { defaultSettings } from "./settings";
 import {
-  answerTurn, applyChatEvent, callText, editedAt, pendingCalls, splitThinking, toolTurns, transcript, liveTargetAloneTps, newConversation, requestMessages, savedMs, speedupEstimate,
+  answerTurn, applyChatEvent, replyChip, callText, editedAt, pendingCalls, splitThinking, toolTurns, transcript, liveTargetAloneTps, newConversation, requestMessages, savedMs, speedupEstimate,
   startStreaming, userTurn, withoutLastAnswer, withoutOldest,
 } from "./chatState";
 import type { ChatAnswer, Conversation, TurnStats } from "./types";
@@ -108,5 +108,18 @@ describe("chat state", () => {
     // 20 new prompt tokens took 40 ms: the 100 kept would have taken about 200 ms.
     expect(savedMs(stats)).toBeCloseTo(200);
     expect(savedMs({ ...stats, prompt_reused: 0 })).toBeNull();
+  });
+
+  it("puts a chip on each reply: its speedup and how much of it was drafted", () => {
+    const long = { ...stats, tokens: 100, tokens_per_s: 28, accepted: 62, drafted: 80, target_alone_tps: 20 };
+    expect(replyChip(long)).toMatchObject({ text: "1.4× · 62 % drafted", tone: "faster" });
+    expect(replyChip({ ...long, tokens_per_s: 20.5 })).toMatchObject({ text: "1.0× (within noise) · 62 % drafted", tone: "noise" });
+    expect(replyChip({ ...long, tokens_per_s: 14 })).toMatchObject({ tone: "slower" });
+    expect(replyChip({ ...long, tokens: 11, accepted: 5 })).toMatchObject({ text: "too short to judge · 45 % drafted", tone: "short" });
+    expect(replyChip({ ...long, drafted: 0, accepted: 0 })).toMatchObject({ text: "nothing drafted" });
+    expect(replyChip({ ...long, target_alone_tps: null })).toMatchObject({ text: "62 % drafted", tone: "none" });
+    expect(replyChip({ ...long, strategy: null })).toMatchObject({ text: "the target alone" });
+    expect(replyChip({ ...long, tokens: 0 })).toBeNull();
+    expect(replyChip(long)?.title).toContain("62 of 100 tokens");
   });
 });

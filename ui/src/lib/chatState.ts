@@ -3,6 +3,7 @@
 import type {
   ChatAnswer, ChatEvent, ChatMessage, Conversation, LiveStats, Mode, Settings, TokenView, ToolCall, Turn, TurnStats,
 } from "./types";
+import { MIN_JUDGED_TOKENS, SINGLE_RUN_NOISE } from "./verdict";
 
 /// The answer being written.
 export interface Streaming {
@@ -165,6 +166,24 @@ export function withoutOldest(c: Conversation): Conversation {
 /// Tokens/s against the target alone's rate (null when it is not known).
 export function speedupEstimate(tokensPerS: number, targetAloneTps: number | null): number | null {
   return targetAloneTps && targetAloneTps > 0 && tokensPerS > 0 ? tokensPerS / targetAloneTps : null;
+}
+
+/// The chip on a reply: its speedup over the target alone and how much of it was drafted
+/// ("1.4× · 62 % drafted"); "too short to judge" under MIN_JUDGED_TOKENS, "within noise" near 1,
+/// "the target alone" when nothing speculated. Null while there is nothing to say.
+export function replyChip(s: Pick<TurnStats, "strategy" | "tokens" | "tokens_per_s" | "drafted" | "accepted" | "target_alone_tps">): { text: string; tone: "faster" | "noise" | "slower" | "short" | "none"; title: string } | null {
+  if (s.tokens === 0) return null;
+  if (s.strategy === null) return { text: "the target alone", tone: "none", title: "No speculation in this conversation" };
+  const share = `${Math.round((100 * s.accepted) / s.tokens)} % drafted`;
+  const est = speedupEstimate(s.tokens_per_s, s.target_alone_tps);
+  const title = `${s.accepted} of ${s.tokens} tokens came from accepted drafts (${s.drafted} drafted)` +
+    (est === null ? "" : ` · ${s.tokens_per_s.toFixed(1)} tok/s against the target alone's ${(s.target_alone_tps ?? 0).toFixed(1)} measured on this machine`);
+  if (s.drafted === 0) return { text: "nothing drafted", tone: "noise", title };
+  if (s.tokens < MIN_JUDGED_TOKENS) return { text: `too short to judge · ${share}`, tone: "short", title: `${title}; a speedup is judged from ${MIN_JUDGED_TOKENS} tokens` };
+  if (est === null) return { text: share, tone: "none", title };
+  const x = `${est.toFixed(1)}×`;
+  if (Math.abs(est - 1) <= SINGLE_RUN_NOISE) return { text: `${x} (within noise) · ${share}`, tone: "noise", title };
+  return { text: `${x} · ${share}`, tone: est > 1 ? "faster" : "slower", title };
 }
 
 /// The target alone's rate while an answer streams: from the answer's own undrafted steps once it

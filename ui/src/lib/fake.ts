@@ -105,7 +105,8 @@ export class FakeBackend implements Backend {
           stats.acceptance_rate = stats.drafted ? stats.accepted / stats.drafted : 0;
           stats.mean_accepted_len = stats.accepted / stats.steps;
         }
-        stats.elapsed_ms += 10;
+        // The target alone writes a token each 10 ms; the drafted run three each 20 ms (1.5×).
+        stats.elapsed_ms = mode === "speculative" ? 20 * (Math.floor(i / 3) + 1) : 10 * (i + 1);
         stats.tokens_per_s = (stats.tokens * 1000) / stats.elapsed_ms;
         onEvent({ type: "tokens", mode, tokens: [t], stats: { ...stats }, first_token_at_ms: Date.now() });
         if (this.options.frameMs) await new Promise((r) => setTimeout(r, this.options.frameMs));
@@ -120,7 +121,7 @@ export class FakeBackend implements Backend {
         by_strategy: [], rounds: [], notes: [], target: model, draft: null,
         e2e_tokens_per_s: 90, tokens_per_pass: stats.steps ? tokens.length / stats.steps : 0, draft_decoded_tokens: 0, translate_ms: 0,
         drafted_by_position: [], accepted_by_position: [], draft_len_histogram: [], accepted_len_histogram: [],
-        token_ms: tokens.map((_, i) => i * 10), margins: tokens.map(() => 5),
+        token_ms: tokens.map((_, i) => (mode === "speculative" ? 20 * Math.floor(i / 3) : i * 10)), margins: tokens.map(() => 5),
         settings: request.settings, machine: MACHINE, started_at: 1700000000,
         runtime: { backend: "Metal", device: "Apple M3", gpu_memory: 11.4e9, threads: 8,
           target: { requested: "all", offloaded: 29, layers: 29 }, draft: null },
@@ -373,6 +374,27 @@ export class FakeBackend implements Backend {
     return () => (this.menuHandlers = this.menuHandlers.filter((h) => h !== handler));
   }
 
+  /// The Settings window: in a browser, the same page at #settings in a window of its own.
+  settingsOpened = 0;
+  async openSettings(): Promise<void> {
+    this.settingsOpened += 1;
+    globalThis.open?.("#settings", "draftlab-settings", "width=460,height=300");
+  }
+
+  async closeWindow(): Promise<void> {
+    globalThis.close?.();
+  }
+
+  settingsHandlers: (() => void)[] = [];
+  async settingsChanged(): Promise<void> {
+    for (const h of this.settingsHandlers) h();
+  }
+
+  async onSettingsChanged(handler: () => void): Promise<() => void> {
+    this.settingsHandlers.push(handler);
+    return () => (this.settingsHandlers = this.settingsHandlers.filter((h) => h !== handler));
+  }
+
   async onFileDrop(handler: (paths: string[]) => void): Promise<() => void> {
     this.dropHandler = handler;
     return () => (this.dropHandler = null);
@@ -455,7 +477,11 @@ export class FakeBackend implements Backend {
     return {
       running: r !== null, url: r ? `http://127.0.0.1:${r.port}/v1` : null, model: r ? r.target.replace(/^.*\//, "").replace(/\.gguf$/, "") : null,
       target: r?.target ?? null, draft: r?.draft ?? null, strategy: r?.settings.strategy ?? null, adaptive: r?.settings.adaptive ?? false,
-      api_key: !!r?.api_key, served: 0, cancelled: 0, refused_busy: 0,
+      api_key: !!r?.api_key, served: r ? 2 : 0, cancelled: 0, refused_busy: 0,
+      requests: r ? [
+        { id: "msg_2", at_ms: 1700000060000, api: "messages", prompt_tokens: 3120, prompt_reused: 2980, tokens: 212, tokens_per_s: 31.4, target_alone_tps: 20.1, strategy: "auto", drafted: 180, accepted: 141, wall_ms: 7400, finish: "tool_calls" },
+        { id: "msg_1", at_ms: 1700000000000, api: "messages", prompt_tokens: 2980, prompt_reused: 0, tokens: 48, tokens_per_s: 19.8, target_alone_tps: 20.1, strategy: "auto", drafted: 6, accepted: 2, wall_ms: 9100, finish: "tool_calls" },
+      ] : [],
     };
   }
 

@@ -16,6 +16,9 @@ export interface Pane {
   /// The pane holds an earlier run's output (this run did not use its mode): shown dimmed, with a
   /// note, and never compared with the new run.
   stale: boolean;
+  /// Tokens over time while it streams (`[ms since the models were ready, tokens]`, one point a
+  /// frame): the race's live line, until the report's exact times replace it.
+  trace: [number, number][];
 }
 
 export interface RunState {
@@ -28,7 +31,7 @@ export interface RunState {
 }
 
 export function emptyPane(mode: Mode): Pane {
-  return { mode, status: "idle", tokens: [], stats: null, report: null, error: null, loadMs: null, warm: false, stale: false };
+  return { mode, status: "idle", tokens: [], stats: null, report: null, error: null, loadMs: null, warm: false, stale: false, trace: [] };
 }
 
 export function initialState(): RunState {
@@ -61,6 +64,7 @@ export function applyEvent(state: RunState, e: RunEvent): RunState {
       p.status = "running";
       p.tokens.push(...e.tokens);
       p.stats = e.stats;
+      p.trace.push([e.stats.elapsed_ms, e.stats.tokens]);
       break;
     }
     case "done": {

@@ -4,7 +4,8 @@
 //! tokens they hold, trims both to the longest prefix they share with the new prompt, and decodes
 //! the rest — the prompt cache of llama-server, for the target and the draft alike. It keeps
 //! llama.cpp's ngram-mod too, as llama-server does per slot: what earlier answers taught it drafts a
-//! request sent again.
+//! request sent again, and a greedy request sent again is drafted from the answer the slot holds
+//! for it, at full length from the first round (`draft::reprise`).
 //!
 //! A slot borrows its session (contexts borrow their models), so the worker keeps it while it
 //! serves chat requests for the same models and drops it before anything else.
@@ -13,6 +14,7 @@ pub use draftlab_core::decoding::chat::ChatInput;
 
 use crate::decoding::draft::model::ModelDrafter;
 use crate::decoding::draft::ngram_mod::NgramMod;
+use crate::decoding::draft::reprise::Reprise;
 use crate::decoding::draft::Drafter;
 use crate::decoding::generate::Event;
 use crate::decoding::llama::{Context, ContextOptions, Logits, Model, Token};
@@ -147,6 +149,14 @@ impl<'s> ChatSlot<'s> {
         if self.cached_tokens() > 0 && !self.continues(prompt) {
             self.evidence = Evidence::default();
         }
+        // The same prompt again, at greedy: the answer the slot gave it is proposed as it was
+        // (see `Reprise`), before the prompt pass trims the cache to the prompt.
+        let earlier: Vec<Token> = match (&self.target, settings.sampling.is_greedy()) {
+            (Some(c), true) if c.tokens.len() > prompt.len() && c.tokens.starts_with(prompt) => {
+                c.tokens[prompt.len()..].to_vec()
+            }
+            _ => Vec::new(),
+        };
         self.last_prompt = prompt.len();
         let key = ContextKey::target(self.session, mode, settings);
         if self.target.as_ref().is_none_or(|c| c.key != key) {
@@ -178,7 +188,10 @@ impl<'s> ChatSlot<'s> {
                     if self.ngram_mod.as_ref().is_none_or(|(_, k)| *k != sizes) {
                         self.ngram_mod = Some((NgramMod::new(sizes.0, sizes.1, sizes.2)?, sizes));
                     }
-                    self.ngram_mod.as_mut().map(|(d, _)| Box::new(d) as Box<dyn Drafter + '_>)
+                    self.ngram_mod.as_mut().map(|(d, _)| match earlier.is_empty() {
+                        true => Box::new(d) as Box<dyn Drafter + '_>,
+                        false => Box::new(Reprise::new(d, earlier)) as Box<dyn Drafter + '_>,
+                    })
                 }
                 false => None,
             };

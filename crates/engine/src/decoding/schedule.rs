@@ -67,6 +67,16 @@ struct PositionStats {
 /// Whose statistics: (drafter index within the run, n-gram match length; 0 for model drafters).
 pub type Bucket = (usize, usize);
 
+/// The match length of a bucket that proposes an answer the slot gave the same prompt before
+/// (`draft::reprise`): it starts sure ([`REPRISE_ACCEPT`] of every [`REPRISE_ACCEPT`] +
+/// [`REPRISE_REJECT`] positions right), and its drafts reach as far as the verify curve, not
+/// [`WORST_ROUND`]'s few steps: at greedy the same prompt is answered the same way, but for a
+/// near tie that a batched pass may settle otherwise (one round lost, once: the first token off
+/// ends the reprise).
+pub const REPRISE: usize = usize::MAX;
+const REPRISE_ACCEPT: f64 = 199.0;
+const REPRISE_REJECT: f64 = 1.0;
+
 /// One way to draft this round.
 #[derive(Debug, Clone, Copy)]
 pub struct Candidate {
@@ -153,7 +163,7 @@ impl Scheduler {
             candidates
                 .iter()
                 .filter(|c| c.fed == fed)
-                .flat_map(|c| (1..=self.longest(c.max)).map(move |k| (c, k)))
+                .flat_map(|c| (1..=self.reach(c)).map(move |k| (c, k)))
                 .map(|(c, k)| self.rate_with(c.bucket, k, c.token_ms, c.setup_ms, fed))
                 .fold(0.0, f64::max)
         };
@@ -173,6 +183,10 @@ impl Scheduler {
     /// position itself once it has data of its own.
     fn acceptance(&self, bucket: Bucket, i: usize) -> f64 {
         let total = |s: &PositionStats| (s.accepted.iter().sum::<u64>() as f64, s.reached.iter().sum::<u64>() as f64);
+        if bucket.1 == REPRISE {
+            let (acc, reached) = self.stats.get(&bucket).map_or((0.0, 0.0), total);
+            return (acc + REPRISE_ACCEPT) / (reached + REPRISE_ACCEPT + REPRISE_REJECT);
+        }
         let (d_acc, d_reached) = self
             .stats
             .iter()
@@ -310,6 +324,15 @@ impl Scheduler {
         k
     }
 
+    /// The longest draft `c` may take this round: a reprise's reaches the curve's end (see
+    /// [`REPRISE`]), any other's [`Scheduler::longest`].
+    fn reach(&self, c: &Candidate) -> usize {
+        match c.bucket.1 == REPRISE {
+            true => c.max.min(self.costs.verify_ms.len().saturating_sub(1)),
+            false => self.longest(c.max),
+        }
+    }
+
     /// The draft length (≤ `max`) at which a draft that is always right pays best, if any length
     /// beats not drafting (the tests compare it with what exploration tries).
     #[cfg(test)]
@@ -339,7 +362,7 @@ impl Scheduler {
         let mut best: Option<(usize, usize)> = None;
         let mut best_rate = MARGIN * self.rate_with((0, 0), 0, 0.0, 0.0, fed);
         for (i, c) in candidates.iter().enumerate() {
-            for k in 1..=self.longest(c.max) {
+            for k in 1..=self.reach(c) {
                 let r = self.rate_with(c.bucket, k, c.token_ms, c.setup_ms, fed);
                 if r > best_rate {
                     best = Some((i, k));
@@ -471,6 +494,27 @@ mod tests {
         // A rejection ends the streak: back to a few steps' loss.
         s.record((0, 32), 32, 5);
         assert_eq!(s.longest(32), 7);
+    }
+
+    /// An answer the slot gave the same prompt before is drafted long from its first round: on a
+    /// flat curve (a GPU) at the curve's end, on a CPU-like one (each token half a step more) far
+    /// past the few steps a fresh copy may risk, where an n-gram proposal seen for the first time
+    /// is not drafted at all. Once it was wrong somewhere, it has learned so.
+    #[test]
+    fn a_reprise_is_drafted_long_at_once() {
+        let cpu: Vec<f64> = (0..33).map(|b| 44.0 + 25.0 * b as f64).collect();
+        let gpu: Vec<f64> = (0..33).map(|b| 20.0 + 0.5 * b as f64).collect();
+        let candidate =
+            |bucket| Candidate { bucket, max: 32, token_ms: 0.0, setup_ms: 0.0, observed: true, fed: false };
+        let mut s = Scheduler::new(costs(gpu, 0.0));
+        assert_eq!(s.decide(&[candidate((0, 12)), candidate((0, REPRISE))]), Some((1, 32)));
+        let mut s = Scheduler::new(costs(cpu, 0.0));
+        assert_eq!(s.decide(&[candidate((0, 12))]), None, "an observed n-gram drafter drafts on evidence only");
+        let (i, k) = s.decide(&[candidate((0, 12)), candidate((0, REPRISE))]).expect("the reprise drafts");
+        assert!(i == 1 && k >= 2 * s.longest(32), "{k} against a fresh copy's {}", s.longest(32));
+        assert!(s.acceptance((0, REPRISE), 0) > 0.99);
+        s.observe((0, REPRISE), 32, 3);
+        assert!(s.acceptance((0, REPRISE), 5) < s.acceptance((1, REPRISE), 5));
     }
 
     #[test]

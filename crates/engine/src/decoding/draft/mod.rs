@@ -7,6 +7,7 @@ pub mod ngram_cache;
 pub mod ngram_map;
 pub mod ngram_mod;
 pub mod prompt_lookup;
+pub mod reprise;
 
 use crate::decoding::llama::Token;
 use crate::decoding::target::Target;
