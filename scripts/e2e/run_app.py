@@ -480,6 +480,13 @@ def find_fastest(s, models, out):
     assert all(r[1] in ("faster", "within_noise", "slower") for r in rows), rows
     s.screenshot(out / "tune-result.png")
     print(f"e2e: find fastest: {len(rows)} settings ranked in {took:.0f} s: {rows}; not measured: {dropped!r}")
+    # The target picker shows what was found beside the model ("1.42× on this machine").
+    s.click("target")
+    wait("the picker's badge", lambda: s.script(
+        f"return [...document.querySelectorAll('[data-testid=pick-item]')].find(i => i.dataset.path === {json.dumps(target)})"
+        "?.querySelector('[data-testid=pick-badge]')?.textContent || ''").endswith("on this machine"), timeout=20)
+    s.screenshot(out / "tune-badge.png")
+    keys(s, ESC)
     # Serve the first row (chosen by default when none is faster): the Serve view starts with its
     # setting, and the server answers.
     s.script("document.querySelector('[data-testid=tune-row] input[type=radio]').click()")
@@ -498,6 +505,19 @@ def find_fastest(s, models, out):
     wait("the server off", lambda: s.attr("serve-status", "data-running") == "no", timeout=30)
     s.click("nav-run")
     print(f"e2e: find fastest: Serve on {rows[0][2]} started the server, which answered with {v['usage']['draftlab']['strategy']}")
+    # Use the first row on the Run view, on the rewrite example: the speedup as the hero, and the race.
+    s.script("document.querySelector('[data-testid=tune-row] input[type=radio]').click()")
+    s.click("tune-use")
+    wait("its strategy in use", lambda: s.prop("strategy", "value") == rows[0][0], timeout=10)
+    s.script("[...document.querySelectorAll('.preset')].find(b => b.textContent === 'Rewrite').click();"
+             "const i = [...document.querySelectorAll('.inspector label')].find(l => l.textContent.startsWith('Max tokens')).querySelector('input');"
+             "i.value = '160'; i.dispatchEvent(new Event('input', {bubbles: true}));")
+    s.click("run-both")
+    wait("the verdict", lambda: s.exists("verdict") and "×" in s.text("verdict"), timeout=600)
+    wait("the race", lambda: s.exists("race-replay"), timeout=30)
+    s.screenshot(out / "hero.png")
+    shoot_both(s, out, "hero")
+    print(f"e2e: find fastest: {rows[0][2]} used on the rewrite example: {s.text('verdict')!r}; {s.text('race-words')}")
 
 
 ERROR_HOOKS = (
@@ -741,6 +761,7 @@ def first_run(s, out):
     assert 1.0 < expected < 2.5, expected
     assert not s.script("return document.querySelector('[data-testid=first-others]').open"), "the full list is folded"
     s.screenshot(out / "first-run.png")
+    shoot_both(s, out, "first-run")
     s.script("window.__sawProgress = false; new MutationObserver(() => { if (document.querySelector('[data-testid=first-run-progress]'))"
              " window.__sawProgress = true; }).observe(document.body, {subtree: true, childList: true});")
     s.click("first-recommended-run")
@@ -751,6 +772,7 @@ def first_run(s, out):
     assert not s.script("return document.querySelector('[data-testid=first-run-details]').open"), "the details are folded"
     assert s.script("return window.__sawProgress"), "no progress bar was shown"
     s.screenshot(out / "first-run-failure.png")
+    shoot_both(s, out, "first-run-failure")
     print(f"e2e: first run: the draft missing on the hub: {' '.join(failure.split())[:160]}")
     s.click("first-retry")
     wait("the run", lambda: s.exists("verdict") and "×" in s.text("verdict"), timeout=420)
@@ -760,6 +782,20 @@ def first_run(s, out):
     assert not s.exists("first-run") and not s.exists("first-run-notice"), "the offer stays after the pair is here"
     s.screenshot(out / "first-run-done.png")
     print(f"e2e: first run: Retry fetched the draft, the whole pair ran: {s.text('verdict')}")
+
+
+def shoot_both(s, out, name):
+    """What the window shows now, at 1280×800 and 1024×700, light and dark (then back to the
+    system's theme at 1280×820)."""
+    (out / "views").mkdir(exist_ok=True)
+    for theme in ("light", "dark"):
+        set_theme(s, theme)
+        for w, h in ((1280, 800), (1024, 700)):
+            call("POST", f"/session/{s.id}/window/rect", {"width": w, "height": h})
+            time.sleep(0.5)
+            s.screenshot(out / "views" / f"{theme}-{name}-{w}x{h}.png")
+    call("POST", f"/session/{s.id}/window/rect", {"width": 1280, "height": 820})
+    set_theme(s, "system")
 
 
 def result_card(s, out):

@@ -38,4 +38,5 @@ pub const COMMANDS: &[&str] = &[
     "server_stop",
     "server_status",
     "open_settings",
+    "tuned_all",
 ];

@@ -205,6 +205,12 @@ async fn tuned(target: PathBuf) -> Result<Option<draftlab_core::measuring::tune:
     blocking("tuned", move || tune::kept(&target)).await
 }
 
+/// The latest Find fastest of every target tuned on this machine (the pickers' badges).
+#[tauri::command]
+async fn tuned_all() -> Result<Vec<draftlab_core::measuring::tune::TuneResult>, ApiError> {
+    blocking("tuned_all", tune::kept_all).await
+}
+
 #[tauri::command]
 fn sweep_list(state: State<'_, Arc<AppState>>) -> Result<Vec<SweepEntry>, ApiError> {
     sweep::list(&state.sweeps_dir)
@@ -524,7 +530,8 @@ pub fn build_app<R: Runtime>(builder: tauri::Builder<R>, state: AppState) -> tau
             server_start,
             server_stop,
             server_status,
-            open_settings
+            open_settings,
+            tuned_all
         ])
 }
 

@@ -63,3 +63,9 @@ pub fn execute(
 pub fn kept(target: &std::path::Path) -> Option<TuneResult> {
     TunedStore::load().get(target).cloned()
 }
+
+/// The latest tune of every target tuned on this machine (whose file is as it was then): what the
+/// model pickers show as badges.
+pub fn kept_all() -> Vec<TuneResult> {
+    TunedStore::load().here().into_iter().cloned().collect()
+}

@@ -527,6 +527,24 @@ fn the_report_says_where_llama_cpp_put_the_layers() {
     assert_eq!(runs[0].tokens, runs[1].tokens, "GPU layers 0 and all write different tokens");
 }
 
+/// The first prompt as a one-message conversation.
+fn first_prompt() -> draftlab_engine::decoding::chat::ChatInput {
+    use draftlab_engine::decoding::template::ChatMessage;
+    let messages = vec![ChatMessage::new("user", PROMPTS[0])];
+    draftlab_engine::decoding::chat::ChatInput::Messages { messages, tools: Vec::new(), render: Default::default() }
+}
+
+/// The first prompt asked twice through the server's slots (four of them), with `s`.
+fn asked_twice_in_a_slot(p: &Session, s: &Settings) -> (Report, Report) {
+    let valid = s.clone().validate(Mode::Speculative).unwrap();
+    let input = first_prompt();
+    let mut slots = draftlab_engine::decoding::chat::Slots::new(p);
+    let mut ask =
+        || slots.run(4, Mode::Speculative, &input, &valid, false, &mut Job::uncancelled(&mut |_| {})).unwrap();
+    let first = ask();
+    (first, ask())
+}
+
 /// A conversation slot keeps llama.cpp's ngram-mod from one request to the next (as llama-server
 /// keeps it per slot): the same question again goes back to its slot (of the server's four, while
 /// others are empty: its prompt is shorter than the half of the slot the answer makes) and is
@@ -534,18 +552,9 @@ fn the_report_says_where_llama_cpp_put_the_layers() {
 /// (the CLI's, a bench's) starts from nothing.
 #[test]
 fn a_conversation_slot_drafts_a_repeated_request_from_its_earlier_answer() {
-    use draftlab_engine::decoding::chat::{ChatInput, Slots};
-    use draftlab_engine::decoding::template::ChatMessage;
     let p = pair(QWEN_TARGET, None);
     let s = Settings { strategy: Strategy::NgramMod, ..settings(64, 8) };
-    let valid = s.clone().validate(Mode::Speculative).unwrap();
-    let messages = vec![ChatMessage::new("user", PROMPTS[0])];
-    let input = ChatInput::Messages { messages, tools: Vec::new(), render: Default::default() };
-    let mut slots = Slots::new(&p);
-    let mut ask =
-        || slots.run(4, Mode::Speculative, &input, &valid, false, &mut Job::uncancelled(&mut |_| {})).unwrap();
-    let first = ask();
-    let again = ask();
+    let (first, again) = asked_twice_in_a_slot(&p, &s);
     assert!(
         first.prompt_tokens < first.tokens.len(),
         "the answer ({} tokens) must be longer than the prompt ({}) for this test to mean something",
@@ -564,7 +573,7 @@ fn a_conversation_slot_drafts_a_repeated_request_from_its_earlier_answer() {
         first.target_passes,
         again.target_passes
     );
-    let tokens = p.chat_tokens(&input, false).unwrap();
+    let tokens = p.chat_tokens(&first_prompt(), false).unwrap();
     let alone = run_tokens(&p, Mode::Speculative, &tokens, &s, &mut Job::uncancelled(&mut |_| {})).unwrap();
     assert!(alone.accepted < again.accepted / 2, "a run outside the slot drafted from it: {} accepted", alone.accepted);
 }
@@ -574,18 +583,9 @@ fn a_conversation_slot_drafts_a_repeated_request_from_its_earlier_answer() {
 /// that drafts (a reprise), not grown to it round by round, and the answer is the first one.
 #[test]
 fn a_repeated_request_is_drafted_at_full_length_from_its_first_round() {
-    use draftlab_engine::decoding::chat::{ChatInput, Slots};
-    use draftlab_engine::decoding::template::ChatMessage;
     let p = pair(QWEN_TARGET, None);
     let s = Settings { strategy: Strategy::Auto, adaptive: true, ..settings(96, 8) };
-    let valid = s.clone().validate(Mode::Speculative).unwrap();
-    let messages = vec![ChatMessage::new("user", PROMPTS[0])];
-    let input = ChatInput::Messages { messages, tools: Vec::new(), render: Default::default() };
-    let mut slots = Slots::new(&p);
-    let mut ask =
-        || slots.run(4, Mode::Speculative, &input, &valid, false, &mut Job::uncancelled(&mut |_| {})).unwrap();
-    let first = ask();
-    let again = ask();
+    let (first, again) = asked_twice_in_a_slot(&p, &s);
     let drafted: Vec<usize> = again.rounds.iter().map(|r| r.drafted).filter(|&d| d > 0).collect();
     eprintln!(
         "first: {} passes; again: {} passes, drafts {drafted:?}, {} of {} accepted",

@@ -44,6 +44,8 @@ export interface Backend {
   tune(request: TuneRequest, onEvent: (e: TuneEvent) => void): Promise<TuneResult>;
   /// The latest Find fastest of a target on this machine (null: never tuned here).
   tuned(target: string): Promise<TuneResult | null>;
+  /// The latest Find fastest of every target tuned on this machine (the pickers' badges).
+  tunedAll(): Promise<TuneResult[]>;
   /// Asks where to save the chart or result card (PNG or SVG) and saves it; false when the user cancels.
   saveChart(chart: Chart, name: string): Promise<boolean>;
   /// A result card's PNG bytes (at 2×), for the clipboard.
@@ -156,6 +158,7 @@ export async function tauriBackend(): Promise<Backend> {
       return invoke<TuneResult>("tune", { request, onEvent: channel });
     },
     tuned: (target) => invoke<TuneResult | null>("tuned", { target }),
+    tunedAll: () => invoke<TuneResult[]>("tuned_all"),
     // The save dialog runs in Rust: the page never names a path that is written.
     saveChart: async (chart, name) => (await invoke<string | null>("save_chart", { chart, name })) !== null,
     cardPng: (card) => invoke<ArrayBuffer>("card_png", { card }),

@@ -292,6 +292,10 @@ export class FakeBackend implements Backend {
     return this.tunedResults[target] ?? null;
   }
 
+  async tunedAll(): Promise<TuneResult[]> {
+    return Object.values(this.tunedResults);
+  }
+
   async sweepPlan(spec: SweepSpec): Promise<number> {
     if (spec.targets.length === 0) throw { code: "invalid_settings", message: "targets is empty, but a sweep needs at least one target", hint: "Fix the setting and try again.", setting: "targets", reason: "is empty, but a sweep needs at least one target" };
     return fakeCells(spec).length;

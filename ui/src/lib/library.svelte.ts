@@ -5,12 +5,15 @@ import type { Backend } from "./backend";
 import type { CatalogEntry, ModelSummary, VocabGroup } from "./types";
 import { defaultSettings } from "./settings";
 import { store, storedStrings } from "./stored";
+import { tunedBadge } from "./tuneState";
 
 /// The models picked last (any view's picker), newest first.
 const RECENT_KEY = "draftlab.recent";
 
-export const library = $state<{ onDisk: VocabGroup[]; catalog: CatalogEntry[]; scanned: boolean; limit: number; recent: string[] }>({
+export const library = $state<{ onDisk: VocabGroup[]; catalog: CatalogEntry[]; scanned: boolean; limit: number; recent: string[]; tuned: Record<string, string> }>({
   recent: storedStrings(RECENT_KEY),
+  /// Targets Find fastest measured on this machine: path → badge ("1.42× on this machine").
+  tuned: {},
   onDisk: [],
   catalog: [],
   scanned: false,
@@ -30,7 +33,8 @@ let again = false;
 
 async function scan(backend: Backend) {
   const folders = storedStrings("draftlab.folders");
-  const [disk, catalog] = await Promise.allSettled([backend.modelsOnDisk(folders), backend.catalog()]);
+  const [disk, catalog, tuned] = await Promise.allSettled([backend.modelsOnDisk(folders), backend.catalog(), backend.tunedAll()]);
+  if (tuned.status === "fulfilled") library.tuned = Object.fromEntries(tuned.value.map((r) => [r.target, tunedBadge(r)]));
   if (disk.status === "fulfilled") library.onDisk = disk.value;
   if (catalog.status === "fulfilled") {
     library.catalog = catalog.value.models;

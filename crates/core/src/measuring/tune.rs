@@ -337,6 +337,11 @@ impl TunedStore {
         self.results.get(&Self::key(target)?)
     }
 
+    /// The latest result of every target tuned on this machine whose file is as it was then.
+    pub fn here(&self) -> Vec<&TuneResult> {
+        self.results.iter().filter(|(key, r)| Self::key(&r.target).as_ref() == Some(*key)).map(|(_, r)| r).collect()
+    }
+
     /// Keeps `result` as its target's latest on this machine (written whole, then renamed).
     pub fn keep(result: &TuneResult) -> Result<()> {
         let Some(key) = Self::key(&result.target) else { return Ok(()) };

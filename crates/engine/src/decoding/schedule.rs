@@ -71,8 +71,9 @@ pub type Bucket = (usize, usize);
 /// (`draft::reprise`): it starts sure ([`REPRISE_ACCEPT`] of every [`REPRISE_ACCEPT`] +
 /// [`REPRISE_REJECT`] positions right), and its drafts reach as far as the verify curve, not
 /// [`WORST_ROUND`]'s few steps: at greedy the same prompt is answered the same way, but for a
-/// near tie that a batched pass may settle otherwise (one round lost, once: the first token off
-/// ends the reprise).
+/// near tie that a batched pass may settle otherwise (the first answer was written token by token,
+/// the repeat is verified in batches: one round lost where they part, and the reprise waits until
+/// the answer comes back to the earlier one).
 pub const REPRISE: usize = usize::MAX;
 const REPRISE_ACCEPT: f64 = 199.0;
 const REPRISE_REJECT: f64 = 1.0;

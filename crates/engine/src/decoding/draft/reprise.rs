@@ -5,8 +5,9 @@
 //! strategy it reports, and proposes in a bucket of its own ([`REPRISE`]) that the schedule starts
 //! sure of: a greedy answer to the same prompt is the same answer, so it is drafted at the longest
 //! length the verify curve allows from its first round, where llama.cpp's table would be trusted
-//! only as its drafts came true. The first token the target writes otherwise ends it for the run;
-//! from there the slot's ngram-mod drafts as before.
+//! only as its drafts came true. The first token the target writes otherwise ends it, until the
+//! answer comes back to the earlier one ([`RESYNC`] tokens in a row); meanwhile the slot's
+//! ngram-mod drafts as before.
 
 use super::{Drafter, Proposal, RoundCost, Strategy};
 use crate::decoding::llama::Token;
@@ -20,32 +21,49 @@ pub struct Reprise<D> {
     earlier: Vec<Token>,
     /// Where the answer starts in the context (the prompt's length).
     start: usize,
-    /// How many of the answer's tokens have kept to the earlier one.
-    matched: usize,
-    /// The answer has kept to the earlier one so far.
-    on: bool,
+    /// How many of the answer's tokens were checked against the earlier one.
+    seen: usize,
+    /// Where in the earlier answer the next token should come from, while the answer keeps to it.
+    at: Option<usize>,
 }
+
+/// How many of the answer's last tokens must stand together in the earlier answer for the
+/// reprise to follow it again after the two parted (a near tie settled the other way, after which
+/// the text often comes back to the same words).
+pub const RESYNC: usize = 8;
 
 impl<D: Drafter> Reprise<D> {
     pub fn new(inner: D, earlier: Vec<Token>) -> Self {
-        Reprise { inner, earlier, start: 0, matched: 0, on: false }
+        Reprise { inner, earlier, start: 0, seen: 0, at: None }
     }
 
-    /// The earlier answer from where this one stands, if it still keeps to it.
+    /// The earlier answer from where this one stands, while it keeps to it (or has come back to
+    /// it: its last [`RESYNC`] tokens stand together there).
     fn follow(&mut self, context: &[Token], max: usize) -> Option<Vec<Token>> {
-        if !self.on {
-            return None;
-        }
         let out = context.get(self.start..).unwrap_or(&[]);
-        let kept = out.len() <= self.earlier.len()
-            && out.get(self.matched..).zip(self.earlier.get(self.matched..out.len())).is_some_and(|(a, b)| a == b);
-        if !kept {
-            self.on = false;
-            return None;
+        let new = out.get(self.seen..).unwrap_or(&[]);
+        self.at = self.at.and_then(|at| {
+            let kept = self.earlier.get(at..at + new.len()).is_some_and(|e| e == new);
+            kept.then_some(at + new.len())
+        });
+        if self.at.is_none() && !new.is_empty() && out.len() >= RESYNC {
+            self.at = self.resync(&out[out.len() - RESYNC..], out.len());
         }
-        self.matched = out.len();
-        let end = self.earlier.len().min(self.matched + max);
-        (end > self.matched).then(|| self.earlier[self.matched..end].to_vec())
+        self.seen = out.len();
+        let at = self.at?;
+        let end = self.earlier.len().min(at + max);
+        (end > at).then(|| self.earlier[at..end].to_vec())
+    }
+
+    /// Where the earlier answer goes on after `tail` (the nearest such place to `near`, the
+    /// answer's length), if `tail` stands there.
+    fn resync(&self, tail: &[Token], near: usize) -> Option<usize> {
+        self.earlier
+            .windows(tail.len())
+            .enumerate()
+            .filter(|(_, w)| *w == tail)
+            .map(|(i, _)| i + tail.len())
+            .min_by_key(|&p| p.abs_diff(near))
     }
 }
 
@@ -60,8 +78,8 @@ impl<D: Drafter> Drafter for Reprise<D> {
 
     fn prefill(&mut self, prompt: &[Token]) -> Result<()> {
         self.start = prompt.len();
-        self.matched = 0;
-        self.on = !self.earlier.is_empty();
+        self.seen = 0;
+        self.at = (!self.earlier.is_empty()).then_some(0);
         self.inner.prefill(prompt)
     }
 
@@ -122,15 +140,18 @@ mod tests {
         let mut whole = prompt.clone();
         whole.extend_from_slice(&earlier);
         assert_ne!(d.propose(&whole, 8).unwrap().match_len, REPRISE);
-        // Another answer: one token off ends it for the run, even if it comes back into line.
+        // Another answer: one token off ends it, until the answer comes back to the earlier one
+        // for RESYNC tokens in a row; then it follows again from there.
         let mut d = Reprise::new(PromptLookup::new(2, 4).unwrap(), earlier.clone());
         d.prefill(&prompt).unwrap();
         let mut off = prompt.clone();
         off.extend_from_slice(&[100, 7]);
         assert_ne!(d.propose(&off, 8).unwrap().match_len, REPRISE);
-        let mut back = prompt.clone();
-        back.extend_from_slice(&earlier[..3]);
-        assert_ne!(d.propose(&back, 8).unwrap().match_len, REPRISE);
+        off.extend_from_slice(&earlier[2..2 + RESYNC - 1]);
+        assert_ne!(d.propose(&off, 8).unwrap().match_len, REPRISE, "fewer than RESYNC tokens back in line");
+        off.push(earlier[2 + RESYNC - 1]);
+        let p = d.propose(&off, 4).unwrap();
+        assert_eq!((p.tokens.as_slice(), p.match_len), (&earlier[2 + RESYNC..2 + RESYNC + 4], REPRISE));
         // Nothing held: it is the inner drafter.
         let mut none = Reprise::new(PromptLookup::new(2, 4).unwrap(), Vec::new());
         none.prefill(&prompt).unwrap();
