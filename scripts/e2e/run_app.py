@@ -518,6 +518,9 @@ def find_fastest(s, models, out):
     s.screenshot(out / "hero.png")
     shoot_both(s, out, "hero")
     print(f"e2e: find fastest: {rows[0][2]} used on the rewrite example: {s.text('verdict')!r}; {s.text('race-words')}")
+    # Back to the default strategy (an n-gram one leaves the draft picker off), for the steps after.
+    s.script("const el = document.querySelector('[data-testid=strategy]'); el.value = 'auto'; el.dispatchEvent(new Event('change'));")
+    wait("auto again", lambda: s.prop("strategy", "value") == "auto", timeout=10)
 
 
 ERROR_HOOKS = (
