@@ -186,7 +186,7 @@ pub const MENU: &[(&str, &[Item])] = &[
             Ours("view:history", "History", Some("CmdOrCtrl+6")),
         ],
     ),
-    ("Window", &[Minimize, Zoom, Separator, CloseWindow]),
+    ("Window", &[Minimize, Zoom]),
     ("Help", &[Ours("help:guide", "Draftlab Help", Some("CmdOrCtrl+?"))]),
 ];
 

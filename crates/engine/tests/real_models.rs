@@ -579,10 +579,11 @@ fn a_conversation_slot_drafts_a_repeated_request_from_its_earlier_answer() {
 }
 
 /// The same request again at greedy, the length adaptive (the server's default): the answer the
-/// slot holds for the prompt is drafted at the n-gram drafters' full reach from the first round
-/// that drafts (a reprise), not grown to it round by round, and the answer is the first one.
+/// slot holds for the prompt is drafted long from the first round that drafts (a reprise: as long
+/// as the verify curve pays, up to the n-gram drafters' full reach), not grown to it round by
+/// round, and the answer is the first one.
 #[test]
-fn a_repeated_request_is_drafted_at_full_length_from_its_first_round() {
+fn a_repeated_request_is_drafted_long_from_its_first_round() {
     let p = pair(QWEN_TARGET, None);
     let s = Settings { strategy: Strategy::Auto, adaptive: true, ..settings(96, 8) };
     let (first, again) = asked_twice_in_a_slot(&p, &s);
@@ -592,9 +593,22 @@ fn a_repeated_request_is_drafted_at_full_length_from_its_first_round() {
         first.target_passes, again.target_passes, again.accepted, again.drafted
     );
     assert_same_or_near_tie(&first, &again, "auto, the same request again");
-    assert_eq!(drafted.first(), Some(&s.ngram_draft()), "the first draft of the repeat: {drafted:?}");
+    // The length is the one this machine's verify curve pays best within the reach (32 here on
+    // one run, 27 on another whose curve was measured a little differently); grown round by
+    // round it would start at a handful.
+    let reach = s.ngram_draft();
+    assert!(
+        drafted.first().is_some_and(|&d| 2 * d >= reach),
+        "the first draft of the repeat is not near the reach of {reach}: {drafted:?}"
+    );
     assert!(first.generated_tokens > 64, "the answer must run past two full drafts: {}", first.generated_tokens);
-    assert!(again.target_passes <= 5, "{} passes for {} tokens", again.target_passes, again.generated_tokens);
+    assert!(
+        again.target_passes * 10 <= first.target_passes,
+        "{} passes for {} tokens, the first time {}",
+        again.target_passes,
+        again.generated_tokens,
+        first.target_passes
+    );
 }
 
 /// Two conversations taking turns (an agent's main conversation and a side request): with two
