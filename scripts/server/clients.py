@@ -161,6 +161,19 @@ again = client.chat.completions.create(model=model, messages=ask, max_tokens=12,
 assert [c.message.content for c in r.choices] == [c.message.content for c in again.choices], (r, again)
 assert r.choices[0].message.content != r.choices[1].message.content, r
 print(f"clients: n=2 sampled: {[c.message.content for c in r.choices]}")
+# Streamed: each choice's chunks after the one before, with its index, under one id; the usage
+# chunk counts both; the same texts as whole.
+chunks = list(client.chat.completions.create(model=model, messages=ask, max_tokens=12, temperature=1.5, n=2, seed=7,
+                                             extra_body=alone, stream=True, stream_options={"include_usage": True}))
+texts = ["", ""]
+for c in chunks:
+    for ch in c.choices:
+        texts[ch.index] += ch.delta.content or ""
+order = [ch.index for c in chunks for ch in c.choices]
+assert order == sorted(order) and set(order) == {0, 1} and len({c.id for c in chunks}) == 1, (order, chunks[:2])
+assert texts == [c.message.content for c in r.choices], (texts, r)
+assert chunks[-1].usage.completion_tokens == r.usage.completion_tokens, (chunks[-1].usage, r.usage)
+print(f"clients: n=2 streamed: {texts}")
 
 # The Responses API: the same answer as chat completions for the same conversation, whole and
 # streamed through the client's event parser; continued by id.
@@ -181,6 +194,23 @@ assert kinds[0] == "response.created" and kinds[-1] in ("response.completed", "r
 again = client.responses.create(model=model, input="Say it again.", previous_response_id=r.id, max_output_tokens=16)
 assert again.usage.input_tokens > r.usage.input_tokens, again.usage
 print(f"openai: responses {r.output_text!r}, streamed the same ({len(kinds)} events), continued by id")
+# Its log probabilities (`include` and `top_logprobs`): the chat answer's tokens, whole and streamed.
+lp_ask = dict(model=model, instructions=ask[0]["content"], input=ask[1]["content"], max_output_tokens=16,
+              temperature=0, top_logprobs=2, include=["message.output_text.logprobs"])
+part = client.responses.create(**lp_ask).output[0].content[0]
+assert [t.token for t in part.logprobs] == [t for t, _ in drafted], (part.logprobs, drafted)
+assert all(abs(t.logprob - lp) < 0.05 for t, (_, lp) in zip(part.logprobs, drafted)), (part.logprobs, drafted)
+assert all(len(t.top_logprobs) == 2 and t.top_logprobs[0].logprob >= t.logprob - 1e-4 for t in part.logprobs), part
+deltas, done = [], None
+with client.responses.stream(**lp_ask) as stream:
+    for event in stream:
+        if event.type == "response.output_text.delta":
+            deltas += event.logprobs
+        elif event.type == "response.output_text.done":
+            done = event.logprobs
+assert [t.token for t in deltas] == [t.token for t in done] == [t for t, _ in drafted], (deltas, done)
+assert client.responses.create(model=model, input="hi", max_output_tokens=4).output[0].content[0].logprobs == []
+print(f"openai: responses' logprobs {[t.token for t in part.logprobs][:3]}…, whole and streamed")
 
 # Load: CLIENTS concurrent clients, a few requests each; every answer checked, none lost.
 before = health()

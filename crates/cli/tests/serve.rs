@@ -151,10 +151,27 @@ fn models_health_and_every_error_in_openai_shape() {
         assert_eq!(r.status, 200, "{}", r.body);
         assert_eq!(r.json()["model"], model_id());
     }
-    // `n` choices, one run after another: whole only, and a bounded number of them.
+    // `n` choices, one run after another, a bounded number of them: streamed, each choice's
+    // chunks after the one before, with its index, under one id, each ending with its reason.
     let hi = json!([{"role": "user", "content": "hi"}]);
-    let streamed_two = post(s.port, "/v1/chat/completions", &chat(hi.clone(), json!({"n": 2, "stream": true})));
-    assert_eq!(error(streamed_two, 400)["param"], "n");
+    let streamed_two =
+        post(s.port, "/v1/chat/completions", &chat(hi.clone(), json!({"n": 2, "stream": true, "max_tokens": 4})));
+    assert_eq!(streamed_two.status, 200, "{}", streamed_two.body);
+    let chunks = events(&streamed_two.body);
+    assert_eq!(chunks.last().map(String::as_str), Some("[DONE]"), "{}", streamed_two.body);
+    let chunks: Vec<Value> = chunks[..chunks.len() - 1].iter().map(|e| serde_json::from_str(e).unwrap()).collect();
+    let order: Vec<u64> = chunks.iter().map(|c| c["choices"][0]["index"].as_u64().unwrap()).collect();
+    assert!(
+        order.windows(2).all(|w| w[0] <= w[1]) && order.first() == Some(&0) && order.last() == Some(&1),
+        "{order:?}"
+    );
+    assert!(chunks.iter().all(|c| c["id"] == chunks[0]["id"]), "{}", streamed_two.body);
+    let finished: Vec<u64> = chunks
+        .iter()
+        .filter(|c| c["choices"][0]["finish_reason"].is_string())
+        .map(|c| c["choices"][0]["index"].as_u64().unwrap())
+        .collect();
+    assert_eq!(finished, [0, 1], "{}", streamed_two.body);
     assert_eq!(error(post(s.port, "/v1/chat/completions", &chat(hi.clone(), json!({"n": 9}))), 400)["param"], "n");
     let two = post(s.port, "/v1/chat/completions", &chat(hi, json!({"n": 2, "max_tokens": 4}))).json();
     let choices = two["choices"].as_array().unwrap();

@@ -29,6 +29,8 @@ mod logprobs;
 mod stream;
 mod whole;
 
+pub(crate) use stream::NextChoice;
+
 /// Cancels its job when dropped before the job ended: the client went away (the response future
 /// or the event stream was dropped). A job that does not stop in time has its engine stopped.
 pub(crate) struct CancelGuard {

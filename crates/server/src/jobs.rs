@@ -18,7 +18,7 @@ use draftlab_core::ErrorCode;
 use serde_json::{json, Value};
 use std::sync::atomic::Ordering;
 
-use crate::answers::{Answer, Api, CancelGuard};
+use crate::answers::{Answer, Api, CancelGuard, NextChoice};
 use crate::errors::ApiError;
 use crate::openai::{Common, DraftLength, JsonSchemaFormat, ResponseFormat, ToolSpec};
 use crate::stop::StopFilter;
@@ -193,12 +193,6 @@ fn request_settings(base: &Settings, c: &Common, endpoint: Endpoint) -> Result<(
         Some(n) if n == 0 || n > MAX_CHOICES => {
             return Err(ApiError::invalid(Some("n"), format!("`n` is {n}; give 1 to {MAX_CHOICES} choices.")));
         }
-        Some(n) if n > 1 && c.stream => {
-            return Err(ApiError::invalid(
-                Some("n"),
-                "More than one choice (`n`) is written whole, one after another: ask without `stream`.",
-            ));
-        }
         _ => {}
     }
     let asked = c.max_completion_tokens.or(c.max_tokens);
@@ -358,6 +352,9 @@ impl Job {
         let timings = self.common.draftlab.as_ref().is_some_and(|x| x.timings);
         let provenance = self.common.draftlab.as_ref().is_some_and(|x| x.provenance);
         let n = self.common.n.unwrap_or(1);
+        if n > 1 && api == Api::OpenAi && stream {
+            return self.streamed_choices(s, n, usage_chunk, timings, provenance).await;
+        }
         if n > 1 && api == Api::OpenAi {
             return self.choices(s, n).await;
         }
@@ -369,16 +366,20 @@ impl Job {
         }
     }
 
-    /// `n` choices: the job run `n` times, one after another, each with its own seed (the
-    /// request's, or the server's, plus the choice's index), in one body: the first run's, its
-    /// choices all of theirs, its usage counting every choice's tokens.
-    async fn choices(self, s: Arc<Shared>, n: usize) -> Result<Response, ApiError> {
+    /// Choice `i` of `n`: the job with its own seed (the request's, or the server's, plus `i`).
+    fn choice(&self, s: &Shared, i: usize) -> Job {
         let seed = self.common.seed.unwrap_or(s.config.settings.sampling.seed);
+        let mut job = self.clone();
+        job.common.seed = Some(seed.wrapping_add(i as u64));
+        job
+    }
+
+    /// `n` choices: the job run `n` times, one after another (see [`Job::choice`]), in one body:
+    /// the first run's, its choices all of theirs, its usage counting every choice's tokens.
+    async fn choices(self, s: Arc<Shared>, n: usize) -> Result<Response, ApiError> {
         let mut bodies = Vec::with_capacity(n);
         for i in 0..n {
-            let mut job = self.clone();
-            job.common.seed = Some(seed.wrapping_add(i as u64));
-            bodies.push(job.start(Arc::clone(&s), Api::OpenAi).await?.whole_body().await?);
+            bodies.push(self.choice(&s, i).start(Arc::clone(&s), Api::OpenAi).await?.whole_body().await?);
         }
         let completion: u64 = bodies.iter().map(|v| v["usage"]["completion_tokens"].as_u64().unwrap_or(0)).sum();
         let choices: Vec<Value> = bodies
@@ -396,6 +397,24 @@ impl Job {
         body["usage"]["completion_tokens"] = json!(completion);
         body["usage"]["total_tokens"] = json!(prompt + completion);
         Ok(Json(body).into_response())
+    }
+
+    /// `n` choices streamed: each run after the one before ends, its chunks with its `index`
+    /// (see [`Answer::stream_choices`]).
+    async fn streamed_choices(
+        self,
+        s: Arc<Shared>,
+        n: usize,
+        usage_chunk: bool,
+        timings: bool,
+        provenance: bool,
+    ) -> Result<Response, ApiError> {
+        let first = self.choice(&s, 0).start(Arc::clone(&s), Api::OpenAi).await?;
+        let next: NextChoice = Box::new(move |i| {
+            let (job, s) = (self.choice(&s, i), Arc::clone(&s));
+            Box::pin(async move { job.start(s, Api::OpenAi).await })
+        });
+        first.stream_choices(n, Some(next), usage_chunk, timings, provenance).await
     }
 
     /// The job started on the worker: its answer, to be written in `api`'s shapes.
@@ -533,7 +552,7 @@ mod tests {
         assert_eq!(n(r#","n":3"#), Ok(()));
         assert_eq!(n(r#","n":0"#), Err(Some("n".into())));
         assert_eq!(n(r#","n":9"#), Err(Some("n".into())));
-        assert_eq!(n(r#","n":2,"stream":true"#), Err(Some("n".into())));
+        assert_eq!(n(r#","n":2,"stream":true"#), Ok(()));
     }
 
     #[test]

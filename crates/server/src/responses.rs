@@ -52,9 +52,12 @@ pub struct Text {
     pub format: Option<Value>,
 }
 
+/// What `include` asks for to have each output text's log probabilities.
+pub const INCLUDE_LOGPROBS: &str = "message.output_text.logprobs";
+
 /// The body of `POST /v1/responses`. Fields with no local meaning are accepted and ignored:
-/// `include`, `prompt_cache_key` (every prefix is cached here), `client_metadata`, `metadata`,
-/// `user`, `truncation`, `service_tier`, `background`.
+/// `include`'s other values, `prompt_cache_key` (every prefix is cached here),
+/// `client_metadata`, `metadata`, `user`, `truncation`, `service_tier`, `background`.
 #[derive(Debug, Clone, Deserialize)]
 pub struct ResponsesRequest {
     #[serde(default)]
@@ -86,6 +89,13 @@ pub struct ResponsesRequest {
     pub reasoning: Option<Reasoning>,
     #[serde(default)]
     pub text: Option<Text>,
+    /// [`INCLUDE_LOGPROBS`] asks for the output text's log probabilities.
+    #[serde(default)]
+    pub include: Option<Vec<String>>,
+    /// How many of the likeliest tokens to list beside each output token (0 to 20); more than
+    /// 0 asks for log probabilities too.
+    #[serde(default)]
+    pub top_logprobs: Option<usize>,
     #[serde(default)]
     pub draftlab: Option<Extension>,
 }
@@ -103,6 +113,7 @@ pub(crate) struct Echo {
     previous_response_id: Option<String>,
     text: Value,
     reasoning: Value,
+    top_logprobs: usize,
     /// The conversation so far (without `instructions`, which a later request gives anew), kept
     /// with the answer when `store`.
     keep: Option<Vec<ChatMessage>>,
@@ -349,7 +360,11 @@ pub(crate) fn read(req: ResponsesRequest, kept: &Mutex<Kept>) -> Result<(Job, Ec
         }
     };
     let shown_tools = crate::jobs::shown_tools(&choice, tools)?;
+    let logprobs =
+        req.include.iter().flatten().any(|i| i == INCLUDE_LOGPROBS) || req.top_logprobs.is_some_and(|n| n > 0);
     let common = Common {
+        logprobs: logprobs.then_some(Value::Bool(true)),
+        top_logprobs: req.top_logprobs,
         model: req.model.clone(),
         stream: req.stream,
         max_tokens: req.max_output_tokens,
@@ -370,6 +385,7 @@ pub(crate) fn read(req: ResponsesRequest, kept: &Mutex<Kept>) -> Result<(Job, Ec
         max_output_tokens: req.max_output_tokens,
         previous_response_id: req.previous_response_id,
         text: json!({"format": req.text.and_then(|t| t.format).unwrap_or_else(|| json!({"type": "text"}))}),
+        top_logprobs: req.top_logprobs.unwrap_or(0),
         reasoning: json!({"effort": req.reasoning.and_then(|r| r.effort), "summary": null}),
         keep: req.store.unwrap_or(true).then_some(messages),
     };
@@ -386,6 +402,8 @@ pub(crate) fn read(req: ResponsesRequest, kept: &Mutex<Kept>) -> Result<(Job, Ec
 
 #[cfg(test)]
 mod tests {
+    use draftlab_core::decoding::settings::Settings;
+
     use super::*;
 
     fn read_body(body: Value) -> Result<(Job, Echo), ApiError> {
@@ -492,5 +510,20 @@ mod tests {
         assert!(matches!(job.common.response_format, Some(ResponseFormat::JsonSchema { .. })));
         let (job, _) = read_body(json!({"input": "x", "max_output_tokens": 7})).unwrap();
         assert_eq!(job.common.max_tokens, Some(7));
+    }
+
+    #[test]
+    fn log_probabilities_are_asked_by_include_or_top_logprobs() {
+        let top = |body: Value| {
+            let (job, echo) = read_body(body).unwrap();
+            let asked = job.asked(&Settings::default(), None).map_err(|e| e.body.error.param)?;
+            Ok::<_, Option<String>>((asked.settings.logprobs, echo.top_logprobs))
+        };
+        assert_eq!(top(json!({"input": "x"})), Ok((None, 0)));
+        assert_eq!(top(json!({"input": "x", "include": ["reasoning.encrypted_content"]})), Ok((None, 0)));
+        assert_eq!(top(json!({"input": "x", "include": [INCLUDE_LOGPROBS]})), Ok((Some(0), 0)));
+        assert_eq!(top(json!({"input": "x", "include": [INCLUDE_LOGPROBS], "top_logprobs": 3})), Ok((Some(3), 3)));
+        assert_eq!(top(json!({"input": "x", "top_logprobs": 2})), Ok((Some(2), 2)));
+        assert_eq!(top(json!({"input": "x", "top_logprobs": 21})), Err(Some("top_logprobs".into())));
     }
 }

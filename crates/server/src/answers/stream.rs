@@ -219,12 +219,23 @@ impl Answer {
         Ok(Sse::new(events).keep_alive(KeepAlive::default()).into_response())
     }
 
-    /// The answer as server-sent events. Errors before generation starts (a prompt that does not
-    /// fit, a bad setting) are plain HTTP errors; after that, an `error` event ends the stream. A
-    /// task writes the events; when the client goes away it stops, and dropping the answer cancels
-    /// the job.
-    pub(crate) async fn stream(
+    /// The answer as server-sent events: OpenAI's chunks (one choice; see
+    /// [`Answer::stream_choices`]) or Anthropic's message events. Errors before generation starts
+    /// (a prompt that does not fit, a bad setting) are plain HTTP errors; after that, an `error`
+    /// event ends the stream. A task writes the events; when the client goes away it stops, and
+    /// dropping the answer cancels the job.
+    pub(crate) async fn stream(self, usage_chunk: bool, timings: bool, provenance: bool) -> Result<Response, ApiError> {
+        self.stream_choices(1, None, usage_chunk, timings, provenance).await
+    }
+
+    /// `n` choices as OpenAI's chunks, one after another (`next` starts choice i for i ≥ 1), each
+    /// chunk's `index` its choice's, every chunk under the first answer's id; the usage chunk,
+    /// when asked, counts every choice's tokens; `[DONE]` after the last. An error before the
+    /// first token is the response's; one later is sent in the stream in place of the rest.
+    pub(crate) async fn stream_choices(
         mut self,
+        n: usize,
+        mut next: Option<NextChoice>,
         usage_chunk: bool,
         timings: bool,
         provenance: bool,
@@ -240,103 +251,153 @@ impl Answer {
         }
         let (tx, rx) = mpsc::channel::<String>(64);
         tokio::spawn(async move {
-            let mut a = self;
-            let mut first = true;
-            // Characters of text so far (completions' `text_offset`).
-            let mut offset = 0;
-            loop {
-                let step = tokio::select! {
-                    step = a.next() => step,
-                    () = tx.closed() => return,
+            let (id, created, model, endpoint) =
+                (self.id.clone(), self.created, self.model().to_string(), self.endpoint);
+            let mut usages: Vec<Value> = Vec::with_capacity(n);
+            let mut answer = Some(self);
+            for index in 0..n {
+                let a = match (answer.take(), next.as_mut()) {
+                    (Some(a), _) => a,
+                    (None, Some(start)) => match start(index).await {
+                        Ok(mut a) => {
+                            a.stream_calls();
+                            (a.id, a.created) = (id.clone(), created);
+                            a
+                        }
+                        Err(e) => {
+                            let _ = tx.send(serde_json::to_string(&e.body).unwrap_or_default()).await;
+                            break;
+                        }
+                    },
+                    (None, None) => break,
                 };
-                let (events, end) = match step {
-                    Step::Text(t, at) => {
-                        let mut c = a.chunk(Some(&t), None, first);
-                        if timings {
-                            c["draftlab"] = json!({ "t_ms": at });
-                        }
-                        a.annotate(&mut c, provenance, &mut offset);
-                        (vec![c.to_string()], false)
-                    }
-                    Step::Thinking(t) => {
-                        let mut c = a.thinking_chunk(&t, first);
-                        a.annotate(&mut c, provenance, &mut offset);
-                        (vec![c.to_string()], false)
-                    }
-                    Step::Call(piece) => {
-                        let call = match piece {
-                            CallPiece::Start { index, name } => json!({"index": index, "id": a.call_id(index),
-                                "type": "function", "function": {"name": name, "arguments": ""}}),
-                            CallPiece::Arguments { index, text } => {
-                                json!({"index": index, "function": {"arguments": text}})
-                            }
-                        };
-                        let mut c = a.chunk(None, None, first);
-                        c["choices"][0]["delta"]["tool_calls"] = json!([call]);
-                        // The call's tokens' provenance goes with the next text (as before calls
-                        // were streamed).
-                        a.annotate(&mut c, false, &mut offset);
-                        (vec![c.to_string()], false)
-                    }
-                    Step::Done(r) => {
-                        let mut out = Vec::new();
-                        if let Some(calls) = a.calls.take() {
-                            match calls {
-                                Ok(parsed) => {
-                                    if !parsed.content.trim().is_empty() {
-                                        out.push(a.chunk(Some(parsed.content.trim_end()), None, first).to_string());
-                                    }
-                                    let rest = a.tool_calls_json(&parsed.calls, true);
-                                    if !rest.is_empty() {
-                                        let mut c = a.chunk(None, None, first && out.is_empty());
-                                        c["choices"][0]["delta"]["tool_calls"] = json!(rest);
-                                        out.push(c.to_string());
-                                    }
-                                    // Keeps the finish reason `tool_calls`.
-                                    a.calls = Some(Ok(Parsed::default()));
-                                }
-                                Err(e) => {
-                                    let _ = tx.send(serde_json::to_string(&e.body).unwrap_or_default()).await;
-                                    let _ = tx.send("[DONE]".to_string()).await;
-                                    return;
-                                }
-                            }
-                        }
-                        let mut last = a.chunk(None, Some(a.finish_reason(&r)), first && out.is_empty());
-                        a.annotate(&mut last, false, &mut offset);
-                        out.push(last.to_string());
-                        if usage_chunk {
-                            let object =
-                                if a.endpoint == Endpoint::Chat { "chat.completion.chunk" } else { "text_completion" };
-                            out.push(
-                                json!({
-                                    "id": a.id, "object": object, "created": a.created, "model": a.model(),
-                                    "choices": [], "usage": usage(&r, a.parts.as_ref()),
-                                })
-                                .to_string(),
-                            );
-                        }
-                        (out, true)
-                    }
-                    Step::Failed(e) => {
-                        (vec![serde_json::to_string(&ApiError::engine(&e).body).unwrap_or_default()], true)
-                    }
-                };
-                first = false;
-                for e in events {
-                    if tx.send(e).await.is_err() {
-                        return;
-                    }
+                match a.write_choice(&tx, index, timings, provenance).await {
+                    Written::Ended(u) => usages.push(u),
+                    Written::Failed => break,
+                    Written::Gone => return,
                 }
-                if end {
-                    let _ = tx.send("[DONE]".to_string()).await;
+            }
+            if usage_chunk && usages.len() == n {
+                let object = if endpoint == Endpoint::Chat { "chat.completion.chunk" } else { "text_completion" };
+                let mut usage = usages[0].clone();
+                let completion: u64 = usages.iter().map(|u| u["completion_tokens"].as_u64().unwrap_or(0)).sum();
+                usage["completion_tokens"] = json!(completion);
+                usage["total_tokens"] = json!(usage["prompt_tokens"].as_u64().unwrap_or(0) + completion);
+                let c = json!({"id": id, "object": object, "created": created, "model": model, "choices": [], "usage": usage});
+                if tx.send(c.to_string()).await.is_err() {
                     return;
                 }
             }
+            let _ = tx.send("[DONE]".to_string()).await;
         });
         let events = futures_util::stream::unfold(rx, |mut rx| async move {
             rx.recv().await.map(|data| (Ok::<_, Infallible>(SseEvent::default().data(data)), rx))
         });
         Ok(Sse::new(events).keep_alive(KeepAlive::default()).into_response())
     }
+
+    /// Writes this answer's chunks to `tx` as choice `index` until it ends.
+    async fn write_choice(
+        mut self,
+        tx: &mpsc::Sender<String>,
+        index: usize,
+        timings: bool,
+        provenance: bool,
+    ) -> Written {
+        let mut first = true;
+        // Characters of text so far (completions' `text_offset`).
+        let mut offset = 0;
+        loop {
+            let step = tokio::select! {
+                step = self.next() => step,
+                () = tx.closed() => return Written::Gone,
+            };
+            let a = &mut self;
+            let (chunks, end) = match step {
+                Step::Text(t, at) => {
+                    let mut c = a.chunk(Some(&t), None, first);
+                    if timings {
+                        c["draftlab"] = json!({ "t_ms": at });
+                    }
+                    a.annotate(&mut c, provenance, &mut offset);
+                    (vec![c], None)
+                }
+                Step::Thinking(t) => {
+                    let mut c = a.thinking_chunk(&t, first);
+                    a.annotate(&mut c, provenance, &mut offset);
+                    (vec![c], None)
+                }
+                Step::Call(piece) => {
+                    let call = match piece {
+                        CallPiece::Start { index, name } => json!({"index": index, "id": a.call_id(index),
+                            "type": "function", "function": {"name": name, "arguments": ""}}),
+                        CallPiece::Arguments { index, text } => {
+                            json!({"index": index, "function": {"arguments": text}})
+                        }
+                    };
+                    let mut c = a.chunk(None, None, first);
+                    c["choices"][0]["delta"]["tool_calls"] = json!([call]);
+                    // The call's tokens' provenance goes with the next text (as before calls
+                    // were streamed).
+                    a.annotate(&mut c, false, &mut offset);
+                    (vec![c], None)
+                }
+                Step::Done(r) => match a.calls.take() {
+                    // Calls that could not be read: the error in place of the rest.
+                    Some(Err(e)) => (vec![serde_json::to_value(&e.body).unwrap_or_default()], Some(Written::Failed)),
+                    calls => {
+                        let mut out = Vec::new();
+                        if let Some(Ok(parsed)) = calls {
+                            if !parsed.content.trim().is_empty() {
+                                out.push(a.chunk(Some(parsed.content.trim_end()), None, first));
+                            }
+                            let rest = a.tool_calls_json(&parsed.calls, true);
+                            if !rest.is_empty() {
+                                let mut c = a.chunk(None, None, first && out.is_empty());
+                                c["choices"][0]["delta"]["tool_calls"] = json!(rest);
+                                out.push(c);
+                            }
+                            // Keeps the finish reason `tool_calls`.
+                            a.calls = Some(Ok(Parsed::default()));
+                        }
+                        let mut last = a.chunk(None, Some(a.finish_reason(&r)), first && out.is_empty());
+                        a.annotate(&mut last, false, &mut offset);
+                        out.push(last);
+                        let usage = serde_json::to_value(usage(&r, a.parts.as_ref())).unwrap_or_default();
+                        (out, Some(Written::Ended(usage)))
+                    }
+                },
+                Step::Failed(e) => {
+                    (vec![serde_json::to_value(&ApiError::engine(&e).body).unwrap_or_default()], Some(Written::Failed))
+                }
+            };
+            first = false;
+            for mut c in chunks {
+                if let Some(choice) = c.get_mut("choices").and_then(|v| v.get_mut(0)) {
+                    choice["index"] = json!(index);
+                }
+                if tx.send(c.to_string()).await.is_err() {
+                    return Written::Gone;
+                }
+            }
+            if let Some(end) = end {
+                return end;
+            }
+        }
+    }
+}
+
+/// Starts choice i of a streamed request with `n` > 1 (see [`Answer::stream_choices`]).
+pub(crate) type NextChoice = Box<
+    dyn FnMut(usize) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<Answer, ApiError>> + Send>> + Send,
+>;
+
+/// How a streamed choice ended.
+enum Written {
+    /// Its last chunk sent; its usage.
+    Ended(Value),
+    /// An error sent in place of the rest.
+    Failed,
+    /// The client went away.
+    Gone,
 }

@@ -26,9 +26,10 @@ impl Output {
             "content": if text.is_empty() { json!([]) } else { json!([{"type": "reasoning_text", "text": text}]) }})
     }
 
-    fn message(id: &str, text: &str, status: &str) -> Value {
+    /// `logprobs`: its text's tokens' (see [`text_part`]).
+    fn message(id: &str, text: &str, status: &str, logprobs: &[Value]) -> Value {
         json!({"type": "message", "id": id, "status": status, "role": "assistant",
-            "content": if status == "in_progress" { json!([]) } else { json!([text_part(text)]) }})
+            "content": if status == "in_progress" { json!([]) } else { json!([text_part(text, logprobs)]) }})
     }
 
     fn call(a: &Answer, i: usize, name: &str, arguments: &str, status: &str) -> Value {
@@ -37,8 +38,11 @@ impl Output {
     }
 }
 
-fn text_part(text: &str) -> Value {
-    json!({"type": "output_text", "text": text, "annotations": [], "logprobs": []})
+/// An `output_text` part, with the log probabilities of the answer's tokens when the request
+/// asked for them (`include`: [`super::INCLUDE_LOGPROBS`], or `top_logprobs`), else `[]`: every
+/// token the answer wrote up to the end of its text, thinking included.
+fn text_part(text: &str, logprobs: &[Value]) -> Value {
+    json!({"type": "output_text", "text": text, "annotations": [], "logprobs": logprobs})
 }
 
 impl Answer {
@@ -52,6 +56,7 @@ impl Answer {
             "parallel_tool_calls": echo.parallel_tool_calls, "temperature": echo.temperature, "top_p": echo.top_p,
             "max_output_tokens": echo.max_output_tokens, "previous_response_id": echo.previous_response_id,
             "store": echo.keep.is_some(), "text": echo.text, "reasoning": echo.reasoning, "metadata": {},
+            "top_logprobs": echo.top_logprobs,
             "usage": null,
         });
         if status == "incomplete" {
@@ -108,12 +113,13 @@ impl Answer {
             self.calls = Some(Ok(Parsed::default()));
         }
         let text = format!("{text}{}", parsed.content);
+        let logprobs = self.take_logprob_entries();
         let mut output = Vec::new();
         if !thinking.is_empty() {
             output.push(Output::reasoning(&format!("rs_{}", self.suffix()), &thinking, "completed"));
         }
         if !text.trim().is_empty() || !has_calls {
-            output.push(Output::message(&format!("msg_{}", self.suffix()), text.trim_end(), "completed"));
+            output.push(Output::message(&format!("msg_{}", self.suffix()), text.trim_end(), "completed", &logprobs));
         }
         for (i, c) in parsed.calls.iter().enumerate() {
             output.push(Output::call(&self, i, &c.name, &c.arguments, "completed"));
@@ -149,13 +155,14 @@ impl Answer {
 }
 
 /// The item being written: its kind, index in `output`, id and text so far (a call's: its
-/// arguments), and for a call its name.
+/// arguments), for a call its name, for a message its tokens' log probabilities so far.
 struct Open {
     kind: &'static str,
     index: usize,
     id: String,
     text: String,
     name: String,
+    logprobs: Vec<Value>,
 }
 
 /// Writes a streamed response's events until the answer ends or the client goes away (then the
@@ -191,7 +198,7 @@ async fn write_events(mut a: Answer, mut echo: Echo, tx: mpsc::Sender<Value>) {
             }
             Step::Text(t, _) => {
                 all_text.push_str(&t);
-                text_delta(&a, &mut open, &mut output, &mut events, &t);
+                text_delta(&mut a, &mut open, &mut output, &mut events, &t);
             }
             Step::Call(CallPiece::Start { index: i, name }) => {
                 close_item(&mut open, &mut output, &mut events);
@@ -199,7 +206,7 @@ async fn write_events(mut a: Answer, mut echo: Echo, tx: mpsc::Sender<Value>) {
                 let item = Output::call(&a, i, &name, "", "in_progress");
                 let id = item["id"].as_str().unwrap_or_default().to_string();
                 events.push(json!({"type": "response.output_item.added", "output_index": index, "item": item}));
-                open = Some(Open { kind: "function_call", index, id, text: String::new(), name });
+                open = Some(Open { kind: "function_call", index, id, text: String::new(), name, logprobs: Vec::new() });
             }
             Step::Call(CallPiece::Arguments { text, .. }) => {
                 if let Some(o) = open.as_mut().filter(|o| o.kind == "function_call") {
@@ -222,7 +229,7 @@ async fn write_events(mut a: Answer, mut echo: Echo, tx: mpsc::Sender<Value>) {
                 let content = parsed.content.trim_end();
                 if !content.trim().is_empty() {
                     all_text.push_str(content);
-                    text_delta(&a, &mut open, &mut output, &mut events, content);
+                    text_delta(&mut a, &mut open, &mut output, &mut events, content);
                 }
                 if output.is_empty() && open.is_none() && parsed.calls.is_empty() {
                     // An empty answer is still a message.
@@ -290,22 +297,26 @@ fn open_item(
     let id = format!("{prefix}_{}{index}", a.suffix());
     let item = match kind {
         "reasoning" => Output::reasoning(&id, "", "in_progress"),
-        _ => Output::message(&id, "", "in_progress"),
+        _ => Output::message(&id, "", "in_progress", &[]),
     };
     events.push(json!({"type": "response.output_item.added", "output_index": index, "item": item}));
     if kind == "message" {
         events.push(json!({"type": "response.content_part.added", "item_id": id, "output_index": index,
-            "content_index": 0, "part": text_part("")}));
+            "content_index": 0, "part": text_part("", &[])}));
     }
-    *open = Some(Open { kind, index, id, text: String::new(), name: String::new() });
+    *open = Some(Open { kind, index, id, text: String::new(), name: String::new(), logprobs: Vec::new() });
 }
 
-fn text_delta(a: &Answer, open: &mut Option<Open>, output: &mut Vec<Value>, events: &mut Vec<Value>, t: &str) {
+/// A piece of the message's text, with the log probabilities of the tokens written since the
+/// last piece.
+fn text_delta(a: &mut Answer, open: &mut Option<Open>, output: &mut Vec<Value>, events: &mut Vec<Value>, t: &str) {
     open_item(a, open, output, events, "message");
     let o = open.as_mut().expect("opened above");
     o.text.push_str(t);
+    let logprobs = a.take_logprob_entries();
+    o.logprobs.extend(logprobs.iter().cloned());
     events.push(json!({"type": "response.output_text.delta", "item_id": o.id, "output_index": o.index,
-        "content_index": 0, "delta": t, "logprobs": []}));
+        "content_index": 0, "delta": t, "logprobs": logprobs}));
 }
 
 /// Closes the open item: its `.done` events, and the item in `output`.
@@ -327,10 +338,10 @@ fn close_item(open: &mut Option<Open>, output: &mut Vec<Value>, events: &mut Vec
         _ => {
             let text = o.text.trim_end();
             events.push(json!({"type": "response.output_text.done", "item_id": o.id, "output_index": o.index,
-                "content_index": 0, "text": text, "logprobs": []}));
+                "content_index": 0, "text": text, "logprobs": o.logprobs}));
             events.push(json!({"type": "response.content_part.done", "item_id": o.id, "output_index": o.index,
-                "content_index": 0, "part": text_part(text)}));
-            Output::message(&o.id, text, "completed")
+                "content_index": 0, "part": text_part(text, &o.logprobs)}));
+            Output::message(&o.id, text, "completed", &o.logprobs)
         }
     };
     events.push(json!({"type": "response.output_item.done", "output_index": o.index, "item": item}));
