@@ -105,6 +105,21 @@ def open_details(s, testid):
         s.script(f"document.querySelector('[data-testid={testid}] > summary').click()")
 
 
+def memory():
+    """The machine's available memory and the app's processes' resident sizes (MiB), for the log."""
+    avail = next((int(l.split()[1]) // 1024 for l in open("/proc/meminfo") if l.startswith("MemAvailable:")), -1)
+    rss = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            cmd = open(f"/proc/{pid}/cmdline", "rb").read().replace(b"\0", b" ").decode(errors="replace")
+            if "draftlab-app" in cmd or "WebKitWebProcess" in cmd:
+                kb = next(int(l.split()[1]) for l in open(f"/proc/{pid}/status") if l.startswith("VmRSS:"))
+                rss.append(f"{pathlib.Path(cmd.split()[0]).name}{' --worker' if '--worker' in cmd else ''} {kb // 1024}")
+        except (OSError, StopIteration):
+            pass
+    return f"{avail} MiB available; app processes (MiB): {', '.join(rss) or 'none'}"
+
+
 def wait(what, predicate, timeout=180):
     t0 = time.time()
     while time.time() - t0 < timeout:
@@ -512,6 +527,7 @@ def find_fastest(s, models, out):
     s.script("[...document.querySelectorAll('.preset')].find(b => b.textContent === 'Rewrite').click();"
              "const i = [...document.querySelectorAll('.inspector label')].find(l => l.textContent.startsWith('Max tokens')).querySelector('input');"
              "i.value = '160'; i.dispatchEvent(new Event('input', {bubbles: true}));")
+    print(f"e2e: find fastest: before the hero run: {memory()}")
     s.click("run-both")
     wait("the verdict", lambda: s.exists("verdict") and "×" in s.text("verdict"), timeout=600)
     wait("the race", lambda: s.exists("race-replay"), timeout=30)
@@ -1150,6 +1166,7 @@ def main():
             model_picker(s, out)
             bundle_download(s)
     except BaseException:
+        print(f"e2e: at the failure: {memory()}")
         try:
             print("e2e: the page's uncaught errors:", s.script("return window.__errors || []"))
         except Exception as e:  # the failure may be the session itself
