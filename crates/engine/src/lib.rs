@@ -8,7 +8,7 @@
 //!
 //! 1. **Foundation and files** — `error`, `paths`, `machine`, `files`: draftlab-core's.
 //! 2. **[`decoding`]** — speculative decoding on llama.cpp: the only llama.cpp wrapper (`llama`),
-//!    the binding to its drafters and contexts (`speculative`), other machines (`remote`), drafters, the cost
+//!    the binding to its drafters and contexts (`speculative`), other machines (`rpc`), drafters, the cost
 //!    model and scheduler, the generation loop, and the [`decoding::session::Session`] every
 //!    caller goes through.
 //! 3. **[`measuring`]** — repeated runs: benches and sweeps (what they mean is draftlab-core's).

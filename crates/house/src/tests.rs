@@ -175,3 +175,97 @@ fn manifests_are_read_by_table() {
     let m = "[package]\nname = \"x\"\n[dependencies]\n# draftlab-engine in a comment\nserde.workspace = true\nllama-cpp-2 = { version = \"1\" }\n[dev-dependencies]\ndraftlab-engine = { path = \".\" }\n[target.'cfg(target_os = \"macos\")'.dependencies]\nmetal = \"1\"\n";
     assert_eq!(dependencies(m), ["serde", "llama-cpp-2", "metal"]);
 }
+
+/// The paths a map names: every backticked or linked word that looks like a file or folder of the
+/// repository (it has a file extension the project uses, ends in `/`, or starts at a top folder).
+fn named_paths(text: &str) -> Vec<String> {
+    const TOP: [&str; 7] = ["crates/", "src-tauri/", "ui/", "scripts/", "docs/", ".github/", "tools/"];
+    const EXT: [&str; 10] = [".rs", ".cpp", ".ts", ".svelte", ".md", ".json", ".toml", ".py", ".yml", ".sh"];
+    let mut words: Vec<&str> = text.split('`').skip(1).step_by(2).collect();
+    words.extend(text.split("](").skip(1).filter_map(|w| w.split(')').next()));
+    let mut paths: Vec<String> = words
+        .into_iter()
+        .map(|w| w.split('#').next().unwrap_or(w).trim_start_matches("./").trim_start_matches("../"))
+        .filter(|w| !w.is_empty() && !w.contains([' ', '*', '{', '<', ':', '=']) && !w.starts_with('-'))
+        .filter(|w| w.ends_with('/') || TOP.iter().any(|t| w.starts_with(t)) || EXT.iter().any(|e| w.ends_with(e)))
+        .map(str::to_owned)
+        .collect();
+    paths.sort();
+    paths.dedup();
+    paths
+}
+
+/// Every file and folder under `dir` (the build's and the packages' folders left out), relative.
+fn repository_paths(root: &Path) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut todo = vec![root.to_path_buf()];
+    while let Some(dir) = todo.pop() {
+        for entry in std::fs::read_dir(&dir).expect("read_dir").flatten() {
+            let path = entry.path();
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if ["node_modules", "target", ".git", "dist"].contains(&name.as_str()) {
+                continue;
+            }
+            let rel = path.strip_prefix(root).expect("under root").to_string_lossy().into_owned();
+            if path.is_dir() {
+                out.push(format!("{rel}/"));
+                todo.push(path);
+            } else {
+                out.push(rel);
+            }
+        }
+    }
+    out
+}
+
+/// The paths a map names that the repository lacks: one from a top folder must be there as
+/// written; a shorter one (a room named inside its crate: `answers/whole.rs`) must end a path.
+fn missing_paths(text: &str, root: &Path) -> Vec<String> {
+    let all = repository_paths(root);
+    named_paths(text)
+        .into_iter()
+        .filter(|p| {
+            let whole = all.iter().any(|a| a == p || a.trim_end_matches('/') == p.trim_end_matches('/'));
+            let inside = all.iter().any(|a| a.ends_with(&format!("/{p}")) || a == p);
+            !(whole || inside)
+        })
+        .collect()
+}
+
+#[test]
+fn architecture_names_only_paths_that_exist() {
+    let map = std::fs::read_to_string(root().join("ARCHITECTURE.md")).expect("ARCHITECTURE.md");
+    let named = named_paths(&map);
+    assert!(named.len() >= 60, "the map names files and folders ({} read): {named:?}", named.len());
+    assert!(named.contains(&"crates/engine/src/decoding/session.rs".to_owned()), "{named:?}");
+    assert!(named.contains(&"answers/whole.rs".to_owned()), "{named:?}");
+    let missing = missing_paths(&map, &root());
+    assert!(missing.is_empty(), "ARCHITECTURE.md names paths that do not exist: {missing:?}");
+    // The docs it and the README link to are there, and so is every link between them.
+    for doc in ["README.md", "ARCHITECTURE.md", "docs/app.md", "docs/cli.md", "docs/server.md", "docs/internals.md",
+        "docs/building.md", "docs/mac.md"]
+    {
+        let text = std::fs::read_to_string(root().join(doc)).unwrap_or_else(|e| panic!("{doc}: {e}"));
+        let dir = root().join(doc).parent().expect("parent").to_path_buf();
+        for link in text.split("](").skip(1).filter_map(|w| w.split(')').next()) {
+            let target = link.split('#').next().unwrap_or(link);
+            if target.is_empty() || target.contains("://") {
+                continue;
+            }
+            assert!(dir.join(target).exists(), "{doc} links to {target}, which does not exist");
+        }
+    }
+}
+
+#[test]
+fn a_map_naming_a_moved_file_is_seen() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    write(dir.path(), "crates/server/src/answers/whole.rs", "");
+    write(dir.path(), "ui/src/lib/race.ts", "");
+    let map = "`crates/server/src/answers/whole.rs`, `answers/whole.rs` and [race](ui/src/lib/race.ts) are here; \
+               `crates/server/src/answers.rs`, `answers/gone.rs`, `docs/` and [x](docs/x.md) are not; \
+               `Session`, `--worker` and `usage.draftlab` are not paths.";
+    let mut missing = missing_paths(map, dir.path());
+    missing.sort();
+    assert_eq!(missing, ["answers/gone.rs", "crates/server/src/answers.rs", "docs/", "docs/x.md"]);
+}

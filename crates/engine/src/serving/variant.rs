@@ -2,7 +2,7 @@
 //! CPU backends: on x86-64 Linux the package carries, beside the plain build (AVX2, what every
 //! x86-64 CPU of the last decade runs), a build of the command line for AVX-512 CPUs
 //! (`draftlab-avx512`: x86-64-v4 with VNNI and VBMI, the Ice Lake, Sapphire Rapids and Zen 4
-//! generation and later; decoding 1.04–1.13× faster on such a CPU, see the README). A plain build
+//! generation and later; decoding 1.04–1.13× faster on such a CPU, see docs/cli.md). A plain build
 //! hands its process over to it when the CPU has everything it was compiled for, so a run, a
 //! server or the app's engine worker computes with the instructions the CPU has. Nothing is chosen
 //! on other systems (a Mac's build is for its own chips).

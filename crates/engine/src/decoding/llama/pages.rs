@@ -23,7 +23,7 @@
 //! Measured on Qwen2.5 1.5B Q4_K_M, an AMD EPYC with AVX2, 2 threads, 256 tokens, 5 alternating
 //! reps: 21.4 tok/s without huge pages, 22.0 with the repacked weights in them, 22.3 with all;
 //! loading 1.82 s mapped without huge pages, 1.53 s mapped with them, 2.21 s read with them (the
-//! numbers and commands are in the README). `DRAFTLAB_LLAMA_LOG=1` says how much memory a load put
+//! numbers and commands are in docs/cli.md). `DRAFTLAB_LLAMA_LOG=1` says how much memory a load put
 //! in huge pages.
 //!
 //! `DRAFTLAB_HUGE_PAGES=0` turns huge pages off (and keeps files mapped); `DRAFTLAB_MMAP=1` keeps
