@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """`scripts/bench upstream`: Draftlab against llama.cpp's own tools (built beside the project) on the
-Qwen pair, and `draftlab serve` against llama-server. Called through scripts/benchlib.py's
-`upstream` command; its helpers are benchlib's. Standard library only.
+Qwen pair, and `draftlab serve` against llama-server. Called through scripts/benchsuites.py's
+`upstream` command; its helpers are scripts/benchlib.py's. Standard library only.
 """
 import http.client
 import json
