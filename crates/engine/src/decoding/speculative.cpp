@@ -115,7 +115,41 @@ enum dl_status : int32_t {
     DL_FAILED = 2,
 };
 
-// What a drafter is asked to be. `type` is a `common_speculative_type`.
+// The drafters the shim makes, by its own numbers (speculative.rs's `NativeKind::code`), never
+// llama.cpp's: each is mapped to its `common_speculative_type` by name below, so a llama.cpp that
+// inserts a type (and moves the numbers after it) still gets the drafter asked for, and one that
+// renames or drops a type fails to build here rather than running another drafter.
+enum dl_kind : int32_t {
+    DL_KIND_DRAFT_SIMPLE = 1,
+    DL_KIND_DRAFT_EAGLE3 = 2,
+    DL_KIND_DRAFT_MTP = 3,
+    DL_KIND_DRAFT_DFLASH = 4,
+    DL_KIND_DRAFT_DSPARK = 5,
+    DL_KIND_NGRAM_SIMPLE = 6,
+    DL_KIND_NGRAM_MAP_K = 7,
+    DL_KIND_NGRAM_MAP_K4V = 8,
+    DL_KIND_NGRAM_MOD = 9,
+    DL_KIND_NGRAM_CACHE = 10,
+};
+
+// llama.cpp's type for a `dl_kind`; `COMMON_SPECULATIVE_TYPE_NONE` for a number the shim does not know.
+static common_speculative_type llama_type(int32_t kind) {
+    switch (kind) {
+        case DL_KIND_DRAFT_SIMPLE: return COMMON_SPECULATIVE_TYPE_DRAFT_SIMPLE;
+        case DL_KIND_DRAFT_EAGLE3: return COMMON_SPECULATIVE_TYPE_DRAFT_EAGLE3;
+        case DL_KIND_DRAFT_MTP: return COMMON_SPECULATIVE_TYPE_DRAFT_MTP;
+        case DL_KIND_DRAFT_DFLASH: return COMMON_SPECULATIVE_TYPE_DRAFT_DFLASH;
+        case DL_KIND_DRAFT_DSPARK: return COMMON_SPECULATIVE_TYPE_DRAFT_DSPARK;
+        case DL_KIND_NGRAM_SIMPLE: return COMMON_SPECULATIVE_TYPE_NGRAM_SIMPLE;
+        case DL_KIND_NGRAM_MAP_K: return COMMON_SPECULATIVE_TYPE_NGRAM_MAP_K;
+        case DL_KIND_NGRAM_MAP_K4V: return COMMON_SPECULATIVE_TYPE_NGRAM_MAP_K4V;
+        case DL_KIND_NGRAM_MOD: return COMMON_SPECULATIVE_TYPE_NGRAM_MOD;
+        case DL_KIND_NGRAM_CACHE: return COMMON_SPECULATIVE_TYPE_NGRAM_CACHE;
+        default: return COMMON_SPECULATIVE_TYPE_NONE;
+    }
+}
+
+// What a drafter is asked to be. `type` is a `dl_kind`.
 struct dl_spec_params {
     int32_t type;
     // Model drafters (draft-simple, -eagle3, -mtp, -dflash, -dspark).
@@ -143,11 +177,11 @@ struct dl_spec {
 // A drafter of `p->type` over the target context `tgt` and, for model drafters, the drafter's
 // context `dft` (both may be null for the n-gram types). Null on failure, with the reason in `err`.
 dl_spec * dl_spec_init(const dl_spec_params * p, llama_context * tgt, llama_context * dft, char * err, size_t err_len) {
-    if (p == nullptr || p->type <= COMMON_SPECULATIVE_TYPE_NONE || p->type >= COMMON_SPECULATIVE_TYPE_COUNT) {
+    const common_speculative_type type = p == nullptr ? COMMON_SPECULATIVE_TYPE_NONE : llama_type(p->type);
+    if (type == COMMON_SPECULATIVE_TYPE_NONE) {
         set_error(err, err_len, "unknown drafter type");
         return nullptr;
     }
-    const auto type = static_cast<common_speculative_type>(p->type);
     const bool model_drafter = type == COMMON_SPECULATIVE_TYPE_DRAFT_SIMPLE || type == COMMON_SPECULATIVE_TYPE_DRAFT_EAGLE3 ||
                                type == COMMON_SPECULATIVE_TYPE_DRAFT_MTP || type == COMMON_SPECULATIVE_TYPE_DRAFT_DFLASH ||
                                type == COMMON_SPECULATIVE_TYPE_DRAFT_DSPARK;
@@ -409,7 +443,7 @@ dl_pair * dl_pair_init(llama_model * target, llama_model * drafter, const dl_ctx
         // block (anchor and n_max masks) at once and sample every position on the backend, as
         // llama.cpp's own drafter contexts are made (common_base_params_to_speculative).
         const uint32_t per_seq = static_cast<uint32_t>(std::max(1, sp->n_max + 1));
-        const bool block = sp->type == COMMON_SPECULATIVE_TYPE_DRAFT_DFLASH || sp->type == COMMON_SPECULATIVE_TYPE_DRAFT_DSPARK;
+        const bool block = sp->type == DL_KIND_DRAFT_DFLASH || sp->type == DL_KIND_DRAFT_DSPARK;
         dc.n_outputs_max = block ? per_seq : 1;
         dc.n_outputs_max_per_seq = block ? per_seq : 1;
         pair->dft = llama_init_from_model(drafter != nullptr ? drafter : target, dc);

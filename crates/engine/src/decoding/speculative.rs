@@ -34,7 +34,8 @@ pub enum NativeKind {
 }
 
 impl NativeKind {
-    /// The value of `common_speculative_type` (common/common.h of the vendored llama.cpp).
+    /// The shim's number for it (`dl_kind` in speculative.cpp, which maps each to llama.cpp's
+    /// `common_speculative_type` by name: llama.cpp's own numbers move when it inserts a type).
     fn code(self) -> i32 {
         match self {
             NativeKind::DraftSimple => 1,
