@@ -21,15 +21,36 @@ import urllib.request
 DRIVER = "http://127.0.0.1:4444"
 
 
+class Fatal(Exception):
+    """What no wait can end well: a wait stops at once, naming it."""
+
+
+class WindowGone(Fatal):
+    """The app's window (or the whole app) is gone."""
+
+
+class RunFailed(Fatal):
+    """A run the step waits on ended with an error."""
+
+
 def call(method, path, body=None, attempts=4):
     """One WebDriver command. WebKitWebDriver sometimes drops the connection of a command sent while
-    the page is still settling; such a command is sent again (after a pause), a few times at most."""
+    the page is still settling; such a command is sent again (after a pause), a few times at most.
+    A session or window that no longer exists raises WindowGone at once."""
     data = None if body is None else json.dumps(body).encode()
     for attempt in range(attempts):
         req = urllib.request.Request(DRIVER + path, data=data, method=method, headers={"Content-Type": "application/json"})
         try:
             with urllib.request.urlopen(req, timeout=120) as r:
                 return json.loads(r.read() or b"{}").get("value")
+        except urllib.error.HTTPError as e:
+            try:
+                err = json.loads(e.read() or b"{}").get("value", {})
+            except ValueError:
+                err = {}
+            if isinstance(err, dict) and err.get("error") in ("invalid session id", "no such window"):
+                raise WindowGone(f"{method} {path}: {err.get('error')}: {err.get('message', '')} ({memory()})") from None
+            raise
         except (http.client.RemoteDisconnected, ConnectionResetError) as e:
             if attempt == attempts - 1:
                 raise
@@ -126,6 +147,8 @@ def wait(what, predicate, timeout=180):
         try:
             if predicate():
                 return
+        except Fatal:
+            raise
         except Exception:  # the element may not exist yet
             pass
         time.sleep(0.2)
@@ -529,7 +552,13 @@ def find_fastest(s, models, out):
              "i.value = '160'; i.dispatchEvent(new Event('input', {bubbles: true}));")
     print(f"e2e: find fastest: before the hero run: {memory()}")
     s.click("run-both")
-    wait("the verdict", lambda: s.exists("verdict") and "×" in s.text("verdict"), timeout=600)
+
+    def verdict_or_failure():
+        for pane in ("baseline", "speculative"):
+            if s.attr(f"pane-{pane}", "data-status") == "failed":
+                raise RunFailed(f"the {pane} run failed: {s.text(f'error-{pane}')} ({memory()})")
+        return s.exists("verdict") and "×" in s.text("verdict")
+    wait("the verdict", verdict_or_failure, timeout=600)
     wait("the race", lambda: s.exists("race-replay"), timeout=30)
     s.screenshot(out / "hero.png")
     shoot_both(s, out, "hero")
@@ -1175,8 +1204,11 @@ def main():
     finally:
         try:
             s.screenshot(out / "last.png")
+        except WindowGone as e:  # nothing left to shoot (the failure above says why)
+            print(f"e2e: no last screenshot: {e}")
         finally:
-            s.close()
+            with contextlib.suppress(WindowGone):
+                s.close()
 
 
 if __name__ == "__main__":
