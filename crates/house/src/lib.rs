@@ -9,13 +9,16 @@
 //!   the test helpers.
 //! - **No cycles** between the modules of a crate (a module and its own submodules excepted): a
 //!   file that uses a sibling which uses it back is one concept in two rooms, or two concepts
-//!   tangled.
+//!   tangled. A submodule's uses count as its room's: `llama/model.rs` using `grammar` while
+//!   `grammar` uses `llama` is a cycle.
 //! - **Outside bytes in the worker.** The readers of files a user or a download put on disk (GGUF
 //!   headers, the scan of model folders) are named nowhere in the app's window code: the engine
 //!   worker reads them for it, so a header that is a bomb costs a worker, never the window.
 //!
-//! Every `use` tree (groups, `self`, `super`, globs, renames), every path in code and every path in a
-//! macro call's tokens counts; comments, doc comments and strings do not. Code under
+//! Every `use` tree (groups, `self`, `super`, globs, renames) and `extern crate`, every path in code
+//! and every path in a macro call's tokens counts; comments, doc comments and strings do not. A
+//! name an import binds is followed where code uses it (`use draftlab_engine as e; e::…`, `use
+//! a::gguf; gguf::GgufFile`), and a glob of a reader's module names the reader. Code under
 //! `#[cfg(test)]` (and files named `tests.rs`) is test code.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -53,6 +56,8 @@ struct Ref {
     path: Vec<String>,
     internal: bool,
     test: bool,
+    /// A glob import (`use a::b::*;`): it names everything in `path`.
+    glob: bool,
 }
 
 /// Collects the references of one file.
@@ -60,7 +65,95 @@ struct Refs {
     /// The module the code being visited is in (the file's, then inline modules).
     module: Vec<String>,
     test_depth: usize,
+    /// The names the file's imports bind, followed where code uses them ([`Aliases`]).
+    aliases: BTreeMap<String, (Vec<String>, bool)>,
     out: Vec<Ref>,
+}
+
+/// A path as written, from the module `module`: its segments from the crate root (`crate::`,
+/// `self::`, `super::` resolved) and whether it is the crate's own; none for a single name that is
+/// not an import's (a local, a type parameter, a prelude name).
+fn resolve(module: &[String], path: Vec<String>, imported: bool) -> Option<(Vec<String>, bool)> {
+    let first = path.first()?;
+    Some(match first.as_str() {
+        "crate" => (path[1..].to_vec(), true),
+        "self" => ([module.to_vec(), path[1..].to_vec()].concat(), true),
+        "super" => {
+            let ups = path.iter().take_while(|s| *s == "super").count();
+            let base = &module[..module.len().saturating_sub(ups)];
+            ([base.to_vec(), path[ups..].to_vec()].concat(), true)
+        }
+        _ if path.len() > 1 || imported => (path, false),
+        _ => return None,
+    })
+}
+
+/// What each name a `use` tree binds stands for: `use a::b as c;` binds `c` to `a::b`, `use a::b;`
+/// binds `b`, `use a::{self as x}` binds `x` to `a` (globs bind no name of their own).
+fn bindings(tree: &syn::UseTree, mut prefix: Vec<String>, out: &mut Vec<(String, Vec<String>)>) {
+    match tree {
+        syn::UseTree::Path(p) => {
+            prefix.push(p.ident.to_string());
+            bindings(&p.tree, prefix, out);
+        }
+        syn::UseTree::Name(n) if n.ident == "self" => {
+            if let Some(last) = prefix.last().cloned() {
+                out.push((last, prefix));
+            }
+        }
+        syn::UseTree::Name(n) => {
+            prefix.push(n.ident.to_string());
+            out.push((n.ident.to_string(), prefix));
+        }
+        syn::UseTree::Rename(r) => {
+            if r.ident != "self" {
+                prefix.push(r.ident.to_string());
+            }
+            out.push((r.rename.to_string(), prefix));
+        }
+        syn::UseTree::Glob(_) => {}
+        syn::UseTree::Group(g) => {
+            for t in &g.items {
+                bindings(t, prefix.clone(), out);
+            }
+        }
+    }
+}
+
+/// The names a file's `use` and `extern crate` items bind, each with what it stands for (resolved
+/// from the module the import is in), so that `use draftlab_engine as e; e::serving::…` and
+/// `use core::files::gguf; gguf::GgufFile::open(…)` are read as the paths they are.
+struct Aliases {
+    module: Vec<String>,
+    out: BTreeMap<String, (Vec<String>, bool)>,
+}
+
+impl<'ast> Visit<'ast> for Aliases {
+    fn visit_item_mod(&mut self, m: &'ast syn::ItemMod) {
+        self.module.push(m.ident.to_string());
+        visit::visit_item_mod(self, m);
+        self.module.pop();
+    }
+
+    fn visit_item_use(&mut self, u: &'ast syn::ItemUse) {
+        let mut binds = Vec::new();
+        bindings(&u.tree, Vec::new(), &mut binds);
+        for (name, path) in binds {
+            // `use x::y as y;` or `use serde;`: the name is what it stands for already.
+            if path.len() == 1 && path[0] == name {
+                continue;
+            }
+            if let Some(target) = resolve(&self.module, path, true) {
+                self.out.insert(name, target);
+            }
+        }
+    }
+
+    fn visit_item_extern_crate(&mut self, e: &'ast syn::ItemExternCrate) {
+        if let Some((_, rename)) = &e.rename {
+            self.out.insert(rename.to_string(), (vec![e.ident.to_string()], false));
+        }
+    }
 }
 
 fn is_cfg_test(attrs: &[syn::Attribute]) -> bool {
@@ -92,23 +185,24 @@ fn item_attrs(item: &syn::Item) -> &[syn::Attribute] {
     }
 }
 
-fn flatten_use(tree: &syn::UseTree, mut prefix: Vec<String>, out: &mut Vec<Vec<String>>) {
+/// Every path a `use` tree imports, and whether it is a glob's.
+fn flatten_use(tree: &syn::UseTree, mut prefix: Vec<String>, out: &mut Vec<(Vec<String>, bool)>) {
     match tree {
         syn::UseTree::Path(p) => {
             prefix.push(p.ident.to_string());
             flatten_use(&p.tree, prefix, out);
         }
-        syn::UseTree::Name(n) if n.ident == "self" => out.push(prefix),
+        syn::UseTree::Name(n) if n.ident == "self" => out.push((prefix, false)),
         syn::UseTree::Name(n) => {
             prefix.push(n.ident.to_string());
-            out.push(prefix);
+            out.push((prefix, false));
         }
-        syn::UseTree::Rename(r) if r.ident == "self" => out.push(prefix),
+        syn::UseTree::Rename(r) if r.ident == "self" => out.push((prefix, false)),
         syn::UseTree::Rename(r) => {
             prefix.push(r.ident.to_string());
-            out.push(prefix);
+            out.push((prefix, false));
         }
-        syn::UseTree::Glob(_) => out.push(prefix),
+        syn::UseTree::Glob(_) => out.push((prefix, true)),
         syn::UseTree::Group(g) => {
             for t in &g.items {
                 flatten_use(t, prefix.clone(), out);
@@ -151,20 +245,17 @@ fn token_paths(tokens: TokenStream, out: &mut Vec<Vec<String>>) {
 }
 
 impl Refs {
-    fn add(&mut self, path: Vec<String>) {
-        let Some(first) = path.first() else { return };
-        let (resolved, internal) = match first.as_str() {
-            "crate" => (path[1..].to_vec(), true),
-            "self" => ([self.module.clone(), path[1..].to_vec()].concat(), true),
-            "super" => {
-                let ups = path.iter().take_while(|s| *s == "super").count();
-                let base = &self.module[..self.module.len().saturating_sub(ups)];
-                ([base.to_vec(), path[ups..].to_vec()].concat(), true)
+    /// A path in code (followed through the file's imports), or one an import names (`imported`:
+    /// a single name counts, `use draftlab_engine;`).
+    fn add(&mut self, path: Vec<String>, imported: bool, glob: bool) {
+        let followed = match path.first() {
+            Some(first) if !imported => {
+                self.aliases.get(first).map(|(to, internal)| ([to.clone(), path[1..].to_vec()].concat(), *internal))
             }
-            _ if path.len() > 1 => (path, false),
-            _ => return,
+            _ => None,
         };
-        self.out.push(Ref { path: resolved, internal, test: self.test_depth > 0 });
+        let Some((resolved, internal)) = followed.or_else(|| resolve(&self.module, path, imported)) else { return };
+        self.out.push(Ref { path: resolved, internal, test: self.test_depth > 0, glob });
     }
 }
 
@@ -185,13 +276,17 @@ impl<'ast> Visit<'ast> for Refs {
     fn visit_item_use(&mut self, u: &'ast syn::ItemUse) {
         let mut paths = Vec::new();
         flatten_use(&u.tree, Vec::new(), &mut paths);
-        for p in paths {
-            self.add(p);
+        for (p, glob) in paths {
+            self.add(p, true, glob);
         }
     }
 
+    fn visit_item_extern_crate(&mut self, e: &'ast syn::ItemExternCrate) {
+        self.add(vec![e.ident.to_string()], true, false);
+    }
+
     fn visit_path(&mut self, p: &'ast syn::Path) {
-        self.add(p.segments.iter().map(|s| s.ident.to_string()).collect());
+        self.add(p.segments.iter().map(|s| s.ident.to_string()).collect(), false, false);
         visit::visit_path(self, p);
     }
 
@@ -199,7 +294,7 @@ impl<'ast> Visit<'ast> for Refs {
         let mut paths = Vec::new();
         token_paths(m.tokens.clone(), &mut paths);
         for p in paths {
-            self.add(p);
+            self.add(p, false, false);
         }
         visit::visit_macro(self, m);
     }
@@ -276,7 +371,10 @@ pub fn check(src: &Path, rules: &Rules) -> Vec<String> {
                 continue;
             }
         };
-        let mut refs = Refs { module: f.module.clone(), test_depth: usize::from(f.test), out: Vec::new() };
+        let mut aliases = Aliases { module: f.module.clone(), out: BTreeMap::new() };
+        aliases.visit_file(&ast);
+        let mut refs =
+            Refs { module: f.module.clone(), test_depth: usize::from(f.test), aliases: aliases.out, out: Vec::new() };
         refs.visit_file(&ast);
         // With ranks, the crate root is the module `lib`, and so are the items it defines.
         let root = |m: &Vec<String>| -> Option<String> {
@@ -300,10 +398,13 @@ pub fn check(src: &Path, rules: &Rules) -> Vec<String> {
                 if rules.forbidden.contains(&top) && !allowed.contains(&top) {
                     say(format!("{rel} names {top} ({})", r.path.join("::")));
                 }
+                // The reader itself, a path inside it, or a glob of the module that holds it.
                 let written = r.path.join("::");
-                if let Some(reader) =
-                    rules.readers.iter().find(|p| written == **p || written.starts_with(&format!("{p}::")))
-                {
+                if let Some(reader) = rules.readers.iter().find(|p| {
+                    written == **p
+                        || written.starts_with(&format!("{p}::"))
+                        || (r.glob && p.starts_with(&format!("{written}::")))
+                }) {
                     say(format!("{rel} reads outside bytes itself ({reader}): ask the worker"));
                 }
                 continue;
@@ -324,11 +425,8 @@ pub fn check(src: &Path, rules: &Rules) -> Vec<String> {
                 }
             }
             if !r.test && !f.test {
-                if let Some(m) = module_of(&modules, &r.path) {
-                    let related = m.starts_with(&f.module) || f.module.starts_with(m);
-                    if !related {
-                        edges.entry(f.module.clone()).or_default().insert(m.clone());
-                    }
+                if let Some((from, to)) = module_of(&modules, &r.path).and_then(|m| rooms(&f.module, m)) {
+                    edges.entry(from).or_default().insert(to);
                 }
             }
         }
@@ -347,6 +445,14 @@ pub fn check(src: &Path, rules: &Rules) -> Vec<String> {
         bad.push(format!("modules that use each other: {}", names.join(" ⇄ ")));
     }
     bad
+}
+
+/// The two rooms a use joins: the children of the modules' common parent that hold each, so a
+/// submodule's uses count as its room's (`llama/model.rs` using `grammar` is `llama` using it).
+/// None when one module holds the other: a module and its own submodules may use each other.
+fn rooms(from: &[String], to: &[String]) -> Option<(Vec<String>, Vec<String>)> {
+    let common = from.iter().zip(to).take_while(|(a, b)| a == b).count();
+    (common < from.len() && common < to.len()).then(|| (from[..=common].to_vec(), to[..=common].to_vec()))
 }
 
 /// The strongly connected components of more than one module (Tarjan's algorithm).

@@ -107,6 +107,44 @@ fn planted_violations_are_seen() {
     assert_eq!(bad.len(), 10, "{bad:#?}");
 }
 
+/// What once slipped past the rules, planted: an alias of the engine, `extern crate`, a reader
+/// reached through its module's name, a renamed module or a glob, and a cycle through a submodule.
+#[test]
+fn escape_hatches_are_closed() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let src = dir.path();
+    let rules = Rules {
+        layers: vec![("foundation", vec!["error"]), ("files", vec!["files"]), ("decoding", vec!["decoding"])],
+        forbidden: vec!["draftlab_engine"],
+        readers: vec!["core::files::gguf::GgufFile"],
+        ..Rules::default()
+    };
+    write(src, "lib.rs", "pub mod error;\npub mod files;\npub mod decoding;\n");
+    write(src, "error.rs", "use draftlab_engine as e;\nfn f() { e::serving::worker::serve_stdio(); }\n");
+    write(src, "files/mod.rs", "extern crate draftlab_engine as eng;\n");
+    write(src, "files/a.rs", "use core::files::gguf;\nfn f() { let _ = gguf::GgufFile::open(\"x\"); }\n");
+    write(src, "files/b.rs", "use core::files as fs;\nfn f() { let _ = fs::gguf::GgufFile::open(\"x\"); }\n");
+    write(src, "files/c.rs", "use core::files::gguf::*;\n");
+    // The module's other types may still be named, through its name too.
+    write(src, "files/d.rs", "use core::files::gguf;\nfn f(_: gguf::ModelSummary) {}\n");
+    // `llama/model.rs` uses `grammar`, which uses `llama`: one cycle, found through the submodule.
+    write(src, "decoding/mod.rs", "pub mod grammar;\npub mod llama;\n");
+    write(src, "decoding/llama/mod.rs", "mod model;\npub use model::Model;\npub struct Token;\n");
+    write(src, "decoding/llama/model.rs", "pub struct Model(crate::decoding::grammar::G);\n");
+    write(src, "decoding/grammar.rs", "use crate::decoding::llama::Token;\npub struct G(Token);\n");
+    let bad = check(src, &rules);
+    let has = |what: &[&str]| bad.iter().any(|b| what.iter().all(|w| b.contains(w)));
+    assert!(has(&["error.rs names draftlab_engine (draftlab_engine)"]), "{bad:#?}");
+    assert!(has(&["error.rs names draftlab_engine (draftlab_engine::serving::worker::serve_stdio)"]), "{bad:#?}");
+    assert!(has(&["files/mod.rs names draftlab_engine"]), "{bad:#?}");
+    for f in ["files/a.rs", "files/b.rs", "files/c.rs"] {
+        assert!(has(&[f, "reads outside bytes itself"]), "{f}: {bad:#?}");
+    }
+    assert!(!has(&["files/d.rs"]), "{bad:#?}");
+    assert!(has(&["modules that use each other: decoding::grammar ⇄ decoding::llama"]), "{bad:#?}");
+    assert_eq!(bad.len(), 7, "{bad:#?}");
+}
+
 fn engine_words() -> (Vec<&'static str>, Vec<u64>) {
     use draftlab_core::decoding::settings::Limits;
     use draftlab_core::decoding::strategy::Strategy;
@@ -242,9 +280,16 @@ fn architecture_names_only_paths_that_exist() {
     let missing = missing_paths(&map, &root());
     assert!(missing.is_empty(), "ARCHITECTURE.md names paths that do not exist: {missing:?}");
     // The docs it and the README link to are there, and so is every link between them.
-    for doc in ["README.md", "ARCHITECTURE.md", "docs/app.md", "docs/cli.md", "docs/server.md", "docs/internals.md",
-        "docs/building.md", "docs/mac.md"]
-    {
+    for doc in [
+        "README.md",
+        "ARCHITECTURE.md",
+        "docs/app.md",
+        "docs/cli.md",
+        "docs/server.md",
+        "docs/internals.md",
+        "docs/building.md",
+        "docs/mac.md",
+    ] {
         let text = std::fs::read_to_string(root().join(doc)).unwrap_or_else(|e| panic!("{doc}: {e}"));
         let dir = root().join(doc).parent().expect("parent").to_path_buf();
         for link in text.split("](").skip(1).filter_map(|w| w.split(')').next()) {

@@ -16,12 +16,12 @@
 use std::sync::Arc;
 
 use draftlab_core::decoding::constraint::Constraint;
+use draftlab_core::decoding::options::Token;
 use draftlab_core::setting::Setting;
 use llguidance::api::TopLevelGrammar;
 use llguidance::{Matcher, ParserFactory};
 use toktrie::{SimpleVob, TokEnv};
 
-use crate::decoding::llama::Token;
 use crate::error::{Error, Result};
 
 /// What a model's constraints are compiled with: its vocabulary as llguidance's token trie,

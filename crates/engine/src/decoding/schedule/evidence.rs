@@ -4,8 +4,9 @@
 
 use std::collections::HashMap;
 
+use draftlab_core::decoding::strategy::Strategy;
+
 use super::{Bucket, PositionStats, Scheduler};
-use crate::decoding::draft::Strategy;
 
 /// How many verified rounds one position's carried statistics count for at most: enough that a
 /// conversation's record outweighs the prior (weight 2, see `PRIOR_ACCEPT`), little enough that
