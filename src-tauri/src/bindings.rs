@@ -70,6 +70,7 @@ pub fn typescript() -> String {
         memory::MemoryVerdict,
         doctor::MemoryFit,
         gguf::DrafterKind,
+        gguf::DrafterKindInfo,
         gguf::VocabSummary,
         gguf::ModelSummary,
         doctor::Diagnosis,
@@ -105,6 +106,7 @@ pub fn typescript() -> String {
         crate::rendered::RenderedChart,
         engine_sweep::Variant,
         engine_sweep::SweepSpec,
+        engine_sweep::SweepDefaults,
         engine_sweep::CellKey,
         engine_sweep::CellOutcome,
         engine_sweep::CellRecord,
@@ -172,5 +174,22 @@ pub fn typescript() -> String {
     out.push_str(&format!("\nexport const STRATEGIES: StrategyInfo[] = {strategies};\n"));
     let settings = serde_json::to_string_pretty(&setting::Setting::table()).expect("settings serialise");
     out.push_str(&format!("\nexport const SETTINGS: SettingInfo[] = {settings};\n"));
+    // The choices the page offers and the names it shows them by: llama.cpp's flash-attention
+    // modes and KV cache types, the drafter kinds, a sweep's first values.
+    out.push_str(&format!("\nexport const FLASH_ATTN_MODES: FlashAttn[] = {};\n", pretty(&options::FlashAttn::ALL)));
+    out.push_str(&format!("\nexport const KV_TYPES: KvType[] = {};\n", pretty(&options::KvType::ALL)));
+    out.push_str(&format!(
+        "\nexport const DRAFTER_KINDS: DrafterKindInfo[] = {};\n",
+        pretty(&gguf::DrafterKind::table())
+    ));
+    out.push_str(&format!(
+        "\nexport const SWEEP_DEFAULTS: SweepDefaults = {};\n",
+        pretty(&engine_sweep::SweepSpec::defaults())
+    ));
     out
+}
+
+/// A value as the page's constant: pretty JSON.
+fn pretty(v: &impl serde::Serialize) -> String {
+    serde_json::to_string_pretty(v).expect("the page's constants serialise")
 }

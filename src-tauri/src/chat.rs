@@ -130,8 +130,8 @@ pub fn answer(state: &AppState, request: ChatRequest, send: &mut dyn FnMut(ChatE
     let tools = tools_of(&request.tools)?;
     // The template says how the model writes calls and whether it thinks (the worker reads it:
     // the file's bytes stay out of the window).
-    let template = state.workers.chat_template(request.target.clone())?;
-    let format = template.as_deref().and_then(Format::of_template);
+    let facts = state.workers.template_facts(request.target.clone(), None)?;
+    let format = facts.template.as_deref().and_then(Format::of_template);
     if !tools.is_empty() && format.is_none() {
         return Err(ApiError::new(
             ErrorCode::InvalidSettings,
@@ -139,7 +139,7 @@ pub fn answer(state: &AppState, request: ChatRequest, send: &mut dyn FnMut(ChatE
             "Clear the tools, or chat with a model that calls tools (Qwen, Mistral, Llama 3.x).",
         ));
     }
-    let thinking = template.as_deref().and_then(reasoning::thinking_of).is_some_and(|(_, opened)| opened[1]);
+    let thinking = reasoning::thinking_of(&facts).is_some_and(|(_, opened)| opened[1]);
     let names: Vec<String> = tools.iter().map(|t| t.name.clone()).collect();
     let (job, rx) = state.workers.submit(Command::Chat {
         target: request.target,

@@ -6,10 +6,11 @@ use anyhow::Context as _;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use draftlab_engine::decoding::constraint::Constraint;
 use draftlab_engine::decoding::draft::Strategy;
-use draftlab_engine::decoding::llama::{GpuLayers, KvType, Token};
+use draftlab_engine::decoding::options::{GpuLayers, KvType, Token};
 use draftlab_engine::decoding::sampling::SamplingParams;
 use draftlab_engine::decoding::session::Session;
 use draftlab_engine::decoding::settings::{Mode, Settings, DEFAULT_N_DRAFT};
+use draftlab_engine::measuring::sweep::SweepSpec;
 use draftlab_engine::setting::Setting;
 use draftlab_engine::Error;
 
@@ -19,6 +20,28 @@ use draftlab_engine::Error;
 fn defaults() -> &'static Settings {
     static DEFAULTS: std::sync::LazyLock<Settings> = std::sync::LazyLock::new(Settings::default);
     &DEFAULTS
+}
+
+/// `--strategy`'s help: every strategy the engine has, by its name and label (none spelled here).
+fn strategy_help() -> String {
+    let names: Vec<String> =
+        Strategy::table().iter().map(|s| format!("`{}` ({})", s.strategy.name(), s.label.to_lowercase())).collect();
+    format!(
+        "How to draft: {}. The default, `{}`, picks among the n-gram strategies and the draft model (--draft) each \
+         round by expected gain, and never drafts when it cannot pay",
+        names.join(", "),
+        defaults().strategy.name()
+    )
+}
+
+/// `--strategies`' help for a sweep, from the same table.
+fn strategies_help() -> String {
+    let names: Vec<&str> = Strategy::ALL.iter().map(|s| s.name()).collect();
+    format!(
+        "Strategies, comma-separated: {} (default: {} with --drafts, else lookup and ngram-cache)",
+        names.join(", "),
+        defaults().strategy.name()
+    )
 }
 
 /// `--n-draft`'s default, as the flag spells it.
@@ -261,13 +284,8 @@ pub(crate) struct ModelArgs {
     /// target alone).
     #[arg(long, default_value_t = default_n_draft())]
     n_draft: String,
-    /// How to draft: `auto` (the default: n-gram strategies first, the draft model (--draft) as
-    /// fallback, chosen each round by expected gain), `draft` (a draft model, --draft), `lookup`
-    /// (copy from the prompt and output), `ngram-cache` (continuations learned from the text so
-    /// far), `ngram-map` (continuations from a corpus, --ngram-map), `ngram-mod` (llama.cpp's own
-    /// ngram-mod drafter) or `mtp` (the target's own multi-token-prediction layers, for models
-    /// that ship them).
-    #[arg(long, default_value_t = defaults().strategy.name().to_string())]
+    // The help lists every strategy from the engine's table.
+    #[arg(long, default_value_t = defaults().strategy.name().to_string(), help = strategy_help())]
     strategy: String,
     #[command(flatten)]
     gen: GenArgs,
@@ -366,21 +384,20 @@ pub(crate) struct SweepArgs {
     pub(crate) drafts: Vec<PathBuf>,
     /// Draft lengths, comma-separated: the longest each cell's adaptive length may choose (or the
     /// fixed length, with --fixed-length).
-    #[arg(long = "n-draft", value_delimiter = ',', default_value = "2,4,8")]
+    #[arg(long = "n-draft", value_delimiter = ',', default_values_t = SweepSpec::DEFAULT_N_DRAFTS)]
     pub(crate) n_drafts: Vec<usize>,
     /// Draft exactly --n-draft tokens every round (experiments; can be slower than the target
     /// alone) instead of the cost-aware adaptive length.
     #[arg(long)]
     pub(crate) fixed_length: bool,
-    /// Strategies, comma-separated: auto, draft, lookup, ngram-cache, ngram-map, ngram-mod, mtp (default: auto
-    /// with --drafts, else lookup and ngram-cache).
-    #[arg(long, value_delimiter = ',')]
+    // The help lists every strategy from the engine's table.
+    #[arg(long, value_delimiter = ',', help = strategies_help())]
     pub(crate) strategies: Vec<String>,
     /// Counted baseline/speculative pairs per cell.
-    #[arg(long, default_value_t = 3)]
+    #[arg(long, default_value_t = SweepSpec::DEFAULT_REPS)]
     pub(crate) reps: usize,
     /// Pairs run first in each cell and not counted.
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = SweepSpec::DEFAULT_WARMUP)]
     pub(crate) warmup: usize,
     /// Grid dimension: target KV cache types to compare, comma-separated (f16, q8_0, q4_0).
     #[arg(long, value_delimiter = ',')]
@@ -659,5 +676,24 @@ mod tests {
         assert_eq!(cache_type.parse::<KvType>().expect("a type"), d.cache_type);
         assert_eq!(KvType::parse(Setting::DraftCacheType, &cache_type_draft).expect("a type"), d.draft_cache_type);
         assert_eq!(gpu_layers.parse::<GpuLayers>().expect("layers"), d.gpu_layers);
+    }
+
+    /// The help names every strategy the engine has, and a sweep starts from the engine's own
+    /// defaults (lengths, repetitions, warm-up): none is spelled in the CLI.
+    #[test]
+    fn the_help_lists_every_strategy_and_a_sweep_starts_from_the_engines_defaults() {
+        use clap::CommandFactory;
+        let mut cli = Cli::command();
+        let run = cli.find_subcommand_mut("run").expect("run").render_long_help().to_string();
+        let sweep = cli.find_subcommand_mut("sweep").expect("sweep").render_long_help().to_string();
+        for s in Strategy::ALL {
+            assert!(run.contains(&format!("`{}`", s.name())), "run --help misses {}: {run}", s.name());
+            assert!(sweep.contains(s.name()), "sweep --help misses {}: {sweep}", s.name());
+        }
+        let Command::Sweep(a) = parsed(&["draftlab", "sweep", "--targets", "t.gguf", "--out", "o"]).command else {
+            unreachable!()
+        };
+        assert_eq!(a.n_drafts, SweepSpec::DEFAULT_N_DRAFTS);
+        assert_eq!((a.reps, a.warmup), (SweepSpec::DEFAULT_REPS, SweepSpec::DEFAULT_WARMUP));
     }
 }

@@ -959,10 +959,26 @@ fn tune_ranks_every_drafter_on_disk_with_a_verdict() {
         assert_eq!(verdict, expected, "{r}");
         assert_eq!(r["identical"], true, "{r}");
     }
-    // The draft model's row names its file; llama.cpp's command is given where llama.cpp has one.
-    let with_draft = rows.iter().find(|r| r["candidate"]["strategy"] == "draft").expect("the draft was measured");
-    assert!(with_draft["candidate"]["draft"].as_str().unwrap().ends_with(QWEN_DRAFT));
-    assert!(with_draft["llama_cpp"].as_str().unwrap().contains("--spec-type draft-simple"), "{with_draft}");
+    // The draft model's row names its file and llama.cpp's command. Where a drafted token costs
+    // so much on this machine that the draft could not pay even with every token accepted (its
+    // measured step costs decide: CI's cold machine has measured so), it is dropped before it is
+    // measured, and says why.
+    match rows.iter().find(|r| r["candidate"]["strategy"] == "draft") {
+        Some(with_draft) => {
+            assert!(with_draft["candidate"]["draft"].as_str().unwrap().ends_with(QWEN_DRAFT));
+            assert!(with_draft["llama_cpp"].as_str().unwrap().contains("--spec-type draft-simple"), "{with_draft}");
+        }
+        None => {
+            let d = dropped
+                .iter()
+                .find(|d| d["label"].as_str().unwrap().starts_with("draft model, same vocabulary"))
+                .unwrap_or_else(|| panic!("the draft was neither measured nor dropped: {dropped:?}"));
+            assert!(d["reason"].as_str().unwrap().contains("cannot pay on this machine"), "{d}");
+        }
+    }
+    // llama.cpp's command is given where llama.cpp has one: prompt lookup's always runs.
+    let lookup = rows.iter().find(|r| r["candidate"]["strategy"] == "lookup").expect("lookup was measured");
+    assert!(lookup["llama_cpp"].as_str().unwrap().contains("--spec-type ngram-simple"), "{lookup}");
     assert!(err.contains("runs") && err.contains("trying"), "no progress on stderr: {err}");
     let kept: serde_json::Value =
         serde_json::from_slice(&std::fs::read(data.path().join("tuned.json")).unwrap()).unwrap();

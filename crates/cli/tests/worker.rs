@@ -461,3 +461,42 @@ fn a_template_bomb_is_stopped_and_the_worker_keeps_serving() {
     w.send(&json!({"id": 99, "cmd": "shutdown"}));
     assert_eq!(w.next()["type"], "bye");
 }
+
+/// The window and the server render no chat template: the worker reads a model's own (or takes
+/// the one given) and renders one turn with it, thinking off and on; a template that cannot
+/// render says why, and a bomb is stopped by the template's budget in the worker, which goes on.
+#[test]
+fn the_worker_reads_and_renders_the_template_for_the_window_and_the_server() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut w = Worker::start();
+    let ask = |w: &mut Worker, id: u64, model: &std::path::Path, template: Option<&str>| {
+        w.send(&json!({"id": id, "cmd": "chat_template", "model": model, "template": template}));
+        let m = w.next();
+        assert_eq!((m["id"].as_u64(), m["type"].as_str()), (Some(id), Some("template")), "{m}");
+        m
+    };
+    // SmolLM2's own (ChatML): the turn ends with the assistant's turn opened.
+    let own = ask(&mut w, 1, &model(SMOLLM2), None);
+    assert!(own["template"].as_str().unwrap().contains("<|im_start|>"), "{own}");
+    for g in own["greeting"].as_array().unwrap() {
+        assert!(g.as_str().unwrap().ends_with("<|im_start|>assistant\n"), "{own}");
+    }
+    assert!(own.get("render_error").is_none(), "{own}");
+    // A given template that opens the thinking block unless thinking is off.
+    let opens = "{{ messages[0].content }}{% if enable_thinking is false %}<think>\n\n</think>\n\n{% else %}<think>\n{% endif %}";
+    let given = ask(&mut w, 2, &model(SMOLLM2), Some(opens));
+    assert_eq!(given["template"], opens);
+    assert_eq!(given["greeting"], json!(["Hello<think>\n\n</think>\n\n", "Hello<think>\n"]), "{given}");
+    // A template that cannot render, given or in the file: none rendered, and why.
+    let broken = ask(&mut w, 3, &model(SMOLLM2), Some("{% for %}"));
+    assert_eq!(broken["greeting"], json!([null, null]), "{broken}");
+    assert!(!broken["render_error"].as_str().unwrap().is_empty(), "{broken}");
+    let bomb = "{% for i in range(100000) %}{% for j in range(100000) %}{{ '' }}{% endfor %}{% endfor %}";
+    let m = ask(&mut w, 4, &with_template(dir.path(), bomb), None);
+    assert_eq!(m["template"].as_str().map(|t| t.starts_with(bomb)), Some(true), "{m}");
+    assert!(m["render_error"].as_str().unwrap().contains("more work"), "{m}");
+    w.send(&json!({"id": 5, "cmd": "ping"}));
+    assert_eq!(w.next()["type"], "pong");
+    w.send(&json!({"id": 6, "cmd": "shutdown"}));
+    assert_eq!(w.next()["type"], "bye");
+}

@@ -47,8 +47,27 @@ pub enum Error {
     #[error("{path}: not a usable n-gram map: {reason}")]
     InvalidNgramMap { path: PathBuf, reason: String },
 
-    #[error("llama.cpp failed: {0}")]
-    Llama(String),
+    /// llama.cpp's backends (its devices, the RPC backend) could not start or offer nothing.
+    #[error("llama.cpp's backend could not start: {reason}")]
+    Backend { reason: String },
+
+    /// llama.cpp could not make a context for a loaded model.
+    #[error("llama.cpp could not make a context: {reason}")]
+    Context { reason: String },
+
+    /// A batch llama.cpp could not decode, or a KV cache it could not move back.
+    #[error("llama.cpp could not decode: {reason}")]
+    Decode { reason: String },
+
+    /// One of llama.cpp's own drafters (`kind`: its `--spec-type` name) that could not start, or
+    /// failed; `reason` completes "llama.cpp's {kind} drafter …".
+    #[error("llama.cpp's {kind} drafter {reason}")]
+    Drafter { kind: &'static str, reason: String },
+
+    /// A model whose vocabulary the constraint engine cannot read (`response_format`, a tool
+    /// call's grammar).
+    #[error("constraints cannot run on this model: {reason}")]
+    Constraint { reason: String },
 
     /// A server of this machine's (`draftlab rpc-server`) that cannot listen where it was asked.
     #[error("cannot serve on {endpoint}: {reason}")]
@@ -187,7 +206,11 @@ impl Error {
             Error::ContextTooLong { .. } => ErrorCode::ContextTooLong,
             Error::Load { .. } => ErrorCode::LoadFailed,
             Error::InvalidNgramMap { .. } => ErrorCode::InvalidNgramMap,
-            Error::Llama(_) => ErrorCode::Llama,
+            Error::Backend { .. }
+            | Error::Context { .. }
+            | Error::Decode { .. }
+            | Error::Drafter { .. }
+            | Error::Constraint { .. } => ErrorCode::Llama,
             Error::Listen { .. } => ErrorCode::Io,
             Error::Bug(_) => ErrorCode::Internal,
             Error::Chart(_) => ErrorCode::ChartFailed,
@@ -211,7 +234,11 @@ impl Error {
             Error::ContextTooLong { .. } => "Shorten the conversation (drop its oldest turns), ask for a shorter answer, or raise the context size.",
             Error::Load { .. } => "The file may use an architecture this llama.cpp does not know; update Draftlab or pick another model. llama.cpp's own reason: run the CLI with --verbose, or see logs/engine.log in the app data folder.",
             Error::InvalidNgramMap { .. } => "Build the map again with this target's tokenizer: `draftlab ngram build --model TARGET.gguf --out MAP INPUTS…`.",
-            Error::Llama(_) => "Try a smaller context or batch; if it persists, report it with the model name.",
+            Error::Backend { .. } => "Install Draftlab again (its llama.cpp libraries may be missing, or built for another machine); with --rpc, check the remote machines.",
+            Error::Context { .. } => "Use a smaller context or batch, or fewer GPU layers (--gpu-layers), or close other programs.",
+            Error::Decode { .. } => "Try a smaller context or batch; if it persists, report it with the model name.",
+            Error::Drafter { .. } => "Use another strategy (`auto` picks one that runs), or a drafter file made for this target.",
+            Error::Constraint { .. } => "Ask without `response_format` or a required tool call, or use another model.",
             Error::Listen { .. } => "Choose another port (another program may be using this one), or an address of this machine's.",
             Error::Bug(_) => "This is a bug in Draftlab: report it with what you ran and the engine's log (logs/engine.log in the app data folder, or the CLI's --verbose output).",
             Error::Chart(_) => "Try another size; if it persists, report it with the results file.",

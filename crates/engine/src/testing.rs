@@ -24,7 +24,8 @@ pub fn second_token_distribution(
     drafting: u64,
 ) {
     use crate::decoding::chat::{ChatInput, ChatSlot};
-    use crate::decoding::llama::{Logits, Token};
+    use crate::decoding::llama::Logits;
+    use crate::decoding::options::Token;
     use crate::decoding::report::StopReason;
     use crate::decoding::sampling::{distribution, SamplingParams};
     use crate::decoding::settings::{Mode, Settings};

@@ -12,7 +12,7 @@ use draftlab_engine::decoding::draft::ngram_cache::NgramCache;
 use draftlab_engine::decoding::draft::ngram_mod::NgramMod;
 use draftlab_engine::decoding::draft::prompt_lookup::{LookupConfig, PromptLookup};
 use draftlab_engine::decoding::draft::{Drafter, Strategy};
-use draftlab_engine::decoding::llama::Token;
+use draftlab_engine::decoding::options::Token;
 use draftlab_engine::decoding::replay::{replay, Replayed};
 use draftlab_engine::decoding::settings::{Mode, Settings, ValidSettings};
 use draftlab_engine::measuring::bench::copy_bound;

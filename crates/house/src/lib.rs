@@ -12,8 +12,9 @@
 //!   tangled. A submodule's uses count as its room's: `llama/model.rs` using `grammar` while
 //!   `grammar` uses `llama` is a cycle.
 //! - **Outside bytes in the worker.** The readers of files a user or a download put on disk (GGUF
-//!   headers, the scan of model folders) are named nowhere in the app's window code: the engine
-//!   worker reads them for it, so a header that is a bomb costs a worker, never the window.
+//!   headers, the scan of model folders) and the chat-template renderer are named nowhere in the
+//!   app's window code or the local server ([`WORKER_ONLY`]): the engine worker reads and renders
+//!   for them, so a header or a template that is a bomb costs a worker, never the window.
 //!
 //! Every `use` tree (groups, `self`, `super`, globs, renames) and `extern crate`, every path in code
 //! and every path in a macro call's tokens counts; comments, doc comments and strings do not. A
@@ -290,6 +291,10 @@ impl<'ast> Visit<'ast> for Refs {
         visit::visit_path(self, p);
     }
 
+    /// `pub(crate)`, `pub(super)`, `pub(in path)` say who may see an item: they name no module it
+    /// uses.
+    fn visit_visibility(&mut self, _: &'ast syn::Visibility) {}
+
     fn visit_macro(&mut self, m: &'ast syn::Macro) {
         let mut paths = Vec::new();
         token_paths(m.tokens.clone(), &mut paths);
@@ -405,7 +410,7 @@ pub fn check(src: &Path, rules: &Rules) -> Vec<String> {
                         || written.starts_with(&format!("{p}::"))
                         || (r.glob && p.starts_with(&format!("{written}::")))
                 }) {
-                    say(format!("{rel} reads outside bytes itself ({reader}): ask the worker"));
+                    say(format!("{rel} does itself what only the worker does ({reader}): ask the worker"));
                 }
                 continue;
             }
@@ -517,6 +522,15 @@ fn cycles(edges: &BTreeMap<Vec<String>, BTreeSet<Vec<String>>>) -> Vec<Vec<Vec<S
     s.out
 }
 
+/// What only the engine worker does, never the window or the server: read outside bytes (a GGUF
+/// header, the files on disk) and render a chat template (one can be made to crash what renders it).
+pub const WORKER_ONLY: [&str; 4] = [
+    "draftlab_core::files::gguf::GgufFile",
+    "draftlab_core::files::discover::scan",
+    "draftlab_core::files::discover::describe",
+    "draftlab_core::decoding::template::render",
+];
+
 /// The workspace's crates and their rules.
 pub fn workspace(root: &Path) -> Vec<(PathBuf, Rules)> {
     let llama = vec!["llama_cpp_2", "llama_cpp_sys_2", "draftlab_engine"];
@@ -561,7 +575,29 @@ pub fn workspace(root: &Path) -> Vec<(PathBuf, Rules)> {
                 readers: vec![],
             },
         ),
-        (root.join("crates/server/src"), Rules { forbidden: llama.clone(), ..Rules::default() }),
+        (
+            root.join("crates/server/src"),
+            Rules {
+                // Words of their own at the bottom, the routes over the readers over the jobs over
+                // the answers over what they share, the router at the top.
+                layers: vec![
+                    ("words", vec!["reasoning", "stop", "tools", "log", "kept"]),
+                    ("wire", vec!["openai"]),
+                    ("errors", vec!["errors"]),
+                    ("config", vec!["config"]),
+                    ("state", vec!["state"]),
+                    ("answers", vec!["answers"]),
+                    ("jobs", vec!["jobs"]),
+                    ("readers", vec!["anthropic", "responses", "guard"]),
+                    ("routes", vec!["routes"]),
+                    ("server", vec!["lib"]),
+                ],
+                forbidden: llama.clone(),
+                ranks: true,
+                readers: WORKER_ONLY.to_vec(),
+                ..Rules::default()
+            },
+        ),
         // The fuzz targets parse outside bytes with draftlab-core's parsers: no llama.cpp to build
         // instrumented.
         (root.join("crates/fuzz/src"), Rules { forbidden: llama.clone(), ..Rules::default() }),
@@ -582,22 +618,20 @@ pub fn workspace(root: &Path) -> Vec<(PathBuf, Rules)> {
                 forbidden: llama,
                 skip: vec!["main.rs"],
                 ranks: true,
-                readers: vec![
-                    "draftlab_core::files::gguf::GgufFile",
-                    "draftlab_core::files::discover::scan",
-                    "draftlab_core::files::discover::describe",
-                ],
+                readers: WORKER_ONLY.to_vec(),
                 ..Rules::default()
             },
         ),
     ]
 }
 
-/// What the page spells itself that the engine owns: a strategy's name in a string literal, or one
-/// of the engine's limits as an input's bound (`min="16"`). The generated bindings
-/// (`lib/bindings.ts`: `STRATEGIES`, `SETTINGS`, `LIMITS`), unit tests and the fake backend are not
-/// checked. One line per finding.
-pub fn ui_literals(ui_src: &Path, strategies: &[&str], limits: &[u64]) -> Vec<String> {
+/// What the page spells itself that the engine owns: a strategy's name in a string literal or as
+/// an object's key (`{ lookup: … }`), or one of the engine's limits as an input's bound
+/// (`min="16"`, `min={16}`). A name that is also another vocabulary's word (`shared`: flash
+/// attention's `auto`, a token's source and the draft file's role, `draft`) counts as a string on
+/// a line that speaks of strategies (as a key it is the draft file's). The generated bindings (`lib/bindings.ts`: `STRATEGIES`, `SETTINGS`,
+/// `LIMITS`, …), unit tests and the fake backend are not checked. One line per finding.
+pub fn ui_literals(ui_src: &Path, strategies: &[&str], shared: &[&str], limits: &[u64]) -> Vec<String> {
     let mut files = Vec::new();
     files_under(ui_src, &["ts", "svelte"], &mut files);
     files.sort();
@@ -610,17 +644,21 @@ pub fn ui_literals(ui_src: &Path, strategies: &[&str], limits: &[u64]) -> Vec<St
         let text = std::fs::read_to_string(&f).unwrap_or_default();
         for (n, line) in text.lines().enumerate() {
             let code = line.split("//").next().unwrap_or("");
-            for s in strategies {
-                if [format!("\"{s}\""), format!("'{s}'"), format!("`{s}`")].iter().any(|q| code.contains(q.as_str())) {
+            let about_strategies = code.to_lowercase().contains("strateg");
+            for s in strategies.iter().filter(|s| about_strategies || !shared.contains(s)) {
+                let quoted =
+                    [format!("\"{s}\""), format!("'{s}'"), format!("`{s}`")].iter().any(|q| code.contains(q.as_str()));
+                if quoted || (!shared.contains(s) && is_key(code, s)) {
                     bad.push(format!("ui/src/{rel}:{}: the strategy {s:?} spelled in the page", n + 1));
                 }
             }
-            for bound in ["min=\"", "max=\""] {
+            for bound in ["min=\"", "max=\"", "min={", "max={"] {
                 let mut rest = code;
                 while let Some(i) = rest.find(bound) {
                     let after = &rest[i + bound.len()..];
-                    let value: String = after.chars().take_while(char::is_ascii_digit).collect();
-                    if value.parse::<u64>().is_ok_and(|v| limits.contains(&v)) {
+                    let value: String = after.trim_start().chars().take_while(char::is_ascii_digit).collect();
+                    let closed = after.trim_start()[value.len()..].trim_start().starts_with(['"', '}']);
+                    if closed && value.parse::<u64>().is_ok_and(|v| limits.contains(&v)) {
                         bad.push(format!("ui/src/{rel}:{}: the engine's limit {value} spelled in the page", n + 1));
                     }
                     rest = after;
@@ -629,6 +667,18 @@ pub fn ui_literals(ui_src: &Path, strategies: &[&str], limits: &[u64]) -> Vec<St
         }
     }
     bad
+}
+
+/// Whether `name` stands in `code` as an object's key or a parameter's name (`{ name: …`, `, name:`).
+fn is_key(code: &str, name: &str) -> bool {
+    let ident = |c: char| c.is_ascii_alphanumeric() || c == '_' || c == '$';
+    code.match_indices(name).any(|(i, _)| {
+        let before = code[..i].trim_end();
+        let after = code[i + name.len()..].trim_start();
+        let whole = !code[..i].ends_with(ident) && !code[i + name.len()..].starts_with(ident);
+        let opens = before.is_empty() || before.ends_with(['{', ',', '(']);
+        whole && opens && after.starts_with(':') && !after.starts_with("::")
+    })
 }
 
 /// Crates that must not depend on llama.cpp (or the crate that links it) in their manifest's

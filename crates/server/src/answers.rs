@@ -8,7 +8,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use axum::http::StatusCode;
 use draftlab_core::decoding::chat::ChatInput;
 use draftlab_core::decoding::event::{Event, TokenLogprob};
-use draftlab_core::decoding::report::{Report, StopReason};
+use draftlab_core::decoding::report::{Report, StopReason, TokenSource};
 use draftlab_core::decoding::strategy::Strategy;
 use draftlab_core::error::ErrorInfo;
 use draftlab_core::serving::client::Workers;
@@ -21,9 +21,9 @@ use crate::errors::ApiError;
 use crate::log::Served;
 use crate::openai::{CompletionTokensDetails, SpeculationUsage, Usage};
 use crate::reasoning::{self, Part, PartUsage, Split};
+use crate::state::{Counters, Endpoint, Shared};
 use crate::stop::StopFilter;
 use crate::tools::{CallPiece, CallStream, Hold, Parsed, ToolCalls};
-use crate::{Counters, Endpoint, Shared};
 
 mod logprobs;
 mod stream;
@@ -353,103 +353,15 @@ impl Answer {
                 // starts from exactly the budget's tokens.
                 Reply::Event { event: Event::Token { .. } } if self.budget_hit => {}
                 Reply::Event { event: Event::Token { text, source, strategy, logprob, .. } } => {
-                    if let (Some(list), Some(lp)) = (self.logprobs.as_mut(), logprob) {
-                        list.push(lp);
-                    }
-                    if self.budget.is_some() && self.thought.is_none() {
-                        self.raw.push_str(&text);
-                    }
-                    self.sources.push(json!({"source": source, "strategy": strategy.map(|s| s.name())}));
-                    let at = epoch_ms();
-                    let (emit, hit) = self.stop.push(&text);
-                    self.route(&emit, at, true);
-                    let over_budget = match (&self.budget, &self.split) {
-                        (Some(b), Some(s)) => s.thinking() && s.thinking_tokens() >= b.tokens,
-                        _ => false,
-                    };
-                    if hit || (over_budget && !self.budget_hit) {
-                        // The answer is complete, or its thinking reached the budget: stop
-                        // generating (the report still arrives).
-                        self.budget_hit |= over_budget;
-                        let (workers, job) = (Arc::clone(&self.guard.workers), self.guard.job);
-                        std::thread::spawn(move || workers.cancel(job));
-                    }
+                    self.token(&text, source, strategy, logprob);
                     if !self.buffered.is_empty() {
                         return self.buffered.remove(0);
                     }
                 }
                 Reply::Event { event: Event::Done { report } } => {
-                    let thinking = self.split.as_ref().is_some_and(Split::thinking);
-                    if self.budget_hit
-                        && self.budget.is_some()
-                        && thinking
-                        && !self.stop.hit()
-                        && report.stop_reason == StopReason::Cancelled
-                    {
-                        if let Err(e) = self.continue_after_thinking().await {
-                            self.guard.finished = true;
-                            return Step::Failed(e);
-                        }
-                        self.thought = Some(report);
-                        if !self.buffered.is_empty() {
-                            return self.buffered.remove(0);
-                        }
-                        continue;
+                    if let Some(step) = self.done(report).await {
+                        return step;
                     }
-                    self.guard.finished = true;
-                    self.shared.counters.served.fetch_add(1, Ordering::Relaxed);
-                    self.parts = self.parts_of(&report);
-                    let report = match self.thought.take() {
-                        Some(first) => {
-                            let kept = self.split.as_ref().map_or(0, Split::thinking_tokens);
-                            Box::new(merged(*first, *report, kept))
-                        }
-                        None => report,
-                    };
-                    if self.shared.config.log_requests {
-                        log_answer(&self.id, &report);
-                    }
-                    let mut rest = String::new();
-                    let mut tail = match self.split.as_mut() {
-                        Some(s) => {
-                            let mut v = s.push(&self.stop.finish());
-                            v.extend(s.finish());
-                            v
-                        }
-                        None => vec![(Part::Answer, self.stop.finish())],
-                    };
-                    for (part, t) in tail.drain(..) {
-                        match part {
-                            Part::Thinking if self.hide_thinking => {}
-                            Part::Thinking => self.buffered.push(Step::Thinking(t)),
-                            Part::Answer => rest.push_str(&t),
-                        }
-                    }
-                    let mut pieces = Vec::new();
-                    if self.tools.is_some() {
-                        rest = self.release(rest);
-                        pieces = self.call_pieces();
-                    }
-                    if let Some((tools, hold)) = self.tools.as_mut() {
-                        let mut out = std::mem::take(&mut rest);
-                        let (held, tail) = hold.finish();
-                        match held.then(|| read_calls(tools, &tail, &report)) {
-                            // Held text that holds no call after all (a fenced block of code).
-                            Some(Ok(p)) if p.calls.is_empty() => out.push_str(&tail),
-                            Some(calls) => self.calls = Some(calls),
-                            None => out.push_str(&tail),
-                        }
-                        rest = out;
-                    }
-                    if !rest.is_empty() {
-                        self.buffered.push(Step::Text(rest, epoch_ms()));
-                    }
-                    self.buffered.extend(pieces);
-                    let served =
-                        Served::of(&self.id, self.api_name(), &report, self.finish_reason(&report), epoch_ms());
-                    self.shared.counters.log.push(served);
-                    self.buffered.push(Step::Done(report));
-                    return self.buffered.remove(0);
                 }
                 Reply::Event { event: Event::Started { prompt_tokens, .. } } => {
                     // A continuation after the thinking's budget reads its prompt again: the
@@ -463,6 +375,111 @@ impl Answer {
                 _ => {}
             }
         }
+    }
+
+    /// A token: its log probability and source noted, its text past the stop filter routed to
+    /// the thinking, the answer or a held call; generation stopped at a stop string or at the
+    /// thinking's budget.
+    fn token(&mut self, text: &str, source: TokenSource, strategy: Option<Strategy>, logprob: Option<TokenLogprob>) {
+        if let (Some(list), Some(lp)) = (self.logprobs.as_mut(), logprob) {
+            list.push(lp);
+        }
+        if self.budget.is_some() && self.thought.is_none() {
+            self.raw.push_str(text);
+        }
+        self.sources.push(json!({"source": source, "strategy": strategy.map(|s| s.name())}));
+        let at = epoch_ms();
+        let (emit, hit) = self.stop.push(text);
+        self.route(&emit, at, true);
+        let over_budget = match (&self.budget, &self.split) {
+            (Some(b), Some(s)) => s.thinking() && s.thinking_tokens() >= b.tokens,
+            _ => false,
+        };
+        if hit || (over_budget && !self.budget_hit) {
+            // The answer is complete, or its thinking reached the budget: stop
+            // generating (the report still arrives).
+            self.budget_hit |= over_budget;
+            let (workers, job) = (Arc::clone(&self.guard.workers), self.guard.job);
+            std::thread::spawn(move || workers.cancel(job));
+        }
+    }
+
+    /// The job's report: the thinking's budget reached (the answer goes on from there, in a
+    /// second job), or the end of the answer. None: nothing to say yet.
+    async fn done(&mut self, report: Box<Report>) -> Option<Step> {
+        let thinking = self.split.as_ref().is_some_and(Split::thinking);
+        if self.budget_hit
+            && self.budget.is_some()
+            && thinking
+            && !self.stop.hit()
+            && report.stop_reason == StopReason::Cancelled
+        {
+            if let Err(e) = self.continue_after_thinking().await {
+                self.guard.finished = true;
+                return Some(Step::Failed(e));
+            }
+            self.thought = Some(report);
+            return (!self.buffered.is_empty()).then(|| self.buffered.remove(0));
+        }
+        self.guard.finished = true;
+        self.shared.counters.served.fetch_add(1, Ordering::Relaxed);
+        self.parts = self.parts_of(&report);
+        let report = match self.thought.take() {
+            Some(first) => {
+                let kept = self.split.as_ref().map_or(0, Split::thinking_tokens);
+                Box::new(merged(*first, *report, kept))
+            }
+            None => report,
+        };
+        if self.shared.config.log_requests {
+            log_answer(&self.id, &report);
+        }
+        self.release_end(&report);
+        let served = Served::of(&self.id, self.api_name(), &report, self.finish_reason(&report), epoch_ms());
+        self.shared.counters.log.push(served);
+        self.buffered.push(Step::Done(report));
+        Some(self.buffered.remove(0))
+    }
+
+    /// What the stop filter, the thinking's split and the call reader still held, as the answer's
+    /// last steps: thinking, text, and the calls read from the text held back.
+    fn release_end(&mut self, report: &Report) {
+        let mut rest = String::new();
+        let mut tail = match self.split.as_mut() {
+            Some(s) => {
+                let mut v = s.push(&self.stop.finish());
+                v.extend(s.finish());
+                v
+            }
+            None => vec![(Part::Answer, self.stop.finish())],
+        };
+        for (part, t) in tail.drain(..) {
+            match part {
+                Part::Thinking if self.hide_thinking => {}
+                Part::Thinking => self.buffered.push(Step::Thinking(t)),
+                Part::Answer => rest.push_str(&t),
+            }
+        }
+        let mut pieces = Vec::new();
+        if self.tools.is_some() {
+            rest = self.release(rest);
+            pieces = self.call_pieces();
+        }
+        if let Some((tools, hold)) = self.tools.as_mut() {
+            let mut out = std::mem::take(&mut rest);
+            let (held, tail) = hold.finish();
+            match held.then(|| read_calls(tools, &tail, report)) {
+                // Held text that holds no call after all (a fenced block of code).
+                Some(Ok(p)) if p.calls.is_empty() => out.push_str(&tail),
+                Some(calls) => self.calls = Some(calls),
+                None => out.push_str(&tail),
+            }
+            rest = out;
+        }
+        if !rest.is_empty() {
+            self.buffered.push(Step::Text(rest, epoch_ms()));
+        }
+        self.buffered.extend(pieces);
     }
 
     /// The API's route, as the request log names it.

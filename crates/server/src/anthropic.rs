@@ -11,7 +11,7 @@ use serde_json::Value;
 use crate::errors::ApiError;
 use crate::jobs::{Choice, Job, Thinking};
 use crate::openai::{Common, Extension, FunctionSpec, Stop, ToolSpec};
-use crate::Endpoint;
+use crate::state::Endpoint;
 
 /// `system`: a string or text blocks.
 #[derive(Debug, Clone, Deserialize)]
@@ -205,6 +205,35 @@ pub(crate) fn read(req: MessagesRequest, count: bool) -> Result<Job, ApiError> {
         None if count => 1,
         None => return Err(ApiError::invalid(Some("max_tokens"), "`max_tokens` is required.")),
     };
+    let messages = conversation(&req)?;
+    let (tools, choice) = tools_and_choice(&req)?;
+    let parallel = !req.tool_choice.as_ref().is_some_and(|c| c.disable_parallel_tool_use);
+    let thinking = thinking(&req)?;
+    let budget_param = req.draftlab.as_ref().and_then(|d| d.thinking_budget);
+    let thinking = Thinking { budget: thinking.budget.or(budget_param), ..thinking };
+    let shown = crate::jobs::shown_tools(&choice, tools)?;
+    let common = Common {
+        model: req.model,
+        stream: req.stream,
+        max_tokens: Some(max_tokens),
+        temperature: req.temperature,
+        top_p: req.top_p,
+        stop: req.stop_sequences.map(Stop::Many),
+        draftlab: req.draftlab,
+        ..Common::default()
+    };
+    Ok(Job {
+        input: ChatInput::Messages { messages, tools: shown, render: Default::default() },
+        common,
+        endpoint: Endpoint::Chat,
+        choice,
+        parallel,
+        thinking,
+    })
+}
+
+/// The conversation: the system prompt, then each turn (a tool's result a tool turn of its own).
+fn conversation(req: &MessagesRequest) -> Result<Vec<ChatMessage>, ApiError> {
     let mut messages = Vec::new();
     match &req.system {
         None => {}
@@ -215,61 +244,72 @@ pub(crate) fn read(req: MessagesRequest, count: bool) -> Result<Job, ApiError> {
         refuse_unread(&req.messages[last], &format!("messages[{last}]"))?;
     }
     for (i, m) in req.messages.iter().enumerate() {
-        let param = format!("messages[{i}]");
-        // A `system` message among the turns (the per-turn-control beta) is a system turn at its
-        // place: the template shows it there, or (templates that take one system message only)
-        // with the first.
-        if !matches!(m.role.as_str(), "user" | "assistant" | "system") {
-            return Err(ApiError::invalid(
-                Some(&format!("{param}.role")),
-                format!("Unsupported role `{}`: messages are user, assistant or system turns.", m.role),
-            ));
-        }
-        let blocks = match &m.content {
-            Content::Text(t) => vec![serde_json::json!({"type": "text", "text": t})],
-            Content::Blocks(b) => b.clone(),
-        };
-        let mut turn = ChatMessage::new(&m.role, "");
-        for (j, b) in blocks.iter().enumerate() {
-            let at = format!("{param}.content[{j}]");
-            match read_block(b, &at)? {
-                Read::Block(Block::Text { text }) => turn.content.push_str(&text),
-                Read::Block(Block::Thinking {} | Block::RedactedThinking {}) if m.role == "assistant" => {}
-                Read::Block(Block::ToolUse { id, name, input }) if m.role == "assistant" => {
-                    turn.tool_calls.push(ToolCall { id, name, arguments: input.to_string() })
-                }
-                // A tool's result is a tool turn of its own, where templates expect it.
-                Read::Block(Block::ToolResult { tool_use_id, content, is_error }) if m.role == "user" => {
-                    let mut text = match content {
-                        None => String::new(),
-                        Some(Content::Text(t)) => t,
-                        Some(Content::Blocks(b)) => text_of(&b, &format!("{at}.content"))?,
-                    };
-                    if is_error {
-                        text = format!("Error: {text}");
-                    }
-                    let mut result = ChatMessage::new("tool", &text);
-                    result.tool_call_id = Some(tool_use_id);
-                    messages.push(result);
-                }
-                Read::Unread(kind) => turn.content.push_str(&left_out(&kind)),
-                Read::Block(_) => {
-                    return Err(ApiError::invalid(
-                        Some(&at),
-                        "Content blocks are text, tool_use (assistant turns) and tool_result (user turns) here.",
-                    ))
-                }
-            }
-        }
-        if !turn.content.is_empty() || !turn.tool_calls.is_empty() {
-            messages.push(turn);
-        }
+        turn(m, &format!("messages[{i}]"), &mut messages)?;
     }
     if messages.iter().all(|m| m.role == "system") {
         return Err(ApiError::invalid(Some("messages"), "`messages` must hold at least one turn."));
     }
+    Ok(messages)
+}
+
+/// Turn `m` (at `param`) read onto `messages`: its text and calls, and its tools' results.
+fn turn(m: &Message, param: &str, messages: &mut Vec<ChatMessage>) -> Result<(), ApiError> {
+    // A `system` message among the turns (the per-turn-control beta) is a system turn at its
+    // place: the template shows it there, or (templates that take one system message only)
+    // with the first.
+    if !matches!(m.role.as_str(), "user" | "assistant" | "system") {
+        return Err(ApiError::invalid(
+            Some(&format!("{param}.role")),
+            format!("Unsupported role `{}`: messages are user, assistant or system turns.", m.role),
+        ));
+    }
+    let blocks = match &m.content {
+        Content::Text(t) => vec![serde_json::json!({"type": "text", "text": t})],
+        Content::Blocks(b) => b.clone(),
+    };
+    let mut turn = ChatMessage::new(&m.role, "");
+    for (j, b) in blocks.iter().enumerate() {
+        let at = format!("{param}.content[{j}]");
+        match read_block(b, &at)? {
+            Read::Block(Block::Text { text }) => turn.content.push_str(&text),
+            Read::Block(Block::Thinking {} | Block::RedactedThinking {}) if m.role == "assistant" => {}
+            Read::Block(Block::ToolUse { id, name, input }) if m.role == "assistant" => {
+                turn.tool_calls.push(ToolCall { id, name, arguments: input.to_string() })
+            }
+            // A tool's result is a tool turn of its own, where templates expect it.
+            Read::Block(Block::ToolResult { tool_use_id, content, is_error }) if m.role == "user" => {
+                let mut text = match content {
+                    None => String::new(),
+                    Some(Content::Text(t)) => t,
+                    Some(Content::Blocks(b)) => text_of(&b, &format!("{at}.content"))?,
+                };
+                if is_error {
+                    text = format!("Error: {text}");
+                }
+                let mut result = ChatMessage::new("tool", &text);
+                result.tool_call_id = Some(tool_use_id);
+                messages.push(result);
+            }
+            Read::Unread(kind) => turn.content.push_str(&left_out(&kind)),
+            Read::Block(_) => {
+                return Err(ApiError::invalid(
+                    Some(&at),
+                    "Content blocks are text, tool_use (assistant turns) and tool_result (user turns) here.",
+                ))
+            }
+        }
+    }
+    if !turn.content.is_empty() || !turn.tool_calls.is_empty() {
+        messages.push(turn);
+    }
+    Ok(())
+}
+
+/// The client's own tools (Anthropic's server tools are not shown) and which the model may call.
+fn tools_and_choice(req: &MessagesRequest) -> Result<(Vec<draftlab_core::decoding::template::Tool>, Choice), ApiError> {
     let specs: Vec<ToolSpec> = req
         .tools
+        .clone()
         .unwrap_or_default()
         .into_iter()
         .filter(|t| t.kind.as_deref().is_none_or(|k| k == "custom"))
@@ -297,8 +337,12 @@ pub(crate) fn read(req: MessagesRequest, count: bool) -> Result<Job, ApiError> {
             }
         },
     };
-    let parallel = !req.tool_choice.as_ref().is_some_and(|c| c.disable_parallel_tool_use);
-    let thinking = match &req.thinking {
+    Ok((tools, choice))
+}
+
+/// The thinking asked for: on with a budget, the model's choice, or off; shown or omitted.
+fn thinking(req: &MessagesRequest) -> Result<Thinking, ApiError> {
+    Ok(match &req.thinking {
         None => Thinking::default(),
         Some(t) => {
             let shown = match t.display.as_deref() {
@@ -327,27 +371,6 @@ pub(crate) fn read(req: MessagesRequest, count: bool) -> Result<Job, ApiError> {
             };
             Thinking { hidden: !shown, ..asked }
         }
-    };
-    let budget_param = req.draftlab.as_ref().and_then(|d| d.thinking_budget);
-    let thinking = Thinking { budget: thinking.budget.or(budget_param), ..thinking };
-    let shown = crate::jobs::shown_tools(&choice, tools)?;
-    let common = Common {
-        model: req.model,
-        stream: req.stream,
-        max_tokens: Some(max_tokens),
-        temperature: req.temperature,
-        top_p: req.top_p,
-        stop: req.stop_sequences.map(Stop::Many),
-        draftlab: req.draftlab,
-        ..Common::default()
-    };
-    Ok(Job {
-        input: ChatInput::Messages { messages, tools: shown, render: Default::default() },
-        common,
-        endpoint: Endpoint::Chat,
-        choice,
-        parallel,
-        thinking,
     })
 }
 

@@ -12,7 +12,7 @@
 //! answer starts inside it, and the server knows that from rendering the template once.
 
 use draftlab_core::decoding::report::{Decision, RoundRecord};
-use draftlab_core::decoding::template::{self, ChatMessage, TemplateVars};
+use draftlab_core::serving::client::TemplateFacts;
 use serde::{Deserialize, Serialize};
 
 /// The tags a model thinks between.
@@ -49,15 +49,12 @@ impl Tags {
 }
 
 /// A reasoning model's tags, and whether its template leaves the answer inside the thinking block
-/// with thinking off and on (`[false, true]`; rendered once for a one-line conversation).
-pub fn thinking_of(template: &str) -> Option<(Tags, [bool; 2])> {
-    let tags = Tags::of_template(template)?;
-    let opened = |on: bool| {
-        let mut vars = TemplateVars::new("", "", false);
-        vars.enable_thinking = on;
-        template::render(template, &[ChatMessage::new("user", "Hello")], &vars).is_ok_and(|p| tags.opened_by(&p))
-    };
-    Some((tags, [opened(false), opened(true)]))
+/// with thinking off and on (`[false, true]`): from the template's text, and the one turn the
+/// worker rendered with it ([`TemplateFacts::greeting`]).
+pub fn thinking_of(facts: &TemplateFacts) -> Option<(Tags, [bool; 2])> {
+    let tags = Tags::of_template(facts.template.as_deref()?)?;
+    let opened = |i: usize| facts.greeting[i].as_deref().is_some_and(|p| tags.opened_by(p));
+    Some((tags, [opened(0), opened(1)]))
 }
 
 /// Which part of the answer a text belongs to.
@@ -264,9 +261,18 @@ mod tests {
         assert_eq!(Tags::of_template("<|turn>model\n<|channel>thought\n<channel|>"), Some(Tags::GEMMA4));
         assert!(Tags::THINK.opened_by("<|im_start|>assistant\n<think>\n"));
         assert!(!Tags::THINK.opened_by("<|im_start|>assistant\n<think>\n\n</think>\n\n"));
-        let opens = "{{ messages[0].content }}{% if enable_thinking is false %}<think>\n\n</think>\n\n{% else %}<think>\n{% endif %}";
-        assert_eq!(thinking_of(opens), Some((Tags::THINK, [false, true])));
-        assert_eq!(thinking_of("{{ messages[0].content }}</think>"), Some((Tags::THINK, [false, false])));
+        // The worker's renders of one turn, thinking off and on, of a template that opens the block.
+        let facts = |template: &str, off: &str, on: &str| TemplateFacts {
+            template: Some(template.into()),
+            greeting: [Some(off.into()), Some(on.into())],
+            render_error: None,
+        };
+        let opens = facts("…</think>…", "Hello<think>\n\n</think>\n\n", "Hello<think>\n");
+        assert_eq!(thinking_of(&opens), Some((Tags::THINK, [false, true])));
+        assert_eq!(thinking_of(&facts("…</think>", "Hello", "Hello")), Some((Tags::THINK, [false, false])));
+        let unrendered = TemplateFacts { greeting: [None, None], ..opens };
+        assert_eq!(thinking_of(&unrendered), Some((Tags::THINK, [false, false])));
+        assert_eq!(thinking_of(&TemplateFacts::default()), None);
     }
 
     #[test]

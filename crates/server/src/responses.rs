@@ -6,12 +6,12 @@
 //!
 //! **Kept responses.** A response made with `store` (the API's default) is kept in memory, the
 //! conversation it ended, so a later request may name it in `previous_response_id` and send only
-//! what is new. At most [`KEPT`] responses and [`KEPT_BYTES`] of their text are kept, the oldest
+//! what is new. At most [`KEPT`] responses and [`KEPT_BYTES`](crate::kept::KEPT_BYTES) of their text are
+//! kept, the oldest
 //! dropped first; a request naming one that is not kept (never made here, made with `store:
 //! false`, dropped, or from before a restart) is refused, saying so. Codex sends `store: false` and
 //! the whole conversation each time: nothing is kept for it.
 
-use std::collections::VecDeque;
 use std::sync::Mutex;
 
 use draftlab_core::decoding::chat::ChatInput;
@@ -21,15 +21,11 @@ use serde_json::{json, Value};
 
 use crate::errors::ApiError;
 use crate::jobs::{Choice, Job, Thinking};
+use crate::kept::{Kept, KEPT};
 use crate::openai::{Common, Extension, FunctionSpec, JsonSchemaFormat, ResponseFormat, ToolSpec};
-use crate::Endpoint;
+use crate::state::Endpoint;
 
 mod write;
-
-/// The most responses kept for `previous_response_id`.
-pub const KEPT: usize = 256;
-/// The most bytes of conversation they keep in all.
-pub const KEPT_BYTES: usize = 64 << 20;
 
 /// `input`: a text (one user message) or a list of items.
 #[derive(Debug, Clone, Deserialize)]
@@ -117,32 +113,6 @@ pub(crate) struct Echo {
     /// The conversation so far (without `instructions`, which a later request gives anew), kept
     /// with the answer when `store`.
     keep: Option<Vec<ChatMessage>>,
-}
-
-/// Kept conversations by response id, oldest first.
-#[derive(Default)]
-pub(crate) struct Kept {
-    entries: VecDeque<(String, Vec<ChatMessage>, usize)>,
-    bytes: usize,
-}
-
-impl Kept {
-    fn get(&self, id: &str) -> Option<Vec<ChatMessage>> {
-        self.entries.iter().find(|(k, _, _)| k == id).map(|(_, m, _)| m.clone())
-    }
-
-    fn put(&mut self, id: String, messages: Vec<ChatMessage>) {
-        let size: usize = messages.iter().flat_map(ChatMessage::texts).map(str::len).sum::<usize>() + 64;
-        if size > KEPT_BYTES {
-            return;
-        }
-        while self.entries.len() >= KEPT || self.bytes + size > KEPT_BYTES {
-            let Some((_, _, n)) = self.entries.pop_front() else { break };
-            self.bytes -= n;
-        }
-        self.bytes += size;
-        self.entries.push_back((id, messages, size));
-    }
 }
 
 /// The text of a message's content: a string, or parts (`input_text`, `output_text`, `text`,
@@ -295,22 +265,7 @@ fn response_format(text: Option<&Text>) -> Result<Option<ResponseFormat>, ApiErr
 
 /// A Responses request as the server's job, and what its response echoes.
 pub(crate) fn read(req: ResponsesRequest, kept: &Mutex<Kept>) -> Result<(Job, Echo), ApiError> {
-    let mut messages = match &req.previous_response_id {
-        None => Vec::new(),
-        Some(id) => kept.lock().unwrap_or_else(|e| e.into_inner()).get(id).ok_or_else(|| {
-            ApiError::new(
-                axum::http::StatusCode::NOT_FOUND,
-                "invalid_request_error",
-                Some("previous_response_not_found"),
-                Some("previous_response_id"),
-                format!(
-                    "Previous response with id '{id}' not found: this server keeps responses made with `store` (the \
-                     default) in memory, the latest {KEPT}, until it stops. Send the whole conversation in `input` \
-                     instead."
-                ),
-            )
-        })?,
-    };
+    let mut messages = previous(req.previous_response_id.as_deref(), kept)?;
     match &req.input {
         None if req.previous_response_id.is_none() => {
             return Err(ApiError::invalid(Some("input"), "`input` is required."))
@@ -328,37 +283,9 @@ pub(crate) fn read(req: ResponsesRequest, kept: &Mutex<Kept>) -> Result<(Job, Ec
     }
     let given_tools = req.tools.clone().unwrap_or_default();
     let tools = crate::jobs::tool_specs(&function_tools(&given_tools)?)?;
-    let choice = match &req.tool_choice {
-        None if tools.is_empty() => Choice::None,
-        None => Choice::Auto,
-        Some(Value::String(_)) if tools.is_empty() => Choice::None,
-        Some(Value::String(m)) => Choice::of_mode(m)?,
-        Some(v) if v.get("type").and_then(Value::as_str) == Some("function") => {
-            let name = v.get("name").and_then(Value::as_str).unwrap_or_default();
-            if !tools.iter().any(|t| t.name == name) {
-                return Err(ApiError::invalid(
-                    Some("tool_choice"),
-                    format!("`tool_choice` names `{name}`, which is not one of the function tools."),
-                ));
-            }
-            Choice::Named(name.to_string())
-        }
-        // `allowed_tools` and hosted tools' choices: the model may call what it is shown.
-        Some(_) if tools.is_empty() => Choice::None,
-        Some(_) => Choice::Auto,
-    };
+    let choice = choice(req.tool_choice.as_ref(), &tools)?;
     let parallel = req.parallel_tool_calls.unwrap_or(true);
-    let thinking = match req.reasoning.as_ref().and_then(|r| r.effort.as_deref()) {
-        None => Thinking::default(),
-        Some("none") => Thinking { enable: Some(false), ..Thinking::default() },
-        Some("minimal" | "low" | "medium" | "high" | "xhigh") => Thinking { enable: Some(true), ..Thinking::default() },
-        Some(other) => {
-            return Err(ApiError::invalid(
-                Some("reasoning.effort"),
-                format!("`reasoning.effort` is `{other}`: give none, minimal, low, medium, high or xhigh."),
-            ))
-        }
-    };
+    let thinking = thinking(req.reasoning.as_ref().and_then(|r| r.effort.as_deref()))?;
     let shown_tools = crate::jobs::shown_tools(&choice, tools)?;
     let logprobs =
         req.include.iter().flatten().any(|i| i == INCLUDE_LOGPROBS) || req.top_logprobs.is_some_and(|n| n > 0);
@@ -398,6 +325,65 @@ pub(crate) fn read(req: ResponsesRequest, kept: &Mutex<Kept>) -> Result<(Job, Ec
         thinking,
     };
     Ok((job, echo))
+}
+
+/// The conversation a kept response ended (none without `previous_response_id`), or why it cannot
+/// be continued.
+fn previous(id: Option<&str>, kept: &Mutex<Kept>) -> Result<Vec<ChatMessage>, ApiError> {
+    Ok(match id {
+        None => Vec::new(),
+        Some(id) => kept.lock().unwrap_or_else(|e| e.into_inner()).get(id).ok_or_else(|| {
+            ApiError::new(
+                axum::http::StatusCode::NOT_FOUND,
+                "invalid_request_error",
+                Some("previous_response_not_found"),
+                Some("previous_response_id"),
+                format!(
+                    "Previous response with id '{id}' not found: this server keeps responses made with `store` (the \
+                     default) in memory, the latest {KEPT}, until it stops. Send the whole conversation in `input` \
+                     instead."
+                ),
+            )
+        })?,
+    })
+}
+
+/// Which tool the model may call: `tool_choice` over the function tools given.
+fn choice(given: Option<&Value>, tools: &[draftlab_core::decoding::template::Tool]) -> Result<Choice, ApiError> {
+    Ok(match given {
+        None if tools.is_empty() => Choice::None,
+        None => Choice::Auto,
+        Some(Value::String(_)) if tools.is_empty() => Choice::None,
+        Some(Value::String(m)) => Choice::of_mode(m)?,
+        Some(v) if v.get("type").and_then(Value::as_str) == Some("function") => {
+            let name = v.get("name").and_then(Value::as_str).unwrap_or_default();
+            if !tools.iter().any(|t| t.name == name) {
+                return Err(ApiError::invalid(
+                    Some("tool_choice"),
+                    format!("`tool_choice` names `{name}`, which is not one of the function tools."),
+                ));
+            }
+            Choice::Named(name.to_string())
+        }
+        // `allowed_tools` and hosted tools' choices: the model may call what it is shown.
+        Some(_) if tools.is_empty() => Choice::None,
+        Some(_) => Choice::Auto,
+    })
+}
+
+/// The thinking `reasoning.effort` asks for.
+fn thinking(effort: Option<&str>) -> Result<Thinking, ApiError> {
+    Ok(match effort {
+        None => Thinking::default(),
+        Some("none") => Thinking { enable: Some(false), ..Thinking::default() },
+        Some("minimal" | "low" | "medium" | "high" | "xhigh") => Thinking { enable: Some(true), ..Thinking::default() },
+        Some(other) => {
+            return Err(ApiError::invalid(
+                Some("reasoning.effort"),
+                format!("`reasoning.effort` is `{other}`: give none, minimal, low, medium, high or xhigh."),
+            ))
+        }
+    })
 }
 
 #[cfg(test)]
@@ -493,12 +479,6 @@ mod tests {
         assert_eq!(contents, ["Answer briefly.", "My name is Ada.", "Hello Ada.", "What is my name?"]);
         // What is kept next has no instructions: a later request gives its own.
         assert_eq!(echo.keep.unwrap().len(), 3);
-        let mut k = Kept::default();
-        for i in 0..KEPT + 3 {
-            k.put(format!("r{i}"), vec![ChatMessage::new("user", "x")]);
-        }
-        assert_eq!(k.entries.len(), KEPT);
-        assert!(k.get("r0").is_none() && k.get(&format!("r{}", KEPT + 2)).is_some());
     }
 
     #[test]

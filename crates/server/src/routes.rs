@@ -15,10 +15,11 @@ use draftlab_core::error::ErrorInfo;
 use draftlab_core::ErrorCode;
 use serde_json::{json, Value};
 
+use crate::config::BODY_TIMEOUT;
 use crate::errors::ApiError;
 use crate::jobs::{Choice, Job, Thinking};
 use crate::openai::{ChatRequest, Common, CompletionRequest, Content, Message, Prompt, ToolChoice};
-use crate::{Endpoint, Shared, BODY_TIMEOUT};
+use crate::state::{Endpoint, Shared};
 use http_body_util::BodyExt as _;
 
 pub(crate) async fn not_found() -> ApiError {

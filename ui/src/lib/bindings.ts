@@ -411,6 +411,16 @@ limit: number, limit_reason: string, verdict: MemoryVerdict, };
 
 export type DrafterKind = "mtp-head" | "eagle3" | "dflash" | "dspark";
 
+export type DrafterKindInfo = { kind: DrafterKind, 
+/**
+ * Its short name ("MTP head").
+ */
+label: string, 
+/**
+ * Draftlab's strategy for it.
+ */
+strategy: string, };
+
 export type VocabSummary = { 
 /**
  * `tokenizer.ggml.model` as written in the file (`gpt2`, `llama`, …).
@@ -676,6 +686,8 @@ adaptive: boolean,
  * Placement and cache setups to compare (a grid dimension); empty: the one in `settings`.
  */
 variants: Array<Variant>, };
+
+export type SweepDefaults = { n_drafts: Array<number>, reps: number, warmup: number, };
 
 export type CellKey = { target: number, 
 /**
@@ -1698,3 +1710,48 @@ export const SETTINGS: SettingInfo[] = [
     "flag": "--kind"
   }
 ];
+
+export const FLASH_ATTN_MODES: FlashAttn[] = [
+  "auto",
+  "on",
+  "off"
+];
+
+export const KV_TYPES: KvType[] = [
+  "f16",
+  "q8_0",
+  "q4_0"
+];
+
+export const DRAFTER_KINDS: DrafterKindInfo[] = [
+  {
+    "kind": "mtp-head",
+    "label": "MTP head",
+    "strategy": "mtp"
+  },
+  {
+    "kind": "eagle3",
+    "label": "EAGLE-3 head",
+    "strategy": "eagle3"
+  },
+  {
+    "kind": "dflash",
+    "label": "DFlash drafter",
+    "strategy": "dflash"
+  },
+  {
+    "kind": "dspark",
+    "label": "DSpark drafter",
+    "strategy": "dspark"
+  }
+];
+
+export const SWEEP_DEFAULTS: SweepDefaults = {
+  "n_drafts": [
+    2,
+    4,
+    8
+  ],
+  "reps": 3,
+  "warmup": 1
+};

@@ -1,8 +1,12 @@
 // The model picker's logic (tested without Tauri): models shown as things (name, family, size,
 // quantisation, kind) rather than paths, and the one searchable list every view picks from.
+import { DRAFTER_KINDS } from "./bindings";
 import type { CatalogEntry, DrafterKind, FoundModel, MemoryVerdict, ModelSummary, Source, VocabGroup } from "./types";
 
-const DRAFTER: Record<DrafterKind, string> = { "mtp-head": "MTP head", eagle3: "EAGLE-3 head", dflash: "DFlash drafter", dspark: "DSpark drafter" };
+/// A drafter kind's short name, as the engine names it.
+export function drafterLabel(kind: DrafterKind): string {
+  return DRAFTER_KINDS.find((k) => k.kind === kind)?.label ?? kind;
+}
 const SOURCE: Record<Source, string> = { hugging_face: "Hugging Face", lm_studio: "LM Studio", ollama: "Ollama", folder: "folder" };
 
 /// The file's name without its folders and `.gguf` (either separator: paths may come from Windows).
@@ -25,7 +29,7 @@ export function sizeText(bytes: number): string {
 /// What the file is for: a drafter head of some kind, a model with its own MTP layers, or a model.
 export function kindText(s: ModelSummary | null | undefined): string {
   if (!s) return "";
-  if (s.drafter) return DRAFTER[s.drafter];
+  if (s.drafter) return drafterLabel(s.drafter);
   if (s.mtp_layers) return "model with MTP layers";
   return "model";
 }
@@ -110,7 +114,7 @@ export function pickerItems(query: string, src: PickSources): PickItem[] {
     const m = e.model;
     if (m.files.some((f) => onDiskFiles.has(fileName(f.file).toLowerCase()))) continue;
     const size = m.files[0]?.size ?? 0;
-    const detail = [m.family_name, paramsText(m.params), m.files[0]?.quant ?? "", m.drafter ? DRAFTER[m.drafter] : "", size ? `download ${sizeText(size)}` : ""];
+    const detail = [m.family_name, paramsText(m.params), m.files[0]?.quant ?? "", m.drafter ? drafterLabel(m.drafter) : "", size ? `download ${sizeText(size)}` : ""];
     items.push({
       key: `catalog:${m.id}`, section: "catalog", path: null, name: m.id, detail: detail.filter(Boolean).join(" · "), missing: false,
       catalog: { id: m.id }, fit: e.fit.verdict,

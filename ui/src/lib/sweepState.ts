@@ -114,11 +114,12 @@ export function parseLengths(text: string): number[] | null {
 /// the draft alike) × every chosen draft placement. One setup (the defaults) is no dimension: [].
 export function sweepVariants(kv: KvType[], draftOnCpu: boolean[]): Variant[] {
   if (kv.length === 0 || draftOnCpu.length === 0) return [];
-  if (kv.length === 1 && kv[0] === "f16" && draftOnCpu.length === 1 && !draftOnCpu[0]) return [];
+  const d = LIMITS.defaults;
+  if (kv.length === 1 && kv[0] === d.cache_type && draftOnCpu.length === 1 && !draftOnCpu[0]) return [];
   return kv.flatMap((k) => draftOnCpu.map((cpu) => ({
     cache_type: k, draft_cache_type: k,
     draft_gpu_layers: cpu ? { count: 0 } : null,
-    flash_attn: "auto" as const,
+    flash_attn: d.flash_attn,
   })));
 }
 

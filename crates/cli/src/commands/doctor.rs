@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use draftlab_engine::decoding::llama::{kv_scale, GpuLayers, KvType};
+use draftlab_engine::decoding::options::{kv_scale, GpuLayers, KvType};
 use draftlab_engine::files::doctor::{self, Verdict};
 use draftlab_engine::files::gguf::GgufFile;
 use draftlab_engine::setting::Setting;

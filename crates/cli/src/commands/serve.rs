@@ -70,6 +70,9 @@ pub(crate) fn serve_cmd(args: ServeArgs) -> anyhow::Result<ExitCode> {
     };
     // Bounds before anything loads.
     config.validate().map_err(|e| Error::InvalidSettings(format!("{} ({})", e.message, e.hint)))?;
+    // A template file that cannot render one turn (the worker renders it) is refused here too.
+    draftlab_server::template_facts(&config, &workers)
+        .map_err(|e| Error::InvalidSettings(format!("{} ({})", e.message, e.hint)))?;
     let (model, slots) = (config.model_id(), config.slots);
     warm_up(&workers, &config)?;
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;

@@ -4,7 +4,7 @@ use std::process::ExitCode;
 use std::sync::atomic::AtomicBool;
 
 use draftlab_engine::decoding::draft::Strategy;
-use draftlab_engine::decoding::llama::{FlashAttn, GpuLayers, KvType};
+use draftlab_engine::decoding::options::{FlashAttn, GpuLayers, KvType};
 use draftlab_engine::decoding::settings::{Mode, Settings};
 use draftlab_engine::job::Job;
 use draftlab_engine::measuring::charts;

@@ -83,6 +83,9 @@ pub enum FlashAttn {
 }
 
 impl FlashAttn {
+    /// Every choice, the default first (`FLASH_ATTN` in the page's bindings).
+    pub const ALL: [FlashAttn; 3] = [FlashAttn::Auto, FlashAttn::On, FlashAttn::Off];
+
     /// The name llama.cpp's `-fa` takes.
     pub fn name(self) -> &'static str {
         match self {
@@ -105,11 +108,9 @@ impl FlashAttn {
 impl std::str::FromStr for FlashAttn {
     type Err = Error;
     fn from_str(s: &str) -> Result<Self> {
-        [FlashAttn::Auto, FlashAttn::On, FlashAttn::Off].into_iter().find(|f| f.name() == s).ok_or_else(|| {
-            Error::InvalidSetting {
-                setting: Setting::FlashAttn,
-                reason: format!("is {s:?}, but must be auto, on or off"),
-            }
+        FlashAttn::ALL.into_iter().find(|f| f.name() == s).ok_or_else(|| Error::InvalidSetting {
+            setting: Setting::FlashAttn,
+            reason: format!("is {s:?}, but must be auto, on or off"),
         })
     }
 }
@@ -128,6 +129,9 @@ pub enum KvType {
 }
 
 impl KvType {
+    /// Every type, the default first (`KV_TYPES` in the page's bindings).
+    pub const ALL: [KvType; 3] = [KvType::F16, KvType::Q8_0, KvType::Q4_0];
+
     /// The name llama.cpp's `-ctk`/`-ctv` take.
     pub fn name(self) -> &'static str {
         match self {
@@ -150,8 +154,9 @@ impl KvType {
 impl KvType {
     /// The type named `s` (`f16`, `q8_0`, `q4_0`) for `setting` (`cache_type` or `draft_cache_type`).
     pub fn parse(setting: Setting, s: &str) -> Result<KvType> {
-        [KvType::F16, KvType::Q8_0, KvType::Q4_0].into_iter().find(|t| t.name() == s).ok_or_else(|| {
-            Error::InvalidSetting { setting, reason: format!("is {s:?}, but must be f16, q8_0 or q4_0") }
+        KvType::ALL.into_iter().find(|t| t.name() == s).ok_or_else(|| Error::InvalidSetting {
+            setting,
+            reason: format!("is {s:?}, but must be f16, q8_0 or q4_0"),
         })
     }
 }

@@ -11,6 +11,8 @@ use crate::error::{Error, Result};
 use crate::files::gguf::ggml_type_layout;
 use crate::files::memory::Footprint;
 
+mod plan;
+
 /// A model's shape, as its `config.json` (or GGUF metadata) states it.
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -228,196 +230,7 @@ impl Arch {
     /// MXFP4_MOE, F16), with their types.
     pub fn tensors<'a>(&self, quant: impl Into<Quantisation<'a>>) -> Result<Vec<PlannedTensor>> {
         let quant = quant.into();
-        let recipe = Recipe::of(quant.name, quant.pure)?;
-        let n = self.layers;
-        let gemma4 = self.global.is_some();
-        let mut out = Vec::new();
-        let mut push = |name: String, dims: Vec<u64>, ty: u32| out.push(PlannedTensor { name, dims, ggml_type: ty });
-        // A latent-attention model's output matrix is Q8_0 in a mixed quantisation (as attn_k_b).
-        let output_type = if self.mla.is_some() && recipe.mixed() { Q8_0 } else { recipe.output(self.embd) };
-        push(
-            "token_embd.weight".into(),
-            vec![self.embd, self.vocab],
-            if recipe.pure {
-                Q8_0
-            } else if self.tied_embeddings {
-                output_type
-            } else {
-                recipe.fallback(recipe.base, self.embd)
-            },
-        );
-        if self.per_layer_input > 0 {
-            // Per-layer embeddings: looked up like the token embeddings (the output type in a
-            // mixed file, the base type in a pure one); their projection is never quantised.
-            let width = self.per_layer_input * n;
-            let ty = if recipe.pure { recipe.base } else { output_type };
-            push("per_layer_token_embd.weight".into(), vec![width, self.vocab], recipe.fallback(ty, width));
-            push("per_layer_model_proj.weight".into(), vec![self.embd, width], F16);
-            push("per_layer_proj_norm.weight".into(), vec![self.per_layer_input], F32);
-        }
-        // llama-quantize counts every block, the multi-token-prediction ones included.
-        let all = n + self.mtp_layers;
-        let base = |cols: u64| recipe.fallback(recipe.base, cols);
-        for i in 0..all {
-            let b = |s: &str| format!("blk.{i}.{s}");
-            push(b("attn_norm.weight"), vec![self.embd], F32);
-            let linear = self.linear.as_ref().filter(|l| i < n && !(i + 1).is_multiple_of(l.full_every.max(1)));
-            match (linear, &self.mla) {
-                (Some(l), _) => {
-                    // Gated DeltaNet: a fused q/k/v projection (quantised like attn_v), a gate, the
-                    // convolution (never quantised), decay and mixing vectors, the output.
-                    let value = l.v_heads * l.head_dim;
-                    push(
-                        b("attn_qkv.weight"),
-                        vec![self.embd, l.conv_dim()],
-                        recipe.fallback(recipe.attn_v(i, all, self), self.embd),
-                    );
-                    push(b("attn_gate.weight"), vec![self.embd, value], base(self.embd));
-                    push(b("ssm_conv1d.weight"), vec![l.conv, l.conv_dim()], F32);
-                    push(b("ssm_dt.bias"), vec![l.v_heads], F32);
-                    push(b("ssm_a"), vec![l.v_heads], F32);
-                    push(b("ssm_beta.weight"), vec![self.embd, l.v_heads], base(self.embd));
-                    push(b("ssm_alpha.weight"), vec![self.embd, l.v_heads], base(self.embd));
-                    push(b("ssm_norm.weight"), vec![l.head_dim], F32);
-                    // The output of the linear attention: one type above the base in the
-                    // published Qwen3.5 K-quant files (fitted, not read from llama-quantize: it
-                    // brings all five stated Q4_K_M and Q6_K sizes from 0.6–1.7 % under to
-                    // within 0.15 %; the test of stated sizes checks it).
-                    push(b("ssm_out.weight"), vec![value, self.embd], recipe.fallback(recipe.one_up(), value));
-                }
-                (None, Some(m)) => {
-                    // Latent attention: low-rank queries, one compressed KV projection (with the
-                    // rotary part), and per-head matrices that expand it into K and V.
-                    push(b("attn_q_a.weight"), vec![self.embd, m.q_lora], base(self.embd));
-                    push(b("attn_q_a_norm.weight"), vec![m.q_lora], F32);
-                    push(b("attn_q_b.weight"), vec![m.q_lora, self.heads * (m.nope + m.rope)], base(m.q_lora));
-                    push(b("attn_kv_a_mqa.weight"), vec![self.embd, m.kv_lora + m.rope], base(self.embd));
-                    push(b("attn_kv_a_norm.weight"), vec![m.kv_lora], F32);
-                    // Q8_0 in a mixed quantisation (read from the header of ggml-org's GLM-4.7-Flash
-                    // Q4_K_M file; the stated-size test checks it).
-                    let k_b = if recipe.mixed() { Q8_0 } else { base(m.nope) };
-                    push(b("attn_k_b.weight"), vec![m.nope, m.kv_lora, self.heads], k_b);
-                    push(b("attn_v_b.weight"), vec![m.kv_lora, m.v_head_dim, self.heads], base(m.kv_lora));
-                    push(
-                        b("attn_output.weight"),
-                        vec![self.heads * m.v_head_dim, self.embd],
-                        base(self.heads * m.v_head_dim),
-                    );
-                }
-                (None, None) => {
-                    // Full (or sliding-window) attention; a hybrid's is gated (the query
-                    // projection also yields the gate) and has q and k norms, as Gemma 4's has.
-                    let gated = self.linear.is_some();
-                    let a = self.attention(i);
-                    let q = self.heads * a.head_dim;
-                    let kv = a.kv_heads * a.head_dim;
-                    push(b("attn_q.weight"), vec![self.embd, if gated { 2 * q } else { q }], base(self.embd));
-                    if a.owns_kv {
-                        push(b("attn_k.weight"), vec![self.embd, kv], base(self.embd));
-                        if !a.k_eq_v {
-                            push(
-                                b("attn_v.weight"),
-                                vec![self.embd, kv],
-                                recipe.fallback(recipe.attn_v(i, all, self), self.embd),
-                            );
-                        }
-                    }
-                    push(b("attn_output.weight"), vec![q, self.embd], base(q));
-                    if gated || gemma4 {
-                        push(b("attn_q_norm.weight"), vec![a.head_dim], F32);
-                        if a.owns_kv {
-                            push(b("attn_k_norm.weight"), vec![a.head_dim], F32);
-                        }
-                    }
-                }
-            }
-            let norm = if self.linear.is_some() || gemma4 { "post_attention_norm.weight" } else { "ffn_norm.weight" };
-            push(b(norm), vec![self.embd], F32);
-            if gemma4 {
-                push(b("ffn_norm.weight"), vec![self.embd], F32);
-                push(b("post_ffw_norm.weight"), vec![self.embd], F32);
-                push(b("layer_output_scale.weight"), vec![1], F32);
-            }
-            if self.per_layer_input > 0 {
-                push(b("inp_gate.weight"), vec![self.embd, self.per_layer_input], base(self.embd));
-                push(b("proj.weight"), vec![self.per_layer_input, self.embd], base(self.per_layer_input));
-                push(b("post_norm.weight"), vec![self.embd], F32);
-            }
-            if i >= n {
-                push(b("nextn.eh_proj.weight"), vec![2 * self.embd, self.embd], base(2 * self.embd));
-                for t in ["nextn.enorm.weight", "nextn.hnorm.weight", "nextn.shared_head_norm.weight"] {
-                    push(b(t), vec![self.embd], F32);
-                }
-            }
-            let dense_ff = match &self.experts {
-                None => Some(if i >= n.saturating_sub(self.kv_shared_layers) && self.kv_shared_ff > 0 && i < n {
-                    self.kv_shared_ff
-                } else {
-                    self.ff
-                }),
-                Some(e) if e.beside_dense || i < e.dense_layers => Some(self.ff),
-                Some(_) => None,
-            };
-            if let Some(ff) = dense_ff {
-                push(b("ffn_gate.weight"), vec![self.embd, ff], base(self.embd));
-                push(b("ffn_up.weight"), vec![self.embd, ff], base(self.embd));
-                push(b("ffn_down.weight"), vec![ff, self.embd], recipe.fallback(recipe.ffn_down(i, all), ff));
-            }
-            match self.experts.as_ref().filter(|e| i >= e.dense_layers) {
-                None => {}
-                Some(e) => {
-                    push(b("ffn_gate_inp.weight"), vec![self.embd, e.count], F32);
-                    let ex = recipe.expert_type();
-                    if e.beside_dense {
-                        // Gemma 4: a router scale, the experts' own norms, gate and up in one
-                        // tensor, a per-expert output scale.
-                        push(b("ffn_gate_inp.scale"), vec![self.embd], F32);
-                        for t in ["pre_ffw_norm_2.weight", "post_ffw_norm_1.weight", "post_ffw_norm_2.weight"] {
-                            push(b(t), vec![self.embd], F32);
-                        }
-                        push(
-                            b("ffn_gate_up_exps.weight"),
-                            vec![self.embd, 2 * e.ff, e.count],
-                            recipe.fallback(ex, self.embd),
-                        );
-                    } else {
-                        push(b("ffn_gate_exps.weight"), vec![self.embd, e.ff, e.count], recipe.fallback(ex, self.embd));
-                        push(b("ffn_up_exps.weight"), vec![self.embd, e.ff, e.count], recipe.fallback(ex, self.embd));
-                    }
-                    let down = if recipe.mxfp4 { ex } else { recipe.ffn_down(i, all) };
-                    push(b("ffn_down_exps.weight"), vec![e.ff, self.embd, e.count], recipe.fallback(down, e.ff));
-                    if e.beside_dense {
-                        push(b("ffn_down_exps.scale"), vec![e.count], F32);
-                    }
-                    if self.mla.is_some() {
-                        // DeepSeek-V3's router bias.
-                        push(b("exp_probs_b.bias"), vec![e.count], F32);
-                    }
-                    if e.shared_ff > 0 {
-                        let base = recipe.fallback(recipe.base, self.embd);
-                        push(b("ffn_gate_shexp.weight"), vec![self.embd, e.shared_ff], base);
-                        push(b("ffn_up_shexp.weight"), vec![self.embd, e.shared_ff], base);
-                        push(
-                            b("ffn_down_shexp.weight"),
-                            vec![e.shared_ff, self.embd],
-                            recipe.fallback(recipe.ffn_down(i, all), e.shared_ff),
-                        );
-                        if self.linear.is_some() {
-                            push(b("ffn_gate_inp_shexp.weight"), vec![self.embd], F32);
-                        }
-                    }
-                }
-            }
-        }
-        push("output_norm.weight".into(), vec![self.embd], F32);
-        if let Some(g) = &self.global {
-            // One rotary frequency table for the full-attention layers (partial rotation).
-            push("rope_freqs.weight".into(), vec![g.head_dim / 2], F32);
-        }
-        if !self.tied_embeddings {
-            push("output.weight".into(), vec![self.embd, self.vocab], output_type);
-        }
-        Ok(out)
+        Ok(plan::Plan::new(self, Recipe::of(quant.name, quant.pure)?).tensors())
     }
 
     /// Bytes of a GGUF file in `quant`: its tensors plus the header (tokenizer tables).
@@ -502,6 +315,7 @@ impl PlannedTensor {
 }
 
 /// `llama-quantize`'s choices for one file type.
+#[derive(Clone, Copy)]
 struct Recipe {
     base: u32,
     /// `--pure`: every matrix in `base`, the token embeddings Q8_0.

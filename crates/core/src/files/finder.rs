@@ -12,8 +12,8 @@ use serde::{Deserialize, Serialize};
 use crate::files::catalog::{self, CatalogModel};
 use crate::files::discover::FoundModel;
 use crate::files::doctor::{self, Topic, Verdict};
-use crate::files::gguf::{DrafterKind, GgufFile};
-use crate::files::memory::MemoryVerdict;
+use crate::files::gguf::{DrafterKind, GgufFile, ModelSummary};
+use crate::files::memory::{MemoryFit, MemoryVerdict};
 use crate::machine::MemoryInfo;
 
 /// The context the finder's memory fits are for (the catalog's badges use the same).
@@ -53,10 +53,10 @@ impl WayKind {
     pub fn label(self) -> &'static str {
         match self {
             WayKind::OwnMtp => "its own MTP layers",
-            WayKind::MtpHead => "MTP head",
-            WayKind::Eagle3 => "EAGLE-3 head",
-            WayKind::Dflash => "DFlash drafter",
-            WayKind::Dspark => "DSpark drafter",
+            WayKind::MtpHead => DrafterKind::MtpHead.short_label(),
+            WayKind::Eagle3 => DrafterKind::Eagle3.short_label(),
+            WayKind::Dflash => DrafterKind::Dflash.short_label(),
+            WayKind::Dspark => DrafterKind::Dspark.short_label(),
             WayKind::SameVocabulary => "draft model, same vocabulary",
             WayKind::CrossVocabulary => "draft model, other vocabulary",
             WayKind::Ngram => "n-gram",
@@ -215,25 +215,8 @@ pub fn for_file(
     let ts = target.summary();
     let alone = doctor::diagnose(target, None, FINDER_CONTEXT, mem).memory;
     let mut ways = ngram_ways(alone.needed, alone.verdict);
+    ways.extend(own_mtp(target, &ts, &alone));
     let mut refused = Vec::new();
-    let t_params = ts.n_params.max(1) as f64;
-    if let Some(n) = ts.mtp_layers {
-        ways.push(Way {
-            kind: WayKind::OwnMtp,
-            label: WayKind::OwnMtp.label().into(),
-            strategy: "mtp".into(),
-            name: file_name(&target.path),
-            path: None,
-            source: "the target".into(),
-            catalog_id: None,
-            download: 0,
-            needed: alone.needed,
-            memory: alone.verdict,
-            cost: ts.n_layer.map(|l| n as f64 / l.max(1) as f64),
-            cost_measured: false,
-            note: format!("{n} multi-token-prediction layer{} in the file", if n == 1 { "" } else { "s" }),
-        });
-    }
     let me = std::fs::canonicalize(&target.path).unwrap_or_else(|_| target.path.clone());
     let mut on_disk_names = std::collections::HashSet::new();
     for m in found {
@@ -241,65 +224,10 @@ pub fn for_file(
             continue;
         }
         on_disk_names.insert(file_name(&m.path));
-        let source = m.source.name().to_string();
-        let refuse = |reason: String| Refused {
-            name: m.label.clone(),
-            path: Some(m.path.clone()),
-            source: source.clone(),
-            reason,
-        };
-        let file = match GgufFile::open(&m.path) {
-            Ok(f) => f,
-            Err(e) => {
-                refused.push(refuse(e.to_string()));
-                continue;
-            }
-        };
-        let dx = doctor::diagnose(target, Some(&file), FINDER_CONTEXT, mem);
-        let blocking: Vec<&str> = dx
-            .findings
-            .iter()
-            .filter(|f| f.level == Verdict::Incompatible || (f.topic == Topic::Size && f.level == Verdict::Warning))
-            .map(|f| f.message.as_str())
-            .collect();
-        if ts.drafter.is_some() {
-            // The "target" is itself a drafter: nothing drafts for it (the doctor says why).
-            refused.push(refuse(blocking.join("; ")));
-            continue;
+        match on_disk(target, &ts, m, mem, measured_cost) {
+            Ok(way) => ways.push(way),
+            Err(r) => refused.push(r),
         }
-        if !blocking.is_empty() {
-            refused.push(refuse(blocking.join("; ")));
-            continue;
-        }
-        let ds = dx.draft.as_ref().expect("a draft was diagnosed");
-        let kind = match (ds.drafter, dx.pairing) {
-            (Some(k), _) => WayKind::of_drafter(k),
-            (None, Some(doctor::Pairing::CrossVocabulary)) => WayKind::CrossVocabulary,
-            (None, _) => WayKind::SameVocabulary,
-        };
-        let strategy = ds.drafter.map_or("draft", DrafterKind::strategy_name).to_string();
-        let measured = measured_cost(&target.path, &m.path);
-        let note: Vec<&str> = dx
-            .findings
-            .iter()
-            .filter(|f| f.topic != Topic::Mtp && f.topic != Topic::Memory)
-            .map(|f| f.message.as_str())
-            .collect();
-        ways.push(Way {
-            kind,
-            label: kind.label().into(),
-            strategy,
-            name: m.label.clone(),
-            path: Some(m.path.clone()),
-            source,
-            catalog_id: None,
-            download: 0,
-            needed: dx.memory.needed,
-            memory: dx.memory.verdict,
-            cost: Some(measured.unwrap_or(ds.n_params as f64 / t_params)),
-            cost_measured: measured.is_some(),
-            note: note.join("; "),
-        });
     }
     // What the catalog has for it, when the target is a catalog file: drafters not on disk yet.
     // (A catalog that cannot be read is said once, by the views that list it: no catalog rows.)
@@ -310,6 +238,81 @@ pub fn for_file(
     order(&mut ways);
     let summary = summarize(&file_name(&target.path), &ways, &refused);
     Drafters { target: target.path.display().to_string(), ways, refused, summary }
+}
+
+/// The target's own multi-token-prediction layers, when it has them.
+fn own_mtp(target: &GgufFile, ts: &ModelSummary, alone: &MemoryFit) -> Option<Way> {
+    let n = ts.mtp_layers?;
+    Some(Way {
+        kind: WayKind::OwnMtp,
+        label: WayKind::OwnMtp.label().into(),
+        strategy: "mtp".into(),
+        name: file_name(&target.path),
+        path: None,
+        source: "the target".into(),
+        catalog_id: None,
+        download: 0,
+        needed: alone.needed,
+        memory: alone.verdict,
+        cost: ts.n_layer.map(|l| n as f64 / l.max(1) as f64),
+        cost_measured: false,
+        note: format!("{n} multi-token-prediction layer{} in the file", if n == 1 { "" } else { "s" }),
+    })
+}
+
+/// The model `m` on disk as a way to draft for the target, or why it is not one (it cannot be
+/// read, another vocabulary without its tokens, too big, or the target is itself a drafter).
+fn on_disk(
+    target: &GgufFile,
+    ts: &ModelSummary,
+    m: &FoundModel,
+    mem: &MemoryInfo,
+    measured_cost: MeasuredCost<'_>,
+) -> Result<Way, Refused> {
+    let source = m.source.name().to_string();
+    let refuse =
+        |reason: String| Refused { name: m.label.clone(), path: Some(m.path.clone()), source: source.clone(), reason };
+    let file = GgufFile::open(&m.path).map_err(|e| refuse(e.to_string()))?;
+    let dx = doctor::diagnose(target, Some(&file), FINDER_CONTEXT, mem);
+    let blocking: Vec<&str> = dx
+        .findings
+        .iter()
+        .filter(|f| f.level == Verdict::Incompatible || (f.topic == Topic::Size && f.level == Verdict::Warning))
+        .map(|f| f.message.as_str())
+        .collect();
+    // A "target" that is itself a drafter: nothing drafts for it (the doctor says why).
+    if ts.drafter.is_some() || !blocking.is_empty() {
+        return Err(refuse(blocking.join("; ")));
+    }
+    let ds = dx.draft.as_ref().expect("a draft was diagnosed");
+    let kind = match (ds.drafter, dx.pairing) {
+        (Some(k), _) => WayKind::of_drafter(k),
+        (None, Some(doctor::Pairing::CrossVocabulary)) => WayKind::CrossVocabulary,
+        (None, _) => WayKind::SameVocabulary,
+    };
+    let strategy = ds.drafter.map_or("draft", DrafterKind::strategy_name).to_string();
+    let measured = measured_cost(&target.path, &m.path);
+    let note: Vec<&str> = dx
+        .findings
+        .iter()
+        .filter(|f| f.topic != Topic::Mtp && f.topic != Topic::Memory)
+        .map(|f| f.message.as_str())
+        .collect();
+    Ok(Way {
+        kind,
+        label: kind.label().into(),
+        strategy,
+        name: m.label.clone(),
+        path: Some(m.path.clone()),
+        source: source.clone(),
+        catalog_id: None,
+        download: 0,
+        needed: dx.memory.needed,
+        memory: dx.memory.verdict,
+        cost: Some(measured.unwrap_or(ds.n_params as f64 / ts.n_params.max(1) as f64)),
+        cost_measured: measured.is_some(),
+        note: note.join("; "),
+    })
 }
 
 /// The catalog's drafters for `entry` (its bundle) that are not on disk already, each with its

@@ -23,7 +23,7 @@ mod types;
 
 use cursor::Cursor;
 pub(crate) use summary::hex;
-pub use summary::{DrafterKind, ModelSummary, VocabSummary};
+pub use summary::{DrafterKind, DrafterKindInfo, ModelSummary, VocabSummary};
 pub use types::{file_type_name, ggml_type_layout, ggml_type_name};
 
 /// Upper bounds that no real model comes near; anything above is a corrupt or hostile file.
@@ -134,6 +134,79 @@ pub struct GgufFile {
     pub data_offset: u64,
 }
 
+/// The header's start, checked: the magic number, the version (2 or 3) and the metadata and
+/// tensor counts, bounded by what the file can hold.
+fn preamble<R: Read>(c: &mut Cursor<R>) -> Result<(u32, u64, u64), Error> {
+    if c.len < 24 {
+        return Err(c.bad(format!("the file has only {} bytes; a GGUF header alone needs 24", c.len)));
+    }
+    let magic = c.bytes::<4>("the magic number")?;
+    if matches!(&magic, b"GGML" | b"GGMF" | b"GGJT" | b"lmgg" | b"fmgg" | b"tjgg") {
+        return Err(c.bad(
+            "it is a GGML file from before GGUF (2023), which llama.cpp no longer reads: download the model's GGUF",
+        ));
+    }
+    if &magic != b"GGUF" {
+        let hint = if magic.iter().all(|b| b.is_ascii_graphic() || b.is_ascii_whitespace()) {
+            " (it looks like a text file)"
+        } else {
+            ""
+        };
+        return Err(c.bad(format!(
+            "it does not start with the GGUF magic number (found {:?}){hint}: it is not a GGUF model",
+            String::from_utf8_lossy(&magic)
+        )));
+    }
+    let version = c.u32("the version")?;
+    if version == 1 {
+        return Err(c.bad("GGUF version 1 is obsolete; convert the model again with a current llama.cpp"));
+    }
+    if version != 2 && version != 3 {
+        let swapped = version.swap_bytes();
+        let why = if swapped == 2 || swapped == 3 {
+            "it is a big-endian GGUF, which this platform cannot load".to_string()
+        } else {
+            format!("unsupported GGUF version {version} (supported: 2 and 3)")
+        };
+        return Err(c.bad(why));
+    }
+    let n_tensors = c.u64("the tensor count")?;
+    let n_kv = c.u64("the metadata count")?;
+    if n_tensors > MAX_TENSORS {
+        return Err(c.bad(format!("it claims {n_tensors} tensors (corrupt header; real models have a few thousand)")));
+    }
+    if n_kv > MAX_METADATA {
+        return Err(c.bad(format!("it claims {n_kv} metadata entries (corrupt header)")));
+    }
+    // Each metadata entry needs at least 12 bytes (key length + type), each tensor info 28.
+    if n_kv * 12 + n_tensors * 28 > c.remaining() {
+        return Err(c.bad(format!(
+            "it claims {n_kv} metadata entries and {n_tensors} tensors, more than a {}-byte file can hold",
+            c.len
+        )));
+    }
+    Ok((version, n_kv, n_tensors))
+}
+
+/// Tensor `i`'s name, shape, type and offset, checked.
+fn tensor_info<R: Read>(c: &mut Cursor<R>, i: u64) -> Result<TensorInfo, Error> {
+    let name = c.string(&format!("tensor #{i}'s name"))?;
+    let n_dims = c.u32(&name)?;
+    if n_dims == 0 || n_dims > MAX_DIMS {
+        return Err(c.bad(format!("tensor `{name}` has {n_dims} dimensions (corrupt)")));
+    }
+    let mut dims = Vec::with_capacity(n_dims as usize);
+    for _ in 0..n_dims {
+        dims.push(c.u64(&name)?);
+    }
+    let ggml_type = c.u32(&name)?;
+    let offset = c.u64(&name)?;
+    if dims.iter().try_fold(1u64, |acc, &d| acc.checked_mul(d)).is_none() {
+        return Err(c.bad(format!("tensor `{name}` has dimensions {dims:?} whose product overflows")));
+    }
+    Ok(TensorInfo { name, dims, ggml_type, offset })
+}
+
 impl GgufFile {
     /// Reads and validates a GGUF file's header. Tensor data is not read, but every tensor must lie
     /// inside the file (a truncated download is caught here).
@@ -162,56 +235,7 @@ impl GgufFile {
     pub fn read_from(path: PathBuf, reader: impl Read, len: u64) -> Result<Self, Error> {
         let mut c = Cursor { inner: reader, pos: 0, len, path: path.clone(), items_left: MAX_KEPT_ITEMS };
 
-        if len < 24 {
-            return Err(c.bad(format!("the file has only {len} bytes; a GGUF header alone needs 24")));
-        }
-        let magic = c.bytes::<4>("the magic number")?;
-        if matches!(&magic, b"GGML" | b"GGMF" | b"GGJT" | b"lmgg" | b"fmgg" | b"tjgg") {
-            return Err(c.bad(
-                "it is a GGML file from before GGUF (2023), which llama.cpp no longer reads: download the model's GGUF",
-            ));
-        }
-        if &magic != b"GGUF" {
-            let hint = if magic.iter().all(|b| b.is_ascii_graphic() || b.is_ascii_whitespace()) {
-                " (it looks like a text file)"
-            } else {
-                ""
-            };
-            return Err(c.bad(format!(
-                "it does not start with the GGUF magic number (found {:?}){hint}: it is not a GGUF model",
-                String::from_utf8_lossy(&magic)
-            )));
-        }
-        let version = c.u32("the version")?;
-        if version == 1 {
-            return Err(c.bad("GGUF version 1 is obsolete; convert the model again with a current llama.cpp"));
-        }
-        if version != 2 && version != 3 {
-            let swapped = version.swap_bytes();
-            let why = if swapped == 2 || swapped == 3 {
-                "it is a big-endian GGUF, which this platform cannot load".to_string()
-            } else {
-                format!("unsupported GGUF version {version} (supported: 2 and 3)")
-            };
-            return Err(c.bad(why));
-        }
-        let n_tensors = c.u64("the tensor count")?;
-        let n_kv = c.u64("the metadata count")?;
-        if n_tensors > MAX_TENSORS {
-            return Err(
-                c.bad(format!("it claims {n_tensors} tensors (corrupt header; real models have a few thousand)"))
-            );
-        }
-        if n_kv > MAX_METADATA {
-            return Err(c.bad(format!("it claims {n_kv} metadata entries (corrupt header)")));
-        }
-        // Each metadata entry needs at least 12 bytes (key length + type), each tensor info 28.
-        if n_kv * 12 + n_tensors * 28 > c.remaining() {
-            return Err(c.bad(format!(
-                "it claims {n_kv} metadata entries and {n_tensors} tensors, more than a {}-byte file can hold",
-                c.len
-            )));
-        }
+        let (version, n_kv, n_tensors) = preamble(&mut c)?;
 
         let mut metadata = BTreeMap::new();
         for i in 0..n_kv {
@@ -223,21 +247,7 @@ impl GgufFile {
 
         let mut tensors = Vec::with_capacity(n_tensors as usize);
         for i in 0..n_tensors {
-            let name = c.string(&format!("tensor #{i}'s name"))?;
-            let n_dims = c.u32(&name)?;
-            if n_dims == 0 || n_dims > MAX_DIMS {
-                return Err(c.bad(format!("tensor `{name}` has {n_dims} dimensions (corrupt)")));
-            }
-            let mut dims = Vec::with_capacity(n_dims as usize);
-            for _ in 0..n_dims {
-                dims.push(c.u64(&name)?);
-            }
-            let ggml_type = c.u32(&name)?;
-            let offset = c.u64(&name)?;
-            if dims.iter().try_fold(1u64, |acc, &d| acc.checked_mul(d)).is_none() {
-                return Err(c.bad(format!("tensor `{name}` has dimensions {dims:?} whose product overflows")));
-            }
-            tensors.push(TensorInfo { name, dims, ggml_type, offset });
+            tensors.push(tensor_info(&mut c, i)?);
         }
 
         let alignment = metadata.get("general.alignment").and_then(Value::as_u64).unwrap_or(DEFAULT_ALIGNMENT);

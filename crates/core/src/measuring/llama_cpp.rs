@@ -120,128 +120,177 @@ fn head_kind(path: &Path) -> Option<DrafterKind> {
 
 /// The same, for a given way of starting llama.cpp's server.
 pub fn server_command_for(launcher: Launcher, target: &Path, draft: Option<&Path>, s: &Settings) -> Option<LlamaCpp> {
-    let mut args: Vec<String> = launcher.words().iter().map(|w| w.to_string()).collect();
-    args.extend(["-m".into(), shell(&target.display().to_string())]);
-    let n = s.n_draft.to_string();
-    let mut push = |a: &[&str]| args.extend(a.iter().map(|x| x.to_string()));
-    let mut notes: Vec<String> = Vec::new();
-    // llama.cpp's ngram-cache drafts at most 8 tokens, whatever --spec-draft-n-max says.
-    let cache_max = |notes: &mut Vec<String>| {
-        if s.n_draft != NGRAM_CACHE_DRAFT {
-            notes.push(format!(
-                "llama.cpp's ngram-cache drafts up to {NGRAM_CACHE_DRAFT} tokens whatever the draft length; Draftlab drafts up to {}",
-                s.n_draft
-            ));
-        }
-    };
-    match s.strategy {
-        Strategy::Auto => {
-            // llama.cpp's chain: every type listed, tried in its own fixed order (n-gram drafters
-            // before model drafters), the first that drafts drafts.
-            let mut types = vec!["ngram-simple", "ngram-mod", "ngram-cache"];
-            let model = draft.map(|d| (shell(&d.display().to_string()), head_kind(d)));
-            if let Some((_, kind)) = &model {
-                types.push(kind.map_or("draft-simple", |k| k.spec_type()));
-            }
-            push(&["--spec-type", &types.join(",")]);
-            push(&["--spec-ngram-simple-size-n", &s.lookup_max.to_string(), "--spec-ngram-simple-size-m", &n]);
-            let (n_match, n_min, n_max) = ngram_mod_sizes(s);
-            push(&["--spec-ngram-mod-n-match", &n_match.to_string()]);
-            push(&["--spec-ngram-mod-n-min", &n_min.to_string(), "--spec-ngram-mod-n-max", &n_max.to_string()]);
-            if s.ngram_map.is_some() {
-                push(&["-lcs", "ngram-static.bin"]);
-            }
-            if let Some((d, _)) = &model {
-                push(&["-md", d, "-ngld", &ngl(s.draft_layers())]);
-                push(&["--spec-draft-n-max", &n, "--spec-draft-p-min", &s.p_min.to_string()]);
-            }
-            notes.push(
-                "llama.cpp drafts with the first of these that offers tokens, n-gram drafters first; Draftlab's auto \
-                 picks among them each round by expected tokens per millisecond"
-                    .into(),
-            );
-        }
-        Strategy::DraftModel => {
-            let d = shell(&draft?.display().to_string());
-            push(&["-md", &d, "-ngld", &ngl(s.draft_layers()), "--spec-type", "draft-simple"]);
-            if s.draft_cache_type != KvType::F16 {
-                push(&["-ctkd", s.draft_cache_type.name(), "-ctvd", s.draft_cache_type.name()]);
-            }
-            push(&["--spec-draft-n-max", &n, "--spec-draft-n-min", "0", "--spec-draft-p-min", &s.p_min.to_string()]);
-        }
-        Strategy::Mtp => {
-            // With a head in a file of its own, llama.cpp loads it as the draft model.
-            if let Some(head) = draft {
-                push(&["-md", &shell(&head.display().to_string()), "-ngld", &ngl(s.draft_layers())]);
-            }
-            push(&["--spec-type", "draft-mtp", "--spec-draft-n-max", &n, "--spec-draft-p-min", &s.p_min.to_string()]);
-        }
-        Strategy::Eagle3 | Strategy::Dflash | Strategy::Dspark => {
-            let head = shell(&draft?.display().to_string());
-            let kind = s.strategy.head_kind().map_or("", |k| k.spec_type());
-            push(&["-md", &head, "-ngld", &ngl(s.draft_layers()), "--spec-type", kind]);
-            push(&["--spec-draft-n-max", &n, "--spec-draft-p-min", &s.p_min.to_string()]);
-        }
-        Strategy::PromptLookup => {
-            let size_n = s.lookup_max.to_string();
-            push(&["--spec-type", "ngram-simple", "--spec-ngram-simple-size-n", &size_n]);
-            push(&["--spec-ngram-simple-size-m", &n]);
-            notes.push(format!(
-                "llama.cpp matches n-grams of exactly {} tokens; Draftlab tries {} down to {}",
-                s.lookup_max, s.lookup_max, s.lookup_min
-            ));
-        }
-        Strategy::NgramCache => {
-            // `-lcd FILE` only reads a dynamic cache (llama-server aborts when the file is missing,
-            // and never writes it): the cache Draftlab keeps between runs has no llama.cpp flag.
-            push(&["--spec-type", "ngram-cache"]);
-            cache_max(&mut notes);
-            if s.keep_ngram_cache {
-                notes.push("llama-server does not keep its n-gram cache between runs as Draftlab does".into());
-            }
-        }
-        Strategy::NgramMap => {
-            // A static lookup cache built from the corpus: `llama-lookup-create -m TARGET -f
-            // CORPUS.txt -lcs ngram-static.bin` makes it.
-            push(&["--spec-type", "ngram-cache", "-lcs", "ngram-static.bin"]);
-            cache_max(&mut notes);
-            notes.push(format!(
-                "first build ngram-static.bin from the corpus: llama-lookup-create -m {} -f CORPUS.txt -lcs ngram-static.bin",
-                shell(&target.display().to_string())
-            ));
-        }
-        Strategy::NgramMod => {
-            let (n_match, n_min, n_max) = ngram_mod_sizes(s);
-            push(&["--spec-type", "ngram-mod", "--spec-ngram-mod-n-match", &n_match.to_string()]);
-            push(&["--spec-ngram-mod-n-min", &n_min.to_string(), "--spec-ngram-mod-n-max", &n_max.to_string()]);
-        }
-    }
-    push(&["-ngl", &ngl(s.gpu_layers), "-c", &s.n_ctx.to_string()]);
-    // The same machines serve llama.cpp (the same protocol): its layers spread as ours did.
-    if !s.rpc.is_empty() {
-        push(&["--rpc", &shell(&s.rpc.join(","))]);
-        if !s.tensor_split.is_empty() {
-            let weights: Vec<String> = s.tensor_split.iter().map(f32::to_string).collect();
-            push(&["--tensor-split", &weights.join(",")]);
-        }
-    }
-    // llama-server's defaults are f16 caches and flash attention `auto`: only a change is printed.
-    if s.cache_type != KvType::F16 {
-        push(&["-ctk", s.cache_type.name(), "-ctv", s.cache_type.name()]);
-    }
-    if s.flash_attn != FlashAttn::Auto {
-        push(&["-fa", s.flash_attn.name()]);
-    }
+    let mut c = Spelling { s, n: s.n_draft.to_string(), args: Vec::new(), notes: Vec::new() };
+    c.push(launcher.words());
+    c.push(&["-m", &shell(&target.display().to_string())]);
+    c.strategy(target, draft)?;
+    c.placement_and_caches();
     if s.adaptive {
-        notes.push(format!(
+        c.notes.push(format!(
             "llama.cpp has no cost-aware adaptive draft length: this drafts up to {} tokens a round",
             s.n_draft
         ));
     }
     if launcher == Launcher::Unknown {
-        notes.push("no llama.cpp found on the PATH: `llama-server`, or `llama serve` with llama.cpp's single `llama` executable".into());
+        c.notes.push("no llama.cpp found on the PATH: `llama-server`, or `llama serve` with llama.cpp's single `llama` executable".into());
     }
-    Some(LlamaCpp { command: args.join(" "), note: (!notes.is_empty()).then(|| notes.join("; ")) })
+    Some(LlamaCpp { command: c.args.join(" "), note: (!c.notes.is_empty()).then(|| c.notes.join("; ")) })
+}
+
+/// A llama.cpp command being spelled for `s`: its words, and notes on what it cannot reproduce.
+struct Spelling<'a> {
+    s: &'a Settings,
+    /// The draft length, as the flags take it.
+    n: String,
+    args: Vec<String>,
+    notes: Vec<String>,
+}
+
+impl Spelling<'_> {
+    fn push(&mut self, a: &[&str]) {
+        self.args.extend(a.iter().map(|x| x.to_string()));
+    }
+
+    /// llama.cpp's ngram-cache drafts at most 8 tokens, whatever --spec-draft-n-max says.
+    fn cache_max(&mut self) {
+        if self.s.n_draft != NGRAM_CACHE_DRAFT {
+            self.notes.push(format!(
+                "llama.cpp's ngram-cache drafts up to {NGRAM_CACHE_DRAFT} tokens whatever the draft length; Draftlab drafts up to {}",
+                self.s.n_draft
+            ));
+        }
+    }
+
+    /// The strategy's flags; none when it needs a draft that is missing.
+    fn strategy(&mut self, target: &Path, draft: Option<&Path>) -> Option<()> {
+        let n = self.n.clone();
+        match self.s.strategy {
+            Strategy::Auto => self.auto(draft),
+            Strategy::DraftModel => {
+                let d = shell(&draft?.display().to_string());
+                self.push(&["-md", &d, "-ngld", &ngl(self.s.draft_layers()), "--spec-type", "draft-simple"]);
+                if self.s.draft_cache_type != KvType::F16 {
+                    self.push(&["-ctkd", self.s.draft_cache_type.name(), "-ctvd", self.s.draft_cache_type.name()]);
+                }
+                self.push(&[
+                    "--spec-draft-n-max",
+                    &n,
+                    "--spec-draft-n-min",
+                    "0",
+                    "--spec-draft-p-min",
+                    &self.s.p_min.to_string(),
+                ]);
+            }
+            Strategy::Mtp => {
+                // With a head in a file of its own, llama.cpp loads it as the draft model.
+                if let Some(head) = draft {
+                    self.push(&["-md", &shell(&head.display().to_string()), "-ngld", &ngl(self.s.draft_layers())]);
+                }
+                self.push(&[
+                    "--spec-type",
+                    "draft-mtp",
+                    "--spec-draft-n-max",
+                    &n,
+                    "--spec-draft-p-min",
+                    &self.s.p_min.to_string(),
+                ]);
+            }
+            Strategy::Eagle3 | Strategy::Dflash | Strategy::Dspark => {
+                let head = shell(&draft?.display().to_string());
+                let kind = self.s.strategy.head_kind().map_or("", |k| k.spec_type());
+                self.push(&["-md", &head, "-ngld", &ngl(self.s.draft_layers()), "--spec-type", kind]);
+                self.push(&["--spec-draft-n-max", &n, "--spec-draft-p-min", &self.s.p_min.to_string()]);
+            }
+            Strategy::PromptLookup => {
+                let size_n = self.s.lookup_max.to_string();
+                self.push(&["--spec-type", "ngram-simple", "--spec-ngram-simple-size-n", &size_n]);
+                self.push(&["--spec-ngram-simple-size-m", &n]);
+                self.notes.push(format!(
+                    "llama.cpp matches n-grams of exactly {} tokens; Draftlab tries {} down to {}",
+                    self.s.lookup_max, self.s.lookup_max, self.s.lookup_min
+                ));
+            }
+            Strategy::NgramCache => {
+                // `-lcd FILE` only reads a dynamic cache (llama-server aborts when the file is missing,
+                // and never writes it): the cache Draftlab keeps between runs has no llama.cpp flag.
+                self.push(&["--spec-type", "ngram-cache"]);
+                self.cache_max();
+                if self.s.keep_ngram_cache {
+                    self.notes.push("llama-server does not keep its n-gram cache between runs as Draftlab does".into());
+                }
+            }
+            Strategy::NgramMap => {
+                // A static lookup cache built from the corpus: `llama-lookup-create -m TARGET -f
+                // CORPUS.txt -lcs ngram-static.bin` makes it.
+                self.push(&["--spec-type", "ngram-cache", "-lcs", "ngram-static.bin"]);
+                self.cache_max();
+                self.notes.push(format!(
+                "first build ngram-static.bin from the corpus: llama-lookup-create -m {} -f CORPUS.txt -lcs ngram-static.bin",
+                shell(&target.display().to_string())
+            ));
+            }
+            Strategy::NgramMod => {
+                let (n_match, n_min, n_max) = ngram_mod_sizes(self.s);
+                self.push(&["--spec-type", "ngram-mod", "--spec-ngram-mod-n-match", &n_match.to_string()]);
+                self.push(&[
+                    "--spec-ngram-mod-n-min",
+                    &n_min.to_string(),
+                    "--spec-ngram-mod-n-max",
+                    &n_max.to_string(),
+                ]);
+            }
+        }
+        Some(())
+    }
+
+    /// llama.cpp's chain for `auto`: every type listed, tried in its own fixed order (n-gram
+    /// drafters before model drafters), the first that drafts drafts.
+    fn auto(&mut self, draft: Option<&Path>) {
+        let n = self.n.clone();
+        let mut types = vec!["ngram-simple", "ngram-mod", "ngram-cache"];
+        let model = draft.map(|d| (shell(&d.display().to_string()), head_kind(d)));
+        if let Some((_, kind)) = &model {
+            types.push(kind.map_or("draft-simple", |k| k.spec_type()));
+        }
+        self.push(&["--spec-type", &types.join(",")]);
+        self.push(&["--spec-ngram-simple-size-n", &self.s.lookup_max.to_string(), "--spec-ngram-simple-size-m", &n]);
+        let (n_match, n_min, n_max) = ngram_mod_sizes(self.s);
+        self.push(&["--spec-ngram-mod-n-match", &n_match.to_string()]);
+        self.push(&["--spec-ngram-mod-n-min", &n_min.to_string(), "--spec-ngram-mod-n-max", &n_max.to_string()]);
+        if self.s.ngram_map.is_some() {
+            self.push(&["-lcs", "ngram-static.bin"]);
+        }
+        if let Some((d, _)) = &model {
+            self.push(&["-md", d, "-ngld", &ngl(self.s.draft_layers())]);
+            self.push(&["--spec-draft-n-max", &n, "--spec-draft-p-min", &self.s.p_min.to_string()]);
+        }
+        self.notes.push(
+            "llama.cpp drafts with the first of these that offers tokens, n-gram drafters first; Draftlab's auto \
+         picks among them each round by expected tokens per millisecond"
+                .into(),
+        );
+    }
+
+    /// Where the layers go (this machine's GPU, the --rpc machines), the KV cache types and flash
+    /// attention: llama-server's defaults (f16 caches, flash attention `auto`) are not spelled.
+    fn placement_and_caches(&mut self) {
+        self.push(&["-ngl", &ngl(self.s.gpu_layers), "-c", &self.s.n_ctx.to_string()]);
+        // The same machines serve llama.cpp (the same protocol): its layers spread as ours did.
+        if !self.s.rpc.is_empty() {
+            self.push(&["--rpc", &shell(&self.s.rpc.join(","))]);
+            if !self.s.tensor_split.is_empty() {
+                let weights: Vec<String> = self.s.tensor_split.iter().map(f32::to_string).collect();
+                self.push(&["--tensor-split", &weights.join(",")]);
+            }
+        }
+        // llama-server's defaults are f16 caches and flash attention `auto`: only a change is printed.
+        if self.s.cache_type != KvType::F16 {
+            self.push(&["-ctk", self.s.cache_type.name(), "-ctv", self.s.cache_type.name()]);
+        }
+        if self.s.flash_attn != FlashAttn::Auto {
+            self.push(&["-fa", self.s.flash_attn.name()]);
+        }
+    }
 }
 
 #[cfg(test)]

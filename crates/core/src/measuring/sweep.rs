@@ -238,7 +238,33 @@ pub enum SweepEvent {
     Log { message: String },
 }
 
+/// What a sweep measures unless told (`draftlab sweep`'s defaults, the Sweep view's first values;
+/// `SWEEP_DEFAULTS` in the page's bindings).
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SweepDefaults {
+    pub n_drafts: Vec<usize>,
+    pub reps: usize,
+    pub warmup: usize,
+}
+
 impl SweepSpec {
+    /// Draft lengths tried unless told.
+    pub const DEFAULT_N_DRAFTS: [usize; 3] = [2, 4, 8];
+    /// Counted baseline/speculative pairs per cell unless told.
+    pub const DEFAULT_REPS: usize = 3;
+    /// Pairs run first in each cell, not counted, unless told.
+    pub const DEFAULT_WARMUP: usize = 1;
+
+    /// The defaults above, as the page reads them.
+    pub fn defaults() -> SweepDefaults {
+        SweepDefaults {
+            n_drafts: Self::DEFAULT_N_DRAFTS.to_vec(),
+            reps: Self::DEFAULT_REPS,
+            warmup: Self::DEFAULT_WARMUP,
+        }
+    }
+
     /// The most cells a sweep may have: a few thousand already take a day on a laptop.
     pub const MAX_CELLS: u64 = 20_000;
     /// The most repetitions of a cell.

@@ -183,7 +183,21 @@ pub struct Workers {
     silence_limit: Duration,
     /// Chat templates the worker read, by file and its size and modification time (a chat asks
     /// for its model's at every message; a file changed on disk is read again).
-    templates: Mutex<HashMap<TemplateKey, Option<String>>>,
+    templates: Mutex<HashMap<TemplateKey, TemplateFacts>>,
+}
+
+/// A chat template as the worker read it, and what it makes of one turn (see
+/// [`Command::ChatTemplate`]).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct TemplateFacts {
+    /// The template: the one asked about, else the model's own (none when it has none, or its
+    /// file cannot be read: a job with it says why).
+    pub template: Option<String>,
+    /// The end of one user turn ("Hello") rendered with the generation prompt, thinking off then
+    /// on; none where the template cannot render it.
+    pub greeting: [Option<String>; 2],
+    /// Why the template could not render the turn.
+    pub render_error: Option<String>,
 }
 
 type TemplateKey = (PathBuf, u64, Option<std::time::SystemTime>);
@@ -504,16 +518,24 @@ impl Workers {
         }
     }
 
-    /// A model's chat template, from the worker (see [`Command::ChatTemplate`]); kept while the
-    /// file's size and modification time stay the same (the window reads no GGUF bytes: only
-    /// the file's metadata).
+    /// A model's chat template, from the worker (see [`Command::ChatTemplate`]).
     pub fn chat_template(&self, model: PathBuf) -> Result<Option<String>, ApiError> {
-        let key = std::fs::metadata(&model).ok().map(|m| (model.clone(), m.len(), m.modified().ok()));
+        Ok(self.template_facts(model, None)?.template)
+    }
+
+    /// A chat template (`template`, else the model's own) and one turn rendered by it, from the
+    /// worker (see [`Command::ChatTemplate`]); a model's own is kept while the file's size and
+    /// modification time stay the same (the window reads no GGUF bytes: only the file's metadata).
+    pub fn template_facts(&self, model: PathBuf, template: Option<String>) -> Result<TemplateFacts, ApiError> {
+        let key = std::fs::metadata(&model)
+            .ok()
+            .filter(|_| template.is_none())
+            .map(|m| (model.clone(), m.len(), m.modified().ok()));
         if let Some(kept) = key.as_ref().and_then(|k| lock(&self.templates).get(k).cloned()) {
             return Ok(kept);
         }
-        let template = match self.ask(Command::ChatTemplate { model })? {
-            Reply::Template { template } => template,
+        let facts = match self.ask(Command::ChatTemplate { model, template })? {
+            Reply::Template { template, greeting, render_error } => TemplateFacts { template, greeting, render_error },
             other => return Err(unexpected("chat template", &other)),
         };
         if let Some(key) = key {
@@ -521,9 +543,9 @@ impl Workers {
             if kept.len() >= TEMPLATES_KEPT {
                 kept.clear();
             }
-            kept.insert(key, template.clone());
+            kept.insert(key, facts.clone());
         }
-        Ok(template)
+        Ok(facts)
     }
 
     /// The tokens a conversation is to the target, rendered as a chat job renders it (see

@@ -144,10 +144,13 @@ pub enum Command {
         #[serde(default)]
         folders: Vec<PathBuf>,
     },
-    /// A model's chat template, from its GGUF header (answered with `template`): outside bytes,
-    /// so read here, not in the window.
+    /// A model's chat template, from its GGUF header, or `template` when given (answered with
+    /// `template`, with one turn rendered by it): outside bytes, so read and rendered here, never
+    /// in the window or the server (a template can be made to crash what renders it).
     ChatTemplate {
         model: PathBuf,
+        #[serde(default)]
+        template: Option<String>,
     },
     /// The tokens `input` is to the target, rendered as a `chat` job would render it (template,
     /// tools), answered with `counted`. The target is loaded with `settings` unless it is warm; a
@@ -283,9 +286,15 @@ pub enum Reply {
         drafters: Box<crate::files::finder::Drafters>,
     },
     /// A model's chat template (`chat_template`): none when it has none, or the file cannot be
-    /// read (a job with it says why).
+    /// read (a job with it says why); and the end of what it makes of one user turn with the
+    /// generation prompt, thinking off then on (none where it cannot render it: `render_error`
+    /// says why).
     Template {
         template: Option<String>,
+        #[serde(default)]
+        greeting: [Option<String>; 2],
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        render_error: Option<String>,
     },
     /// The prompt's tokens (`count_tokens`).
     Counted {

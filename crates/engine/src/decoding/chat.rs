@@ -17,7 +17,8 @@ use crate::decoding::draft::ngram_mod::NgramMod;
 use crate::decoding::draft::reprise::Reprise;
 use crate::decoding::draft::Drafter;
 use crate::decoding::generate::Event;
-use crate::decoding::llama::{Context, ContextOptions, Logits, Model, Token};
+use crate::decoding::llama::{Context, Logits, Model};
+use crate::decoding::options::{ContextOptions, Token};
 use crate::decoding::report::Report;
 use crate::decoding::schedule::Evidence;
 use crate::decoding::session::{Lent, Session};
@@ -125,26 +126,8 @@ impl<'s> ChatSlot<'s> {
         open_ended: bool,
         job: &mut Job<'_, Event>,
     ) -> Result<Report> {
-        let n_ctx = settings.n_ctx as usize;
-        // Room for one draft round besides the answer (the loop never drafts past the context).
-        let reserve = 1 + if mode == Mode::Speculative { settings.longest_draft() } else { 0 };
-        let fitted;
-        let settings = if open_ended {
-            let room = n_ctx.saturating_sub(prompt.len() + reserve);
-            if room == 0 {
-                return Err(Error::ContextTooLong { prompt: prompt.len(), answer: 1, n_ctx });
-            }
-            let mut s = (**settings).clone();
-            s.n_predict = s.n_predict.min(room);
-            fitted = s.validate(mode)?;
-            &fitted
-        } else {
-            // Saturating: a huge `max_tokens` must not wrap past the check.
-            if prompt.len().saturating_add(settings.n_predict) > n_ctx || prompt.len() + reserve > n_ctx {
-                return Err(Error::ContextTooLong { prompt: prompt.len(), answer: settings.n_predict, n_ctx });
-            }
-            settings
-        };
+        let fitted = fit(prompt.len(), mode, settings, open_ended)?;
+        let settings = fitted.as_ref().unwrap_or(settings);
         // Another conversation: what this one's drafters earned is not its.
         if self.cached_tokens() > 0 && !self.continues(prompt) {
             self.evidence = Evidence::default();
@@ -181,20 +164,10 @@ impl<'s> ChatSlot<'s> {
             } else {
                 None
             };
-        let ngram_mod: Option<Box<dyn Drafter + '_>> =
-            match mode == Mode::Speculative && settings.strategy.drafts_with_ngram_mod() {
-                true => {
-                    let sizes = ngram_mod_sizes(settings);
-                    if self.ngram_mod.as_ref().is_none_or(|(_, k)| *k != sizes) {
-                        self.ngram_mod = Some((NgramMod::new(sizes.0, sizes.1, sizes.2)?, sizes));
-                    }
-                    self.ngram_mod.as_mut().map(|(d, _)| match earlier.is_empty() {
-                        true => Box::new(d) as Box<dyn Drafter + '_>,
-                        false => Box::new(Reprise::new(d, earlier)) as Box<dyn Drafter + '_>,
-                    })
-                }
-                false => None,
-            };
+        let ngram_mod = match mode == Mode::Speculative && settings.strategy.drafts_with_ngram_mod() {
+            true => ngram_mod_drafter(&mut self.ngram_mod, settings, earlier)?,
+            false => None,
+        };
         let cached = self.target.as_mut().expect("made above");
         let mut target = ReusingTarget { model: self.session.target(), cached, reused: 0 };
         let lent = Lent { model: model_drafter, ngram_mod, evidence: Some(&mut self.evidence) };
@@ -215,6 +188,46 @@ impl<'s> ChatSlot<'s> {
         report.prompt_reused = reused;
         Ok(report)
     }
+}
+
+/// The settings a prompt of `prompt_len` tokens runs with: an open-ended answer takes the room the
+/// context leaves (the settings, fitted), one of a set length must fit (none: as they are); both
+/// leave room for one draft round.
+fn fit(prompt_len: usize, mode: Mode, settings: &ValidSettings, open_ended: bool) -> Result<Option<ValidSettings>> {
+    let n_ctx = settings.n_ctx as usize;
+    // Room for one draft round besides the answer (the loop never drafts past the context).
+    let reserve = 1 + if mode == Mode::Speculative { settings.longest_draft() } else { 0 };
+    if open_ended {
+        let room = n_ctx.saturating_sub(prompt_len + reserve);
+        if room == 0 {
+            return Err(Error::ContextTooLong { prompt: prompt_len, answer: 1, n_ctx });
+        }
+        let mut s = (**settings).clone();
+        s.n_predict = s.n_predict.min(room);
+        return s.validate(mode).map(Some);
+    }
+    // Saturating: a huge `max_tokens` must not wrap past the check.
+    if prompt_len.saturating_add(settings.n_predict) > n_ctx || prompt_len + reserve > n_ctx {
+        return Err(Error::ContextTooLong { prompt: prompt_len, answer: settings.n_predict, n_ctx });
+    }
+    Ok(None)
+}
+
+/// The slot's ngram-mod table as a drafter (made anew when its sizes change), proposing the
+/// `earlier` answer to the same prompt first when there is one.
+fn ngram_mod_drafter<'a>(
+    kept: &'a mut Option<(NgramMod, (usize, usize, usize))>,
+    settings: &ValidSettings,
+    earlier: Vec<Token>,
+) -> Result<Option<Box<dyn Drafter + 'a>>> {
+    let sizes = ngram_mod_sizes(settings);
+    if kept.as_ref().is_none_or(|(_, k)| *k != sizes) {
+        *kept = Some((NgramMod::new(sizes.0, sizes.1, sizes.2)?, sizes));
+    }
+    Ok(kept.as_mut().map(|(d, _)| match earlier.is_empty() {
+        true => Box::new(d) as Box<dyn Drafter + 'a>,
+        false => Box::new(Reprise::new(d, earlier)) as Box<dyn Drafter + 'a>,
+    }))
 }
 
 /// Several conversations kept warm at once, each in a slot of its own (its contexts, its

@@ -6,7 +6,9 @@ use std::time::Instant;
 
 pub use draftlab_core::decoding::costs::*;
 
-use crate::decoding::llama::{Context, Logits, Model, Token};
+use crate::decoding::llama::{Context, Logits, Model};
+
+use crate::decoding::options::Token;
 use crate::decoding::report::median;
 use crate::decoding::settings::Settings;
 use crate::decoding::verify::argmax_with_margin;

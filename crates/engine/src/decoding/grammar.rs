@@ -32,7 +32,7 @@ pub struct GrammarFactory(Arc<ParserFactory>);
 impl GrammarFactory {
     pub fn new(env: &TokEnv) -> Result<Self> {
         let mut f = ParserFactory::new_simple(env)
-            .map_err(|e| Error::Llama(format!("cannot prepare the vocabulary for constraints: {e}")))?;
+            .map_err(|e| Error::Constraint { reason: format!("cannot prepare its vocabulary: {e}") })?;
         // Errors come back as values; nothing on stderr.
         f.quiet();
         Ok(GrammarFactory(Arc::new(f)))

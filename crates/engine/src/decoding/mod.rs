@@ -32,4 +32,4 @@ pub mod target;
 pub mod verify;
 
 // The words of a run (settings, reports, templates…), from the crate without llama.cpp.
-pub use draftlab_core::decoding::{compare, constraint, report, sampling, settings, template};
+pub use draftlab_core::decoding::{compare, constraint, options, report, sampling, settings, template};

@@ -10,7 +10,8 @@
 use crate::decoding::costs::Costs;
 use crate::decoding::draft::Drafter;
 use crate::decoding::generate::{generate, RunInfo};
-use crate::decoding::llama::{Logits, ModelId, Token};
+use crate::decoding::llama::Logits;
+use crate::decoding::options::{ModelId, Token};
 use crate::decoding::report::Report;
 use crate::decoding::schedule::Scheduler;
 use crate::decoding::settings::{Mode, ValidSettings};
@@ -59,7 +60,7 @@ impl ReplayTarget {
 impl Target for ReplayTarget {
     fn decode(&mut self, tokens: &[Token], start: u32, logits: Logits) -> Result<()> {
         if start as usize != self.cache.len() || self.cache.len() + tokens.len() > self.n_ctx {
-            return Err(Error::Llama(format!("replay: decode at {start} with {} cached", self.cache.len())));
+            return Err(Error::Decode { reason: format!("replay: at {start} with {} cached", self.cache.len()) });
         }
         self.rows.clear();
         for (i, &t) in tokens.iter().enumerate() {

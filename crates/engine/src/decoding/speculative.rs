@@ -257,7 +257,7 @@ fn shim_error(err: &[c_char]) -> String {
 
 /// The shim's reason for a drafter that did not start.
 fn start_failed(kind: NativeKind, err: &[c_char]) -> Error {
-    Error::Llama(format!("llama.cpp's {} drafter could not start: {}", kind.spec_type(), shim_error(err)))
+    Error::Drafter { kind: kind.spec_type(), reason: format!("could not start: {}", shim_error(err)) }
 }
 
 /// One of llama.cpp's drafters (see the module documentation). Owns its native state; used from
@@ -304,7 +304,7 @@ impl Native {
     fn check(&self, status: i32, what: &str) -> Result<()> {
         match status {
             ffi::OK => Ok(()),
-            _ => Err(Error::Llama(format!("llama.cpp's {} drafter failed to {what}", self.kind.spec_type()))),
+            _ => Err(Error::Drafter { kind: self.kind.spec_type(), reason: format!("failed to {what}") }),
         }
     }
 
@@ -442,7 +442,7 @@ impl Pair {
         let drafter = spec.map(|s| Native::of_pair(s, kind, params));
         let pair = Pair { raw, drafter, n_ctx };
         if pair.drafter.is_none() {
-            return Err(Error::Llama(format!("llama.cpp's {} drafter could not start", kind.spec_type())));
+            return Err(Error::Drafter { kind: kind.spec_type(), reason: "could not start".into() });
         }
         Ok(pair)
     }
@@ -457,7 +457,7 @@ impl Pair {
         let mut err: [c_char; 256] = [0; 256];
         // SAFETY: the model is live (the caller's contract); `p` and `err` outlive the call.
         let raw = unsafe { ffi::dl_solo_init(model, &p, err.as_mut_ptr(), err.len()) };
-        let Some(raw) = NonNull::new(raw) else { return Err(Error::Llama(shim_error(&err))) };
+        let Some(raw) = NonNull::new(raw) else { return Err(Error::Context { reason: shim_error(&err) }) };
         // SAFETY: `raw` is live.
         let n_ctx = unsafe { ffi::dl_pair_n_ctx(raw.as_ptr()) };
         Ok(Pair { raw, drafter: None, n_ctx })
@@ -483,12 +483,12 @@ impl Pair {
         let rc = unsafe { ffi::dl_pair_decode(self.raw.as_ptr(), tokens.as_ptr(), n, pos0, out.as_ptr(), feed) };
         match rc {
             0 => Ok(()),
-            -101 => Err(Error::Llama(format!("llama.cpp's {} drafter failed to read the batch", self.kind()))),
-            -100 => Err(Error::Llama("decode: invalid batch".into())),
+            -101 => Err(Error::Drafter { kind: self.kind(), reason: "failed to read the batch".into() }),
+            -100 => Err(Error::Decode { reason: "invalid batch".into() }),
             // llama_decode's own codes (llama.h).
-            1 => Err(Error::Llama("decode failed: no room in the KV cache for the batch".into())),
-            2 => Err(Error::Llama("decode aborted".into())),
-            rc => Err(Error::Llama(format!("decode failed: llama_decode returned {rc}"))),
+            1 => Err(Error::Decode { reason: "no room in the KV cache for the batch".into() }),
+            2 => Err(Error::Decode { reason: "aborted".into() }),
+            rc => Err(Error::Decode { reason: format!("llama_decode returned {rc}") }),
         }
     }
 
@@ -524,7 +524,7 @@ impl Pair {
         // SAFETY: `raw` is live.
         match unsafe { ffi::dl_pair_trim(self.raw.as_ptr(), from, target) } {
             true => Ok(()),
-            false => Err(Error::Llama("KV cache trim refused".into())),
+            false => Err(Error::Decode { reason: "the KV cache refused to be trimmed".into() }),
         }
     }
 

@@ -4,7 +4,8 @@
 
 use crate::decoding::constraint::Constraint;
 use crate::decoding::grammar::Grammar;
-use crate::decoding::llama::{Context, Logits, Model, Token};
+use crate::decoding::llama::{Context, Logits, Model};
+use crate::decoding::options::Token;
 use crate::error::{Error, Result};
 
 pub trait Target {

@@ -6,7 +6,7 @@ pub use draftlab_core::measuring::bench::*;
 
 use crate::decoding::compare::compare;
 use crate::decoding::costs::Costs;
-use crate::decoding::llama::Token;
+use crate::decoding::options::Token;
 use crate::decoding::report::{speedup, Report};
 use crate::decoding::session::Session;
 use crate::decoding::settings::{Mode, ValidSettings};
@@ -62,9 +62,7 @@ pub fn bench_with_costs(
     }
     let costs = match given {
         Some(c) => c,
-        None => {
-            Costs::median_of(&measured).ok_or_else(|| crate::error::Error::Llama("no step costs measured".into()))?
-        }
+        None => Costs::median_of(&measured).ok_or_else(|| crate::error::Error::Bug("no step costs measured".into()))?,
     };
     let base: Vec<&Report> = runs.iter().filter(|r| r.mode == Mode::Baseline).collect();
     let spec: Vec<&Report> = runs.iter().filter(|r| r.mode == Mode::Speculative).collect();

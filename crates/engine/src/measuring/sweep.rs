@@ -10,7 +10,7 @@ pub use draftlab_core::measuring::sweep::*;
 
 use crate::decoding::costs::Costs;
 use crate::decoding::draft::Strategy;
-use crate::decoding::llama::Token;
+use crate::decoding::options::Token;
 use crate::decoding::session::Session;
 use crate::decoding::settings::{Mode, Settings};
 use crate::error::{Error, Result};

@@ -17,7 +17,7 @@ pub use draftlab_core::measuring::tune::*;
 
 use crate::decoding::compare::compare;
 use crate::decoding::costs::CostsCache;
-use crate::decoding::llama::Token;
+use crate::decoding::options::Token;
 use crate::decoding::report::{speedup, Report};
 use crate::decoding::session::Session;
 use crate::decoding::settings::{Mode, Settings, ValidSettings};

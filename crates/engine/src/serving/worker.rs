@@ -91,6 +91,45 @@ impl<W: Write> Output<W> {
     }
 }
 
+/// What a window or a server keeps of one rendered turn: the end, where the generation prompt
+/// (and a thinking block it opens) is.
+const GREETING_TAIL: usize = 1024;
+
+/// A chat template (`template`, else `model`'s own) and the end of one user turn rendered by it
+/// with the generation prompt, thinking off then on: the window and the server render none
+/// themselves (a template is outside bytes, and can be made to crash what renders it).
+fn template_reply(model: &std::path::Path, template: Option<String>) -> Reply {
+    use draftlab_core::decoding::template::{render, ChatMessage, TemplateVars};
+    let template = template.or_else(|| {
+        draftlab_core::files::gguf::GgufFile::open(model)
+            .ok()
+            .and_then(|g| g.get_str("tokenizer.chat_template").map(str::to_string))
+    });
+    let (mut greeting, mut render_error) = ([None, None], None);
+    if let Some(t) = &template {
+        for (slot, on) in greeting.iter_mut().zip([false, true]) {
+            let mut vars = TemplateVars::new("", "", false);
+            vars.enable_thinking = on;
+            match render(t, &[ChatMessage::new("user", "Hello")], &vars) {
+                Ok(p) => *slot = Some(tail(&p, GREETING_TAIL).to_string()),
+                Err(e) => {
+                    render_error.get_or_insert_with(|| e.to_string());
+                }
+            }
+        }
+    }
+    Reply::Template { template, greeting, render_error }
+}
+
+/// The last `max` bytes of `s` or fewer, cut at a character's start.
+fn tail(s: &str, max: usize) -> &str {
+    let mut from = s.len().saturating_sub(max);
+    while !s.is_char_boundary(from) {
+        from += 1;
+    }
+    &s[from..]
+}
+
 /// The answer to a check (`doctor`, `check`, `memory`; see [`Command::is_check`]).
 fn answer_check(command: Command) -> Reply {
     let diagnosis = |d| Reply::Diagnosis { diagnosis: Box::new(d) };
@@ -115,11 +154,7 @@ fn answer_check(command: Command) -> Reply {
             crate::files::finder::find(&target, &folders, &mem, &|t, d| costs.measured_ratio(t, d))
                 .map(|d| Reply::Drafters { drafters: Box::new(d) })
         }
-        Command::ChatTemplate { model } => Ok(Reply::Template {
-            template: draftlab_core::files::gguf::GgufFile::open(&model)
-                .ok()
-                .and_then(|g| g.get_str("tokenizer.chat_template").map(str::to_string)),
-        }),
+        Command::ChatTemplate { model, template } => Ok(template_reply(&model, template)),
         other => return Reply::Error { error: bad_request(format!("{other:?} is not a check")) },
     };
     result.unwrap_or_else(|e| Reply::Error { error: e.info() })
@@ -144,40 +179,8 @@ pub fn serve<R: BufRead + Send + 'static, W: Write + Send + 'static>(input: R, o
     let cancels = Arc::new(CancelFlags::default());
     let (tx, rx) = mpsc::channel::<Incoming>();
     {
-        let cancels = Arc::clone(&cancels);
-        let out = Arc::clone(&out);
-        std::thread::spawn(move || {
-            let mut input = input;
-            loop {
-                let request = match lines::read_line(&mut input, lines::MAX_LINE) {
-                    Line::End => break,
-                    Line::Text(line) if line.trim().is_empty() => continue,
-                    Line::Text(line) => parse_request(&line).map_err(|e| (id_in(&line).unwrap_or(0), e)),
-                    Line::TooLong { bytes, head } => Err((
-                        id_of(&head).unwrap_or(0),
-                        bad_request(format!(
-                            "a request line of {bytes} bytes is over the limit of {} bytes; it was skipped",
-                            lines::MAX_LINE
-                        )),
-                    )),
-                    Line::NotUtf8 { bytes } => {
-                        Err((0, bad_request(format!("a request line of {bytes} bytes is not UTF-8; it was skipped"))))
-                    }
-                };
-                match request {
-                    Ok(Request { command: Command::Cancel { job }, .. }) => cancels.cancel(job),
-                    Ok(Request { id, command }) if command.answers_beside_jobs() => {
-                        let out = Arc::clone(&out);
-                        std::thread::spawn(move || out.send(id, answer_check(command)));
-                    }
-                    r => {
-                        if tx.send(r).is_err() {
-                            break;
-                        }
-                    }
-                }
-            }
-        });
+        let (cancels, out) = (Arc::clone(&cancels), Arc::clone(&out));
+        std::thread::spawn(move || read_requests(input, &tx, &cancels, &out));
     }
     let mut warm: Option<(LoadKey, Session)> = None;
     // A request read while serving chats that is not one of them: handled next.
@@ -199,57 +202,9 @@ pub fn serve<R: BufRead + Send + 'static, W: Write + Send + 'static>(input: R, o
         };
         let id = request.id;
         match request.command {
-            Command::Ping => out.send(id, Reply::Pong),
             Command::Shutdown => {
                 out.send(id, Reply::Bye);
                 return;
-            }
-            Command::Unload => {
-                let rss_before = crate::machine::own_resident_bytes();
-                let had_models = warm.take().is_some();
-                let rss_after = crate::machine::own_resident_bytes();
-                out.send(id, Reply::Unloaded { had_models, rss_before, rss_after });
-            }
-            Command::Cancel { .. } => {}
-            command @ (Command::Doctor { .. }
-            | Command::Check { .. }
-            | Command::Memory
-            | Command::SweepPlan { .. }
-            | Command::Discover { .. }
-            | Command::Drafters { .. }
-            | Command::ChatTemplate { .. }) => out.send(id, answer_check(command)),
-            Command::Sweep { spec, out: dir } => {
-                warm = None; // a sweep loads its own pairs; never hold two sets of models
-                let job = Running { id, out: &out, cancel: cancels.flag(id) };
-                match job.with_events(|event| Reply::Sweep { event }, |w| crate::measuring::sweep::run(&spec, &dir, w))
-                {
-                    Ok(r) => job.send(Reply::SweepDone { complete: r.complete }),
-                    Err(e) => job.send(Reply::Error { error: e.info() }),
-                }
-                cancels.forget(id);
-            }
-            Command::Tune { spec } => {
-                warm = None; // a tune loads the target with each of its drafts
-                let job = Running { id, out: &out, cancel: cancels.flag(id) };
-                match job.with_events(|event| Reply::Tune { event }, |w| crate::measuring::tune::tune(&spec, w)) {
-                    Ok(result) => job.send(Reply::Tuned { result: Box::new(result) }),
-                    Err(e) => job.send(Reply::Error { error: e.info() }),
-                }
-                cancels.forget(id);
-            }
-            Command::Run { target, draft, mode, prompt, settings } => {
-                let job = Running { id, out: &out, cancel: cancels.flag(id) };
-                if let Err(e) = run_job(&job, &mut warm, target, draft, Runs::One(mode), &prompt, settings) {
-                    job.send(Reply::Error { error: e.info() });
-                }
-                cancels.forget(id);
-            }
-            Command::Both { target, draft, prompt, settings } => {
-                let job = Running { id, out: &out, cancel: cancels.flag(id) };
-                if let Err(e) = run_job(&job, &mut warm, target, draft, Runs::Both, &prompt, settings) {
-                    job.send(Reply::Error { error: e.info() });
-                }
-                cancels.forget(id);
             }
             Command::Chat { target, draft, mode, input, settings, open_ended, slots } => {
                 let job = ChatJob { slots, ..ChatJob::new(id, target, draft, mode, input, settings, open_ended) };
@@ -258,15 +213,116 @@ pub fn serve<R: BufRead + Send + 'static, W: Write + Send + 'static>(input: R, o
                     None => return,
                 }
             }
-            Command::CountTokens { target, input, settings } => {
-                let counted = settings.validate(Mode::Baseline).and_then(|settings| {
-                    let key = LoadKey { target, draft: None, n_ctx: settings.n_ctx };
-                    load(&out, id, &mut warm, &key, &settings)?;
-                    let (_, session) = warm.as_ref().expect("loaded above");
-                    count_tokens(session, &input)
-                });
-                out.send(id, counted.unwrap_or_else(|e| Reply::Error { error: e.info() }));
+            command => serve_one(&out, &cancels, &mut warm, id, command),
+        }
+    }
+}
+
+/// The reader thread: requests as they come; a cancel reaches its job at once, a check is
+/// answered beside the running job (on a thread of its own), the rest queue for the job loop.
+fn read_requests<R: BufRead, W: Write + Send + 'static>(
+    mut input: R,
+    tx: &mpsc::Sender<Incoming>,
+    cancels: &CancelFlags,
+    out: &Arc<Output<W>>,
+) {
+    loop {
+        let request = match lines::read_line(&mut input, lines::MAX_LINE) {
+            Line::End => break,
+            Line::Text(line) if line.trim().is_empty() => continue,
+            Line::Text(line) => parse_request(&line).map_err(|e| (id_in(&line).unwrap_or(0), e)),
+            Line::TooLong { bytes, head } => Err((
+                id_of(&head).unwrap_or(0),
+                bad_request(format!(
+                    "a request line of {bytes} bytes is over the limit of {} bytes; it was skipped",
+                    lines::MAX_LINE
+                )),
+            )),
+            Line::NotUtf8 { bytes } => {
+                Err((0, bad_request(format!("a request line of {bytes} bytes is not UTF-8; it was skipped"))))
             }
+        };
+        match request {
+            Ok(Request { command: Command::Cancel { job }, .. }) => cancels.cancel(job),
+            Ok(Request { id, command }) if command.answers_beside_jobs() => {
+                let out = Arc::clone(out);
+                std::thread::spawn(move || out.send(id, answer_check(command)));
+            }
+            r => {
+                if tx.send(r).is_err() {
+                    break;
+                }
+            }
+        }
+    }
+}
+
+/// A request the job loop serves by itself (a chat keeps its slot across requests, in
+/// [`chat_jobs`]; a shutdown ends the loop).
+fn serve_one<W: Write>(
+    out: &Output<W>,
+    cancels: &CancelFlags,
+    warm: &mut Option<(LoadKey, Session)>,
+    id: u64,
+    command: Command,
+) {
+    match command {
+        Command::Ping => out.send(id, Reply::Pong),
+        Command::Shutdown | Command::Chat { .. } => {}
+        Command::Unload => {
+            let rss_before = crate::machine::own_resident_bytes();
+            let had_models = warm.take().is_some();
+            let rss_after = crate::machine::own_resident_bytes();
+            out.send(id, Reply::Unloaded { had_models, rss_before, rss_after });
+        }
+        Command::Cancel { .. } => {}
+        command @ (Command::Doctor { .. }
+        | Command::Check { .. }
+        | Command::Memory
+        | Command::SweepPlan { .. }
+        | Command::Discover { .. }
+        | Command::Drafters { .. }
+        | Command::ChatTemplate { .. }) => out.send(id, answer_check(command)),
+        Command::Sweep { spec, out: dir } => {
+            *warm = None; // a sweep loads its own pairs; never hold two sets of models
+            let job = Running { id, out, cancel: cancels.flag(id) };
+            match job.with_events(|event| Reply::Sweep { event }, |w| crate::measuring::sweep::run(&spec, &dir, w)) {
+                Ok(r) => job.send(Reply::SweepDone { complete: r.complete }),
+                Err(e) => job.send(Reply::Error { error: e.info() }),
+            }
+            cancels.forget(id);
+        }
+        Command::Tune { spec } => {
+            *warm = None; // a tune loads the target with each of its drafts
+            let job = Running { id, out, cancel: cancels.flag(id) };
+            match job.with_events(|event| Reply::Tune { event }, |w| crate::measuring::tune::tune(&spec, w)) {
+                Ok(result) => job.send(Reply::Tuned { result: Box::new(result) }),
+                Err(e) => job.send(Reply::Error { error: e.info() }),
+            }
+            cancels.forget(id);
+        }
+        Command::Run { target, draft, mode, prompt, settings } => {
+            let job = Running { id, out, cancel: cancels.flag(id) };
+            if let Err(e) = run_job(&job, warm, target, draft, Runs::One(mode), &prompt, settings) {
+                job.send(Reply::Error { error: e.info() });
+            }
+            cancels.forget(id);
+        }
+        Command::Both { target, draft, prompt, settings } => {
+            let job = Running { id, out, cancel: cancels.flag(id) };
+            if let Err(e) = run_job(&job, warm, target, draft, Runs::Both, &prompt, settings) {
+                job.send(Reply::Error { error: e.info() });
+            }
+            cancels.forget(id);
+        }
+        Command::CountTokens { target, input, settings } => {
+            let counted = settings.validate(Mode::Baseline).and_then(|settings| {
+                let key = LoadKey { target, draft: None, n_ctx: settings.n_ctx };
+                load(out, id, warm, &key, &settings)?;
+                let (_, session) = warm.as_ref().expect("loaded above");
+                count_tokens(session, &input)
+            });
+            out.send(id, counted.unwrap_or_else(|e| Reply::Error { error: e.info() }));
         }
     }
 }
@@ -461,46 +517,62 @@ fn chat_jobs<W: Write>(
         }
         cancels.forget(job.id);
         // The next request: a chat on the same models keeps the slot; a ping is answered here.
-        loop {
-            match rx.recv().ok()? {
-                Ok(Request { id, command: Command::Ping }) => out.send(id, Reply::Pong),
-                Ok(Request { id, command }) if command.is_check() => out.send(id, answer_check(command)),
-                // Counted on the warm target, the conversation's caches kept.
-                Ok(Request { id, command: Command::CountTokens { target, input, settings } })
-                    if target == key.target && settings.n_ctx == key.n_ctx =>
-                {
-                    out.send(id, count_tokens(session, &input).unwrap_or_else(|e| Reply::Error { error: e.info() }));
-                }
-                Ok(Request {
-                    id,
-                    command: Command::Chat { target, draft, mode, input, settings, open_ended, slots },
-                }) => {
-                    let next = ChatJob { slots, ..ChatJob::new(id, target, draft, mode, input, settings, open_ended) };
-                    let same = match &next.settings {
-                        Err(e) => {
-                            out.send(id, Reply::Error { error: e.info() });
-                            continue;
-                        }
-                        Ok(s) => key.serves(&next.key) && session.serves(s),
-                    };
-                    if !same {
-                        return Some(Ok(next.into_request()));
-                    }
-                    out.send(
-                        id,
-                        Reply::Loaded {
-                            target: session.target().id.clone(),
-                            draft: session.draft().map(|d| d.id.clone()),
-                            load_ms: 0.0,
-                            warm: true,
-                            runtime: Some(session.runtime()),
-                        },
-                    );
-                    job = next;
-                    break;
-                }
-                other => return Some(other),
+        match after_chat(out, rx, key, session) {
+            After::Chat(next) => job = *next,
+            After::Other(r) => return Some(*r),
+            After::Ended => return None,
+        }
+    }
+}
+
+/// What follows a chat on a warm slot: the next chat on the same models, the request the job
+/// loop serves next, or the input's end.
+enum After {
+    Chat(Box<ChatJob>),
+    Other(Box<Incoming>),
+    /// The input ended.
+    Ended,
+}
+
+/// Reads requests after a chat: pings, checks and token counts on the warm target are answered
+/// here, the conversation's caches kept, until a request that is not one of them.
+fn after_chat<W: Write>(out: &Output<W>, rx: &mpsc::Receiver<Incoming>, key: &LoadKey, session: &Session) -> After {
+    loop {
+        let Ok(request) = rx.recv() else { return After::Ended };
+        match request {
+            Ok(Request { id, command: Command::Ping }) => out.send(id, Reply::Pong),
+            Ok(Request { id, command }) if command.is_check() => out.send(id, answer_check(command)),
+            // Counted on the warm target, the conversation's caches kept.
+            Ok(Request { id, command: Command::CountTokens { target, input, settings } })
+                if target == key.target && settings.n_ctx == key.n_ctx =>
+            {
+                out.send(id, count_tokens(session, &input).unwrap_or_else(|e| Reply::Error { error: e.info() }));
             }
+            Ok(Request { id, command: Command::Chat { target, draft, mode, input, settings, open_ended, slots } }) => {
+                let next = ChatJob { slots, ..ChatJob::new(id, target, draft, mode, input, settings, open_ended) };
+                let same = match &next.settings {
+                    Err(e) => {
+                        out.send(id, Reply::Error { error: e.info() });
+                        continue;
+                    }
+                    Ok(s) => key.serves(&next.key) && session.serves(s),
+                };
+                if !same {
+                    return After::Other(Box::new(Ok(next.into_request())));
+                }
+                out.send(
+                    id,
+                    Reply::Loaded {
+                        target: session.target().id.clone(),
+                        draft: session.draft().map(|d| d.id.clone()),
+                        load_ms: 0.0,
+                        warm: true,
+                        runtime: Some(session.runtime()),
+                    },
+                );
+                return After::Chat(Box::new(next));
+            }
+            other => return After::Other(Box::new(other)),
         }
     }
 }

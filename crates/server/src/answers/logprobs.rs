@@ -6,7 +6,7 @@ use draftlab_core::decoding::event::TokenLogprob;
 use serde_json::{json, Value};
 
 use super::Answer;
-use crate::Endpoint;
+use crate::state::Endpoint;
 
 fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()

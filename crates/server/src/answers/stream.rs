@@ -5,13 +5,14 @@ use std::convert::Infallible;
 
 use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
+use draftlab_core::decoding::report::Report;
 use serde_json::{json, Value};
 use tokio::sync::mpsc;
 
 use super::{usage, Answer, Api, Step};
 use crate::errors::ApiError;
+use crate::state::Endpoint;
 use crate::tools::{Call, CallPiece, Parsed};
-use crate::Endpoint;
 
 impl Answer {
     /// A streamed chunk's extras: with `provenance`, where its tokens came from; their log
@@ -86,122 +87,45 @@ impl Answer {
             if tx.send(("message_start", start)).await.is_err() {
                 return;
             }
-            // The open block (`thinking` or `text`) and its index.
-            let mut open: Option<&'static str> = None;
-            let mut index = 0;
+            let mut b = Blocks::default();
             loop {
                 let step = tokio::select! {
                     step = a.next() => step,
                     () = tx.closed() => return,
                 };
-                let mut events: Vec<(&'static str, Value)> = Vec::new();
-                let delta = |events: &mut Vec<(&'static str, Value)>,
-                             kind: &'static str,
-                             t: &str,
-                             open: &mut Option<&'static str>,
-                             index: &mut usize| {
-                    if *open != Some(kind) {
-                        if open.is_some() {
-                            events.push(("content_block_stop", json!({"type": "content_block_stop", "index": *index})));
-                            *index += 1;
-                        }
-                        let block = match kind {
-                            "thinking" => json!({"type": "thinking", "thinking": "", "signature": ""}),
-                            _ => json!({"type": "text", "text": ""}),
-                        };
-                        events.push((
-                            "content_block_start",
-                            json!({"type": "content_block_start", "index": *index, "content_block": block}),
-                        ));
-                        *open = Some(kind);
-                    }
-                    let d = match kind {
-                        "thinking" => json!({"type": "thinking_delta", "thinking": t}),
-                        _ => json!({"type": "text_delta", "text": t}),
-                    };
-                    events.push((
-                        "content_block_delta",
-                        json!({"type": "content_block_delta", "index": *index, "delta": d}),
-                    ));
-                };
                 let kind = if matches!(step, Step::Thinking(_)) { "thinking" } else { "text" };
                 let end = match step {
                     Step::Text(t, _) | Step::Thinking(t) => {
-                        delta(&mut events, kind, &t, &mut open, &mut index);
+                        b.delta(kind, &t);
                         if provenance {
-                            if let Some((_, delta)) = events.last_mut() {
+                            if let Some((_, delta)) = b.events.last_mut() {
                                 delta["draftlab"] = json!({"tokens": std::mem::take(&mut a.sources)});
                             }
                         }
                         false
                     }
                     Step::Call(CallPiece::Start { index: i, name }) => {
-                        if open.is_some() {
-                            events.push(("content_block_stop", json!({"type": "content_block_stop", "index": index})));
-                            index += 1;
-                        }
-                        events.push((
-                            "content_block_start",
-                            json!({"type": "content_block_start", "index": index,
-                            "content_block": {"type": "tool_use", "id": a.call_id(i), "name": name, "input": {}}}),
-                        ));
-                        open = Some("tool_use");
+                        b.close();
+                        b.start("tool_use", json!({"type": "tool_use", "id": a.call_id(i), "name": name, "input": {}}));
                         false
                     }
                     Step::Call(CallPiece::Arguments { text, .. }) => {
-                        events.push((
-                            "content_block_delta",
-                            json!({"type": "content_block_delta", "index": index,
-                                "delta": {"type": "input_json_delta", "partial_json": text}}),
-                        ));
+                        b.input(b.index, &text);
                         false
                     }
                     Step::Done(r) => {
-                        let parsed = match a.calls.take().transpose() {
-                            Ok(p) => p.unwrap_or_default(),
-                            Err(e) => {
-                                let _ = tx.send(("error", e.anthropic_body())).await;
-                                return;
-                            }
-                        };
-                        if !parsed.content.trim().is_empty() {
-                            delta(&mut events, "text", parsed.content.trim_end(), &mut open, &mut index);
+                        if let Err(e) = a.anthropic_end(&r, &mut b) {
+                            let _ = tx.send(("error", e.anthropic_body())).await;
+                            return;
                         }
-                        if open.is_some() {
-                            events.push(("content_block_stop", json!({"type": "content_block_stop", "index": index})));
-                            index += 1;
-                        }
-                        let streamed = a.calls_streamed();
-                        for (i, c) in parsed.calls.iter().enumerate().skip(streamed) {
-                            let at = index + i - streamed;
-                            events.push(("content_block_start", json!({"type": "content_block_start", "index": at,
-                                "content_block": {"type": "tool_use", "id": a.call_id(i), "name": c.name, "input": {}}})));
-                            events.push((
-                                "content_block_delta",
-                                json!({"type": "content_block_delta", "index": at,
-                                "delta": {"type": "input_json_delta", "partial_json": c.arguments}}),
-                            ));
-                            events.push(("content_block_stop", json!({"type": "content_block_stop", "index": at})));
-                        }
-                        if !parsed.calls.is_empty() {
-                            a.calls = Some(Ok(Parsed::default()));
-                        }
-                        let stop_reason = a.stop_reason(&r);
-                        events.push((
-                            "message_delta",
-                            json!({"type": "message_delta",
-                            "delta": {"stop_reason": stop_reason, "stop_sequence": a.stop.matched()},
-                            "usage": a.anthropic_usage(&r)}),
-                        ));
-                        events.push(("message_stop", json!({"type": "message_stop"})));
                         true
                     }
                     Step::Failed(e) => {
-                        events.push(("error", ApiError::engine(&e).anthropic_body()));
+                        b.events.push(("error", ApiError::engine(&e).anthropic_body()));
                         true
                     }
                 };
-                for e in events {
+                for e in std::mem::take(&mut b.events) {
                     if tx.send(e).await.is_err() {
                         return;
                     }
@@ -217,6 +141,39 @@ impl Answer {
                 .map(|(name, data)| (Ok::<_, Infallible>(SseEvent::default().event(name).data(data.to_string())), rx))
         });
         Ok(Sse::new(events).keep_alive(KeepAlive::default()).into_response())
+    }
+
+    /// The end of an Anthropic stream: the text the calls left, each call not streamed yet as a
+    /// whole `tool_use` block, then the stop reason and usage.
+    fn anthropic_end(&mut self, r: &Report, b: &mut Blocks) -> Result<(), ApiError> {
+        let parsed = self.calls.take().transpose()?.unwrap_or_default();
+        if !parsed.content.trim().is_empty() {
+            b.delta("text", parsed.content.trim_end());
+        }
+        b.close();
+        let streamed = self.calls_streamed();
+        for (i, c) in parsed.calls.iter().enumerate().skip(streamed) {
+            let at = b.index + i - streamed;
+            b.events.push((
+                "content_block_start",
+                json!({"type": "content_block_start", "index": at,
+                "content_block": {"type": "tool_use", "id": self.call_id(i), "name": c.name, "input": {}}}),
+            ));
+            b.input(at, &c.arguments);
+            b.events.push(("content_block_stop", json!({"type": "content_block_stop", "index": at})));
+        }
+        if !parsed.calls.is_empty() {
+            self.calls = Some(Ok(Parsed::default()));
+        }
+        let stop_reason = self.stop_reason(r);
+        b.events.push((
+            "message_delta",
+            json!({"type": "message_delta",
+            "delta": {"stop_reason": stop_reason, "stop_sequence": self.stop.matched()},
+            "usage": self.anthropic_usage(r)}),
+        ));
+        b.events.push(("message_stop", json!({"type": "message_stop"})));
+        Ok(())
     }
 
     /// The answer as server-sent events: OpenAI's chunks (one choice; see
@@ -296,6 +253,50 @@ impl Answer {
         Ok(Sse::new(events).keep_alive(KeepAlive::default()).into_response())
     }
 
+    /// A call's piece as a chunk: its name and id as it starts, then its arguments as they come.
+    fn call_chunk(&mut self, piece: CallPiece, first: bool, offset: &mut usize) -> Value {
+        let call = match piece {
+            CallPiece::Start { index, name } => json!({"index": index, "id": self.call_id(index),
+                "type": "function", "function": {"name": name, "arguments": ""}}),
+            CallPiece::Arguments { index, text } => json!({"index": index, "function": {"arguments": text}}),
+        };
+        let mut c = self.chunk(None, None, first);
+        c["choices"][0]["delta"]["tool_calls"] = json!([call]);
+        // The call's tokens' provenance goes with the next text (as before calls were streamed).
+        self.annotate(&mut c, false, offset);
+        c
+    }
+
+    /// The last chunks: the text the calls left and the calls not streamed yet, then the finish
+    /// reason; or the error, when the calls cannot be read.
+    fn end_chunks(&mut self, r: &Report, first: bool, offset: &mut usize) -> (Vec<Value>, Written) {
+        match self.calls.take() {
+            // Calls that could not be read: the error in place of the rest.
+            Some(Err(e)) => (vec![serde_json::to_value(&e.body).unwrap_or_default()], Written::Failed),
+            calls => {
+                let mut out = Vec::new();
+                if let Some(Ok(parsed)) = calls {
+                    if !parsed.content.trim().is_empty() {
+                        out.push(self.chunk(Some(parsed.content.trim_end()), None, first));
+                    }
+                    let rest = self.tool_calls_json(&parsed.calls, true);
+                    if !rest.is_empty() {
+                        let mut c = self.chunk(None, None, first && out.is_empty());
+                        c["choices"][0]["delta"]["tool_calls"] = json!(rest);
+                        out.push(c);
+                    }
+                    // Keeps the finish reason `tool_calls`.
+                    self.calls = Some(Ok(Parsed::default()));
+                }
+                let mut last = self.chunk(None, Some(self.finish_reason(r)), first && out.is_empty());
+                self.annotate(&mut last, false, offset);
+                out.push(last);
+                let usage = serde_json::to_value(usage(r, self.parts.as_ref())).unwrap_or_default();
+                (out, Written::Ended(usage))
+            }
+        }
+    }
+
     /// Writes this answer's chunks to `tx` as choice `index` until it ends.
     async fn write_choice(
         mut self,
@@ -327,46 +328,11 @@ impl Answer {
                     a.annotate(&mut c, provenance, &mut offset);
                     (vec![c], None)
                 }
-                Step::Call(piece) => {
-                    let call = match piece {
-                        CallPiece::Start { index, name } => json!({"index": index, "id": a.call_id(index),
-                            "type": "function", "function": {"name": name, "arguments": ""}}),
-                        CallPiece::Arguments { index, text } => {
-                            json!({"index": index, "function": {"arguments": text}})
-                        }
-                    };
-                    let mut c = a.chunk(None, None, first);
-                    c["choices"][0]["delta"]["tool_calls"] = json!([call]);
-                    // The call's tokens' provenance goes with the next text (as before calls
-                    // were streamed).
-                    a.annotate(&mut c, false, &mut offset);
-                    (vec![c], None)
+                Step::Call(piece) => (vec![a.call_chunk(piece, first, &mut offset)], None),
+                Step::Done(r) => {
+                    let (chunks, end) = a.end_chunks(&r, first, &mut offset);
+                    (chunks, Some(end))
                 }
-                Step::Done(r) => match a.calls.take() {
-                    // Calls that could not be read: the error in place of the rest.
-                    Some(Err(e)) => (vec![serde_json::to_value(&e.body).unwrap_or_default()], Some(Written::Failed)),
-                    calls => {
-                        let mut out = Vec::new();
-                        if let Some(Ok(parsed)) = calls {
-                            if !parsed.content.trim().is_empty() {
-                                out.push(a.chunk(Some(parsed.content.trim_end()), None, first));
-                            }
-                            let rest = a.tool_calls_json(&parsed.calls, true);
-                            if !rest.is_empty() {
-                                let mut c = a.chunk(None, None, first && out.is_empty());
-                                c["choices"][0]["delta"]["tool_calls"] = json!(rest);
-                                out.push(c);
-                            }
-                            // Keeps the finish reason `tool_calls`.
-                            a.calls = Some(Ok(Parsed::default()));
-                        }
-                        let mut last = a.chunk(None, Some(a.finish_reason(&r)), first && out.is_empty());
-                        a.annotate(&mut last, false, &mut offset);
-                        out.push(last);
-                        let usage = serde_json::to_value(usage(&r, a.parts.as_ref())).unwrap_or_default();
-                        (out, Some(Written::Ended(usage)))
-                    }
-                },
                 Step::Failed(e) => {
                     (vec![serde_json::to_value(&ApiError::engine(&e).body).unwrap_or_default()], Some(Written::Failed))
                 }
@@ -400,4 +366,58 @@ enum Written {
     Failed,
     /// The client went away.
     Gone,
+}
+
+/// Anthropic's content blocks as they stream: the events to send next, the open block (`thinking`,
+/// `text` or `tool_use`) and its index.
+#[derive(Default)]
+struct Blocks {
+    events: Vec<(&'static str, Value)>,
+    open: Option<&'static str>,
+    index: usize,
+}
+
+impl Blocks {
+    /// Ends the open block, if any: the next one has the next index.
+    fn close(&mut self) {
+        if self.open.take().is_some() {
+            self.events.push(("content_block_stop", json!({"type": "content_block_stop", "index": self.index})));
+            self.index += 1;
+        }
+    }
+
+    fn start(&mut self, kind: &'static str, block: Value) {
+        self.events.push((
+            "content_block_start",
+            json!({"type": "content_block_start", "index": self.index, "content_block": block}),
+        ));
+        self.open = Some(kind);
+    }
+
+    /// `t` in a `thinking` or `text` block, opened unless it is the open one.
+    fn delta(&mut self, kind: &'static str, t: &str) {
+        if self.open != Some(kind) {
+            self.close();
+            let block = match kind {
+                "thinking" => json!({"type": "thinking", "thinking": "", "signature": ""}),
+                _ => json!({"type": "text", "text": ""}),
+            };
+            self.start(kind, block);
+        }
+        let d = match kind {
+            "thinking" => json!({"type": "thinking_delta", "thinking": t}),
+            _ => json!({"type": "text_delta", "text": t}),
+        };
+        self.events
+            .push(("content_block_delta", json!({"type": "content_block_delta", "index": self.index, "delta": d})));
+    }
+
+    /// A piece of the input of the `tool_use` block at `index`.
+    fn input(&mut self, index: usize, partial: &str) {
+        self.events.push((
+            "content_block_delta",
+            json!({"type": "content_block_delta", "index": index,
+                "delta": {"type": "input_json_delta", "partial_json": partial}}),
+        ));
+    }
 }

@@ -7,8 +7,8 @@ use serde_json::{json, Value};
 
 use super::{usage, Answer, Api, Step};
 use crate::errors::ApiError;
+use crate::state::Endpoint;
 use crate::tools::Call;
-use crate::Endpoint;
 
 impl Answer {
     /// Anthropic's content blocks: the text, then each call as a `tool_use` block.

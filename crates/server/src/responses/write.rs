@@ -165,19 +165,26 @@ struct Open {
     logprobs: Vec<Value>,
 }
 
+/// What a streamed response has written: the items done (`output`), the one being written, the
+/// events not sent yet, and the answer's text so far.
+#[derive(Default)]
+struct Items {
+    output: Vec<Value>,
+    open: Option<Open>,
+    events: Vec<Value>,
+    text: String,
+}
+
 /// Writes a streamed response's events until the answer ends or the client goes away (then the
 /// answer is dropped, which cancels its job).
 async fn write_events(mut a: Answer, mut echo: Echo, tx: mpsc::Sender<Value>) {
     let mut seq = 0u64;
-    let mut output: Vec<Value> = Vec::new();
-    let mut open: Option<Open> = None;
-    let mut events: Vec<Value> = Vec::new();
-    let mut all_text = String::new();
+    let mut w = Items::default();
     let start = a.response(&echo, "in_progress", &[], None);
-    events.push(json!({"type": "response.created", "response": start}));
-    events.push(json!({"type": "response.in_progress", "response": start}));
+    w.events.push(json!({"type": "response.created", "response": start}));
+    w.events.push(json!({"type": "response.in_progress", "response": start}));
     loop {
-        for mut e in events.drain(..) {
+        for mut e in w.events.drain(..) {
             e["sequence_number"] = json!(seq);
             seq += 1;
             if tx.send(e).await.is_err() {
@@ -190,81 +197,44 @@ async fn write_events(mut a: Answer, mut echo: Echo, tx: mpsc::Sender<Value>) {
         };
         match step {
             Step::Thinking(t) => {
-                open_item(&a, &mut open, &mut output, &mut events, "reasoning");
-                let o = open.as_mut().expect("opened above");
+                w.open_item(&a, "reasoning");
+                let o = w.open.as_mut().expect("opened above");
                 o.text.push_str(&t);
-                events.push(json!({"type": "response.reasoning_text.delta", "item_id": o.id,
+                w.events.push(json!({"type": "response.reasoning_text.delta", "item_id": o.id,
                     "output_index": o.index, "content_index": 0, "delta": t}));
             }
             Step::Text(t, _) => {
-                all_text.push_str(&t);
-                text_delta(&mut a, &mut open, &mut output, &mut events, &t);
+                w.text.push_str(&t);
+                w.text_delta(&mut a, &t);
             }
             Step::Call(CallPiece::Start { index: i, name }) => {
-                close_item(&mut open, &mut output, &mut events);
-                let index = output.len();
+                w.close_item();
+                let index = w.output.len();
                 let item = Output::call(&a, i, &name, "", "in_progress");
                 let id = item["id"].as_str().unwrap_or_default().to_string();
-                events.push(json!({"type": "response.output_item.added", "output_index": index, "item": item}));
-                open = Some(Open { kind: "function_call", index, id, text: String::new(), name, logprobs: Vec::new() });
+                w.events.push(json!({"type": "response.output_item.added", "output_index": index, "item": item}));
+                w.open =
+                    Some(Open { kind: "function_call", index, id, text: String::new(), name, logprobs: Vec::new() });
             }
             Step::Call(CallPiece::Arguments { text, .. }) => {
-                if let Some(o) = open.as_mut().filter(|o| o.kind == "function_call") {
+                if let Some(o) = w.open.as_mut().filter(|o| o.kind == "function_call") {
                     o.text.push_str(&text);
-                    events.push(json!({"type": "response.function_call_arguments.delta", "item_id": o.id,
+                    w.events.push(json!({"type": "response.function_call_arguments.delta", "item_id": o.id,
                         "output_index": o.index, "delta": text}));
                 }
             }
             Step::Done(r) => {
-                let parsed = match a.calls.take().transpose() {
-                    Ok(p) => p.unwrap_or_default(),
-                    Err(e) => {
-                        events.push(failed(&a, &echo, &output, &e));
-                        break;
-                    }
-                };
-                if !parsed.calls.is_empty() {
-                    a.calls = Some(Ok(Parsed::default()));
-                }
-                let content = parsed.content.trim_end();
-                if !content.trim().is_empty() {
-                    all_text.push_str(content);
-                    text_delta(&mut a, &mut open, &mut output, &mut events, content);
-                }
-                if output.is_empty() && open.is_none() && parsed.calls.is_empty() {
-                    // An empty answer is still a message.
-                    open_item(&a, &mut open, &mut output, &mut events, "message");
-                }
-                close_item(&mut open, &mut output, &mut events);
-                for (i, c) in parsed.calls.iter().enumerate().skip(a.calls_streamed()) {
-                    let index = output.len();
-                    let item = Output::call(&a, i, &c.name, "", "in_progress");
-                    let id = item["id"].clone();
-                    events.push(json!({"type": "response.output_item.added", "output_index": index, "item": item}));
-                    events.push(json!({"type": "response.function_call_arguments.delta", "item_id": id,
-                        "output_index": index, "delta": c.arguments}));
-                    events.push(json!({"type": "response.function_call_arguments.done", "item_id": id,
-                        "output_index": index, "name": c.name, "arguments": c.arguments}));
-                    let done = Output::call(&a, i, &c.name, &c.arguments, "completed");
-                    events.push(json!({"type": "response.output_item.done", "output_index": index, "item": done}));
-                    output.push(done);
-                }
-                let status = a.status(&r);
-                let end = if status == "incomplete" { "response.incomplete" } else { "response.completed" };
-                let mut body = a.response(&echo, status, &output, Some(&r));
-                body["output_text"] = json!(all_text.trim_end());
-                events.push(json!({"type": end, "response": body}));
-                a.keep(&mut echo, &all_text, &parsed.calls);
+                w.end(&mut a, &mut echo, &r);
                 break;
             }
             Step::Failed(e) => {
-                close_item(&mut open, &mut output, &mut events);
-                events.push(failed(&a, &echo, &output, &ApiError::engine(&e)));
+                w.close_item();
+                w.events.push(failed(&a, &echo, &w.output, &ApiError::engine(&e)));
                 break;
             }
         }
     }
-    for mut e in events {
+    for mut e in w.events {
         e["sequence_number"] = json!(seq);
         seq += 1;
         if tx.send(e).await.is_err() {
@@ -273,77 +243,124 @@ async fn write_events(mut a: Answer, mut echo: Echo, tx: mpsc::Sender<Value>) {
     }
 }
 
+impl Items {
+    /// The answer's end: the text the calls left, the calls not streamed yet as whole items, and
+    /// `response.completed` (or `incomplete`); or `response.failed` when the calls cannot be read.
+    fn end(&mut self, a: &mut Answer, echo: &mut Echo, r: &Report) {
+        let parsed = match a.calls.take().transpose() {
+            Ok(p) => p.unwrap_or_default(),
+            Err(e) => {
+                self.events.push(failed(a, echo, &self.output, &e));
+                return;
+            }
+        };
+        if !parsed.calls.is_empty() {
+            a.calls = Some(Ok(Parsed::default()));
+        }
+        let content = parsed.content.trim_end();
+        if !content.trim().is_empty() {
+            self.text.push_str(content);
+            self.text_delta(a, content);
+        }
+        if self.output.is_empty() && self.open.is_none() && parsed.calls.is_empty() {
+            // An empty answer is still a message.
+            self.open_item(a, "message");
+        }
+        self.close_item();
+        for (i, c) in parsed.calls.iter().enumerate().skip(a.calls_streamed()) {
+            self.whole_call(a, i, c);
+        }
+        let status = a.status(r);
+        let end = if status == "incomplete" { "response.incomplete" } else { "response.completed" };
+        let mut body = a.response(echo, status, &self.output, Some(r));
+        body["output_text"] = json!(self.text.trim_end());
+        self.events.push(json!({"type": end, "response": body}));
+        a.keep(echo, &self.text, &parsed.calls);
+    }
+
+    /// Call `i`, read whole at the end, as an item: added, its arguments, done.
+    fn whole_call(&mut self, a: &Answer, i: usize, c: &Call) {
+        let index = self.output.len();
+        let item = Output::call(a, i, &c.name, "", "in_progress");
+        let id = item["id"].clone();
+        self.events.push(json!({"type": "response.output_item.added", "output_index": index, "item": item}));
+        self.events.push(json!({"type": "response.function_call_arguments.delta", "item_id": id,
+            "output_index": index, "delta": c.arguments}));
+        self.events.push(json!({"type": "response.function_call_arguments.done", "item_id": id,
+            "output_index": index, "name": c.name, "arguments": c.arguments}));
+        let done = Output::call(a, i, &c.name, &c.arguments, "completed");
+        self.events.push(json!({"type": "response.output_item.done", "output_index": index, "item": done}));
+        self.output.push(done);
+    }
+
+    /// Opens an item of `kind` (`reasoning` or `message`) unless one is open; closes another kind's.
+    fn open_item(&mut self, a: &Answer, kind: &'static str) {
+        if self.open.as_ref().is_some_and(|o| o.kind == kind) {
+            return;
+        }
+        self.close_item();
+        let index = self.output.len();
+        let prefix = if kind == "reasoning" { "rs" } else { "msg" };
+        let id = format!("{prefix}_{}{index}", a.suffix());
+        let item = match kind {
+            "reasoning" => Output::reasoning(&id, "", "in_progress"),
+            _ => Output::message(&id, "", "in_progress", &[]),
+        };
+        self.events.push(json!({"type": "response.output_item.added", "output_index": index, "item": item}));
+        if kind == "message" {
+            self.events.push(json!({"type": "response.content_part.added", "item_id": id, "output_index": index,
+                "content_index": 0, "part": text_part("", &[])}));
+        }
+        self.open = Some(Open { kind, index, id, text: String::new(), name: String::new(), logprobs: Vec::new() });
+    }
+
+    /// A piece of the message's text, with the log probabilities of the tokens written since the
+    /// last piece.
+    fn text_delta(&mut self, a: &mut Answer, t: &str) {
+        self.open_item(a, "message");
+        let o = self.open.as_mut().expect("opened above");
+        o.text.push_str(t);
+        let logprobs = a.take_logprob_entries();
+        o.logprobs.extend(logprobs.iter().cloned());
+        self.events.push(json!({"type": "response.output_text.delta", "item_id": o.id, "output_index": o.index,
+            "content_index": 0, "delta": t, "logprobs": logprobs}));
+    }
+
+    /// Closes the open item: its `.done` events, and the item in `output`.
+    fn close_item(&mut self) {
+        let Some(o) = self.open.take() else { return };
+        let item = match o.kind {
+            "reasoning" => {
+                self.events
+                    .push(json!({"type": "response.reasoning_text.done", "item_id": o.id, "output_index": o.index,
+                    "content_index": 0, "text": o.text}));
+                Output::reasoning(&o.id, &o.text, "completed")
+            }
+            "function_call" => {
+                self.events.push(json!({"type": "response.function_call_arguments.done", "item_id": o.id,
+                    "output_index": o.index, "name": o.name, "arguments": o.text}));
+                let call_id = o.id.strip_prefix("fc_").unwrap_or(&o.id);
+                json!({"type": "function_call", "id": o.id, "call_id": call_id, "name": o.name,
+                    "arguments": o.text, "status": "completed"})
+            }
+            _ => {
+                let text = o.text.trim_end();
+                self.events.push(json!({"type": "response.output_text.done", "item_id": o.id, "output_index": o.index,
+                    "content_index": 0, "text": text, "logprobs": o.logprobs}));
+                self.events
+                    .push(json!({"type": "response.content_part.done", "item_id": o.id, "output_index": o.index,
+                    "content_index": 0, "part": text_part(text, &o.logprobs)}));
+                Output::message(&o.id, text, "completed", &o.logprobs)
+            }
+        };
+        self.events.push(json!({"type": "response.output_item.done", "output_index": o.index, "item": item}));
+        self.output.push(item);
+    }
+}
+
 /// `response.failed`, the error in the response.
 fn failed(a: &Answer, echo: &Echo, output: &[Value], e: &ApiError) -> Value {
     let mut body = a.response(echo, "failed", output, None);
     body["error"] = json!({"code": e.body.error.code.clone().unwrap_or_else(|| e.body.error.kind.clone()), "message": e.body.error.message});
     json!({"type": "response.failed", "response": body})
-}
-
-/// Opens an item of `kind` (`reasoning` or `message`) unless one is open; closes another kind's.
-fn open_item(
-    a: &Answer,
-    open: &mut Option<Open>,
-    output: &mut Vec<Value>,
-    events: &mut Vec<Value>,
-    kind: &'static str,
-) {
-    if open.as_ref().is_some_and(|o| o.kind == kind) {
-        return;
-    }
-    close_item(open, output, events);
-    let index = output.len();
-    let prefix = if kind == "reasoning" { "rs" } else { "msg" };
-    let id = format!("{prefix}_{}{index}", a.suffix());
-    let item = match kind {
-        "reasoning" => Output::reasoning(&id, "", "in_progress"),
-        _ => Output::message(&id, "", "in_progress", &[]),
-    };
-    events.push(json!({"type": "response.output_item.added", "output_index": index, "item": item}));
-    if kind == "message" {
-        events.push(json!({"type": "response.content_part.added", "item_id": id, "output_index": index,
-            "content_index": 0, "part": text_part("", &[])}));
-    }
-    *open = Some(Open { kind, index, id, text: String::new(), name: String::new(), logprobs: Vec::new() });
-}
-
-/// A piece of the message's text, with the log probabilities of the tokens written since the
-/// last piece.
-fn text_delta(a: &mut Answer, open: &mut Option<Open>, output: &mut Vec<Value>, events: &mut Vec<Value>, t: &str) {
-    open_item(a, open, output, events, "message");
-    let o = open.as_mut().expect("opened above");
-    o.text.push_str(t);
-    let logprobs = a.take_logprob_entries();
-    o.logprobs.extend(logprobs.iter().cloned());
-    events.push(json!({"type": "response.output_text.delta", "item_id": o.id, "output_index": o.index,
-        "content_index": 0, "delta": t, "logprobs": logprobs}));
-}
-
-/// Closes the open item: its `.done` events, and the item in `output`.
-fn close_item(open: &mut Option<Open>, output: &mut Vec<Value>, events: &mut Vec<Value>) {
-    let Some(o) = open.take() else { return };
-    let item = match o.kind {
-        "reasoning" => {
-            events.push(json!({"type": "response.reasoning_text.done", "item_id": o.id, "output_index": o.index,
-                "content_index": 0, "text": o.text}));
-            Output::reasoning(&o.id, &o.text, "completed")
-        }
-        "function_call" => {
-            events.push(json!({"type": "response.function_call_arguments.done", "item_id": o.id,
-                "output_index": o.index, "name": o.name, "arguments": o.text}));
-            let call_id = o.id.strip_prefix("fc_").unwrap_or(&o.id);
-            json!({"type": "function_call", "id": o.id, "call_id": call_id, "name": o.name,
-                "arguments": o.text, "status": "completed"})
-        }
-        _ => {
-            let text = o.text.trim_end();
-            events.push(json!({"type": "response.output_text.done", "item_id": o.id, "output_index": o.index,
-                "content_index": 0, "text": text, "logprobs": o.logprobs}));
-            events.push(json!({"type": "response.content_part.done", "item_id": o.id, "output_index": o.index,
-                "content_index": 0, "part": text_part(text, &o.logprobs)}));
-            Output::message(&o.id, text, "completed", &o.logprobs)
-        }
-    };
-    events.push(json!({"type": "response.output_item.done", "output_index": o.index, "item": item}));
-    output.push(item);
 }

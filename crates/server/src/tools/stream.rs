@@ -63,92 +63,100 @@ impl CallStream {
 fn partials(format: Format, held: &str) -> Vec<Partial<'_>> {
     let mut out = Vec::new();
     match format {
-        Format::Hermes => {
-            let mut rest = held;
-            while let Some(at) = rest.find("<tool_call>") {
-                let body = rest[at + "<tool_call>".len()..].trim_start();
-                let Some((p, end)) = object(body, &["arguments"]) else { break };
-                let whole = p.whole;
-                out.push(p);
-                match end {
-                    Some(end) if whole => rest = &body[end..],
-                    _ => break,
-                }
-            }
-        }
-        Format::Llama3 => {
-            let mut rest = held.trim_start().strip_prefix("<|python_tag|>").unwrap_or(held).trim_start();
-            while let Some((p, end)) = object(rest, &["parameters", "arguments"]) {
-                let whole = p.whole;
-                out.push(p);
-                let Some(end) = end.filter(|_| whole) else { break };
-                match rest[end..].trim_start().strip_prefix(';') {
-                    Some(next) => rest = next.trim_start(),
-                    None => break,
-                }
-            }
-        }
-        Format::Mistral => {
-            let Some(at) = held.find("[TOOL_CALLS]") else { return out };
-            let mut rest = held[at + "[TOOL_CALLS]".len()..].trim_start();
-            if let Some(list) = rest.strip_prefix('[') {
-                rest = list;
-                loop {
-                    rest = rest.trim_start().trim_start_matches(',').trim_start();
-                    let Some((p, end)) = object(rest, &["arguments"]) else { break };
-                    let whole = p.whole;
-                    out.push(p);
-                    match end {
-                        Some(end) if whole => rest = &rest[end..],
-                        _ => break,
-                    }
-                }
-            } else {
-                // name[ARGS]{…}, with [TOOL_CALLS] before each further call.
-                for part in rest.split("[TOOL_CALLS]") {
-                    let Some((name, args)) = part.split_once("[ARGS]") else { break };
-                    let args = args.trim_start();
-                    if !args.starts_with('{') {
-                        break;
-                    }
-                    let end = value_end(args);
-                    let whole = end.is_some();
-                    out.push(Partial {
-                        name: name.trim().to_string(),
-                        arguments: &args[..end.unwrap_or(args.len())],
-                        whole,
-                    });
-                    if !whole {
-                        break;
-                    }
-                }
-            }
-        }
-        Format::Harmony => {
-            let mut rest = held;
-            while let Some(at) = rest.find("to=functions.") {
-                let after = &rest[at + "to=functions.".len()..];
-                let Some(end) = after.find(|c: char| c.is_whitespace() || c == '<') else { break };
-                let Some(m) = after.find("<|message|>") else { break };
-                let args = after[m + "<|message|>".len()..].trim_start();
-                if end == 0 || !args.starts_with('{') {
-                    break;
-                }
-                let stop = value_end(args);
-                out.push(Partial {
-                    name: after[..end].to_string(),
-                    arguments: &args[..stop.unwrap_or(args.len())],
-                    whole: stop.is_some(),
-                });
-                match stop {
-                    Some(stop) => rest = &args[stop..],
-                    None => break,
-                }
-            }
-        }
+        Format::Hermes => hermes(held, &mut out),
+        Format::Llama3 => llama3(held, &mut out),
+        Format::Mistral => mistral(held, &mut out),
+        Format::Harmony => harmony(held, &mut out),
         Format::Gemma4 => {}
     }
     out
+}
+
+/// Qwen's `<tool_call>{"name": …, "arguments": {…}}</tool_call>`, one after another.
+fn hermes<'a>(held: &'a str, out: &mut Vec<Partial<'a>>) {
+    let mut rest = held;
+    while let Some(at) = rest.find("<tool_call>") {
+        let body = rest[at + "<tool_call>".len()..].trim_start();
+        let Some((p, end)) = object(body, &["arguments"]) else { break };
+        let whole = p.whole;
+        out.push(p);
+        match end {
+            Some(end) if whole => rest = &body[end..],
+            _ => break,
+        }
+    }
+}
+
+/// Llama 3's `{"name": …, "parameters": {…}}`, after `<|python_tag|>` or not, `;` between calls.
+fn llama3<'a>(held: &'a str, out: &mut Vec<Partial<'a>>) {
+    let mut rest = held.trim_start().strip_prefix("<|python_tag|>").unwrap_or(held).trim_start();
+    while let Some((p, end)) = object(rest, &["parameters", "arguments"]) {
+        let whole = p.whole;
+        out.push(p);
+        let Some(end) = end.filter(|_| whole) else { break };
+        match rest[end..].trim_start().strip_prefix(';') {
+            Some(next) => rest = next.trim_start(),
+            None => break,
+        }
+    }
+}
+
+/// Mistral's `[TOOL_CALLS]` then a list of calls, or `name[ARGS]{…}` with `[TOOL_CALLS]` before each.
+fn mistral<'a>(held: &'a str, out: &mut Vec<Partial<'a>>) {
+    let Some(at) = held.find("[TOOL_CALLS]") else { return };
+    let mut rest = held[at + "[TOOL_CALLS]".len()..].trim_start();
+    if let Some(list) = rest.strip_prefix('[') {
+        rest = list;
+        loop {
+            rest = rest.trim_start().trim_start_matches(',').trim_start();
+            let Some((p, end)) = object(rest, &["arguments"]) else { break };
+            let whole = p.whole;
+            out.push(p);
+            match end {
+                Some(end) if whole => rest = &rest[end..],
+                _ => break,
+            }
+        }
+    } else {
+        // name[ARGS]{…}, with [TOOL_CALLS] before each further call.
+        for part in rest.split("[TOOL_CALLS]") {
+            let Some((name, args)) = part.split_once("[ARGS]") else { break };
+            let args = args.trim_start();
+            if !args.starts_with('{') {
+                break;
+            }
+            let end = value_end(args);
+            let whole = end.is_some();
+            out.push(Partial { name: name.trim().to_string(), arguments: &args[..end.unwrap_or(args.len())], whole });
+            if !whole {
+                break;
+            }
+        }
+    }
+}
+
+/// gpt-oss's harmony: `to=functions.NAME`, then the arguments after `<|message|>`.
+fn harmony<'a>(held: &'a str, out: &mut Vec<Partial<'a>>) {
+    let mut rest = held;
+    while let Some(at) = rest.find("to=functions.") {
+        let after = &rest[at + "to=functions.".len()..];
+        let Some(end) = after.find(|c: char| c.is_whitespace() || c == '<') else { break };
+        let Some(m) = after.find("<|message|>") else { break };
+        let args = after[m + "<|message|>".len()..].trim_start();
+        if end == 0 || !args.starts_with('{') {
+            break;
+        }
+        let stop = value_end(args);
+        out.push(Partial {
+            name: after[..end].to_string(),
+            arguments: &args[..stop.unwrap_or(args.len())],
+            whole: stop.is_some(),
+        });
+        match stop {
+            Some(stop) => rest = &args[stop..],
+            None => break,
+        }
+    }
 }
 
 /// A call written as a JSON object at the start of `s` (`{"name": …, "<key>": {…}}`), once its

@@ -127,7 +127,37 @@ pub enum DrafterKind {
     Dspark,
 }
 
+/// A drafter kind as the page names it (`DRAFTER_KINDS` in the page's bindings).
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DrafterKindInfo {
+    pub kind: DrafterKind,
+    /// Its short name ("MTP head").
+    pub label: String,
+    /// Draftlab's strategy for it.
+    pub strategy: String,
+}
+
 impl DrafterKind {
+    pub const ALL: [DrafterKind; 4] =
+        [DrafterKind::MtpHead, DrafterKind::Eagle3, DrafterKind::Dflash, DrafterKind::Dspark];
+
+    /// Every kind with its short name and strategy: what the page lists and names them by.
+    pub fn table() -> Vec<DrafterKindInfo> {
+        DrafterKind::ALL
+            .into_iter()
+            .map(|k| DrafterKindInfo { kind: k, label: k.short_label().into(), strategy: k.strategy_name().into() })
+            .collect()
+    }
+
+    /// Its short name, in lists ("MTP head", "EAGLE-3 head").
+    pub fn short_label(self) -> &'static str {
+        match self {
+            DrafterKind::MtpHead => "MTP head",
+            other => other.label(),
+        }
+    }
+
     /// What people call it.
     pub fn label(self) -> &'static str {
         match self {

@@ -27,9 +27,6 @@ where
     let (left, right) = (px(s, 20.0), w - px(s, 20.0));
     let width = right - left;
     let text = |t: &str, x: i32, y: i32, style: TextStyle| root.draw(&Text::new(t.to_string(), (x, y), style));
-    fn top(st: TextStyle<'_>) -> TextStyle<'_> {
-        st.pos(Pos::new(HPos::Left, VPos::Top))
-    }
     root.draw(&Rectangle::new([(0, 0), (w - 1, h - 1)], RULE.stroke_width(1)))?;
 
     // The app's name and this machine; the pair.
@@ -56,7 +53,32 @@ where
         text(&cut_to(root, &c.reason, width, &small), left, px(s, 106.0), top(small.clone()))?;
     }
 
-    // The two rates as bars on one scale, each with its spread when runs were repeated.
+    rates(root, c, s, left, width)?;
+    excerpt(root, c, s, (left, right), h)?;
+
+    // The key.
+    let y = h - px(s, 22.0);
+    let mut x = left;
+    for (label, color) in [("drafted and accepted", SPECULATIVE), ("the target's own", INK)] {
+        root.draw(&Rectangle::new([(x, y - px(s, 5.0)), (x + px(s, 10.0), y + px(s, 5.0))], color.filled()))?;
+        x += px(s, 16.0);
+        text(label, x, y, small.clone().pos(Pos::new(HPos::Left, VPos::Center)))?;
+        x += text_width(root, label, &small) + px(s, 18.0);
+    }
+    Ok(())
+}
+
+/// Text at `(x, y)` on `root`, placed by its top left corner.
+fn top(st: TextStyle<'_>) -> TextStyle<'_> {
+    st.pos(Pos::new(HPos::Left, VPos::Top))
+}
+
+/// The two rates as bars on one scale, each with its spread when runs were repeated.
+fn rates<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, c: &CardChart, s: f64, left: i32, width: i32) -> DrawResult
+where
+    DB::ErrorType: 'static,
+{
+    let text = |t: &str, x: i32, y: i32, style: TextStyle| root.draw(&Text::new(t.to_string(), (x, y), style));
     let label_w = px(s, 110.0);
     let most = c.baseline.max.max(c.speculative.max).max(c.baseline.median).max(c.speculative.median);
     let scale = if most.is_finite() && most > 0.0 { f64::from(width - label_w - px(s, 90.0)) / most } else { 0.0 };
@@ -78,8 +100,22 @@ where
         let at = end(spread.max.max(spread.median)) + px(s, 8.0);
         text(&value, at, y + bar_h / 2, font(s, TEXT).pos(Pos::new(HPos::Left, VPos::Center)))?;
     }
+    Ok(())
+}
 
-    // The excerpt: pieces flowed into lines, drafted ones blue on a tinted band.
+/// The excerpt between `left` and `right`, above the key: pieces flowed into lines, drafted ones
+/// blue on a tinted band.
+fn excerpt<DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
+    c: &CardChart,
+    s: f64,
+    (left, right): (i32, i32),
+    h: i32,
+) -> DrawResult
+where
+    DB::ErrorType: 'static,
+{
+    let text = |t: &str, x: i32, y: i32, style: TextStyle| root.draw(&Text::new(t.to_string(), (x, y), style));
     let (box_top, box_bottom) = (px(s, 190.0), h - px(s, 34.0));
     root.draw(&Rectangle::new([(left, box_top), (right, box_bottom)], RULE.stroke_width(1)))?;
     let pad = px(s, 10.0);
@@ -118,16 +154,6 @@ where
             text(&shown, x, y, top(style))?;
             x += wide;
         }
-    }
-
-    // The key.
-    let y = h - px(s, 22.0);
-    let mut x = left;
-    for (label, color) in [("drafted and accepted", SPECULATIVE), ("the target's own", INK)] {
-        root.draw(&Rectangle::new([(x, y - px(s, 5.0)), (x + px(s, 10.0), y + px(s, 5.0))], color.filled()))?;
-        x += px(s, 16.0);
-        text(label, x, y, small.clone().pos(Pos::new(HPos::Left, VPos::Center)))?;
-        x += text_width(root, label, &small) + px(s, 18.0);
     }
     Ok(())
 }

@@ -441,6 +441,95 @@ pub(super) fn speedup_color(speedup: f64) -> RGBColor {
     RGBColor(mix(from.0, to.0), mix(from.1, to.1), mix(from.2, to.2))
 }
 
+/// A heat-map cell's fill, its value and the line under it.
+fn cell_look(cell: &HeatCell) -> (RGBColor, String, String) {
+    match cell {
+        HeatCell::Speedup { speedup, setting, cross } => {
+            let setting = if *cross { format!("{setting} · cross-vocab") } else { setting.clone() };
+            (
+                speedup_color(speedup.median),
+                format!("{:.2}×", speedup.median),
+                if speedup.max > speedup.min {
+                    format!("{:.2}–{:.2} · {setting}", speedup.min, speedup.max)
+                } else {
+                    setting
+                },
+            )
+        }
+        HeatCell::Incompatible => (NOT_RUN, "incompatible".to_string(), "vocabularies differ".to_string()),
+        HeatCell::TooBig => (NOT_RUN, "too big".to_string(), "does not fit".to_string()),
+        HeatCell::Failed => (NOT_RUN, "failed".to_string(), String::new()),
+        HeatCell::Pending => (WHITE, "…".to_string(), String::new()),
+    }
+}
+
+/// The heat map's row labels (left of each row) and column labels (wrapped under each column);
+/// `at` places a chart coordinate on the drawing.
+fn axis_labels<DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
+    c: &HeatmapChart,
+    at: &dyn Fn(f64, f64) -> (i32, i32),
+    s: f64,
+) -> DrawResult
+where
+    DB::ErrorType: 'static,
+{
+    let rows = c.rows.len();
+    for (r, label) in c.rows.iter().enumerate() {
+        let (x, y) = at(0.0, (rows - r) as f64 - 0.5);
+        root.draw(&Text::new(
+            label.clone(),
+            (x - px(s, 6.0), y),
+            font(s, TEXT).pos(Pos::new(HPos::Right, VPos::Center)),
+        ))?;
+    }
+    for (k, label) in c.cols.iter().enumerate() {
+        let (x, y) = at(k as f64 + 0.5, 0.0);
+        let (left, _) = at(k as f64, 0.0);
+        let (right, _) = at(k as f64 + 1.0, 0.0);
+        for (i, line) in wrap(root, label, right - left - px(s, 6.0), &font(s, TEXT)).into_iter().enumerate() {
+            root.draw(&Text::new(
+                line,
+                (x, y + px(s, 6.0) + i as i32 * px(s, TEXT + 3.0)),
+                font(s, TEXT).pos(Pos::new(HPos::Center, VPos::Top)),
+            ))?;
+        }
+    }
+    Ok(())
+}
+
+/// The heat map's colour scale in `legend`.
+fn speedup_scale<DB: DrawingBackend>(legend: &DrawingArea<DB, Shift>, s: f64) -> DrawResult
+where
+    DB::ErrorType: 'static,
+{
+    // The colour scale: ½× (vermillion) to 2× (blue), 1× in the middle.
+    let (_, lh) = legend.dim_in_pixel();
+    let (top, bottom) = (px(s, 48.0), lh as i32 - px(s, 48.0));
+    let x0 = px(s, 16.0);
+    let steps = 64;
+    for i in 0..steps {
+        let t = 1.0 - 2.0 * (i as f64 + 0.5) / steps as f64; // +1 at the top
+        let y = top + (bottom - top) * i / steps;
+        let y_next = top + (bottom - top) * (i + 1) / steps;
+        legend.draw(&Rectangle::new([(x0, y), (x0 + px(s, 16.0), y_next)], speedup_color(2f64.powf(t)).filled()))?;
+    }
+    legend.draw(&Rectangle::new([(x0, top), (x0 + px(s, 16.0), bottom)], stroke(MUTED, s, 1.0)))?;
+    for (label, y) in [("≥2×", top), ("1×", (top + bottom) / 2), ("≤½×", bottom)] {
+        legend.draw(&Text::new(
+            label.to_string(),
+            (x0 + px(s, 22.0), y),
+            font(s, TEXT).pos(Pos::new(HPos::Left, VPos::Center)),
+        ))?;
+    }
+    legend.draw(&Text::new(
+        "speedup".to_string(),
+        (x0, top - px(s, 10.0)),
+        font(s, TEXT).pos(Pos::new(HPos::Left, VPos::Bottom)),
+    ))?;
+    Ok(())
+}
+
 fn heatmap<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, c: &HeatmapChart, s: f64) -> DrawResult
 where
     DB::ErrorType: 'static,
@@ -464,24 +553,7 @@ where
         let y1 = (rows - r) as f64;
         for (k, cell) in row.iter().enumerate().take(cols) {
             let x0 = k as f64;
-            let (fill, text, detail) = match cell {
-                HeatCell::Speedup { speedup, setting, cross } => {
-                    let setting = if *cross { format!("{setting} · cross-vocab") } else { setting.clone() };
-                    (
-                        speedup_color(speedup.median),
-                        format!("{:.2}×", speedup.median),
-                        if speedup.max > speedup.min {
-                            format!("{:.2}–{:.2} · {setting}", speedup.min, speedup.max)
-                        } else {
-                            setting
-                        },
-                    )
-                }
-                HeatCell::Incompatible => (NOT_RUN, "incompatible".to_string(), "vocabularies differ".to_string()),
-                HeatCell::TooBig => (NOT_RUN, "too big".to_string(), "does not fit".to_string()),
-                HeatCell::Failed => (NOT_RUN, "failed".to_string(), String::new()),
-                HeatCell::Pending => (WHITE, "…".to_string(), String::new()),
-            };
+            let (fill, text, detail) = cell_look(cell);
             ch.draw_series([
                 Rectangle::new([(x0, y1 - 1.0), (x0 + 1.0, y1)], fill.filled()),
                 Rectangle::new([(x0, y1 - 1.0), (x0 + 1.0, y1)], stroke(WHITE, s, 2.0)),
@@ -528,51 +600,8 @@ where
             }
         }
     }
-    for (r, label) in c.rows.iter().enumerate() {
-        let (x, y) = ch.backend_coord(&(0.0, (rows - r) as f64 - 0.5));
-        root.draw(&Text::new(
-            label.clone(),
-            (x - px(s, 6.0), y),
-            font(s, TEXT).pos(Pos::new(HPos::Right, VPos::Center)),
-        ))?;
-    }
-    for (k, label) in c.cols.iter().enumerate() {
-        let (x, y) = ch.backend_coord(&(k as f64 + 0.5, 0.0));
-        let (left, _) = ch.backend_coord(&(k as f64, 0.0));
-        let (right, _) = ch.backend_coord(&(k as f64 + 1.0, 0.0));
-        for (i, line) in wrap(root, label, right - left - px(s, 6.0), &font(s, TEXT)).into_iter().enumerate() {
-            root.draw(&Text::new(
-                line,
-                (x, y + px(s, 6.0) + i as i32 * px(s, TEXT + 3.0)),
-                font(s, TEXT).pos(Pos::new(HPos::Center, VPos::Top)),
-            ))?;
-        }
-    }
-    // The colour scale: ½× (vermillion) to 2× (blue), 1× in the middle.
-    let (_, lh) = legend.dim_in_pixel();
-    let (top, bottom) = (px(s, 48.0), lh as i32 - px(s, 48.0));
-    let x0 = px(s, 16.0);
-    let steps = 64;
-    for i in 0..steps {
-        let t = 1.0 - 2.0 * (i as f64 + 0.5) / steps as f64; // +1 at the top
-        let y = top + (bottom - top) * i / steps;
-        let y_next = top + (bottom - top) * (i + 1) / steps;
-        legend.draw(&Rectangle::new([(x0, y), (x0 + px(s, 16.0), y_next)], speedup_color(2f64.powf(t)).filled()))?;
-    }
-    legend.draw(&Rectangle::new([(x0, top), (x0 + px(s, 16.0), bottom)], stroke(MUTED, s, 1.0)))?;
-    for (label, y) in [("≥2×", top), ("1×", (top + bottom) / 2), ("≤½×", bottom)] {
-        legend.draw(&Text::new(
-            label.to_string(),
-            (x0 + px(s, 22.0), y),
-            font(s, TEXT).pos(Pos::new(HPos::Left, VPos::Center)),
-        ))?;
-    }
-    legend.draw(&Text::new(
-        "speedup".to_string(),
-        (x0, top - px(s, 10.0)),
-        font(s, TEXT).pos(Pos::new(HPos::Left, VPos::Bottom)),
-    ))?;
-    Ok(())
+    axis_labels(root, c, &|x, y| ch.backend_coord(&(x, y)), s)?;
+    speedup_scale(&legend, s)
 }
 
 fn draft_length<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, c: &DraftLengthChart, s: f64) -> DrawResult

@@ -20,7 +20,9 @@ use std::cell::RefCell;
 use std::collections::VecDeque;
 use std::time::Instant;
 
-use crate::decoding::llama::{Model, Token};
+use crate::decoding::llama::Model;
+
+use crate::decoding::options::Token;
 
 /// How many prompts (as target tokens, with their draft tokens) a session keeps for its
 /// cross-vocabulary drafter: the last runs' and conversation turns'.

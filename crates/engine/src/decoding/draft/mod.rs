@@ -9,7 +9,7 @@ pub mod ngram_mod;
 pub mod prompt_lookup;
 pub mod reprise;
 
-use crate::decoding::llama::Token;
+use crate::decoding::options::Token;
 use crate::decoding::target::Target;
 use crate::error::Result;
 

@@ -7,7 +7,8 @@
 
 use super::cross::Translator;
 use super::{Drafter, Proposal, RoundCost};
-use crate::decoding::llama::{Context, Logits, Token};
+use crate::decoding::llama::{Context, Logits};
+use crate::decoding::options::Token;
 use crate::decoding::sampling::{distribution, Rng, SamplingParams};
 use crate::decoding::verify::top_probability;
 use crate::error::Result;

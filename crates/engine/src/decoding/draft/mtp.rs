@@ -7,7 +7,7 @@
 use std::time::Instant;
 
 use crate::decoding::draft::{Drafter, Proposal, RoundCost, Strategy};
-use crate::decoding::llama::Token;
+use crate::decoding::options::Token;
 use crate::decoding::target::Target;
 use crate::error::Result;
 

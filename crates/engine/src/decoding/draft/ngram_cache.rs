@@ -10,7 +10,7 @@ use std::path::PathBuf;
 
 use super::ngram::{NgramHeader, NgramTable};
 use super::{Drafter, Proposal};
-use crate::decoding::llama::Token;
+use crate::decoding::options::Token;
 use crate::error::Result;
 
 /// At most this many n-grams are kept in a saved cache (the most frequent): about 40 MB.

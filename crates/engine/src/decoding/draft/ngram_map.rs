@@ -7,7 +7,8 @@ use std::sync::Arc;
 
 use super::ngram::{NgramHeader, NgramTable};
 use super::{Drafter, Proposal};
-use crate::decoding::llama::{Model, Token};
+use crate::decoding::llama::Model;
+use crate::decoding::options::Token;
 use crate::error::{Error, Result};
 
 pub struct NgramMap {

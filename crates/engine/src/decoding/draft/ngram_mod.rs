@@ -6,7 +6,7 @@
 //! of poor drafts), learned here from the context of the next round.
 
 use super::{Drafter, Proposal, Strategy};
-use crate::decoding::llama::Token;
+use crate::decoding::options::Token;
 use crate::decoding::speculative::{Native, NativeKind, NativeParams};
 use crate::error::Result;
 

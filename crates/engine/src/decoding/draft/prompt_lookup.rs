@@ -10,7 +10,7 @@
 //! adaptive schedule learns how far each class can be trusted on this text.
 
 use super::{Drafter, Proposal};
-use crate::decoding::llama::Token;
+use crate::decoding::options::Token;
 use crate::error::Result;
 
 /// Matches longer than this add no confidence (and cost comparisons).

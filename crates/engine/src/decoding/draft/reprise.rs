@@ -10,7 +10,7 @@
 //! ngram-mod drafts as before.
 
 use super::{Drafter, Proposal, RoundCost, Strategy};
-use crate::decoding::llama::Token;
+use crate::decoding::options::Token;
 use crate::decoding::schedule::REPRISE;
 use crate::decoding::target::Target;
 use crate::error::Result;

@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use super::*;
 use crate::decoding::costs::Costs;
-use crate::decoding::llama::ModelId;
+use crate::decoding::options::ModelId;
 use crate::decoding::settings::Settings;
 
 const VOCAB: usize = 32;
@@ -72,10 +72,10 @@ impl ScriptedTarget {
 impl Target for ScriptedTarget {
     fn decode(&mut self, tokens: &[Token], start: u32, logits: Logits) -> Result<()> {
         if start as usize != self.cache.len() {
-            return Err(Error::Llama(format!("decode at {start}, but the cache holds {}", self.cache.len())));
+            return Err(Error::Decode { reason: format!("at {start}, but the cache holds {}", self.cache.len()) });
         }
         if self.cache.len() + tokens.len() > self.n_ctx {
-            return Err(Error::Llama("decode past the context".into()));
+            return Err(Error::Decode { reason: "past the context".into() });
         }
         self.decodes += 1;
         if let Some(f) = self.fed.as_mut() {

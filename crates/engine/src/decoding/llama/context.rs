@@ -4,7 +4,7 @@
 use llama_cpp_2::model::LlamaModel;
 
 use super::native::NativeState;
-use super::Token;
+use crate::decoding::options::Token;
 use crate::decoding::speculative::Pair;
 use crate::error::{Error, Result};
 
@@ -148,12 +148,14 @@ impl<'m> Context<'m> {
             return Ok(());
         }
         if self.recurrent && pos > 0 && pos <= self.chunk_start {
-            return Err(Error::Llama(format!(
-                "this model's recurrent state cannot go back to position {pos}: it keeps the states of its last \
+            return Err(Error::Decode {
+                reason: format!(
+                    "this model's recurrent state cannot go back to position {pos}: it keeps the states of its last \
                  chunk only (positions {} to {})",
-                self.chunk_start + 1,
-                self.next
-            )));
+                    self.chunk_start + 1,
+                    self.next
+                ),
+            });
         }
         match &mut self.inner {
             Inner::Plain(pair, _) => pair.trim(pos),

@@ -3,7 +3,7 @@
 
 use llama_cpp_2::LlamaBackendDeviceType;
 
-use super::{Offload, Runtime};
+use crate::decoding::options::{Offload, Runtime};
 use crate::files::memory::Holder;
 use crate::machine::{GpuLimit, GpuLimitSource, MemoryInfo};
 
@@ -107,7 +107,7 @@ pub fn runtime(threads: u32, target: Option<Offload>, draft: Option<Offload>) ->
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::decoding::llama::GpuLayers;
+    use crate::decoding::options::GpuLayers;
 
     fn offload(requested: GpuLayers, offloaded: u32) -> Option<Offload> {
         Some(Offload { requested, offloaded, layers: 29, device: None })

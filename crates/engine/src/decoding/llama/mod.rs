@@ -22,7 +22,6 @@ use crate::error::{Error, Result};
 
 pub use context::{Context, Logits};
 pub use devices::{device_holders, local_gpu_devices, local_holders, memory_info, note_remote_devices, runtime};
-pub use draftlab_core::decoding::options::*;
 pub use model::{Model, MtpLayers};
 
 static BACKEND: OnceLock<Result<LlamaBackend>> = OnceLock::new();
@@ -46,12 +45,12 @@ fn llama_log_on() -> bool {
 pub fn backend() -> Result<&'static LlamaBackend> {
     BACKEND
         .get_or_init(|| {
-            let b = LlamaBackend::init().map_err(|e| Error::Llama(e.to_string()))?;
+            let b = LlamaBackend::init().map_err(|e| Error::Backend { reason: e.to_string() })?;
             // llama.cpp's logs through the binding: on stderr or nowhere, and read while models
             // load (where their layers went).
             crate::decoding::speculative::llama_log(llama_log_on());
             Ok(b)
         })
         .as_ref()
-        .map_err(|e| Error::Llama(format!("backend initialisation failed: {e}")))
+        .map_err(|e| Error::Backend { reason: format!("initialisation failed: {e}") })
 }

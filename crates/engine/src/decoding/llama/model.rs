@@ -9,10 +9,11 @@ use llama_cpp_2::model::params::LlamaModelParams;
 use llama_cpp_2::model::{LlamaChatMessage, LlamaModel};
 use llama_cpp_2::token::LlamaToken;
 
+use super::backend;
 use super::context::{Context, Inner};
 use super::devices::{local_gpu_devices, REMOTE_DEVICES};
 use super::native::NativeState;
-use super::{backend, ContextOptions, GpuLayers, KvType, ModelId, Offload, Token};
+use crate::decoding::options::{ContextOptions, GpuLayers, KvType, ModelId, Offload, Token};
 use crate::decoding::speculative::{NativeKind, NativeParams, Pair, PairContext};
 use crate::decoding::template::{self, ChatMessage, RenderOptions, TemplateVars, Tool};
 use crate::error::{Error, Result};
@@ -167,7 +168,7 @@ impl Model {
         let with_mtp = mtp != MtpLayers::Skip && summary.mtp_layers.is_some();
         params = params.with_load_mtp(with_mtp);
         if let Some(list) = &devices {
-            params = params.with_devices(list).map_err(|e| Error::Llama(format!("devices: {e}")))?;
+            params = params.with_devices(list).map_err(|e| Error::Backend { reason: format!("devices: {e}") })?;
         }
         // A drafter file (an MTP, EAGLE-3, DFlash or DSpark head) may borrow its target's tokenizer.
         if summary.vocab.size == 0 && summary.drafter.is_none() {
@@ -480,9 +481,9 @@ impl Model {
             )
         }
         .map_err(|e| match e {
-            Error::Llama(why) => Error::Load {
+            e @ (Error::Drafter { .. } | Error::Context { .. }) => Error::Load {
                 path: drafter.map_or_else(|| self.id.path.clone(), |d| d.id.path.clone()),
-                reason: format!("{why} (a drafter for another model, or one this llama.cpp cannot run)"),
+                reason: format!("{e} (a drafter for another model, or one this llama.cpp cannot run)"),
             },
             e => e,
         })?;

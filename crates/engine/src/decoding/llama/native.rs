@@ -1,7 +1,7 @@
 //! The drafter's side of a context whose decodes feed one of llama.cpp's model drafters (the
 //! target's MTP layers, or a head: MTP, EAGLE-3, DFlash, DSpark), through the project's binding.
 
-use super::Token;
+use crate::decoding::options::Token;
 use crate::decoding::speculative::Pair;
 use crate::error::Result;
 

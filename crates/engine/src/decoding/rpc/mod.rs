@@ -231,7 +231,7 @@ fn rpc_function(name: &CStr) -> Result<*mut c_void> {
     // SAFETY: as above; `reg` is a live registry entry.
     let f = unsafe { llama_cpp_sys_2::ggml_backend_reg_get_proc_address(reg, name.as_ptr()) };
     if f.is_null() {
-        return Err(Error::Llama(format!("the RPC backend has no {}", name.to_string_lossy())));
+        return Err(Error::Backend { reason: format!("the RPC backend has no {}", name.to_string_lossy()) });
     }
     Ok(f)
 }

@@ -111,7 +111,7 @@ fn serve_here(endpoint: &str, threads: u32) -> Result<()> {
         // SAFETY: as above.
         let cpu = unsafe { llama_cpp_sys_2::ggml_backend_dev_by_type(llama_cpp_sys_2::GGML_BACKEND_DEVICE_TYPE_CPU) };
         if cpu.is_null() {
-            return Err(Error::Llama("no CPU device to serve".into()));
+            return Err(Error::Backend { reason: "no CPU device to serve".into() });
         }
         devs.push(cpu);
     }
