@@ -1,5 +1,6 @@
 //! `draftlab sweep`: targets × drafts × draft lengths × strategies, predicted then measured.
 
+use std::path::Path;
 use std::process::ExitCode;
 use std::sync::atomic::AtomicBool;
 
@@ -9,7 +10,7 @@ use draftlab_engine::decoding::settings::{Mode, Settings};
 use draftlab_engine::job::Job;
 use draftlab_engine::measuring::charts;
 use draftlab_engine::measuring::results::Results;
-use draftlab_engine::measuring::sweep::{self, CellOutcome, SweepEvent, SweepSpec, Variant};
+use draftlab_engine::measuring::sweep::{self, CellOutcome, CellRecord, SweepEvent, SweepResults, SweepSpec, Variant};
 use draftlab_engine::paths::write_atomically;
 use draftlab_engine::setting::Setting;
 use draftlab_engine::Error;
@@ -60,12 +61,11 @@ fn variants(args: &SweepArgs, s: &Settings) -> Result<Vec<Variant>, Error> {
 }
 
 pub(crate) fn sweep_cmd(args: SweepArgs) -> anyhow::Result<ExitCode> {
-    let names: Vec<String> = match (&args.strategies[..], args.drafts.is_empty()) {
-        ([], false) => vec!["auto".into()],
-        ([], true) => vec!["lookup".into(), "ngram-cache".into()],
-        (given, _) => given.to_vec(),
+    let strategies: Vec<Strategy> = match (&args.strategies[..], args.drafts.is_empty()) {
+        ([], false) => vec![Strategy::Auto],
+        ([], true) => vec![Strategy::PromptLookup, Strategy::NgramCache],
+        (given, _) => given.iter().map(|s| s.parse()).collect::<Result<_, Error>>()?,
     };
-    let strategies = names.iter().map(|s| s.parse()).collect::<Result<Vec<Strategy>, Error>>()?;
     let max_k = args.n_drafts.iter().copied().max().unwrap_or(1);
     let settings = args.gen.settings(max_k, !args.fixed_length, Strategy::Auto)?;
     let variants = variants(&args, &settings)?;
@@ -95,50 +95,8 @@ pub(crate) fn sweep_cmd(args: SweepArgs) -> anyhow::Result<ExitCode> {
     );
     let cancel = AtomicBool::new(false);
     let started = std::time::Instant::now();
-    let results = sweep::run(
-        &spec,
-        &args.out,
-        &mut Job::new(&cancel, &mut |e| match e {
-            SweepEvent::Resumed { done } => eprintln!("resuming: {done} of {total} cells already done"),
-            SweepEvent::Loading { target, draft } => {
-                eprintln!("loading {target}{}", draft.map(|d| format!(" + {d}")).unwrap_or_default())
-            }
-            SweepEvent::Predicted { cells } => {
-                let parts: Vec<String> =
-                    cells.iter().map(|(k, p)| format!("{} k={}: {p:.2}×", k.strategy.name(), k.n_draft)).collect();
-                eprintln!("  predicted: {}", parts.join(", "));
-            }
-            SweepEvent::Cell { label, .. } => eprintln!("  measuring {label}"),
-            SweepEvent::Progress { done, total, eta_s, record } => {
-                let what = match &record.outcome {
-                    CellOutcome::Measured { speedup, acceptance_rate, .. } => format!(
-                        "{:.2}× ({:.2}–{:.2}), acceptance {:.0} %{}",
-                        speedup.median,
-                        speedup.min,
-                        speedup.max,
-                        100.0 * acceptance_rate,
-                        record.predicted_speedup.map(|p| format!(", predicted {p:.2}×")).unwrap_or_default()
-                    ),
-                    CellOutcome::Incompatible { reason } => format!("incompatible: {reason}"),
-                    CellOutcome::TooBig { reason } => format!("not run: {reason}"),
-                    CellOutcome::Failed { error } => format!("failed: {}", error.message),
-                };
-                eprintln!(
-                    "[{done}/{total}] {}: {what} · {:.0} s elapsed, ETA {:.0} s",
-                    spec.label(&record.key),
-                    started.elapsed().as_secs_f64(),
-                    eta_s
-                );
-            }
-            SweepEvent::Planned { .. } | SweepEvent::Log { .. } => {}
-        }),
-    )?;
-    for (kind, name) in [("heatmap", "heatmap"), ("draft-length", "draft-length"), ("bars", "best")] {
-        let chart = Results::Sweep(Box::new(results.clone())).chart(kind)?;
-        for ext in ["png", "svg"] {
-            charts::save(&chart, &args.out.join(format!("{name}.{ext}")), charts::FILE_WIDTH, charts::FILE_HEIGHT)?;
-        }
-    }
+    let results = sweep::run(&spec, &args.out, &mut Job::new(&cancel, &mut |e| report(e, &spec, total, started)))?;
+    save_charts(&results, &args.out)?;
     write_atomically(&args.out.join("cells.csv"), results.csv().as_bytes())?;
     println!(
         "sweep {} in {:.0} s: {}",
@@ -154,4 +112,59 @@ pub(crate) fn sweep_cmd(args: SweepArgs) -> anyhow::Result<ExitCode> {
     }
     println!("charts {}/heatmap.png, draft-length.png, best.png (and .svg); cells.csv", args.out.display());
     Ok(ExitCode::SUCCESS)
+}
+
+/// One event of the sweep on stderr: loading, predictions, each cell's outcome with the ETA.
+fn report(e: SweepEvent, spec: &SweepSpec, total: usize, started: std::time::Instant) {
+    match e {
+        SweepEvent::Resumed { done } => eprintln!("resuming: {done} of {total} cells already done"),
+        SweepEvent::Loading { target, draft } => {
+            eprintln!("loading {target}{}", draft.map(|d| format!(" + {d}")).unwrap_or_default())
+        }
+        SweepEvent::Predicted { cells } => {
+            let parts: Vec<String> =
+                cells.iter().map(|(k, p)| format!("{} k={}: {p:.2}×", k.strategy.name(), k.n_draft)).collect();
+            eprintln!("  predicted: {}", parts.join(", "));
+        }
+        SweepEvent::Cell { label, .. } => eprintln!("  measuring {label}"),
+        SweepEvent::Progress { done, total, eta_s, record } => {
+            let what = outcome_text(&record);
+            eprintln!(
+                "[{done}/{total}] {}: {what} · {:.0} s elapsed, ETA {:.0} s",
+                spec.label(&record.key),
+                started.elapsed().as_secs_f64(),
+                eta_s
+            );
+        }
+        SweepEvent::Planned { .. } | SweepEvent::Log { .. } => {}
+    }
+}
+
+/// A cell's outcome in words: its speedup with the spread, acceptance and the prediction, or why
+/// it has none.
+fn outcome_text(record: &CellRecord) -> String {
+    match &record.outcome {
+        CellOutcome::Measured { speedup, acceptance_rate, .. } => format!(
+            "{:.2}× ({:.2}–{:.2}), acceptance {:.0} %{}",
+            speedup.median,
+            speedup.min,
+            speedup.max,
+            100.0 * acceptance_rate,
+            record.predicted_speedup.map(|p| format!(", predicted {p:.2}×")).unwrap_or_default()
+        ),
+        CellOutcome::Incompatible { reason } => format!("incompatible: {reason}"),
+        CellOutcome::TooBig { reason } => format!("not run: {reason}"),
+        CellOutcome::Failed { error } => format!("failed: {}", error.message),
+    }
+}
+
+/// The heat map, the draft-length curves and the best settings, as PNG and SVG in `out`.
+fn save_charts(results: &SweepResults, out: &Path) -> anyhow::Result<()> {
+    for (kind, name) in [("heatmap", "heatmap"), ("draft-length", "draft-length"), ("bars", "best")] {
+        let chart = Results::Sweep(Box::new(results.clone())).chart(kind)?;
+        for ext in ["png", "svg"] {
+            charts::save(&chart, &out.join(format!("{name}.{ext}")), charts::FILE_WIDTH, charts::FILE_HEIGHT)?;
+        }
+    }
+    Ok(())
 }

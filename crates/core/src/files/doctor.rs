@@ -257,6 +257,45 @@ fn drafter_findings(
     out
 }
 
+/// A draft model beside the target: how their vocabularies pair (a difference drafts across
+/// vocabularies, through text; a missing token list cannot), and whether it is smaller.
+fn model_draft_findings(
+    target: &GgufFile,
+    ts: &ModelSummary,
+    d: &GgufFile,
+    ds: &ModelSummary,
+) -> (Vec<Finding>, Pairing) {
+    let mut findings = Vec::new();
+    let (differences, fatal): (Vec<Finding>, Vec<Finding>) =
+        vocab_findings_of(target, &ts.vocab, d, &ds.vocab).into_iter().partition(|f| f.level == Verdict::Warning);
+    if !differences.is_empty() {
+        let what: Vec<&str> = differences.iter().map(|f| f.message.as_str()).collect();
+        findings.push(Finding {
+            level: Verdict::Warning,
+            topic: Topic::Vocabulary,
+            message: format!(
+                "cross-vocabulary: {}. The draft drafts through text, re-tokenized for the target each round \
+                 (a little slower per round than a same-family draft; the output is still the target's own)",
+                what.join("; ")
+            ),
+        });
+    }
+    let pairing = if differences.is_empty() { Pairing::SameVocabulary } else { Pairing::CrossVocabulary };
+    findings.extend(fatal);
+    if ds.n_params >= ts.n_params {
+        findings.push(Finding {
+            level: Verdict::Warning,
+            topic: Topic::Size,
+            message: format!(
+                "the draft ({:.2} B parameters) is not smaller than the target ({:.2} B): it cannot save time",
+                ds.n_params as f64 / 1e9,
+                ts.n_params as f64 / 1e9
+            ),
+        });
+    }
+    (findings, pairing)
+}
+
 pub fn diagnose_with(
     target: &GgufFile,
     draft: Option<&GgufFile>,
@@ -283,35 +322,10 @@ pub fn diagnose_with(
     }
     if let (Some((kind, hs)), Some(d)) = (ds.as_ref().and_then(|d| Some((d.drafter?, d))), draft) {
         findings.extend(drafter_findings(kind, target, &ts, d, hs));
-    } else if let Some(d) = draft {
-        let ds = ds.as_ref().expect("draft summary");
-        let (differences, fatal): (Vec<Finding>, Vec<Finding>) =
-            vocab_findings_of(target, &ts.vocab, d, &ds.vocab).into_iter().partition(|f| f.level == Verdict::Warning);
-        if !differences.is_empty() {
-            let what: Vec<&str> = differences.iter().map(|f| f.message.as_str()).collect();
-            findings.push(Finding {
-                level: Verdict::Warning,
-                topic: Topic::Vocabulary,
-                message: format!(
-                    "cross-vocabulary: {}. The draft drafts through text, re-tokenized for the target each round \
-                     (a little slower per round than a same-family draft; the output is still the target's own)",
-                    what.join("; ")
-                ),
-            });
-        }
-        pairing = Some(if differences.is_empty() { Pairing::SameVocabulary } else { Pairing::CrossVocabulary });
-        findings.extend(fatal);
-        if ds.n_params >= ts.n_params {
-            findings.push(Finding {
-                level: Verdict::Warning,
-                topic: Topic::Size,
-                message: format!(
-                    "the draft ({:.2} B parameters) is not smaller than the target ({:.2} B): it cannot save time",
-                    ds.n_params as f64 / 1e9,
-                    ts.n_params as f64 / 1e9
-                ),
-            });
-        }
+    } else if let (Some(d), Some(ds)) = (draft, ds.as_ref()) {
+        let (found, paired) = model_draft_findings(target, &ts, d, ds);
+        findings.extend(found);
+        pairing = Some(paired);
     }
     if let Some(n) = ts.mtp_layers {
         findings.push(Finding {

@@ -191,6 +191,48 @@ struct Loop<'r, 'j, 'd> {
     grammar: Option<Grammar>,
 }
 
+impl Tally {
+    /// An empty tally for drafts of up to `n` tokens from `drafters`.
+    fn new(n: usize, drafters: &[Box<dyn Drafter + '_>]) -> Tally {
+        Tally {
+            drafted_by_position: vec![0; n],
+            accepted_by_position: vec![0; n],
+            draft_len_histogram: vec![0; n + 1],
+            accepted_len_histogram: vec![0; n + 1],
+            by_strategy: drafters
+                .iter()
+                .map(|d| StrategyStats { strategy: d.strategy(), rounds: 0, drafted: 0, accepted: 0 })
+                .collect(),
+            ..Tally::default()
+        }
+    }
+}
+
+/// The first token, from the prompt's last logits: the likeliest (or, sampling, a draw), within
+/// the output's grammar; with its margin over the next likeliest.
+fn first_token(
+    target: &dyn Target,
+    grammar: Option<&mut Grammar>,
+    settings: &ValidSettings,
+    rng: &mut Rng,
+) -> Result<(Token, f32)> {
+    let row = target.logits(target.last_index());
+    let (mut first, mut first_margin) = argmax_with_margin(row);
+    if let Some(g) = grammar {
+        if settings.sampling.is_greedy() {
+            (first, first_margin) = g.choose(row, (first, first_margin))?;
+        } else {
+            first = distribution(&apply_mask(row, &g.mask()?), &settings.sampling).sample(rng.uniform());
+        }
+        if !target.is_eog(first) {
+            g.accept(first)?;
+        }
+    } else if !settings.sampling.is_greedy() {
+        first = distribution(row, &settings.sampling).sample(rng.uniform());
+    }
+    Ok((first, first_margin))
+}
+
 impl<'r, 'j, 'd> Loop<'r, 'j, 'd> {
     /// Prompt processing: once on the target (its last logits give the first token), once on the
     /// cheap drafters. With several drafters (`auto`) a model is the fallback: it reads the prompt
@@ -203,18 +245,7 @@ impl<'r, 'j, 'd> Loop<'r, 'j, 'd> {
         settings: &'r ValidSettings,
         job: &'r mut Job<'j, Event>,
     ) -> Result<Self> {
-        let n = settings.longest_draft();
-        let tally = Tally {
-            drafted_by_position: vec![0; n],
-            accepted_by_position: vec![0; n],
-            draft_len_histogram: vec![0; n + 1],
-            accepted_len_histogram: vec![0; n + 1],
-            by_strategy: drafters
-                .iter()
-                .map(|d| StrategyStats { strategy: d.strategy(), rounds: 0, drafted: 0, accepted: 0 })
-                .collect(),
-            ..Tally::default()
-        };
+        let tally = Tally::new(settings.longest_draft(), drafters);
         // A drafter the target's context feeds reads the prompt only if it can pay for what
         // feeding it costs (judged on the prior; see `Scheduler::feeding_pays`).
         let feed = match scheduler.as_ref() {
@@ -232,20 +263,7 @@ impl<'r, 'j, 'd> Loop<'r, 'j, 'd> {
         let t0 = Instant::now();
         target.decode(prompt, 0, Logits::Last)?;
         let mut rng = Rng::new(settings.sampling.seed);
-        let row = target.logits(target.last_index());
-        let (mut first, mut first_margin) = argmax_with_margin(row);
-        if let Some(g) = grammar.as_mut() {
-            if settings.sampling.is_greedy() {
-                (first, first_margin) = g.choose(row, (first, first_margin))?;
-            } else {
-                first = distribution(&apply_mask(row, &g.mask()?), &settings.sampling).sample(rng.uniform());
-            }
-            if !target.is_eog(first) {
-                g.accept(first)?;
-            }
-        } else if !settings.sampling.is_greedy() {
-            first = distribution(row, &settings.sampling).sample(rng.uniform());
-        }
+        let (first, first_margin) = first_token(&*target, grammar.as_mut(), settings, &mut rng)?;
         let first_logprob = settings.logprobs.map(|top| {
             token_logprob(target.logits(target.last_index()), first, top.min(MAX_TOP_LOGPROBS), |t| target.piece(t))
         });

@@ -20,7 +20,7 @@ use crate::decoding::draft::ngram_mod::NgramMod;
 use crate::decoding::draft::prompt_lookup::PromptLookup;
 use crate::decoding::draft::{Drafter, Strategy};
 use crate::decoding::generate::{generate_learning, Event, RunInfo};
-use crate::decoding::llama::{self, Context, Model, MtpLayers};
+use crate::decoding::llama::{self, Context, Drafting, Model};
 use crate::decoding::options::{Runtime, Token};
 pub use crate::decoding::report::speedup;
 use crate::decoding::report::{Report, StopReason};
@@ -29,18 +29,19 @@ use crate::decoding::settings::{Mode, Settings, ValidSettings};
 use crate::decoding::speculative::NativeKind;
 use crate::decoding::target::{LlamaTarget, Target};
 use crate::error::{Error, Result};
-use crate::files::doctor::{self, Diagnosis, KvScale, Pairing, Placement, Topic, Verdict};
+use crate::files::doctor::{self, Diagnosis, KvScale, Placement, Topic, Verdict};
 use crate::files::gguf::{DrafterKind, GgufFile};
 use crate::files::memory::MemoryVerdict;
 use crate::job::Job;
 use crate::setting::Setting;
-use draftlab_core::decoding::chat::ChatInput;
-use draftlab_core::decoding::template::{ChatMessage, RenderOptions, Tool};
 
 mod checks;
 mod costs;
 mod drafters;
+mod load;
+mod prompt;
 pub use checks::diagnose;
+use load::{native_kind, no_draft};
 
 /// What measured costs depend on: whether the draft model's cost is measured, context, batch,
 /// threads, largest verify batch, and the drafter the target's context feeds (none: a plain one).
@@ -94,230 +95,7 @@ pub struct Both {
     pub speedup: Option<f64>,
 }
 
-/// A strategy that runs a drafter file (`eagle3`, `dflash`, `dspark`) without one.
-fn no_head(strategy: Strategy, kind: DrafterKind) -> Error {
-    Error::InvalidSetting {
-        setting: Setting::Draft,
-        reason: format!(
-            "is needed by the {strategy} strategy: give {} made for the target (--draft FILE)",
-            kind.a_label()
-        ),
-    }
-}
-
-/// Whether a drafter file of `kind` suits `strategy`, and what to do when it does not.
-fn head_fits(strategy: Strategy, kind: DrafterKind, path: &Path) -> Result<()> {
-    let name = path.file_name().map_or_else(|| path.display().to_string(), |n| n.to_string_lossy().into_owned());
-    let needs = Strategy::for_head(kind);
-    match strategy {
-        Strategy::Auto => Ok(()),
-        s if s == needs => Ok(()),
-        Strategy::DraftModel => Err(Error::Incompatible {
-            reason: format!(
-                "{name} is {}, not a draft model: it drafts from the target's hidden states. Use `--strategy {needs}` \
-                 (llama.cpp's `--spec-type {}`), or give a draft model of the target's family",
-                kind.a_label(),
-                kind.spec_type()
-            ),
-        }),
-        s => Err(Error::Incompatible {
-            reason: format!(
-                "{name} is {}, which the {s} strategy does not run: use `--strategy {needs}`",
-                kind.a_label()
-            ),
-        }),
-    }
-}
-
-/// llama.cpp's drafter type for a drafter file.
-fn native_kind(kind: DrafterKind) -> NativeKind {
-    match kind {
-        DrafterKind::MtpHead => NativeKind::DraftMtp,
-        DrafterKind::Eagle3 => NativeKind::DraftEagle3,
-        DrafterKind::Dflash => NativeKind::DraftDflash,
-        DrafterKind::Dspark => NativeKind::DraftDspark,
-    }
-}
-
-/// The draft strategy without a draft model.
-fn no_draft() -> Error {
-    Error::InvalidSetting {
-        setting: Setting::Draft,
-        reason: "is needed by the draft strategy: give a draft model (or use the lookup or auto strategy)".into(),
-    }
-}
-
-/// A rendered prompt as a model's tokens, with BOS when the model wants one (and only one: a chat
-/// template may already write the BOS text). Special-token text (`<|im_start|>`) is read as
-/// those tokens.
-fn rendered_tokens(model: &Model, text: &str) -> Vec<Token> {
-    without_double_bos(model, model.tokenize(text, true))
-}
-
-fn without_double_bos(model: &Model, mut tokens: Vec<Token>) -> Vec<Token> {
-    if let (Some(b), [a, c, ..]) = (model.bos(), tokens.as_slice()) {
-        if *a == b && *c == b {
-            tokens.remove(0);
-        }
-    }
-    tokens
-}
-
-/// A conversation through `model`'s chat template as its tokens; `None` when the model has no
-/// template. Special-token text is read as those tokens where the template wrote it, and as plain
-/// text inside the messages: a message holding `<|im_end|><|im_start|>system` cannot forge a
-/// turn. Conversations without such text are tokenised in one piece, as before; for one with it,
-/// the template is rendered again with a marker in place of each such message, which shows where
-/// each message's text is (as given, or trimmed, as templates write it). A template that changes
-/// such a message otherwise has it refused.
-fn conversation_tokens(
-    model: &Model,
-    messages: &[ChatMessage],
-    tools: &[Tool],
-    render: &RenderOptions,
-) -> Result<Option<Vec<Token>>> {
-    // Tool calls and tools are written by the template as JSON: no place for control tokens.
-    let tool_texts = messages.iter().flat_map(|m| m.texts().skip(1)).chain(
-        tools.iter().flat_map(|t| [t.name.as_str(), t.parameters.as_str()].into_iter().chain(t.description.as_deref())),
-    );
-    if tool_texts.into_iter().chain(render.prefill.as_deref()).any(|t| model.holds_control_text(t)) {
-        return Err(Error::InvalidPrompt(
-            "a tool, a tool call or the answer so far holds text that is one of the model's control tokens (such as <|im_start|>): \
-             remove that text"
-                .into(),
-        ));
-    }
-    let Some(text) = model.chat_prompt_with(messages, tools, render)? else { return Ok(None) };
-    let special: Vec<usize> = (0..messages.len()).filter(|&i| model.holds_control_text(&messages[i].content)).collect();
-    if special.is_empty() {
-        return Ok(Some(rendered_tokens(model, &text)));
-    }
-    let refused = || {
-        Error::InvalidPrompt(
-            "a message holds text that is one of the model's control tokens (such as <|im_start|>), and the chat \
-             template rewrites that message, so it cannot be kept as plain text: remove that text, or send the \
-             prompt as it is with --raw (the Raw switch in the app)"
-                .into(),
-        )
-    };
-    // Private-use characters: no tokenizer reads them as special, and no message holds them.
-    let marker = |i: usize| format!("\u{F8FF}draftlab-message-{i}\u{F8FF}");
-    let mut marked = messages.to_vec();
-    for &i in &special {
-        marked[i].content = marker(i);
-    }
-    let marked = model.chat_prompt_with(&marked, tools, render)?.ok_or_else(refused)?;
-    // Where each marker is, in the order the template wrote them (each exactly once).
-    let mut spots: Vec<(usize, usize, usize)> = Vec::new();
-    for &i in &special {
-        let m = marker(i);
-        let at = marked.find(&m).ok_or_else(refused)?;
-        if marked[at + m.len()..].contains(&m) {
-            return Err(refused());
-        }
-        spots.push((at, m.len(), i));
-    }
-    spots.sort_unstable();
-    for trim in [false, true] {
-        let content = |i: usize| if trim { messages[i].content.trim() } else { messages[i].content.as_str() };
-        let mut rebuilt = String::with_capacity(text.len());
-        let mut at = 0;
-        for &(start, len, i) in &spots {
-            rebuilt.push_str(&marked[at..start]);
-            rebuilt.push_str(content(i));
-            at = start + len;
-        }
-        rebuilt.push_str(&marked[at..]);
-        if rebuilt != text {
-            continue;
-        }
-        let mut tokens = Vec::new();
-        let mut at = 0;
-        for &(start, len, i) in &spots {
-            tokens.extend(model.tokenize(&marked[at..start], at == 0));
-            tokens.extend(model.tokenize_fragment(content(i)));
-            at = start + len;
-        }
-        tokens.extend(model.tokenize(&marked[at..], at == 0));
-        return Ok(Some(without_double_bos(model, tokens)));
-    }
-    Err(refused())
-}
-
 impl Session {
-    /// Checks the pair with the doctor (an incompatible vocabulary or a pair that cannot fit in
-    /// memory is an error, before anything loads), loads the target and — when these settings
-    /// draft with a model — the draft, and loads what the strategy needs besides (the n-gram map),
-    /// so a bad map fails before any generation.
-    pub fn load(target: &Path, draft: Option<&Path>, settings: ValidSettings) -> Result<Session> {
-        let speculative = settings.allows(Mode::Speculative);
-        if speculative && settings.strategy == Strategy::DraftModel && draft.is_none() {
-            return Err(Error::InvalidSetting {
-                setting: Setting::Draft,
-                reason: "is needed by the draft strategy: give a draft model (or use the lookup or auto strategy)"
-                    .into(),
-            });
-        }
-        if let (true, None, Some(kind)) = (speculative, draft, settings.strategy.head_kind()) {
-            if kind != DrafterKind::MtpHead {
-                return Err(no_head(settings.strategy, kind));
-            }
-        }
-        // What the draft file is decides what it is for: `mtp` takes an MTP head and leaves a
-        // draft model unused (its own layers draft), as it always did.
-        let head_file = match draft.filter(|_| speculative && settings.strategy == Strategy::Mtp) {
-            Some(p) => GgufFile::open(p)?.drafter_kind().is_some(),
-            None => false,
-        };
-        let draft = draft
-            .filter(|_| speculative && settings.strategy.loads_draft())
-            .filter(|_| settings.strategy != Strategy::Mtp || head_file);
-        let dx = Self::check(target, draft, &settings)?;
-        let cross = dx.pairing == Some(Pairing::CrossVocabulary);
-        let head = dx.draft.as_ref().and_then(|d| d.drafter);
-        if let (Some(kind), Some(path)) = (head, draft) {
-            head_fits(settings.strategy, kind, path)?;
-        } else if let (Some(kind), Some(path)) = (settings.strategy.head_kind(), draft) {
-            // A draft model where a drafter file belongs.
-            return Err(Error::Incompatible {
-                reason: format!(
-                    "{} is a model, not {}: use `--strategy draft` for a draft model, or give the {} made for the target",
-                    path.display(),
-                    kind.a_label(),
-                    kind.label()
-                ),
-            });
-        }
-        // A target with MTP layers keeps them loaded for speculative sessions (about one layer's
-        // memory, counted in the file's size): any run may then choose the `mtp` strategy.
-        let own_mtp = settings.drafts_with_mtp(Mode::Speculative) && head.is_none();
-        let mtp = match (own_mtp, settings.allows(Mode::Speculative)) {
-            (true, _) => MtpLayers::Required,
-            (false, true) => MtpLayers::IfPresent,
-            (false, false) => MtpLayers::Skip,
-        };
-        // The target's layers spread over other machines too (`rpc`); the draft stays here.
-        // (The check above set the split, so the layers go where it said.)
-        let remote = match settings.rpc.is_empty() {
-            true => Vec::new(),
-            false => crate::decoding::rpc::devices(&settings.rpc)?,
-        };
-        let target = Model::load_for(target, settings.gpu_layers, mtp, &remote)?;
-        let draft = draft.map(|d| Model::load(d, settings.draft_layers())).transpose()?;
-        let session = Session {
-            target,
-            draft,
-            settings,
-            costs: RefCell::new(HashMap::new()),
-            maps: RefCell::new(HashMap::new()),
-            cross,
-            prompts: PromptPairs::default(),
-            head,
-        };
-        session.prepare(&session.settings)?;
-        Ok(session)
-    }
-
     pub fn target(&self) -> &Model {
         &self.target
     }
@@ -406,21 +184,18 @@ impl Session {
     /// MTP layers when the run drafts with them.
     pub fn target_context(&self, mode: Mode, s: &ValidSettings) -> Result<Context<'_>> {
         let options = s.target_context();
+        let drafting = Drafting {
+            n_ctx: s.n_ctx,
+            n_batch: s.n_batch,
+            threads: s.threads,
+            options,
+            drafter_options: s.draft_context(),
+            n_max: s.n_draft,
+            p_min: s.p_min,
+        };
         match self.drafting_in_target(mode, s) {
-            Some((NativeKind::DraftMtp, None)) => {
-                self.target.mtp_context(s.n_ctx, s.n_batch, s.threads, options, s.n_draft, s.p_min)
-            }
-            Some((kind, file)) => self.target.drafting_context(
-                file,
-                kind,
-                s.n_ctx,
-                s.n_batch,
-                s.threads,
-                options,
-                s.draft_context(),
-                s.n_draft,
-                s.p_min,
-            ),
+            Some((NativeKind::DraftMtp, None)) => self.target.mtp_context(drafting),
+            Some((kind, file)) => self.target.drafting_context(file, kind, drafting),
             None => self.target.context_with(s.n_ctx, s.n_batch, s.threads, options),
         }
     }
@@ -433,41 +208,6 @@ impl Session {
         self.prepare(&settings)?;
         self.settings = settings;
         Ok(())
-    }
-
-    /// The prompt as target tokens: through the target's chat template unless `raw` (or the model
-    /// has none), with BOS when the model wants one.
-    pub fn prompt_tokens(&self, prompt: &str, raw: bool) -> Result<Vec<Token>> {
-        if prompt.trim().is_empty() {
-            return Err(Error::InvalidPrompt("the prompt is empty".into()));
-        }
-        // A prompt sent raw is the caller's own text, special tokens and all.
-        let messages = [ChatMessage::new("user", prompt)];
-        self.tokens_for_both(|m| {
-            let rendered = if raw { None } else { conversation_tokens(m, &messages, &[], &RenderOptions::default())? };
-            Ok(rendered.unwrap_or_else(|| rendered_tokens(m, prompt)))
-        })
-    }
-
-    /// The text `render` makes for the target, as its tokens. With a draft across vocabularies,
-    /// the draft's own rendering is filed beside them: the draft reads the prompt as its own
-    /// template writes it (a template it cannot render leaves it the target's text).
-    fn tokens_for_both(&self, render: impl Fn(&Model) -> Result<Vec<Token>>) -> Result<Vec<Token>> {
-        let tokens = render(&self.target)?;
-        if tokens.is_empty() {
-            return Err(Error::InvalidPrompt("the prompt has no tokens".into()));
-        }
-        if let Some(d) = self.draft.as_ref().filter(|_| self.cross) {
-            if let Ok(draft_tokens) = render(d) {
-                self.prompts.file(tokens.clone(), draft_tokens);
-            }
-        }
-        Ok(tokens)
-    }
-
-    /// The prompt as tokens, with the session's `raw` setting.
-    pub fn tokenize(&self, prompt: &str) -> Result<Vec<Token>> {
-        self.prompt_tokens(prompt, self.settings.raw)
     }
 
     /// Runs one generation with the session's settings.
@@ -603,26 +343,5 @@ impl Session {
             self.ngram_map(settings)?;
         }
         Ok(())
-    }
-
-    /// A chat request's prompt as target tokens: a conversation through the target's chat template
-    /// (unless `raw` or the model has none: then its turns' texts one after another), or a text as
-    /// it is.
-    pub fn chat_tokens(&self, input: &ChatInput, raw: bool) -> Result<Vec<Token>> {
-        match input {
-            ChatInput::Text { text } => self.prompt_tokens(text, true),
-            ChatInput::Messages { messages, tools, render } => {
-                if messages.iter().all(|m| m.content.trim().is_empty() && m.tool_calls.is_empty()) {
-                    return Err(Error::InvalidPrompt("the conversation is empty".into()));
-                }
-                self.tokens_for_both(|m| {
-                    let rendered = if raw { None } else { conversation_tokens(m, messages, tools, render)? };
-                    Ok(rendered.unwrap_or_else(|| {
-                        let text = messages.iter().map(|m| m.content.as_str()).collect::<Vec<_>>().join("\n\n");
-                        rendered_tokens(m, &text)
-                    }))
-                })
-            }
-        }
     }
 }

@@ -134,6 +134,9 @@ struct Tally {
     identical: bool,
 }
 
+/// A candidate to measure: its settings, and the speedup predicted for it.
+type Measuring = (Candidate, ValidSettings, Option<f64>);
+
 impl Tune<'_, '_> {
     /// One group: loaded, its candidates predicted (the hopeless dropped), the rest measured.
     fn group(&mut self, draft: Option<&Path>, group: Vec<Candidate>) -> Result<()> {
@@ -164,24 +167,7 @@ impl Tune<'_, '_> {
         self.progress.starting(self.job, "warming up");
         self.job.quiet(|job| session.run_with(Mode::Baseline, &prompts[0], &baseline, job))?;
         self.progress.done += 1;
-        let mut measured: Vec<(Candidate, ValidSettings, Option<f64>)> = Vec::new();
-        for c in group {
-            if self.job.cancelled() {
-                return Ok(());
-            }
-            let settings = self.settings_of(&c)?;
-            self.progress.starting(self.job, &format!("predicting {}", c.label));
-            let (predicted, hopeless) = self.predict(&session, &prompts[0], &settings);
-            self.progress.done += 1;
-            self.job.emit(TuneEvent::Predicted { label: c.label.clone(), predicted, dropped: hopeless.clone() });
-            match hopeless {
-                Some(reason) => {
-                    self.dropped.push(Dropped { label: c.label, reason, download: None });
-                    self.progress.total = self.progress.total.saturating_sub(self.spec.prompts.len() * self.spec.reps);
-                }
-                None => measured.push((c, settings, predicted)),
-            }
-        }
+        let Some(measured) = self.triage(&session, &prompts[0], group)? else { return Ok(()) };
         let mut tallies: Vec<Tally> = measured.iter().map(|_| Tally { identical: true, ..Tally::default() }).collect();
         for (prompt, tokens) in self.spec.prompts.iter().zip(&prompts) {
             for rep in 0..self.spec.reps {
@@ -204,6 +190,36 @@ impl Tune<'_, '_> {
                 }
             }
         }
+        self.record(measured, tallies);
+        Ok(())
+    }
+
+    /// Each candidate predicted on `prompt`; those that cannot pay here dropped with the reason,
+    /// the rest to be measured (none when the tune was cancelled).
+    fn triage(&mut self, session: &Session, prompt: &[Token], group: Vec<Candidate>) -> Result<Option<Vec<Measuring>>> {
+        let mut measured: Vec<Measuring> = Vec::new();
+        for c in group {
+            if self.job.cancelled() {
+                return Ok(None);
+            }
+            let settings = self.settings_of(&c)?;
+            self.progress.starting(self.job, &format!("predicting {}", c.label));
+            let (predicted, hopeless) = self.predict(session, prompt, &settings);
+            self.progress.done += 1;
+            self.job.emit(TuneEvent::Predicted { label: c.label.clone(), predicted, dropped: hopeless.clone() });
+            match hopeless {
+                Some(reason) => {
+                    self.dropped.push(Dropped { label: c.label, reason, download: None });
+                    self.progress.total = self.progress.total.saturating_sub(self.spec.prompts.len() * self.spec.reps);
+                }
+                None => measured.push((c, settings, predicted)),
+            }
+        }
+        Ok(Some(measured))
+    }
+
+    /// The measured candidates' rows, with their verdicts and llama.cpp's command where it has one.
+    fn record(&mut self, measured: Vec<Measuring>, tallies: Vec<Tally>) {
         for ((c, settings, predicted), t) in measured.into_iter().zip(tallies) {
             let speedup = Spread::of(&t.ratios);
             let llama_cpp = match c.strategy {
@@ -226,7 +242,6 @@ impl Tune<'_, '_> {
             self.job.emit(TuneEvent::Measured { row: row.clone() });
             self.rows.push(row);
         }
-        Ok(())
     }
 
     /// A candidate's settings: the spec's, with its strategy (at the adaptive length, unless the

@@ -285,22 +285,24 @@ where
     Ok(())
 }
 
-/// Bars over categories 0..n with a label under each: shared by the positions and lengths charts.
-#[allow(clippy::too_many_arguments)]
-fn category_bars<DB: DrawingBackend>(
-    root: &DrawingArea<DB, Shift>,
-    title: &str,
-    labels: &[String],
-    values: &[f64],
-    notes: &[String],
-    x_desc: &str,
-    y_desc: &str,
+/// Bars over categories: a value, a label under it and a note over it for each, the axes' words
+/// and the scale's top. What the positions and lengths charts share.
+struct CategoryBars<'a> {
+    title: &'a str,
+    labels: &'a [String],
+    values: &'a [f64],
+    notes: &'a [String],
+    x_desc: &'a str,
+    y_desc: &'a str,
     y_top: f64,
-    s: f64,
-) -> DrawResult
+}
+
+/// Draws `bars` on `root` at scale `s`.
+fn category_bars<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, bars: CategoryBars<'_>, s: f64) -> DrawResult
 where
     DB::ErrorType: 'static,
 {
+    let CategoryBars { title, labels, values, notes, x_desc, y_desc, y_top } = bars;
     let n = values.len().max(1);
     let body = head(root, title, &[], s)?;
     let mut ch = chart_on(&body, s, (48.0, 62.0), 0f64..n as f64, 0f64..y_top)?;
@@ -361,7 +363,16 @@ where
         .collect();
     let labels: Vec<String> = (1..=n).map(|i| i.to_string()).collect();
     let notes: Vec<String> = rates.iter().zip(&c.drafted).map(|(r, d)| format!("{r:.0}% of {d}")).collect();
-    category_bars(root, &c.title, &labels, &rates, &notes, "draft position", "accepted (%)", 110.0, s)
+    let bars = CategoryBars {
+        title: &c.title,
+        labels: &labels,
+        values: &rates,
+        notes: &notes,
+        x_desc: "draft position",
+        y_desc: "accepted (%)",
+        y_top: 110.0,
+    };
+    category_bars(root, bars, s)
 }
 
 fn lengths<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, c: &LengthsChart, s: f64) -> DrawResult
@@ -376,7 +387,16 @@ where
     let labels: Vec<String> = (0..n).map(|i| i.to_string()).collect();
     let notes: Vec<String> = c.histogram[..n].iter().map(u64::to_string).collect();
     let top = nice_max(values.iter().copied().fold(0.0, f64::max) * 1.12);
-    category_bars(root, &c.title, &labels, &values, &notes, "draft tokens accepted in a round", "rounds", top, s)
+    let bars = CategoryBars {
+        title: &c.title,
+        labels: &labels,
+        values: &values,
+        notes: &notes,
+        x_desc: "draft tokens accepted in a round",
+        y_desc: "rounds",
+        y_top: top,
+    };
+    category_bars(root, bars, s)
 }
 
 /// `text` in at most three lines of at most `width` pixels: its " · "-separated parts (a cell's

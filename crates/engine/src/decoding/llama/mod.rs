@@ -22,7 +22,7 @@ use crate::error::{Error, Result};
 
 pub use context::{Context, Logits};
 pub use devices::{device_holders, local_gpu_devices, local_holders, memory_info, note_remote_devices, runtime};
-pub use model::{Model, MtpLayers};
+pub use model::{Drafting, Model, MtpLayers};
 
 static BACKEND: OnceLock<Result<LlamaBackend>> = OnceLock::new();
 

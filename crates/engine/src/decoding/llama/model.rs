@@ -20,6 +20,21 @@ use crate::error::{Error, Result};
 use crate::files::gguf::{GgufFile, ModelSummary};
 use crate::setting::Setting;
 
+/// A context that feeds one of llama.cpp's drafters, in the style of llama.cpp's
+/// `common_speculative_params`: the context's sizes and threads, this model's and the drafter's
+/// context options, and how far it drafts: up to `n_max` tokens, stopping below `p_min`.
+#[derive(Debug, Clone, Copy)]
+pub struct Drafting {
+    pub n_ctx: u32,
+    pub n_batch: u32,
+    pub threads: u32,
+    pub options: ContextOptions,
+    /// The drafter's context (a head's; for this model's own MTP layers, `options` again).
+    pub drafter_options: ContextOptions,
+    pub n_max: usize,
+    pub p_min: f32,
+}
+
 /// llama.cpp's type for a KV cache of type `t`.
 /// How the binding makes a context with these settings (`rollback`: recurrent-state snapshots).
 /// `on_gpu`: the model has layers on a GPU (else llama.cpp's op offload is off: see
@@ -208,22 +223,7 @@ impl Model {
                 summary.architecture
             ),
         })?;
-        let mtime = std::fs::metadata(path)
-            .and_then(|m| m.modified())
-            .ok()
-            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
-            .map_or(0, |d| d.as_secs());
-        let id = ModelId {
-            path: path.to_path_buf(),
-            name: summary.name.clone().unwrap_or_else(|| {
-                path.file_stem().map_or_else(|| "model".into(), |s| s.to_string_lossy().into_owned())
-            }),
-            architecture: summary.architecture.clone(),
-            quantization: summary.quantization.clone(),
-            n_params: summary.n_params,
-            file_size: summary.file_size,
-            mtime,
-        };
+        let id = model_id(path, &summary);
         // Where llama.cpp put the repeating blocks and the output layer, as it says while loading
         // (the last first, on the devices named — other machines' too — or this machine's GPU).
         let placed = LayerPlacement::read(&placement);
@@ -417,15 +417,7 @@ impl Model {
     /// A context whose decodes also feed the model's multi-token-prediction layers, which then
     /// draft up to `n_max` tokens ([`Context::self_draft`]), stopping below `p_min` (llama.cpp's
     /// `draft-mtp`). The model must have been loaded with them ([`Model::load_for`]).
-    pub fn mtp_context(
-        &self,
-        n_ctx: u32,
-        n_batch: u32,
-        threads: u32,
-        options: ContextOptions,
-        n_max: usize,
-        p_min: f32,
-    ) -> Result<Context<'_>> {
+    pub fn mtp_context(&self, p: Drafting) -> Result<Context<'_>> {
         if !self.mtp {
             return Err(match self.summary.mtp_layers {
                 None => no_mtp_layers(&self.id.path, &self.summary.architecture),
@@ -437,26 +429,19 @@ impl Model {
                 },
             });
         }
-        self.drafting_context(None, NativeKind::DraftMtp, n_ctx, n_batch, threads, options, options, n_max, p_min)
+        self.drafting_context(None, NativeKind::DraftMtp, Drafting { drafter_options: p.options, ..p })
     }
 
     /// A context whose decodes also feed a drafter of llama.cpp's of `kind` (its model `drafter`:
     /// an MTP head, EAGLE-3, DFlash or DSpark file; none: this model's own MTP layers), which then
-    /// drafts up to `n_max` tokens ([`Context::self_draft`]), stopping below `p_min`. `options` make
-    /// this model's context, `drafter_options` the drafter's.
-    #[allow(clippy::too_many_arguments)]
+    /// drafts as `p` says ([`Context::self_draft`]).
     pub fn drafting_context<'a>(
         &'a self,
         drafter: Option<&'a Model>,
         kind: NativeKind,
-        n_ctx: u32,
-        n_batch: u32,
-        threads: u32,
-        options: ContextOptions,
-        drafter_options: ContextOptions,
-        n_max: usize,
-        p_min: f32,
+        p: Drafting,
     ) -> Result<Context<'a>> {
+        let Drafting { n_ctx, n_batch, threads, options, drafter_options, n_max, p_min } = p;
         NonZeroU32::new(n_ctx).ok_or_else(|| Error::InvalidSetting {
             setting: Setting::NCtx,
             reason: "is 0, but must be positive".into(),
@@ -528,6 +513,28 @@ pub const SHOWN_MARKERS: &[&str] = &[
 /// Whether a control token's text is one of [`SHOWN_MARKERS`].
 pub fn shown_marker(text: &str) -> bool {
     SHOWN_MARKERS.contains(&text)
+}
+
+/// What names a loaded model: its file (path, size, modification time), name, architecture,
+/// quantisation and parameters.
+fn model_id(path: &Path, summary: &ModelSummary) -> ModelId {
+    let mtime = std::fs::metadata(path)
+        .and_then(|m| m.modified())
+        .ok()
+        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+        .map_or(0, |d| d.as_secs());
+    ModelId {
+        path: path.to_path_buf(),
+        name: summary
+            .name
+            .clone()
+            .unwrap_or_else(|| path.file_stem().map_or_else(|| "model".into(), |s| s.to_string_lossy().into_owned())),
+        architecture: summary.architecture.clone(),
+        quantization: summary.quantization.clone(),
+        n_params: summary.n_params,
+        file_size: summary.file_size,
+        mtime,
+    }
 }
 
 #[cfg(test)]
