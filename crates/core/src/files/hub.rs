@@ -274,7 +274,7 @@ pub fn download_pinned(
     if std::fs::metadata(&blob).is_ok_and(|m| m.is_file() && m.len() == remote.size) {
         return place.finish(&blob, true, job);
     }
-    let part = cache::Part::open(&cache_dir, &blobs, &blob, remote.size, &format!("{repo}/{file}"))?;
+    let part = cache::Part::open(&cache_dir, &blob, remote.size, &format!("{repo}/{file}"))?;
     check_space(file, remote.size - part.resumed_from, free_space(&blobs), &blobs)?;
     job.emit(DownloadEvent::Started {
         repo: repo.into(),

@@ -120,7 +120,7 @@ fn head_kind(path: &Path) -> Option<DrafterKind> {
 
 /// The same, for a given way of starting llama.cpp's server.
 pub fn server_command_for(launcher: Launcher, target: &Path, draft: Option<&Path>, s: &Settings) -> Option<LlamaCpp> {
-    let mut c = Spelling { s, n: s.n_draft.to_string(), args: Vec::new(), notes: Vec::new() };
+    let mut c = Spelling { s, args: Vec::new(), notes: Vec::new() };
     c.push(launcher.words());
     c.push(&["-m", &shell(&target.display().to_string())]);
     c.strategy(target, draft)?;
@@ -140,8 +140,6 @@ pub fn server_command_for(launcher: Launcher, target: &Path, draft: Option<&Path
 /// A llama.cpp command being spelled for `s`: its words, and notes on what it cannot reproduce.
 struct Spelling<'a> {
     s: &'a Settings,
-    /// The draft length, as the flags take it.
-    n: String,
     args: Vec<String>,
     notes: Vec<String>,
 }
@@ -163,7 +161,7 @@ impl Spelling<'_> {
 
     /// The strategy's flags; none when it needs a draft that is missing.
     fn strategy(&mut self, target: &Path, draft: Option<&Path>) -> Option<()> {
-        let n = self.n.clone();
+        let n = self.s.n_draft.to_string();
         match self.s.strategy {
             Strategy::Auto => self.auto(draft),
             Strategy::DraftModel => {
@@ -246,7 +244,7 @@ impl Spelling<'_> {
     /// llama.cpp's chain for `auto`: every type listed, tried in its own fixed order (n-gram
     /// drafters before model drafters), the first that drafts drafts.
     fn auto(&mut self, draft: Option<&Path>) {
-        let n = self.n.clone();
+        let n = self.s.n_draft.to_string();
         let mut types = vec!["ngram-simple", "ngram-mod", "ngram-cache"];
         let model = draft.map(|d| (shell(&d.display().to_string()), head_kind(d)));
         if let Some((_, kind)) = &model {

@@ -171,11 +171,11 @@ pub(super) struct Part {
 }
 
 impl Part {
-    /// Opens (or creates) the part of `blob` in `blobs` under the cache `cache_dir`, adopting one
-    /// hf-hub's own downloader left; `what` names the download in the error when another program
-    /// holds it.
-    pub(super) fn open(cache_dir: &Path, blobs: &Path, blob: &Path, size: u64, what: &str) -> Result<Part> {
-        crate::paths::create_dir_under(cache_dir, blobs)?;
+    /// Opens (or creates) the part of `blob` (in its `blobs` folder) under the cache `cache_dir`,
+    /// adopting one hf-hub's own downloader left; `what` names the download in the error when
+    /// another program holds it.
+    pub(super) fn open(cache_dir: &Path, blob: &Path, size: u64, what: &str) -> Result<Part> {
+        crate::paths::create_dir_under(cache_dir, blob.parent().unwrap_or(cache_dir))?;
         crate::paths::ensure_under(cache_dir, blob)?;
         adopt_sync_part(blob, size);
         let path = incomplete_path(blob);
