@@ -20,22 +20,36 @@ const HEADER: &str =
     "// Generated from the Rust types by `scripts/gen-types` (src-tauri/src/bindings.rs). Do not edit.\n\
 // 64-bit integers are `number`: serde_json writes them as plain JSON numbers.\n";
 
-/// The whole file.
+/// Each type's declaration, exported, in the order given.
+macro_rules! declare {
+    ($out:ident, $cfg:ident; $($t:ty),* $(,)?) => {
+        $(
+            $out.push('\n');
+            $out.push_str("export ");
+            $out.push_str(&<$t as TS>::decl($cfg));
+            $out.push('\n');
+        )*
+    };
+}
+
+/// The whole file: the types (the engine's words, a run and its results, the app's views and
+/// models), then the values the page starts from.
 pub fn typescript() -> String {
     // serde_json sends u64 as a JSON number, which JSON.parse turns into a number, never a bigint.
     let cfg = Config::new().with_large_int("number");
     let mut out = String::from(HEADER);
-    macro_rules! declare {
-        ($($t:ty),* $(,)?) => {
-            $(
-                out.push('\n');
-                out.push_str("export ");
-                out.push_str(&<$t as TS>::decl(&cfg));
-                out.push('\n');
-            )*
-        };
-    }
+    engine_words(&mut out, &cfg);
+    runs_and_results(&mut out, &cfg);
+    views_and_models(&mut out, &cfg);
+    constants(&mut out);
+    out
+}
+
+/// Settings, strategies, errors and this machine.
+fn engine_words(out: &mut String, cfg: &Config) {
     declare!(
+        out,
+        cfg;
         settings::Mode,
         report::TokenSource,
         report::StopReason,
@@ -57,6 +71,14 @@ pub fn typescript() -> String {
         options::Offload,
         options::Runtime,
         machine::MachineInfo,
+    );
+}
+
+/// A run's report and comparison, the doctor's diagnosis, history, the engine's status, charts.
+fn runs_and_results(out: &mut String, cfg: &Config) {
+    declare!(
+        out,
+        cfg;
         report::StrategyStats,
         report::Decision,
         report::RoundRecord,
@@ -104,6 +126,15 @@ pub fn typescript() -> String {
         charts::CardChart,
         charts::Chart,
         crate::rendered::RenderedChart,
+    );
+}
+
+/// Sweeps, exports, chats, the server, models on disk, drafters, the tune, size estimates and
+/// the catalog.
+fn views_and_models(out: &mut String, cfg: &Config) {
+    declare!(
+        out,
+        cfg;
         engine_sweep::Variant,
         engine_sweep::SweepSpec,
         engine_sweep::SweepDefaults,
@@ -161,6 +192,11 @@ pub fn typescript() -> String {
         models::CatalogView,
         hub::DownloadEvent,
     );
+}
+
+/// The engine's values the page starts from: limits and defaults, the tables of strategies and
+/// settings, the choices it offers.
+fn constants(out: &mut String) {
     // The engine's defaults and bounds as values (threads 0: "this machine's cores"), so the page
     // starts from the same settings as the CLI and shows the same limits.
     let limits = settings::Limits::get();
@@ -186,7 +222,6 @@ pub fn typescript() -> String {
         "\nexport const SWEEP_DEFAULTS: SweepDefaults = {};\n",
         pretty(&engine_sweep::SweepSpec::defaults())
     ));
-    out
 }
 
 /// A value as the page's constant: pretty JSON.

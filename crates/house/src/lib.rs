@@ -362,25 +362,13 @@ pub fn check(src: &Path, rules: &Rules) -> Vec<String> {
         if rules.skip.contains(&rel.as_str()) {
             continue;
         }
-        let text = match std::fs::read_to_string(src.join(&f.rel)) {
-            Ok(t) => t,
-            Err(e) => {
-                bad.push(format!("{rel}: cannot be read: {e}"));
+        let refs = match references(src, f) {
+            Ok(refs) => refs,
+            Err(why) => {
+                bad.push(format!("{rel}: {why}"));
                 continue;
             }
         };
-        let ast = match syn::parse_file(&text) {
-            Ok(a) => a,
-            Err(e) => {
-                bad.push(format!("{rel}: does not parse: {e}"));
-                continue;
-            }
-        };
-        let mut aliases = Aliases { module: f.module.clone(), out: BTreeMap::new() };
-        aliases.visit_file(&ast);
-        let mut refs =
-            Refs { module: f.module.clone(), test_depth: usize::from(f.test), aliases: aliases.out, out: Vec::new() };
-        refs.visit_file(&ast);
         // With ranks, the crate root is the module `lib`, and so are the items it defines.
         let root = |m: &Vec<String>| -> Option<String> {
             match m.first() {
@@ -392,7 +380,7 @@ pub fn check(src: &Path, rules: &Rules) -> Vec<String> {
         let own = own_top.as_deref().and_then(&layer_of);
         let allowed: &[&str] = rules.allowed.iter().find(|(p, _)| *p == rel).map_or(&[], |(_, c)| c.as_slice());
         let mut said = BTreeSet::new();
-        for r in refs.out {
+        for r in refs {
             let top = r.path.first().map_or("", String::as_str);
             let mut say = |line: String| {
                 if said.insert(line.clone()) {
@@ -436,6 +424,28 @@ pub fn check(src: &Path, rules: &Rules) -> Vec<String> {
             }
         }
     }
+    native_code(src, rules, &mut bad);
+    for cycle in cycles(&edges) {
+        let names: Vec<String> = cycle.iter().map(|m| m.join("::")).collect();
+        bad.push(format!("modules that use each other: {}", names.join(" ⇄ ")));
+    }
+    bad
+}
+
+/// What a file refers to: every path it names, aliases followed (or why it cannot be read).
+fn references(src: &Path, f: &File) -> Result<Vec<Ref>, String> {
+    let text = std::fs::read_to_string(src.join(&f.rel)).map_err(|e| format!("cannot be read: {e}"))?;
+    let ast = syn::parse_file(&text).map_err(|e| format!("does not parse: {e}"))?;
+    let mut aliases = Aliases { module: f.module.clone(), out: BTreeMap::new() };
+    aliases.visit_file(&ast);
+    let mut refs =
+        Refs { module: f.module.clone(), test_depth: usize::from(f.test), aliases: aliases.out, out: Vec::new() };
+    refs.visit_file(&ast);
+    Ok(refs.out)
+}
+
+/// Native code other than the files the rules name.
+fn native_code(src: &Path, rules: &Rules, bad: &mut Vec<String>) {
     let mut other = Vec::new();
     files_under(src, &["c", "cc", "cpp", "cxx", "h", "hpp", "m", "mm"], &mut other);
     other.sort();
@@ -445,11 +455,6 @@ pub fn check(src: &Path, rules: &Rules) -> Vec<String> {
             bad.push(format!("{rel} is native code (only {:?} may be)", rules.native));
         }
     }
-    for cycle in cycles(&edges) {
-        let names: Vec<String> = cycle.iter().map(|m| m.join("::")).collect();
-        bad.push(format!("modules that use each other: {}", names.join(" ⇄ ")));
-    }
-    bad
 }
 
 /// The two rooms a use joins: the children of the modules' common parent that hold each, so a

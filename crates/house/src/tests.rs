@@ -294,7 +294,7 @@ fn architecture_names_only_paths_that_exist() {
     let named = named_paths(&map);
     assert!(named.len() >= 60, "the map names files and folders ({} read): {named:?}", named.len());
     assert!(named.contains(&"crates/engine/src/decoding/session.rs".to_owned()), "{named:?}");
-    assert!(named.contains(&"answers/whole.rs".to_owned()), "{named:?}");
+    assert!(named.contains(&"chat/whole.rs".to_owned()), "{named:?}");
     let missing = missing_paths(&map, &root());
     assert!(missing.is_empty(), "ARCHITECTURE.md names paths that do not exist: {missing:?}");
     // The docs it and the README link to are there, and so is every link between them.
@@ -359,7 +359,7 @@ fn the_servers_floors_and_what_only_the_worker_does_are_checked() {
     let bad = check(src, &rules);
     let has = |what: &[&str]| bad.iter().any(|b| what.iter().all(|w| b.contains(w)));
     assert!(has(&["state.rs (state) uses crate::routes (routes), a layer above"]), "{bad:#?}");
-    assert!(has(&["anthropic.rs (readers) uses crate::responses (readers), beside it"]), "{bad:#?}");
+    assert!(has(&["anthropic.rs (formats) uses crate::responses (formats), beside it"]), "{bad:#?}");
     assert!(has(&["config.rs does itself what only the worker does", "template::render"]), "{bad:#?}");
     assert!(has(&["tools.rs does itself what only the worker does", "gguf::GgufFile"]), "{bad:#?}");
     assert_eq!(bad.len(), 4, "{bad:#?}");

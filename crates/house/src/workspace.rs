@@ -61,8 +61,9 @@ pub fn workspace(root: &Path) -> Vec<(PathBuf, Rules)> {
         (
             root.join("crates/server/src"),
             Rules {
-                // Words of their own at the bottom, the routes over the readers over the jobs over
-                // the answers over what they share, the router at the top.
+                // Words of their own at the bottom, the routes over the API formats (each one's
+                // reader and writer side by side) over the jobs over the answer (in no API's shape)
+                // over what they share, the router at the top.
                 layers: vec![
                     ("words", vec!["reasoning", "stop", "tools", "log", "kept"]),
                     ("wire", vec!["openai"]),
@@ -71,7 +72,7 @@ pub fn workspace(root: &Path) -> Vec<(PathBuf, Rules)> {
                     ("state", vec!["state"]),
                     ("answers", vec!["answers"]),
                     ("jobs", vec!["jobs"]),
-                    ("readers", vec!["anthropic", "responses", "guard"]),
+                    ("formats", vec!["chat", "anthropic", "responses", "guard"]),
                     ("routes", vec!["routes"]),
                     ("server", vec!["lib"]),
                 ],

@@ -1,5 +1,7 @@
-//! A job's answer in OpenAI's shape: whole, or streamed as server-sent events; its `usage` says
-//! what speculation did. Dropping an answer before its job ended cancels the job.
+//! A job's answer, in no API's shape yet: the worker's replies read as steps (text, thinking,
+//! pieces of calls, the end), past the stop strings, the thinking's split and budget, and the
+//! tool-call hold; its `usage` says what speculation did. Each API writes it in its own room
+//! (`chat`, `anthropic`, `responses`). Dropping an answer before its job ended cancels the job.
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -19,17 +21,16 @@ use tokio::sync::{mpsc, OwnedSemaphorePermit};
 
 use crate::errors::ApiError;
 use crate::log::Served;
-use crate::openai::{CompletionTokensDetails, SpeculationUsage, Usage};
 use crate::reasoning::{self, Part, PartUsage, Split};
 use crate::state::{Counters, Endpoint, Shared};
 use crate::stop::StopFilter;
 use crate::tools::{CallPiece, CallStream, Hold, Parsed, ToolCalls};
 
 mod logprobs;
-mod stream;
-mod whole;
+mod report;
 
-pub(crate) use stream::NextChoice;
+pub(crate) use report::usage;
+use report::{log_answer, merged};
 
 /// Cancels its job when dropped before the job ended: the client went away (the response future
 /// or the event stream was dropped). A job that does not stop in time has its engine stopped.
@@ -74,7 +75,7 @@ pub(crate) struct Answer {
     pub(crate) shared: Arc<Shared>,
     pub(crate) id: String,
     pub(crate) created: u64,
-    endpoint: Endpoint,
+    pub(crate) endpoint: Endpoint,
     rx: mpsc::Receiver<Reply>,
     guard: CancelGuard,
     stop: StopFilter,
@@ -520,14 +521,47 @@ impl Answer {
         self.id.rsplit(['-', '_']).next().unwrap_or(&self.id)
     }
 
-    /// Anthropic's `stop_reason`.
-    fn stop_reason(&self, r: &Report) -> &'static str {
-        match self.finish_reason(r) {
-            "tool_calls" => "tool_use",
-            "length" => "max_tokens",
-            _ if self.stop.hit() => "stop_sequence",
-            _ => "end_turn",
+    /// Waits for the answer's first step, so that an error before generation starts (a prompt
+    /// that does not fit, a bad setting) is the response's, not a stream's; calls are streamed
+    /// as they are written from here on.
+    pub(crate) async fn started(&mut self) -> Result<(), ApiError> {
+        self.stream_calls();
+        let first = self.next().await;
+        if let Step::Failed(e) = first {
+            return Err(ApiError::engine(&e));
         }
+        self.buffered.insert(0, first);
+        Ok(())
+    }
+
+    /// The whole answer: its text and thinking, and the report (its calls are read at the end).
+    pub(crate) async fn collect(&mut self) -> Result<(String, String, Box<Report>), ApiError> {
+        let mut text = String::new();
+        let mut thinking = String::new();
+        loop {
+            match self.next().await {
+                Step::Text(t, _) => text.push_str(&t),
+                Step::Thinking(t) => thinking.push_str(&t),
+                Step::Call(_) => {}
+                Step::Done(r) => return Ok((text, thinking, r)),
+                Step::Failed(e) => return Err(ApiError::engine(&e)),
+            }
+        }
+    }
+
+    /// Where each token since the last look came from (`draftlab.provenance`).
+    pub(crate) fn take_sources(&mut self) -> Vec<Value> {
+        std::mem::take(&mut self.sources)
+    }
+
+    /// The stop string that ended the answer, if one did.
+    pub(crate) fn stop_matched(&self) -> Option<&str> {
+        self.stop.matched()
+    }
+
+    /// A stop string ended the answer.
+    pub(crate) fn stop_hit(&self) -> bool {
+        self.stop.hit()
     }
 
     pub(crate) fn call_id(&self, i: usize) -> String {
@@ -564,96 +598,6 @@ pub(crate) fn forward(
     rx
 }
 
-/// Answers shorter than this get no speed estimate in the log: a ratio over a few tokens is noise
-/// (the app's Run view says "too short to judge" below the same count).
-const MIN_JUDGED_TOKENS: usize = 64;
-
-/// One line per answer: what it took, and what speculation did.
-fn log_answer(id: &str, r: &Report) {
-    eprintln!(
-        "{id}: {} prompt tokens ({} reused, {:.0} ms), {} generated at {:.1} tok/s; {}",
-        r.prompt_tokens,
-        r.prompt_reused,
-        r.prompt_ms,
-        r.generated_tokens,
-        r.tokens_per_s,
-        speculation_said(r.strategy, (r.drafted, r.accepted), r.generated_tokens, (r.tokens_per_s, r.target_alone_tps))
-    );
-}
-
-/// What speculation did, in the log's words: the strategy, its (drafted, accepted) tokens, the
-/// tokens generated, and (tokens/s, the target alone's tokens/s).
-fn speculation_said(
-    strategy: Option<Strategy>,
-    (drafted, accepted): (usize, usize),
-    generated: usize,
-    (tps, alone): (f64, Option<f64>),
-) -> String {
-    let Some(s) = strategy else { return "target alone".to_string() };
-    if drafted == 0 {
-        return format!("{s}: nothing drafted");
-    }
-    let estimate = match alone {
-        Some(t) if generated >= MIN_JUDGED_TOKENS && t > 0.0 => format!(", ~{:.2}× the target alone", tps / t),
-        Some(_) => format!(" (too short to judge the speed: fewer than {MIN_JUDGED_TOKENS} tokens)"),
-        None => String::new(),
-    };
-    format!("{s}: {accepted}/{drafted} drafted tokens accepted{estimate}")
-}
-
-/// An answer continued after its thinking reached the budget: its two runs as one (of the
-/// first, the `kept` tokens before the budget).
-fn merged(first: Report, second: Report, kept: usize) -> Report {
-    let mut r = second;
-    r.prompt_tokens = first.prompt_tokens;
-    r.prompt_reused = first.prompt_reused;
-    r.prompt_ms += first.prompt_ms;
-    r.wall_ms += first.wall_ms;
-    r.generated_tokens += kept.min(first.generated_tokens);
-    r.generation_ms += first.generation_ms;
-    r.target_passes += first.target_passes;
-    r.drafted += first.drafted;
-    r.accepted += first.accepted;
-    r.forced_drafted += first.forced_drafted;
-    r.forced_accepted += first.forced_accepted;
-    r.acceptance_rate = if r.drafted == 0 { 0.0 } else { r.accepted as f64 / r.drafted as f64 };
-    if r.generation_ms > 0.0 {
-        r.tokens_per_s = r.generated_tokens.saturating_sub(2) as f64 / (r.generation_ms / 1e3);
-    }
-    let mut rounds = first.rounds;
-    rounds.append(&mut r.rounds);
-    r.rounds = rounds;
-    r
-}
-
-pub(crate) fn usage(r: &Report, parts: Option<&(PartUsage, PartUsage)>) -> Usage {
-    Usage {
-        prompt_tokens: r.prompt_tokens,
-        completion_tokens: r.generated_tokens,
-        total_tokens: r.prompt_tokens + r.generated_tokens,
-        completion_tokens_details: CompletionTokensDetails {
-            accepted_prediction_tokens: r.accepted,
-            rejected_prediction_tokens: r.drafted - r.accepted,
-            reasoning_tokens: parts.map_or(0, |p| p.0.tokens),
-        },
-        draftlab: SpeculationUsage {
-            strategy: r.strategy.map_or_else(|| "none".to_string(), |s| s.name().to_string()),
-            drafted: r.drafted,
-            accepted: r.accepted,
-            acceptance_rate: r.acceptance_rate,
-            forced_drafted: r.forced_drafted,
-            forced_accepted: r.forced_accepted,
-            target_passes: r.target_passes,
-            tokens_per_s: r.tokens_per_s,
-            target_alone_tokens_per_s: r.target_alone_tps,
-            prompt_tokens_reused: r.prompt_reused,
-            prompt_ms: r.prompt_ms,
-            thinking: parts.map(|p| p.0.clone()),
-            answer: parts.map(|p| p.1.clone()),
-        },
-    }
-}
-
 fn epoch_ms() -> f64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map_or(0.0, |d| d.as_secs_f64() * 1e3)
 }
@@ -666,20 +610,6 @@ fn now_secs() -> u64 {
 mod tests {
     use super::*;
     use tokio::sync::Semaphore;
-
-    /// An answer that drafted nothing says so; one too short gets no speed estimate.
-    #[test]
-    fn the_log_says_what_speculation_did_without_noise() {
-        let auto = Some(Strategy::Auto);
-        let speeds = (10.0, Some(8.0));
-        assert_eq!(speculation_said(auto, (0, 0), 8, speeds), "auto: nothing drafted");
-        assert!(speculation_said(auto, (4, 2), 8, speeds).contains("too short to judge"));
-        assert_eq!(
-            speculation_said(auto, (40, 30), 100, speeds),
-            "auto: 30/40 drafted tokens accepted, ~1.25× the target alone"
-        );
-        assert_eq!(speculation_said(None, (0, 0), 100, speeds), "target alone");
-    }
 
     /// A job's place is free by the time its last reply arrives: the client that reads its answer
     /// and asks again at once is never refused by a place still held behind it.

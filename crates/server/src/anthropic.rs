@@ -13,6 +13,10 @@ use crate::jobs::{Choice, Job, Thinking};
 use crate::openai::{Common, Extension, FunctionSpec, Stop, ToolSpec};
 use crate::state::Endpoint;
 
+mod write;
+
+pub(crate) use write::run;
+
 /// `system`: a string or text blocks.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(untagged)]

@@ -4,8 +4,6 @@
 use std::sync::Arc;
 
 use axum::http::StatusCode;
-use axum::response::{IntoResponse, Response};
-use axum::Json;
 use draftlab_core::decoding::chat::ChatInput;
 use draftlab_core::decoding::constraint::Constraint;
 use draftlab_core::decoding::settings::{Mode, Settings};
@@ -15,10 +13,10 @@ use draftlab_core::error::ErrorInfo;
 use draftlab_core::serving::protocol::Command;
 use draftlab_core::setting::Setting;
 use draftlab_core::ErrorCode;
-use serde_json::{json, Value};
+use serde_json::Value;
 use std::sync::atomic::Ordering;
 
-use crate::answers::{Answer, Api, CancelGuard, NextChoice};
+use crate::answers::{Answer, Api, CancelGuard};
 use crate::errors::ApiError;
 use crate::openai::{Common, DraftLength, Extension, JsonSchemaFormat, ResponseFormat, ToolSpec};
 use crate::state::{Endpoint, Shared};
@@ -357,82 +355,6 @@ impl Job {
             ));
         }
         Ok(Asked { settings, mode, stops: StopFilter::new(stops), tool_calls })
-    }
-
-    pub(crate) async fn run(self, s: Arc<Shared>) -> Result<Response, ApiError> {
-        self.run_as(s, Api::OpenAi).await
-    }
-
-    /// The job, its answer written in `api`'s shapes (chat completions, completions, messages).
-    pub(crate) async fn run_as(self, s: Arc<Shared>, api: Api) -> Result<Response, ApiError> {
-        let stream = self.common.stream;
-        let usage_chunk = self.common.stream_options.as_ref().is_some_and(|o| o.include_usage);
-        let timings = self.common.draftlab.as_ref().is_some_and(|x| x.timings);
-        let provenance = self.common.draftlab.as_ref().is_some_and(|x| x.provenance);
-        let n = self.common.n.unwrap_or(1);
-        if n > 1 && api == Api::OpenAi && stream {
-            return self.streamed_choices(s, n, usage_chunk, timings, provenance).await;
-        }
-        if n > 1 && api == Api::OpenAi {
-            return self.choices(s, n).await;
-        }
-        let answer = self.start(s, api).await?;
-        if stream {
-            answer.stream(usage_chunk, timings, provenance).await
-        } else {
-            answer.whole().await
-        }
-    }
-
-    /// Choice `i` of `n`: the job with its own seed (the request's, or the server's, plus `i`).
-    fn choice(&self, s: &Shared, i: usize) -> Job {
-        let seed = self.common.seed.unwrap_or(s.config.settings.sampling.seed);
-        let mut job = self.clone();
-        job.common.seed = Some(seed.wrapping_add(i as u64));
-        job
-    }
-
-    /// `n` choices: the job run `n` times, one after another (see [`Job::choice`]), in one body:
-    /// the first run's, its choices all of theirs, its usage counting every choice's tokens.
-    async fn choices(self, s: Arc<Shared>, n: usize) -> Result<Response, ApiError> {
-        let mut bodies = Vec::with_capacity(n);
-        for i in 0..n {
-            bodies.push(self.choice(&s, i).start(Arc::clone(&s), Api::OpenAi).await?.whole_body().await?);
-        }
-        let completion: u64 = bodies.iter().map(|v| v["usage"]["completion_tokens"].as_u64().unwrap_or(0)).sum();
-        let choices: Vec<Value> = bodies
-            .iter()
-            .enumerate()
-            .map(|(i, v)| {
-                let mut c = v["choices"][0].clone();
-                c["index"] = json!(i);
-                c
-            })
-            .collect();
-        let mut body = bodies.swap_remove(0);
-        body["choices"] = json!(choices);
-        let prompt = body["usage"]["prompt_tokens"].as_u64().unwrap_or(0);
-        body["usage"]["completion_tokens"] = json!(completion);
-        body["usage"]["total_tokens"] = json!(prompt + completion);
-        Ok(Json(body).into_response())
-    }
-
-    /// `n` choices streamed: each run after the one before ends, its chunks with its `index`
-    /// (see [`Answer::stream_choices`]).
-    async fn streamed_choices(
-        self,
-        s: Arc<Shared>,
-        n: usize,
-        usage_chunk: bool,
-        timings: bool,
-        provenance: bool,
-    ) -> Result<Response, ApiError> {
-        let first = self.choice(&s, 0).start(Arc::clone(&s), Api::OpenAi).await?;
-        let next: NextChoice = Box::new(move |i| {
-            let (job, s) = (self.choice(&s, i), Arc::clone(&s));
-            Box::pin(async move { job.start(s, Api::OpenAi).await })
-        });
-        first.stream_choices(n, Some(next), usage_chunk, timings, provenance).await
     }
 
     /// The job started on the worker: its answer, to be written in `api`'s shapes.

@@ -28,11 +28,12 @@
 //! - `openai` (the request and response types), then `errors` (OpenAI's error shape);
 //! - `config` (what the server serves, its bounds, the listener's limits), then `state` (what the
 //!   routes share: the worker, the queue's places, the counters, the template's facts);
-//! - `answers` (a job's replies as OpenAI's chat response and Anthropic's message, whole or
-//!   streamed, and `usage`), then `jobs` (the request's settings, its place in the queue, the
-//!   worker's job);
-//! - the readers: `anthropic` (the Messages API's request), `responses` (the Responses API: its
-//!   reader, and its writer over `answers`), and `guard` (Host, Origin, Content-Type);
+//! - `answers` (a job's replies as steps, in no API's shape yet, and `usage`), then `jobs` (the
+//!   request's settings, its place in the queue, the worker's job);
+//! - the formats, each one's reader and writer side by side: `chat` (chat completions and
+//!   completions: `chat/whole.rs`, `chat/stream.rs`), `anthropic` (the Messages API:
+//!   `anthropic/write.rs`), `responses` (the Responses API: `responses/write.rs`); and `guard`
+//!   (Host, Origin, Content-Type);
 //! - `routes` (key, body, request → job), and here at the top the router and the listener.
 //!
 //! **What it never does itself.** The server reads no GGUF bytes and renders no chat template:
@@ -42,6 +43,7 @@
 
 mod answers;
 mod anthropic;
+mod chat;
 mod config;
 mod errors;
 pub mod guard;

@@ -10,15 +10,13 @@ use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use draftlab_core::decoding::chat::ChatInput;
-use draftlab_core::decoding::template::{ChatMessage, Tool, ToolCall};
 use draftlab_core::error::ErrorInfo;
 use draftlab_core::ErrorCode;
 use serde_json::{json, Value};
 
 use crate::config::BODY_TIMEOUT;
 use crate::errors::ApiError;
-use crate::jobs::{Choice, Job, Thinking};
-use crate::openai::{ChatRequest, Common, CompletionRequest, Content, Message, Prompt, ToolChoice};
+use crate::jobs::Job;
 use crate::state::{Endpoint, Shared};
 use http_body_util::BodyExt as _;
 
@@ -233,75 +231,15 @@ pub(crate) async fn completions(
 async fn answer(s: Arc<Shared>, headers: &HeaderMap, body: Body, endpoint: Endpoint) -> Result<Response, ApiError> {
     check_key(&s, headers)?;
     let bytes = read_body(&s, body).await?;
-    read_request(endpoint, &bytes)?.run(s).await
+    crate::chat::run(read_request(endpoint, &bytes)?, s).await
 }
 
 /// A request body as `endpoint` reads it: the messages (or prompt) and what the request asks for.
 pub(crate) fn read_request(endpoint: Endpoint, bytes: &[u8]) -> Result<Job, ApiError> {
     match endpoint {
-        Endpoint::Chat => {
-            let req: ChatRequest = parse_json(bytes)?;
-            let tools = crate::jobs::tool_specs(req.tools.as_deref().unwrap_or_default())?;
-            let choice = tool_choice(req.tool_choice.as_ref(), &tools)?;
-            let shown = crate::jobs::shown_tools(&choice, tools)?;
-            let input = ChatInput::Messages {
-                messages: chat_messages(&req.messages)?,
-                tools: shown,
-                render: Default::default(),
-            };
-            let parallel = req.parallel_tool_calls.unwrap_or(true);
-            let thinking = thinking_asked(&req.common)?;
-            Ok(Job { input, common: req.common, endpoint, choice, parallel, thinking })
-        }
-        Endpoint::Completion => {
-            let req: CompletionRequest = parse_json(bytes)?;
-            let text = match req.prompt {
-                Prompt::One(t) => t,
-                Prompt::Many(mut v) if v.len() == 1 => v.remove(0),
-                Prompt::Many(_) => {
-                    return Err(ApiError::invalid(Some("prompt"), "This server completes one prompt per request."));
-                }
-            };
-            if text.is_empty() {
-                return Err(ApiError::invalid(Some("prompt"), "`prompt` is empty."));
-            }
-            Ok(Job {
-                input: ChatInput::Text { text },
-                common: req.common,
-                endpoint,
-                choice: Choice::None,
-                parallel: false,
-                thinking: Thinking::default(),
-            })
-        }
+        Endpoint::Chat => crate::chat::read_chat(parse_json(bytes)?),
+        Endpoint::Completion => crate::chat::read_completion(parse_json(bytes)?),
     }
-}
-
-/// What a chat request asks of a reasoning model: `chat_template_kwargs.enable_thinking`,
-/// `reasoning_format`, `draftlab.thinking_budget`.
-fn thinking_asked(c: &Common) -> Result<Thinking, ApiError> {
-    let enable = match c.chat_template_kwargs.as_ref().and_then(|k| k.get("enable_thinking")) {
-        None | Some(serde_json::Value::Null) => None,
-        Some(serde_json::Value::Bool(b)) => Some(*b),
-        Some(_) => {
-            return Err(ApiError::invalid(
-                Some("chat_template_kwargs.enable_thinking"),
-                "`enable_thinking` is true or false.",
-            ))
-        }
-    };
-    let raw = match c.reasoning_format.as_deref() {
-        None | Some("auto" | "deepseek" | "deepseek-legacy" | "parsed") => false,
-        Some("none") => true,
-        Some(other) => {
-            return Err(ApiError::invalid(
-                Some("reasoning_format"),
-                format!("Unknown `reasoning_format` `{other}`: give `none` (thinking kept in content) or `auto`."),
-            ))
-        }
-    };
-    let budget = c.draftlab.as_ref().and_then(|d| d.thinking_budget);
-    Ok(Thinking { enable, budget, raw, hidden: false })
 }
 
 /// `POST /v1/messages`: Anthropic's Messages API on the same job, errors in its shape.
@@ -310,97 +248,9 @@ pub(crate) async fn messages(State(s): State<Arc<Shared>>, headers: HeaderMap, b
         check_key(&s, &headers)?;
         let bytes = read_body(&s, body).await?;
         let req: crate::anthropic::MessagesRequest = parse_json(&bytes)?;
-        crate::anthropic::read(req, false)?.run_as(Arc::clone(&s), crate::answers::Api::Anthropic).await
+        crate::anthropic::run(crate::anthropic::read(req, false)?, Arc::clone(&s)).await
     };
     run.await.unwrap_or_else(ApiError::into_anthropic)
-}
-
-/// `tool_choice`, checked against the tools (the default: `auto` with tools, `none` without).
-fn tool_choice(given: Option<&ToolChoice>, tools: &[Tool]) -> Result<Choice, ApiError> {
-    let choice = match given {
-        None if tools.is_empty() => Choice::None,
-        None => Choice::Auto,
-        Some(ToolChoice::Mode(m)) => Choice::of_mode(m)?,
-        Some(ToolChoice::Named { function }) => {
-            if !tools.iter().any(|t| t.name == function.name) {
-                return Err(ApiError::invalid(
-                    Some("tool_choice"),
-                    format!("`tool_choice` names `{}`, which is not one of `tools`.", function.name),
-                ));
-            }
-            Choice::Named(function.name.clone())
-        }
-    };
-    Ok(choice)
-}
-
-/// OpenAI's messages as the chat template reads them.
-fn chat_messages(given: &[Message]) -> Result<Vec<ChatMessage>, ApiError> {
-    let mut messages = Vec::with_capacity(given.len());
-    for (i, m) in given.iter().enumerate() {
-        let role = match m.role.as_str() {
-            "system" | "developer" => "system",
-            "user" => "user",
-            "assistant" => "assistant",
-            "tool" => "tool",
-            other => {
-                return Err(ApiError::invalid(
-                    Some(&format!("messages[{i}].role")),
-                    format!(
-                        "Unsupported role `{other}`: this server takes system, developer, user, assistant and tool \
-                         messages."
-                    ),
-                ))
-            }
-        };
-        let content = match &m.content {
-            None => String::new(),
-            Some(Content::Text(t)) => t.clone(),
-            Some(Content::Parts(parts)) => {
-                let mut text = String::new();
-                for p in parts {
-                    if p.kind != "text" {
-                        return Err(ApiError::invalid(
-                            Some(&format!("messages[{i}].content")),
-                            format!("Content parts of type `{}` are not supported: this model reads text.", p.kind),
-                        ));
-                    }
-                    text.push_str(p.text.as_deref().unwrap_or(""));
-                }
-                text
-            }
-        };
-        let mut message = ChatMessage::new(role, &content);
-        if role == "tool" {
-            let Some(id) = m.tool_call_id.clone() else {
-                return Err(ApiError::invalid(
-                    Some(&format!("messages[{i}].tool_call_id")),
-                    "A tool message must say which call it answers (`tool_call_id`).",
-                ));
-            };
-            message.tool_call_id = Some(id);
-        }
-        for (j, c) in m.tool_calls.iter().flatten().enumerate() {
-            if role != "assistant" {
-                return Err(ApiError::invalid(
-                    Some(&format!("messages[{i}].tool_calls")),
-                    "Only assistant turns call tools.",
-                ));
-            }
-            let arguments = match &c.function.arguments {
-                None => "{}".to_string(),
-                Some(serde_json::Value::String(s)) => s.clone(),
-                Some(v) => v.to_string(),
-            };
-            let id = c.id.clone().unwrap_or_else(|| format!("call_{i}_{j}"));
-            message.tool_calls.push(ToolCall { id, name: c.function.name.clone(), arguments });
-        }
-        messages.push(message);
-    }
-    if messages.is_empty() {
-        return Err(ApiError::invalid(Some("messages"), "`messages` must hold at least one message."));
-    }
-    Ok(messages)
 }
 
 fn file_name(path: &std::path::Path) -> String {

@@ -1,5 +1,5 @@
-//! An answer written as server-sent events: OpenAI's chunks (chat and completions) and
-//! Anthropic's message events. (The Responses API's events are in `responses`.)
+//! A chat completions or completions answer written as server-sent events: OpenAI's chunks, one
+//! choice after another, the usage chunk when asked, `[DONE]`.
 
 use std::convert::Infallible;
 
@@ -9,7 +9,7 @@ use draftlab_core::decoding::report::Report;
 use serde_json::{json, Value};
 use tokio::sync::mpsc;
 
-use super::{usage, Answer, Api, Step};
+use crate::answers::{usage, Answer, Step};
 use crate::errors::ApiError;
 use crate::state::Endpoint;
 use crate::tools::{Call, CallPiece, Parsed};
@@ -19,7 +19,7 @@ impl Answer {
     /// probabilities when the request asked for them.
     fn annotate(&mut self, c: &mut Value, provenance: bool, offset: &mut usize) {
         if provenance {
-            c["draftlab"]["tokens"] = Value::Array(std::mem::take(&mut self.sources));
+            c["draftlab"]["tokens"] = Value::Array(self.take_sources());
         }
         if let Some(lp) = self.pending_logprobs(offset) {
             c["choices"][0]["logprobs"] = lp;
@@ -72,112 +72,8 @@ impl Answer {
             .collect()
     }
 
-    /// The answer as Anthropic's server-sent events: `message_start`, a text block's
-    /// `content_block_start` / `content_block_delta` (`text_delta`) / `content_block_stop`, each
-    /// call as a `tool_use` block (its input in `input_json_delta`s as it is written), `message_delta` with the
-    /// stop reason and usage, `message_stop`; an `error` event when it fails after starting.
-    async fn stream_anthropic(self, provenance: bool) -> Result<Response, ApiError> {
-        let (tx, rx) = mpsc::channel::<(&'static str, Value)>(64);
-        tokio::spawn(async move {
-            let mut a = self;
-            let start = json!({"type": "message_start", "message": {
-                "id": a.id, "type": "message", "role": "assistant", "model": a.model(), "content": [],
-                "stop_reason": null, "stop_sequence": null,
-                "usage": {"input_tokens": a.prompt_tokens.unwrap_or(0), "output_tokens": 0}}});
-            if tx.send(("message_start", start)).await.is_err() {
-                return;
-            }
-            let mut b = Blocks::default();
-            loop {
-                let step = tokio::select! {
-                    step = a.next() => step,
-                    () = tx.closed() => return,
-                };
-                let kind = if matches!(step, Step::Thinking(_)) { "thinking" } else { "text" };
-                let end = match step {
-                    Step::Text(t, _) | Step::Thinking(t) => {
-                        b.delta(kind, &t);
-                        if provenance {
-                            if let Some((_, delta)) = b.events.last_mut() {
-                                delta["draftlab"] = json!({"tokens": std::mem::take(&mut a.sources)});
-                            }
-                        }
-                        false
-                    }
-                    Step::Call(CallPiece::Start { index: i, name }) => {
-                        b.close();
-                        b.start("tool_use", json!({"type": "tool_use", "id": a.call_id(i), "name": name, "input": {}}));
-                        false
-                    }
-                    Step::Call(CallPiece::Arguments { text, .. }) => {
-                        b.input(b.index, &text);
-                        false
-                    }
-                    Step::Done(r) => {
-                        if let Err(e) = a.anthropic_end(&r, &mut b) {
-                            let _ = tx.send(("error", e.anthropic_body())).await;
-                            return;
-                        }
-                        true
-                    }
-                    Step::Failed(e) => {
-                        b.events.push(("error", ApiError::engine(&e).anthropic_body()));
-                        true
-                    }
-                };
-                for e in std::mem::take(&mut b.events) {
-                    if tx.send(e).await.is_err() {
-                        return;
-                    }
-                }
-                if end {
-                    return;
-                }
-            }
-        });
-        let events = futures_util::stream::unfold(rx, |mut rx| async move {
-            rx.recv()
-                .await
-                .map(|(name, data)| (Ok::<_, Infallible>(SseEvent::default().event(name).data(data.to_string())), rx))
-        });
-        Ok(Sse::new(events).keep_alive(KeepAlive::default()).into_response())
-    }
-
-    /// The end of an Anthropic stream: the text the calls left, each call not streamed yet as a
-    /// whole `tool_use` block, then the stop reason and usage.
-    fn anthropic_end(&mut self, r: &Report, b: &mut Blocks) -> Result<(), ApiError> {
-        let parsed = self.calls.take().transpose()?.unwrap_or_default();
-        if !parsed.content.trim().is_empty() {
-            b.delta("text", parsed.content.trim_end());
-        }
-        b.close();
-        let streamed = self.calls_streamed();
-        for (i, c) in parsed.calls.iter().enumerate().skip(streamed) {
-            let at = b.index + i - streamed;
-            b.events.push((
-                "content_block_start",
-                json!({"type": "content_block_start", "index": at,
-                "content_block": {"type": "tool_use", "id": self.call_id(i), "name": c.name, "input": {}}}),
-            ));
-            b.input(at, &c.arguments);
-            b.events.push(("content_block_stop", json!({"type": "content_block_stop", "index": at})));
-        }
-        if !parsed.calls.is_empty() {
-            self.calls = Some(Ok(Parsed::default()));
-        }
-        let stop_reason = self.stop_reason(r);
-        b.events.push((
-            "message_delta",
-            json!({"type": "message_delta",
-            "delta": {"stop_reason": stop_reason, "stop_sequence": self.stop.matched()},
-            "usage": self.anthropic_usage(r)}),
-        ));
-        b.events.push(("message_stop", json!({"type": "message_stop"})));
-        Ok(())
-    }
-
     /// The answer as server-sent events: OpenAI's chunks (one choice; see
-    /// [`Answer::stream_choices`]) or Anthropic's message events. Errors before generation starts
+    /// [`Answer::stream_choices`]). Errors before generation starts
     /// (a prompt that does not fit, a bad setting) are plain HTTP errors; after that, an `error`
     /// event ends the stream. A task writes the events; when the client goes away it stops, and
     /// dropping the answer cancels the job.
@@ -197,15 +93,7 @@ impl Answer {
         timings: bool,
         provenance: bool,
     ) -> Result<Response, ApiError> {
-        self.stream_calls();
-        let first = self.next().await;
-        if let Step::Failed(e) = first {
-            return Err(ApiError::engine(&e));
-        }
-        self.buffered.insert(0, first);
-        if self.api == Api::Anthropic {
-            return self.stream_anthropic(provenance).await;
-        }
+        self.started().await?;
         let (tx, rx) = mpsc::channel::<String>(64);
         tokio::spawn(async move {
             let (id, created, model, endpoint) =
@@ -291,7 +179,7 @@ impl Answer {
                 let mut last = self.chunk(None, Some(self.finish_reason(r)), first && out.is_empty());
                 self.annotate(&mut last, false, offset);
                 out.push(last);
-                let usage = serde_json::to_value(usage(r, self.parts.as_ref())).unwrap_or_default();
+                let usage = serde_json::to_value(usage(r, self.parts())).unwrap_or_default();
                 (out, Written::Ended(usage))
             }
         }
@@ -366,58 +254,4 @@ enum Written {
     Failed,
     /// The client went away.
     Gone,
-}
-
-/// Anthropic's content blocks as they stream: the events to send next, the open block (`thinking`,
-/// `text` or `tool_use`) and its index.
-#[derive(Default)]
-struct Blocks {
-    events: Vec<(&'static str, Value)>,
-    open: Option<&'static str>,
-    index: usize,
-}
-
-impl Blocks {
-    /// Ends the open block, if any: the next one has the next index.
-    fn close(&mut self) {
-        if self.open.take().is_some() {
-            self.events.push(("content_block_stop", json!({"type": "content_block_stop", "index": self.index})));
-            self.index += 1;
-        }
-    }
-
-    fn start(&mut self, kind: &'static str, block: Value) {
-        self.events.push((
-            "content_block_start",
-            json!({"type": "content_block_start", "index": self.index, "content_block": block}),
-        ));
-        self.open = Some(kind);
-    }
-
-    /// `t` in a `thinking` or `text` block, opened unless it is the open one.
-    fn delta(&mut self, kind: &'static str, t: &str) {
-        if self.open != Some(kind) {
-            self.close();
-            let block = match kind {
-                "thinking" => json!({"type": "thinking", "thinking": "", "signature": ""}),
-                _ => json!({"type": "text", "text": ""}),
-            };
-            self.start(kind, block);
-        }
-        let d = match kind {
-            "thinking" => json!({"type": "thinking_delta", "thinking": t}),
-            _ => json!({"type": "text_delta", "text": t}),
-        };
-        self.events
-            .push(("content_block_delta", json!({"type": "content_block_delta", "index": self.index, "delta": d})));
-    }
-
-    /// A piece of the input of the `tool_use` block at `index`.
-    fn input(&mut self, index: usize, partial: &str) {
-        self.events.push((
-            "content_block_delta",
-            json!({"type": "content_block_delta", "index": index,
-                "delta": {"type": "input_json_delta", "partial_json": partial}}),
-        ));
-    }
 }
