@@ -424,7 +424,8 @@ fn with_template(dir: &std::path::Path, bomb: &str) -> std::path::PathBuf {
 
 /// A model whose chat template never ends (or builds a string without end) is stopped within
 /// seconds by the template's budget, with an error naming the template, and the worker goes on
-/// serving the next request.
+/// serving the next request. So are the two that aborted the process before (a trillion-space
+/// indent, a list nested 60,000 deep through `tojson`), in the worker and in `draftlab run`.
 #[test]
 fn a_template_bomb_is_stopped_and_the_worker_keeps_serving() {
     let dir = tempfile::tempdir().unwrap();
@@ -438,10 +439,19 @@ fn a_template_bomb_is_stopped_and_the_worker_keeps_serving() {
         })
     };
     let bombs = [
-        "{% for i in range(100000) %}{% for j in range(100000) %}{{ '' }}{% endfor %}{% endfor %}",
-        "{% set s = namespace(t='xx') %}{% for i in range(64) %}{% set s.t = s.t ~ s.t %}{% endfor %}{{ s.t|length }}",
+        ("{% for i in range(100000) %}{% for j in range(100000) %}{{ '' }}{% endfor %}{% endfor %}", "more work"),
+        (
+            "{% set s = namespace(t='xx') %}{% for i in range(64) %}{% set s.t = s.t ~ s.t %}{% endfor %}{{ s.t|length }}",
+            "more work",
+        ),
+        ("{{ [1,2] | tojson(indent=1000000000000) }}", "tojson would write more than"),
+        (
+            "{% set ns = namespace(t=[]) %}{% for i in range(60) %}{% for j in range(1000) %}{% set ns.t = [ns.t] %}\
+             {% endfor %}{% endfor %}{{ ns.t | tojson }}",
+            "nested deeper than 128 levels",
+        ),
     ];
-    for (i, bomb) in bombs.iter().enumerate() {
+    for (i, (bomb, why)) in bombs.iter().enumerate() {
         let path = with_template(dir.path(), bomb);
         let id = 40 + i as u64;
         let started = std::time::Instant::now();
@@ -450,9 +460,19 @@ fn a_template_bomb_is_stopped_and_the_worker_keeps_serving() {
         let end = replies.last().unwrap();
         assert_eq!(end["type"], "error", "{end}");
         let message = end["error"]["message"].as_str().unwrap();
-        assert!(message.contains("chat template") && message.contains("more work"), "{message}");
+        assert!(message.contains("chat template") && message.contains(why), "{message}");
         // (Bounded by the budget, not by a timer: reported for the note, not asserted.)
         eprintln!("template bomb {i}: stopped after {:.2} s", started.elapsed().as_secs_f64());
+        // The CLI, which renders in its own process, ends with the same error (not an abort).
+        let run = Command::new(env!("CARGO_BIN_EXE_draftlab"))
+            .args(["run", "-t"])
+            .arg(&path)
+            .args(["-p", "Hi", "-n", "2", "--mode", "baseline"])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&run.stderr);
+        assert_eq!(run.status.code(), Some(2), "{err}");
+        assert!(err.contains("chat template") && err.contains(why), "{err}");
         // The same worker answers the next request.
         w.send(&chat(50 + i as u64, &model(SMOLLM2)));
         let replies = w.until_end(50 + i as u64, |_| {});

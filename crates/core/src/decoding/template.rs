@@ -138,60 +138,135 @@ impl RenderOptions {
     }
 }
 
-/// `tojson` as Hugging Face's chat templates have it (Python's `json.dumps`): `", "` and `": "`
-/// between items (`","` with an indent), non-ASCII kept, nothing HTML-escaped (Jinja's own
-/// `tojson` escapes `<>&'`, which is not the text models were trained on), keys in order.
-fn python_json(value: &serde_json::Value, indent: Option<usize>, depth: usize, out: &mut String) {
-    use serde_json::Value as J;
-    let newline = |out: &mut String, depth: usize| {
-        if let Some(n) = indent {
-            out.push('\n');
-            out.extend(std::iter::repeat_n(' ', n * depth));
+/// How deep a value `tojson` and `pprint` write: far deeper than any tool schema nests, far
+/// shallower than the stack (a list nested 60,000 deep by a loop over a namespace overflowed it).
+pub const TEMPLATE_MAX_DEPTH: usize = 128;
+
+/// Why a serialised value is refused.
+fn too_big(what: &str) -> JinjaError {
+    JinjaError::new(ErrorKind::InvalidOperation, what.to_string())
+}
+
+/// Checks that `value` nests at most `left` levels deep, and counts the items it visits (the
+/// fuel they cost). Never deeper than [`TEMPLATE_MAX_DEPTH`] frames itself.
+fn nested_within(value: &Value, left: usize, visited: &mut u64) -> std::result::Result<(), JinjaError> {
+    use minijinja::value::ValueKind;
+    let kind = value.kind();
+    if !matches!(kind, ValueKind::Seq | ValueKind::Map | ValueKind::Iterable) {
+        return Ok(());
+    }
+    if left == 0 {
+        return Err(too_big(&format!("a value nested deeper than {TEMPLATE_MAX_DEPTH} levels")));
+    }
+    let Ok(items) = value.try_iter() else { return Ok(()) };
+    for item in items {
+        *visited += 1;
+        let child = if kind == ValueKind::Map { value.get_item(&item).unwrap_or_default() } else { item };
+        nested_within(&child, left - 1, visited)?;
+    }
+    Ok(())
+}
+
+/// Refuses a value too deep to serialise, and charges the template for walking it.
+fn serialisable(state: &minijinja::State, value: &Value) -> std::result::Result<(), JinjaError> {
+    let mut visited = 0;
+    nested_within(value, TEMPLATE_MAX_DEPTH, &mut visited)?;
+    state.consume_fuel(visited / 2)
+}
+
+/// JSON text growing within [`TEMPLATE_MAX_OUTPUT`]: an indent of a trillion is refused before
+/// anything is allocated for it.
+struct JsonText {
+    out: String,
+    indent: Option<usize>,
+}
+
+impl JsonText {
+    fn push(&mut self, s: &str) -> std::result::Result<(), JinjaError> {
+        self.room(s.len())?;
+        self.out.push_str(s);
+        Ok(())
+    }
+
+    fn room(&self, more: usize) -> std::result::Result<(), JinjaError> {
+        match self.out.len().checked_add(more) {
+            Some(n) if n <= TEMPLATE_MAX_OUTPUT => Ok(()),
+            _ => Err(too_big(&format!("tojson would write more than {} MiB", TEMPLATE_MAX_OUTPUT >> 20))),
         }
-    };
-    let item_sep = if indent.is_some() { "," } else { ", " };
-    match value {
-        J::Array(items) if !items.is_empty() => {
-            out.push('[');
-            for (i, v) in items.iter().enumerate() {
-                if i > 0 {
-                    out.push_str(item_sep);
-                }
-                newline(out, depth + 1);
-                python_json(v, indent, depth + 1, out);
-            }
-            newline(out, depth);
-            out.push(']');
-        }
-        J::Object(map) if !map.is_empty() => {
-            out.push('{');
-            for (i, (k, v)) in map.iter().enumerate() {
-                if i > 0 {
-                    out.push_str(item_sep);
-                }
-                newline(out, depth + 1);
-                out.push_str(&serde_json::Value::String(k.clone()).to_string());
-                out.push_str(": ");
-                python_json(v, indent, depth + 1, out);
-            }
-            newline(out, depth);
-            out.push('}');
-        }
-        other => out.push_str(&other.to_string()),
+    }
+
+    fn newline(&mut self, depth: usize) -> std::result::Result<(), JinjaError> {
+        let Some(n) = self.indent else { return Ok(()) };
+        let pad = n.checked_mul(depth).and_then(|p| p.checked_add(1)).unwrap_or(usize::MAX);
+        self.room(pad)?;
+        self.out.push('\n');
+        self.out.extend(std::iter::repeat_n(' ', pad - 1));
+        Ok(())
     }
 }
 
-fn tojson(value: Value, kwargs: minijinja::value::Kwargs) -> std::result::Result<Value, JinjaError> {
+/// `tojson` as Hugging Face's chat templates have it (Python's `json.dumps`): `", "` and `": "`
+/// between items (`","` with an indent), non-ASCII kept, nothing HTML-escaped (Jinja's own
+/// `tojson` escapes `<>&'`, which is not the text models were trained on), keys in order.
+fn python_json(value: &serde_json::Value, depth: usize, out: &mut JsonText) -> std::result::Result<(), JinjaError> {
+    use serde_json::Value as J;
+    let item_sep = if out.indent.is_some() { "," } else { ", " };
+    match value {
+        J::Array(items) if !items.is_empty() => {
+            out.push("[")?;
+            for (i, v) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(item_sep)?;
+                }
+                out.newline(depth + 1)?;
+                python_json(v, depth + 1, out)?;
+            }
+            out.newline(depth)?;
+            out.push("]")
+        }
+        J::Object(map) if !map.is_empty() => {
+            out.push("{")?;
+            for (i, (k, v)) in map.iter().enumerate() {
+                if i > 0 {
+                    out.push(item_sep)?;
+                }
+                out.newline(depth + 1)?;
+                out.push(&serde_json::Value::String(k.clone()).to_string())?;
+                out.push(": ")?;
+                python_json(v, depth + 1, out)?;
+            }
+            out.newline(depth)?;
+            out.push("}")
+        }
+        other => out.push(&other.to_string()),
+    }
+}
+
+fn tojson(
+    state: &minijinja::State,
+    value: Value,
+    kwargs: minijinja::value::Kwargs,
+) -> std::result::Result<Value, JinjaError> {
     let indent: Option<usize> = kwargs.get("indent")?;
     // Python's other arguments (ensure_ascii, separators, sort_keys) are accepted and the defaults kept.
     for k in ["ensure_ascii", "separators", "sort_keys"] {
         let _: Option<Value> = kwargs.get(k)?;
     }
     kwargs.assert_all_used()?;
+    serialisable(state, &value)?;
     let json = serde_json::to_value(&value).map_err(|e| JinjaError::new(ErrorKind::InvalidOperation, e.to_string()))?;
-    let mut out = String::new();
-    python_json(&json, indent, 0, &mut out);
-    Ok(Value::from_safe_string(out))
+    let mut out = JsonText { out: String::new(), indent };
+    python_json(&json, 0, &mut out)?;
+    // Serialising costs a quarter of a fuel a byte, as minijinja charges its own.
+    state.consume_fuel(out.out.len() as u64 / 4)?;
+    Ok(Value::from_safe_string(out.out))
+}
+
+/// `pprint` within the same depth as `tojson` (minijinja's own takes time that grows faster than
+/// the depth: 2 s at 1,000 levels).
+fn pprint(state: &minijinja::State, value: Value) -> std::result::Result<Value, JinjaError> {
+    serialisable(state, &value)?;
+    Ok(Value::from(format!("{value:#?}")))
 }
 
 /// What a template sees besides the messages.
@@ -226,10 +301,10 @@ impl TemplateVars {
 
 /// The work a chat template may do (minijinja's fuel: one unit per instruction, and one per 64
 /// bytes of every string or list it makes). A loop that would not end stops here within a second,
-/// and a template makes at most 256 MiB of data in all (a string doubled in a loop stops there),
-/// while every catalog family renders a 1,000-turn conversation well within it
-/// (tests/templates.rs).
-pub const TEMPLATE_FUEL: u64 = 4_000_000;
+/// a template makes at most 128 MiB of data in all (a string doubled in a loop stops there), and
+/// the deepest list it can nest (about a million levels) fits the render's stack, while every
+/// catalog family renders a 1,000-turn conversation well within it (tests/templates.rs).
+pub const TEMPLATE_FUEL: u64 = 2_000_000;
 
 /// The longest prompt a template may write, in bytes: far more than any context holds.
 pub const TEMPLATE_MAX_OUTPUT: usize = 16 << 20;
@@ -254,8 +329,24 @@ impl io::Write for Capped {
 /// Renders `template` for `messages`, ending with the assistant's turn opened. System messages
 /// are placed first ([`place_system`]).
 pub fn render(template: &str, messages: &[ChatMessage], vars: &TemplateVars) -> Result<String> {
-    render_once(template, &place_system(messages), vars)
+    let messages = place_system(messages);
+    // On a stack of its own, deep enough for the deepest value the fuel lets a template build
+    // (a list nested a million levels by literals in a loop) to be printed, compared and dropped:
+    // minijinja walks values by recursion, and past the stack the process aborts.
+    std::thread::scope(|scope| {
+        let render = std::thread::Builder::new()
+            .name("chat template".into())
+            .stack_size(RENDER_STACK)
+            .spawn_scoped(scope, || render_once(template, &messages, vars))
+            .map_err(|e| Error::InvalidPrompt(format!("the chat template could not be rendered: {e}")))?;
+        render.join().unwrap_or_else(|_| {
+            Err(Error::InvalidPrompt("the chat template could not be rendered (its render failed)".into()))
+        })
+    })
 }
+
+/// The stack a render runs on (address space; only what a render reaches is memory).
+const RENDER_STACK: usize = 512 << 20;
 
 /// Where system messages are shown: those that lead the conversation joined into one; one among
 /// the turns (Anthropic's per-turn control, which Claude Code sends after the user's first
@@ -318,6 +409,7 @@ fn render_once(template: &str, messages: &[ChatMessage], vars: &TemplateVars) ->
     let now = vars.now;
     env.add_function("strftime_now", move |fmt: String| strftime(&fmt, now));
     env.add_filter("tojson", tojson);
+    env.add_filter("pprint", pprint);
     let bad = |e: JinjaError| {
         let why = match e.kind() {
             ErrorKind::OutOfFuel => format!(
@@ -464,6 +556,60 @@ mod tests {
         let many: Vec<ChatMessage> = (0..2000).map(|i| ChatMessage::new("user", &format!("message {i}"))).collect();
         let tmpl = "{% for m in messages %}<|{{ m.role }}|>{{ m.content | trim }}{% endfor %}";
         assert!(render(tmpl, &many, &vars).unwrap().ends_with("message 1999"));
+    }
+
+    /// What aborted the process before (a trillion-byte indent asked of the allocator, a list
+    /// nested past the stack) is an error that names the template, and the deepest value the
+    /// fuel lets a template build is printed, concatenated, compared and dropped without a crash.
+    #[test]
+    fn templates_fail_without_crashing() {
+        let vars = TemplateVars::new("", "", false);
+        let msgs = [ChatMessage::new("user", "hi")];
+        let indent = "{{ [1,2] | tojson(indent=1000000000000) }}";
+        let e = render(indent, &msgs, &vars).unwrap_err().to_string();
+        assert!(
+            e.contains("chat template cannot be rendered") && e.contains("tojson would write more than 16 MiB"),
+            "{e}"
+        );
+        let nest = |outer: usize, inner: usize, tail: &str| {
+            format!(
+                "{{% set ns = namespace(t=[]) %}}{{% for i in range({outer}) %}}{{% for j in range({inner}) %}}\
+                 {{% set ns.t = [ns.t] %}}{{% endfor %}}{{% endfor %}}{tail}"
+            )
+        };
+        for filter in ["tojson", "pprint"] {
+            let e =
+                render(&nest(60, 1000, &format!("{{{{ ns.t | {filter} }}}}")), &msgs, &vars).unwrap_err().to_string();
+            assert!(e.contains("a value nested deeper than 128 levels"), "{filter}: {e}");
+        }
+        // Within the depth, both write what they wrote before.
+        let shallow = render(&nest(1, 100, "{{ ns.t | tojson }}|{{ ns.t | pprint | length }}"), &msgs, &vars).unwrap();
+        let (json, pprinted) = shallow.split_once('|').unwrap();
+        assert_eq!(json, format!("{}{}", "[".repeat(101), "]".repeat(101)));
+        assert!(pprinted.parse::<usize>().unwrap() > 200, "{shallow}");
+        // The deepest the fuel allows: twenty levels a step (about 36 fuel a step), as deep as the
+        // fuel left can still print (2 bytes a level, a quarter fuel a byte), then walked by
+        // recursion; and once more until the fuel runs out.
+        let twenty = format!("{}ns.t{}", "[".repeat(20), "]".repeat(20));
+        let steps = (TEMPLATE_FUEL / 50 / 1000) as usize;
+        let deep = |outer: usize, tail: &str| {
+            format!(
+                "{{% set ns = namespace(t=[]) %}}{{% for i in range({outer}) %}}{{% for j in range(1000) %}}\
+                 {{% set ns.t = {twenty} %}}{{% endfor %}}{{% endfor %}}{tail}"
+            )
+        };
+        for tail in [
+            "{{ ns.t | length }}",
+            "{{ ns.t }}",
+            "{{ (ns.t ~ 1) | length }}",
+            "{{ ns.t == ns.t }}",
+            "{{ [ns.t, ns.t] | sort | length }}",
+        ] {
+            let out = render(&deep(steps, tail), &msgs, &vars).unwrap_or_else(|e| panic!("{tail}: {e}"));
+            assert!(!out.is_empty(), "{tail}");
+        }
+        let e = render(&deep(steps * 2, "x"), &msgs, &vars).unwrap_err().to_string();
+        assert!(e.contains("more work than any chat template needs"), "{e}");
     }
 
     /// Tools are written as Hugging Face's templates write them (Python's `json.dumps`), not
