@@ -473,8 +473,8 @@ pub(crate) struct ServeArgs {
     /// The largest request body in bytes (larger ones are refused with 413; at most 8 MiB).
     #[arg(long, default_value_t = draftlab_server::ServeConfig::DEFAULT_MAX_BODY)]
     pub(crate) max_body: usize,
-    /// A host name requests may name besides localhost and 127.0.0.1 (repeatable), e.g. this
-    /// machine's `.local` name; other names are refused while listening on a loopback address.
+    /// A host name requests may name besides this machine's own (repeatable): localhost and
+    /// 127.0.0.1, and off loopback its host name and addresses; other names are refused.
     #[arg(long = "allow-host", value_name = "NAME")]
     pub(crate) allow_hosts: Vec<String>,
     /// A web page's origin allowed to call the server (repeatable), e.g. http://localhost:5173;

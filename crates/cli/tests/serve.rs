@@ -14,6 +14,15 @@ use serde_json::{json, Value};
 mod support;
 use support::*;
 
+/// An answer with `status` and an error in OpenAI's shape (a message, a type): its error.
+fn error(r: Response, status: u16) -> Value {
+    assert_eq!(r.status, status, "{}", r.body);
+    let v = r.json();
+    assert!(v["error"]["message"].as_str().is_some_and(|m| !m.is_empty()), "{v}");
+    assert!(v["error"]["type"].is_string(), "{v}");
+    v["error"].clone()
+}
+
 fn chat(messages: Value, extra: Value) -> Value {
     let mut b = json!({"model": model_id(), "messages": messages, "max_tokens": 24, "temperature": 0});
     for (k, v) in extra.as_object().unwrap() {
@@ -115,13 +124,6 @@ fn models_health_and_every_error_in_openai_shape() {
     let h = request(s.port, "GET", "/health", &[], b"").json();
     assert_eq!(h["status"], "ok");
 
-    let error = |r: Response, status: u16| -> Value {
-        assert_eq!(r.status, status, "{}", r.body);
-        let v = r.json();
-        assert!(v["error"]["message"].as_str().is_some_and(|m| !m.is_empty()), "{v}");
-        assert!(v["error"]["type"].is_string(), "{v}");
-        v["error"].clone()
-    };
     let bad = request(s.port, "POST", "/v1/chat/completions", &[("Content-Type", "application/json")], b"{not json");
     assert!(error(bad, 400)["message"].as_str().unwrap().contains("not valid JSON"));
     let big = json!({"model": model_id(), "messages": [{"role": "user", "content": "x".repeat(8000)}]});
@@ -204,7 +206,8 @@ fn models_health_and_every_error_in_openai_shape() {
         200
     );
 
-    // With a key: none or a wrong one is 401; the right one passes; /health needs none.
+    // With a key: none or a wrong one is 401; the right one passes; /health says more than
+    // liveness only with it.
     let k = serve(&["--api-key", "sesame"]);
     let body = chat(json!([{"role": "user", "content": "hi"}]), json!({"max_tokens": 2}));
     let r = request(
@@ -223,7 +226,40 @@ fn models_health_and_every_error_in_openai_shape() {
     let right = [("Content-Type", "application/json"), ("Authorization", "Bearer sesame")];
     assert_eq!(request(k.port, "POST", "/v1/chat/completions", &right, body.to_string().as_bytes()).status, 200);
     assert_eq!(error(request(k.port, "GET", "/v1/models", &[], b""), 401)["code"], "invalid_api_key");
-    assert_eq!(request(k.port, "GET", "/health", &[], b"").status, 200);
+    let alive = request(k.port, "GET", "/health", &[], b"");
+    assert_eq!(alive.status, 200);
+    assert_eq!(alive.json(), json!({"status": "ok"}));
+    let h = request(k.port, "GET", "/health", &[("Authorization", "Bearer sesame")], b"").json();
+    assert!(h["engine_rss_bytes"].as_u64().is_some() && h["served"].as_u64() == Some(1), "{h}");
+}
+
+/// On `0.0.0.0` the Host check still holds: this machine's addresses and names are served, a
+/// foreign name (a rebinding page's) is refused; without a key, a client on another address
+/// learns only that the server is alive.
+#[test]
+fn on_every_address_only_this_machine_s_names_are_served() {
+    let s = serve(&["--host", "0.0.0.0"]);
+    let body = chat(json!([{"role": "user", "content": "hi"}]), json!({"max_tokens": 2})).to_string();
+    let foreign = format!("attacker.example:{}", s.port);
+    for (method, path) in [("GET", "/v1/models"), ("GET", "/health"), ("POST", "/v1/chat/completions")] {
+        let rebound = [("Host", foreign.as_str()), ("Content-Type", "application/json")];
+        assert_eq!(error(request(s.port, method, path, &rebound, body.as_bytes()), 403)["code"], "host_not_allowed");
+    }
+    assert_eq!(request(s.port, "GET", "/v1/models", &[("Host", "localhost")], b"").status, 200);
+    let local = request(s.port, "GET", "/health", &[], b"").json();
+    assert!(local["engine_rss_bytes"].as_u64().is_some(), "{local}");
+    // Through one of this machine's other addresses, naming it.
+    let (_, addrs) = draftlab_engine::machine::reachable_as();
+    let Some(lan) = addrs.into_iter().find(|a| a.is_ipv4()) else {
+        eprintln!("no address besides loopback here: the rest is not checked");
+        return;
+    };
+    let host = format!("{lan}:{}", s.port);
+    let named = [("Host", host.as_str()), ("Content-Type", "application/json")];
+    let r = request_at(lan, s.port, "POST", "/v1/chat/completions", &named, body.as_bytes());
+    assert_eq!(r.status, 200, "{}", r.body);
+    let alive = request_at(lan, s.port, "GET", "/health", &named, b"");
+    assert_eq!(alive.json(), json!({"status": "ok"}));
 }
 
 /// A follow-up turn keeps the earlier turns' KV cache: with a draft model, and with the target
@@ -340,10 +376,6 @@ fn a_web_page_cannot_use_the_server() {
     let s = serve(&["--allow-origin", "http://localhost:5173", "--allow-host", "box.local"]);
     let body = chat(json!([{"role": "user", "content": "hi"}]), json!({"max_tokens": 2})).to_string();
     let served = || request(s.port, "GET", "/health", &[], b"").json()["served"].as_u64().unwrap();
-    let error = |r: Response, status: u16| -> Value {
-        assert_eq!(r.status, status, "{}", r.body);
-        r.json()["error"].clone()
-    };
     // A form or fetch() with text/plain needs no preflight: refused, nothing generated.
     let plain = request(s.port, "POST", "/v1/chat/completions", &[("Content-Type", "text/plain")], body.as_bytes());
     assert_eq!(error(plain, 415)["code"], "unsupported_media_type");

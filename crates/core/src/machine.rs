@@ -137,6 +137,30 @@ pub fn own_resident_bytes() -> Option<u64> {
     resident_bytes(std::process::id())
 }
 
+/// The names and addresses other machines reach this one by: its network interfaces' addresses
+/// (loopback ones aside) and its host name (as given, with `.local` for mDNS when it has no dot,
+/// and its first label when it has), lower case. Empty where the system does not say.
+pub fn reachable_as() -> (Vec<String>, Vec<std::net::IpAddr>) {
+    let addrs = sysinfo::Networks::new_with_refreshed_list()
+        .map(|n| n.values().flat_map(|d| d.ip_networks().iter().map(|ip| ip.addr)).collect::<Vec<_>>())
+        .unwrap_or_default();
+    let mut addrs: Vec<_> = addrs.into_iter().filter(|a| !a.is_loopback()).collect();
+    addrs.sort();
+    addrs.dedup();
+    let mut names = Vec::new();
+    if let Ok(name) = System::host_name() {
+        let name = name.trim().trim_end_matches('.').to_ascii_lowercase();
+        if !name.is_empty() {
+            match name.split_once('.') {
+                None => names.push(format!("{name}.local")),
+                Some((first, _)) => names.push(first.to_string()),
+            }
+            names.push(name);
+        }
+    }
+    (names, addrs)
+}
+
 /// Physical cores: the default thread count (hyper-threads slow llama.cpp down more than they help).
 pub fn physical_cores() -> usize {
     System::physical_core_count()

@@ -22,7 +22,8 @@ pub struct ServeConfig {
     pub draft: Option<PathBuf>,
     /// Every request's defaults: speculation, sampling, context, threads.
     pub settings: Settings,
-    /// When set, requests must carry `Authorization: Bearer <key>` (`/health` excepted).
+    /// When set, requests must carry `Authorization: Bearer <key>` (`/health` answers liveness
+    /// without it).
     pub api_key: Option<String>,
     /// Requests that may wait while one is generated; one more is answered 429.
     pub queue: usize,
@@ -30,8 +31,8 @@ pub struct ServeConfig {
     pub max_body_bytes: usize,
     /// Print one line per answered request on stderr.
     pub log_requests: bool,
-    /// Host names requests may name besides `localhost` and loopback addresses, while the server
-    /// listens on a loopback address.
+    /// Host names requests may name besides this machine's own (`localhost` and loopback
+    /// addresses; off loopback, also its host name and the addresses it listens on).
     pub allowed_hosts: Vec<String>,
     /// Browser origins (`http://localhost:5173`) whose pages may call the server; requests from any
     /// other page are refused.

@@ -2,8 +2,10 @@
 //! requests to `127.0.0.1` (a "simple" POST needs no preflight), and through DNS rebinding it can
 //! even read the answers under its own name. So, before anything else runs:
 //!
-//! - **Host**: on a loopback address, the `Host` header must name this machine (`localhost`, a
-//!   loopback address) or a name the user allowed (`--allow-host`); a rebound name is refused.
+//! - **Host**: the `Host` header must name this machine or a name the user allowed
+//!   (`--allow-host`); a rebound name is refused. On a loopback address this machine is `localhost`
+//!   and the loopback addresses; on another address, that address and the machine's host names
+//!   too; on `0.0.0.0` or `::`, every address of its network interfaces.
 //! - **Origin**: a request a browser sends from a page carries `Origin`; it is refused unless that
 //!   origin was allowed (`--allow-origin`), which also answers its CORS preflight.
 //! - **Content-Type**: a body must be `application/json`, which a page cannot send without a
@@ -25,34 +27,49 @@ use crate::errors::ApiError;
 /// Who may call the server, beyond programs on this machine.
 #[derive(Debug, Clone, Default)]
 pub struct Guard {
-    /// The server listens on a loopback address: `Host` is checked.
-    pub loopback: bool,
-    /// Host names allowed besides `localhost` and loopback addresses (lower case, no port).
+    /// Host names allowed besides `localhost`: the user's (`--allow-host`) and, off loopback, this
+    /// machine's own (lower case, no port).
     pub hosts: Vec<String>,
+    /// Addresses allowed besides loopback ones: off loopback, the one listened on (on `0.0.0.0`
+    /// or `::`, every interface's).
+    pub addrs: Vec<IpAddr>,
     /// Browser origins allowed to call (`scheme://host[:port]`, lower case, no trailing slash).
     pub origins: Vec<String>,
 }
 
 impl Guard {
-    pub fn new(loopback: bool, hosts: &[String], origins: &[String]) -> Guard {
+    /// The guard of a server listening on `listen`.
+    pub fn new(listen: IpAddr, hosts: &[String], origins: &[String]) -> Guard {
+        let mut g = Guard::with(hosts, &[], origins);
+        if !listen.is_loopback() {
+            let (names, addrs) = draftlab_core::machine::reachable_as();
+            g.hosts.extend(names);
+            if listen.is_unspecified() {
+                g.addrs = addrs;
+            } else {
+                g.addrs.push(listen);
+            }
+        }
+        g
+    }
+
+    /// A guard allowing exactly these names and addresses (with `localhost` and loopback).
+    pub fn with(hosts: &[String], addrs: &[IpAddr], origins: &[String]) -> Guard {
         Guard {
-            loopback,
             hosts: hosts.iter().map(|h| h.trim().to_ascii_lowercase()).collect(),
+            addrs: addrs.to_vec(),
             origins: origins.iter().map(|o| o.trim().trim_end_matches('/').to_ascii_lowercase()).collect(),
         }
     }
 
     /// The `Host` header's name is this machine's, or allowed.
     fn host_allowed(&self, headers: &HeaderMap) -> Result<(), ApiError> {
-        if !self.loopback {
-            return Ok(());
-        }
         // HTTP/1.0 clients may send none; a browser always sends one.
         let Some(value) = headers.get(header::HOST) else { return Ok(()) };
         let host = value.to_str().map(|h| host_name(h).to_ascii_lowercase()).unwrap_or_default();
-        let loopback_ip =
-            host.trim_start_matches('[').trim_end_matches(']').parse::<IpAddr>().is_ok_and(|ip| ip.is_loopback());
-        if host == "localhost" || loopback_ip || self.hosts.contains(&host) {
+        let ip = host.trim_start_matches('[').trim_end_matches(']').parse::<IpAddr>().ok();
+        let ours = ip.is_some_and(|ip| ip.is_loopback() || self.addrs.contains(&ip));
+        if host == "localhost" || ours || self.hosts.contains(&host) {
             return Ok(());
         }
         Err(ApiError::new(
@@ -61,9 +78,9 @@ impl Guard {
             Some("host_not_allowed"),
             None,
             format!(
-                "Requests for the host `{}` are refused: this server answers to localhost and 127.0.0.1 \
-                 (a web page can point another name at this machine). Start it with --allow-host {} if \
-                 that name is yours.",
+                "Requests for the host `{}` are refused: this server answers to this machine's own names \
+                 and addresses (a web page can point another name at this machine). Start it with \
+                 --allow-host {} if that name is yours.",
                 printable(&host),
                 printable(&host)
             ),
@@ -188,7 +205,7 @@ mod tests {
 
     #[test]
     fn hosts_and_origins() {
-        let g = Guard::new(true, &["Box.Local".into()], &["http://localhost:5173/".into()]);
+        let g = Guard::new("127.0.0.1".parse().unwrap(), &["Box.Local".into()], &["http://localhost:5173/".into()]);
         for ok in ["127.0.0.1:8080", "localhost", "LOCALHOST:1", "[::1]:8080", "127.1.2.3", "box.local:80"] {
             assert!(g.host_allowed(&headers(&[("host", ok)])).is_ok(), "{ok}");
         }
@@ -196,8 +213,29 @@ mod tests {
             let e = g.host_allowed(&headers(&[("host", bad)])).unwrap_err();
             assert_eq!(e.status, StatusCode::FORBIDDEN, "{bad}");
         }
-        // Listening on another address: the user chose to be reached by other names.
-        assert!(Guard::new(false, &[], &[]).host_allowed(&headers(&[("host", "attacker.example")])).is_ok());
+        // Listening on every address: this machine's addresses and names pass, others do not.
+        let lan: IpAddr = "192.168.1.20".parse().unwrap();
+        let all = Guard::with(&["studio.local".into()], &[lan, "fd00::20".parse().unwrap()], &[]);
+        for ok in ["192.168.1.20:8080", "[fd00::20]:8080", "studio.local", "localhost:8080", "127.0.0.1"] {
+            assert!(all.host_allowed(&headers(&[("host", ok)])).is_ok(), "{ok}");
+        }
+        for bad in ["attacker.example", "192.168.1.21:8080", "0.0.0.0:8080", "studio.local.attacker.example"] {
+            assert_eq!(
+                all.host_allowed(&headers(&[("host", bad)])).unwrap_err().status,
+                StatusCode::FORBIDDEN,
+                "{bad}"
+            );
+        }
+        // The real machine's: its own interfaces' addresses pass on 0.0.0.0.
+        let here = Guard::new("0.0.0.0".parse().unwrap(), &[], &[]);
+        for a in &here.addrs {
+            let host = match a {
+                IpAddr::V4(v4) => format!("{v4}:8080"),
+                IpAddr::V6(v6) => format!("[{v6}]:8080"),
+            };
+            assert!(here.host_allowed(&headers(&[("host", &host)])).is_ok(), "{host}");
+        }
+        assert!(here.host_allowed(&headers(&[("host", "attacker.example")])).is_err());
         assert!(g.origin(&headers(&[])).unwrap().is_none());
         assert!(g.origin(&headers(&[("origin", "http://localhost:5173")])).unwrap().is_some());
         for bad in ["https://attacker.example", "null", "http://localhost:5174"] {

@@ -167,7 +167,7 @@ pub async fn start(config: ServeConfig, workers: Arc<Workers>, addr: SocketAddr)
         )
     })?;
     let addr = listener.local_addr().map_err(|e| ErrorInfo::new(ErrorCode::Io, e.to_string(), ""))?;
-    let guard = guard::Guard::new(addr.ip().is_loopback(), &config.allowed_hosts, &config.allowed_origins);
+    let guard = guard::Guard::new(addr.ip(), &config.allowed_hosts, &config.allowed_origins);
     // The worker answers over a pipe: asked off the runtime's threads.
     let asked = (config.clone(), Arc::clone(&workers));
     let facts = tokio::task::spawn_blocking(move || template_facts(&asked.0, &asked.1))
@@ -189,8 +189,8 @@ async fn serve(listener: tokio::net::TcpListener, router: Router, mut shutdown: 
             _ = &mut shutdown => break,
             Some(_) = connections.join_next(), if !connections.is_empty() => {}
             accepted = listener.accept() => {
-                let stream = match accepted {
-                    Ok((stream, _)) => stream,
+                let (stream, peer) = match accepted {
+                    Ok(accepted) => accepted,
                     // Out of file descriptors, or a connection reset before it was taken: wait a
                     // moment rather than spin.
                     Err(_) => {
@@ -200,7 +200,8 @@ async fn serve(listener: tokio::net::TcpListener, router: Router, mut shutdown: 
                 };
                 // Past the cap, the connection is closed at once.
                 let Ok(place) = Arc::clone(&places).try_acquire_owned() else { continue };
-                let service = hyper_util::service::TowerToHyperService::new(router.clone());
+                let routes = router.clone().layer(axum::Extension(state::Peer(peer)));
+                let service = hyper_util::service::TowerToHyperService::new(routes);
                 connections.spawn(async move {
                     let _place = place;
                     let mut http = hyper::server::conn::http1::Builder::new();

@@ -17,7 +17,7 @@ use serde_json::{json, Value};
 use crate::config::BODY_TIMEOUT;
 use crate::errors::ApiError;
 use crate::jobs::Job;
-use crate::state::{Endpoint, Shared};
+use crate::state::{Endpoint, Peer, Shared};
 use http_body_util::BodyExt as _;
 
 pub(crate) async fn not_found() -> ApiError {
@@ -101,7 +101,20 @@ fn parse_json<T: serde::de::DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiErro
     })
 }
 
-pub(crate) async fn health(State(s): State<Arc<Shared>>) -> Json<Value> {
+/// Liveness for anyone; the rest (memory, device, counters) only for a client with the key, or,
+/// when no key is set, a program on this machine.
+pub(crate) async fn health(
+    State(s): State<Arc<Shared>>,
+    peer: Option<axum::Extension<Peer>>,
+    headers: HeaderMap,
+) -> Json<Value> {
+    let trusted = match s.config.api_key {
+        Some(_) => check_key(&s, &headers).is_ok(),
+        None => peer.is_some_and(|p| p.0.is_local()),
+    };
+    if !trusted {
+        return Json(json!({ "status": "ok" }));
+    }
     let places = s.config.queue + 1;
     let busy = places - s.places.available_permits();
     let status = s.workers.status(0);

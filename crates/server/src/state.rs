@@ -47,3 +47,14 @@ pub enum Endpoint {
     Chat,
     Completion,
 }
+
+/// The address a request came from, set on each connection's requests.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Peer(pub(crate) std::net::SocketAddr);
+
+impl Peer {
+    /// A program on this machine (an IPv4 loopback seen through an IPv6 socket included).
+    pub(crate) fn is_local(self) -> bool {
+        self.0.ip().to_canonical().is_loopback()
+    }
+}

@@ -61,7 +61,7 @@ pub fn serve_with(args: &[&str], extra: &[&str]) -> Server {
     while server.port == 0 {
         let line =
             server._log.recv_timeout(deadline.saturating_duration_since(Instant::now())).expect("the server started");
-        if let Some(rest) = line.split("http://127.0.0.1:").nth(1) {
+        if let Some(rest) = line.split("http://127.0.0.1:").nth(1).or_else(|| line.split("http://0.0.0.0:").nth(1)) {
             server.port = rest.split('/').next().unwrap().parse().unwrap();
         }
     }
@@ -82,7 +82,19 @@ impl Response {
 }
 
 pub fn request(port: u16, method: &str, path: &str, headers: &[(&str, &str)], body: &[u8]) -> Response {
-    let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    request_at("127.0.0.1".parse().unwrap(), port, method, path, headers, body)
+}
+
+/// [`request`] to the server at `ip` (one of this machine's addresses).
+pub fn request_at(
+    ip: std::net::IpAddr,
+    port: u16,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &[u8],
+) -> Response {
+    let mut s = TcpStream::connect((ip, port)).unwrap();
     s.set_read_timeout(Some(Duration::from_secs(300))).unwrap();
     let mut head = format!("{method} {path} HTTP/1.1\r\nConnection: close\r\nContent-Length: {}\r\n", body.len());
     if !headers.iter().any(|(k, _)| k.eq_ignore_ascii_case("host")) {
