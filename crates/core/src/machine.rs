@@ -141,10 +141,11 @@ pub fn own_resident_bytes() -> Option<u64> {
 /// (loopback ones aside) and its host name (as given, with `.local` for mDNS when it has no dot,
 /// and its first label when it has), lower case. Empty where the system does not say.
 pub fn reachable_as() -> (Vec<String>, Vec<std::net::IpAddr>) {
-    let addrs = sysinfo::Networks::new_with_refreshed_list()
-        .map(|n| n.values().flat_map(|d| d.ip_networks().iter().map(|ip| ip.addr)).collect::<Vec<_>>())
+    let mut addrs: Vec<std::net::IpAddr> = sysinfo::Networks::new_with_refreshed_list()
+        .map(|n| {
+            n.values().flat_map(|d| d.ip_networks().iter().map(|ip| ip.addr)).filter(|a| !a.is_loopback()).collect()
+        })
         .unwrap_or_default();
-    let mut addrs: Vec<_> = addrs.into_iter().filter(|a| !a.is_loopback()).collect();
     addrs.sort();
     addrs.dedup();
     let mut names = Vec::new();

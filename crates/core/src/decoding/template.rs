@@ -571,33 +571,30 @@ mod tests {
             e.contains("chat template cannot be rendered") && e.contains("tojson would write more than 16 MiB"),
             "{e}"
         );
-        let nest = |outer: usize, inner: usize, tail: &str| {
+        // `outer` × `inner` steps, each nesting the list `levels` deeper, then `tail`.
+        let nest = |outer: usize, inner: usize, levels: usize, tail: &str| {
+            let (open, close) = ("[".repeat(levels), "]".repeat(levels));
             format!(
                 "{{% set ns = namespace(t=[]) %}}{{% for i in range({outer}) %}}{{% for j in range({inner}) %}}\
-                 {{% set ns.t = [ns.t] %}}{{% endfor %}}{{% endfor %}}{tail}"
+                 {{% set ns.t = {open}ns.t{close} %}}{{% endfor %}}{{% endfor %}}{tail}"
             )
         };
         for filter in ["tojson", "pprint"] {
-            let e =
-                render(&nest(60, 1000, &format!("{{{{ ns.t | {filter} }}}}")), &msgs, &vars).unwrap_err().to_string();
+            let e = render(&nest(60, 1000, 1, &format!("{{{{ ns.t | {filter} }}}}")), &msgs, &vars)
+                .unwrap_err()
+                .to_string();
             assert!(e.contains("a value nested deeper than 128 levels"), "{filter}: {e}");
         }
         // Within the depth, both write what they wrote before.
-        let shallow = render(&nest(1, 100, "{{ ns.t | tojson }}|{{ ns.t | pprint | length }}"), &msgs, &vars).unwrap();
+        let shallow =
+            render(&nest(1, 100, 1, "{{ ns.t | tojson }}|{{ ns.t | pprint | length }}"), &msgs, &vars).unwrap();
         let (json, pprinted) = shallow.split_once('|').unwrap();
         assert_eq!(json, format!("{}{}", "[".repeat(101), "]".repeat(101)));
         assert!(pprinted.parse::<usize>().unwrap() > 200, "{shallow}");
         // The deepest the fuel allows: twenty levels a step (about 36 fuel a step), as deep as the
         // fuel left can still print (2 bytes a level, a quarter fuel a byte), then walked by
         // recursion; and once more until the fuel runs out.
-        let twenty = format!("{}ns.t{}", "[".repeat(20), "]".repeat(20));
         let steps = (TEMPLATE_FUEL / 50 / 1000) as usize;
-        let deep = |outer: usize, tail: &str| {
-            format!(
-                "{{% set ns = namespace(t=[]) %}}{{% for i in range({outer}) %}}{{% for j in range(1000) %}}\
-                 {{% set ns.t = {twenty} %}}{{% endfor %}}{{% endfor %}}{tail}"
-            )
-        };
         for tail in [
             "{{ ns.t | length }}",
             "{{ ns.t }}",
@@ -605,10 +602,10 @@ mod tests {
             "{{ ns.t == ns.t }}",
             "{{ [ns.t, ns.t] | sort | length }}",
         ] {
-            let out = render(&deep(steps, tail), &msgs, &vars).unwrap_or_else(|e| panic!("{tail}: {e}"));
+            let out = render(&nest(steps, 1000, 20, tail), &msgs, &vars).unwrap_or_else(|e| panic!("{tail}: {e}"));
             assert!(!out.is_empty(), "{tail}");
         }
-        let e = render(&deep(steps * 2, "x"), &msgs, &vars).unwrap_err().to_string();
+        let e = render(&nest(steps * 2, 1000, 20, "x"), &msgs, &vars).unwrap_err().to_string();
         assert!(e.contains("more work than any chat template needs"), "{e}");
     }
 
