@@ -111,6 +111,7 @@ pub async fn start(state: Arc<AppState>, request: ServerRequest) -> Result<Serve
         chat_template: None,
         aliases: Vec::new(),
         slots: SERVE_SLOTS,
+        write_timeout: ServeConfig::DEFAULT_WRITE_TIMEOUT,
     };
     let model = config.model_id();
     let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, request.port));

@@ -499,6 +499,10 @@ pub(crate) struct ServeArgs {
     /// up with. Requests may name any model: the target answers them all.
     #[arg(long = "alias", value_name = "NAME")]
     pub(crate) aliases: Vec<String>,
+    /// Seconds a response may wait on a client that reads nothing; then its connection is
+    /// closed and its answer cancelled, so it cannot hold the queue (1 to 3600).
+    #[arg(long, value_name = "SECS", default_value_t = draftlab_server::ServeConfig::DEFAULT_WRITE_TIMEOUT.as_secs())]
+    pub(crate) write_timeout: u64,
     /// Print nothing per request.
     #[arg(long, short = 'q')]
     pub(crate) quiet: bool,

@@ -296,7 +296,8 @@ fn over_long_lines_bytes_that_are_not_utf8_and_garbage_are_errors_not_a_dead_wor
     let writer = std::thread::spawn(move || {
         let long = vec![b'x'; draftlab_engine::serving::lines::MAX_LINE + (1 << 20)];
         stdin.write_all(&long).unwrap();
-        stdin.write_all(b"\n\xff\xfe\xfd\n{\"id\": 5, \"cmd\": \"explode\"}\n[1,2,3]\n").unwrap();
+        stdin.write_all(b"\n\xff\xfe\xfd\n{\"id\": 9, \"cmd\": \"\xff\"}\n").unwrap();
+        stdin.write_all(b"{\"id\": 5, \"cmd\": \"explode\"}\n[1,2,3]\n").unwrap();
         // The id need not come first (a client that sorts its keys).
         stdin.write_all(b"{\"cmd\": \"implode\", \"x\": {\"id\": 1}, \"id\": 8}\n").unwrap();
         stdin.write_all(b"{\"id\": 6, \"cmd\": \"ping\"}\n").unwrap();
@@ -305,7 +306,7 @@ fn over_long_lines_bytes_that_are_not_utf8_and_garbage_are_errors_not_a_dead_wor
     });
     let mut replies = stdout.lines();
     let mut next = || -> Value { serde_json::from_str(&replies.next().unwrap().unwrap()).unwrap() };
-    let mut errors = Vec::new();
+    let (mut errors, mut ids) = (Vec::new(), Vec::new());
     loop {
         let m = next();
         if m["type"] == "pong" {
@@ -314,21 +315,15 @@ fn over_long_lines_bytes_that_are_not_utf8_and_garbage_are_errors_not_a_dead_wor
         }
         assert_eq!((m["type"].as_str(), m["error"]["code"].as_str()), (Some("error"), Some("bad_request")), "{m}");
         errors.push(m["error"]["message"].as_str().unwrap().to_string());
-        // A request that cannot be parsed is answered with the id it named (0 when none).
-        let last = errors.last().unwrap();
-        let id = if last.contains("explode") {
-            5
-        } else if last.contains("implode") {
-            8
-        } else {
-            0
-        };
-        assert_eq!(m["id"], id, "{m}");
+        ids.push(m["id"].as_u64().unwrap());
     }
-    assert_eq!(errors.len(), 5, "{errors:?}");
+    // A request that cannot be parsed is answered with the id it named (0 when none), a line that
+    // is not UTF-8 too.
+    assert_eq!(ids, [0, 0, 9, 5, 0, 8], "{errors:?}");
     assert!(errors[0].contains("over the limit"), "{}", errors[0]);
-    assert!(errors[1].contains("not UTF-8"), "{}", errors[1]);
-    assert!(errors[2].contains("explode"), "{}", errors[2]);
+    assert!(errors[1].contains("not UTF-8") && errors[2].contains("not UTF-8"), "{errors:?}");
+    assert!(errors[3].contains("explode"), "{}", errors[3]);
+    assert!(errors[5].contains("implode"), "{}", errors[5]);
     assert!(errors.iter().all(|e| e.len() < 400), "errors quote an excerpt, not the line: {errors:?}");
     let mut stdin = writer.join().unwrap();
     writeln!(stdin, "{}", json!({"id": 7, "cmd": "shutdown"})).unwrap();

@@ -97,3 +97,23 @@ fn a_models_chat_template_is_asked_for_once_while_its_file_stays_the_same() {
     assert_eq!(w.chat_template(gone.clone()).unwrap().as_deref(), Some("t3"));
     assert_eq!(w.chat_template(gone).unwrap().as_deref(), Some("t4"));
 }
+
+/// A stand-in whose reply to the first request is a line that is not UTF-8 (a token's bytes cut
+/// in half), naming the job, and that then says nothing more.
+const NOT_TEXT: &str = r#"IFS= read -r line
+id=$(printf '%s' "$line" | sed 's/.*"id":\([0-9]*\).*/\1/')
+printf '{"id":%s,"type":"loading","target":"t.gguf","draft":null}\n' "$id"
+printf '{"id":%s,"type":"event","event":{"type":"token","text":"\377\376"}}\n' "$id"
+while IFS= read -r line; do :; done"#;
+
+#[test]
+fn a_reply_that_is_not_utf8_ends_its_job_at_once_not_at_the_watchdog() {
+    let w = stand_in(NOT_TEXT);
+    let (_, rx) = w.submit(Command::Ping).unwrap();
+    assert!(matches!(rx.recv_timeout(Duration::from_secs(30)).unwrap(), Reply::Loading { .. }));
+    let asked = Instant::now();
+    let Reply::Error { error } = rx.recv_timeout(Duration::from_secs(30)).unwrap() else { panic!("not an error") };
+    assert!(asked.elapsed() < Duration::from_secs(10), "ended after {:?}", asked.elapsed());
+    assert_eq!(error.code, "internal", "{error}");
+    assert!(error.message.contains("not UTF-8"), "{error}");
+}

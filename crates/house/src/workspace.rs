@@ -65,7 +65,7 @@ pub fn workspace(root: &Path) -> Vec<(PathBuf, Rules)> {
                 // reader and writer side by side) over the jobs over the answer (in no API's shape)
                 // over what they share, the router at the top.
                 layers: vec![
-                    ("words", vec!["reasoning", "stop", "tools", "log", "kept"]),
+                    ("words", vec!["reasoning", "stop", "tools", "log", "kept", "deadline"]),
                     ("wire", vec!["openai"]),
                     ("errors", vec!["errors"]),
                     ("config", vec!["config"]),

@@ -14,6 +14,10 @@ pub const MAX_CONNECTIONS: usize = 64;
 pub const HEADER_TIMEOUT: Duration = Duration::from_secs(10);
 /// And this long to send its body.
 pub const BODY_TIMEOUT: Duration = Duration::from_secs(30);
+/// A connection's send buffer in the kernel (which doubles it), instead of letting it grow to
+/// the system's largest (4 MiB on Linux): answers stream at a few KB/s, and a client that stops
+/// reading then fills it within moments, so its write timeout starts while its answer is young.
+pub const SEND_BUFFER: usize = 256 << 10;
 
 /// What the server serves, and how.
 #[derive(Debug, Clone)]
@@ -45,6 +49,9 @@ pub struct ServeConfig {
     /// Conversations kept warm side by side (`--slots`): an agent's main conversation and its side
     /// requests each keep their KV cache.
     pub slots: usize,
+    /// The longest a response's write may wait on a client that reads nothing (`--write-timeout`);
+    /// then its connection is closed and its job cancelled, freeing its place in the queue.
+    pub write_timeout: Duration,
 }
 
 impl ServeConfig {
@@ -59,6 +66,11 @@ impl ServeConfig {
     pub const MAX_TEMPLATE: usize = 1 << 20;
     /// The most conversations kept warm.
     pub const MAX_SLOTS: usize = 16;
+    /// How long a write may wait on a client that reads nothing, by default: far longer than any
+    /// client that reads takes, short enough that a stalled one does not hold the queue for long.
+    pub const DEFAULT_WRITE_TIMEOUT: Duration = Duration::from_secs(30);
+    /// The longest write timeout that may be asked for.
+    pub const MAX_WRITE_TIMEOUT: Duration = Duration::from_secs(3600);
 
     /// The settings a server can run with, or why not (a template file is rendered by the worker,
     /// in [`crate::template_facts`]).
@@ -92,6 +104,12 @@ impl ServeConfig {
             return bad(
                 format!("{} slots is outside 1 to {}", self.slots, Self::MAX_SLOTS),
                 "Each slot keeps a conversation's KV cache in memory: use --slots between 1 and 16.",
+            );
+        }
+        if self.write_timeout < Duration::from_secs(1) || self.write_timeout > Self::MAX_WRITE_TIMEOUT {
+            return bad(
+                format!("a write timeout of {:.3} s is outside 1 s to 1 hour", self.write_timeout.as_secs_f64()),
+                "Use --write-timeout between 1 and 3600 seconds.",
             );
         }
         for a in &self.aliases {

@@ -19,12 +19,14 @@
 //! **Who may call.** `guard` refuses what a web page could send (a `Host` that is not this machine's,
 //! a browser `Origin` not allowed, a body that is not JSON) before any route runs; the listener
 //! bounds connections (at most [`MAX_CONNECTIONS`], headers within [`HEADER_TIMEOUT`], bodies within
-//! [`BODY_TIMEOUT`]).
+//! [`BODY_TIMEOUT`]; a send buffer of [`SEND_BUFFER`], and `deadline`: no write waits on a client
+//! longer than the `write_timeout`, so a client that stops reading loses its answer and its place).
 //!
 //! Rooms, from the bottom up (a room uses only rooms below it; `crates/house` checks it):
 //! - `reasoning` (thinking), `stop` (stop strings), `tools` (tool calls by model family), `log`
 //!   (the recent answers, for the app's request log), `kept` (responses kept for
-//!   `previous_response_id`): words of their own, using no other room;
+//!   `previous_response_id`), `deadline` (a connection's writes under a time limit): words of
+//!   their own, using no other room;
 //! - `openai` (the request and response types), then `errors` (OpenAI's error shape);
 //! - `config` (what the server serves, its bounds, the listener's limits), then `state` (what the
 //!   routes share: the worker, the queue's places, the counters, the template's facts);
@@ -45,6 +47,7 @@ mod answers;
 mod anthropic;
 mod chat;
 mod config;
+mod deadline;
 mod errors;
 pub mod guard;
 mod jobs;
@@ -60,7 +63,7 @@ pub mod stop;
 mod tests;
 pub mod tools;
 
-pub use config::{ServeConfig, BODY_TIMEOUT, HEADER_TIMEOUT, MAX_CONNECTIONS};
+pub use config::{ServeConfig, BODY_TIMEOUT, HEADER_TIMEOUT, MAX_CONNECTIONS, SEND_BUFFER};
 pub use errors::ApiError;
 pub use jobs::{check_tools, Asked, ToolsFault, MAX_TOOLS};
 pub use state::{Counters, Endpoint};
@@ -173,15 +176,22 @@ pub async fn start(config: ServeConfig, workers: Arc<Workers>, addr: SocketAddr)
     let facts = tokio::task::spawn_blocking(move || template_facts(&asked.0, &asked.1))
         .await
         .map_err(|e| ErrorInfo::new(ErrorCode::Internal, format!("the template check stopped: {e}"), ""))??;
+    let write_timeout = config.write_timeout;
     let (router, counters) = router(config, workers, guard, &facts);
     let (tx, rx) = tokio::sync::oneshot::channel::<()>();
-    let task = tokio::spawn(serve(listener, router, rx));
+    let task = tokio::spawn(serve(listener, router, write_timeout, rx));
     Ok(ServerHandle { addr, counters, shutdown: Some(tx), task })
 }
 
-/// Accepts connections until `shutdown`, each served with a header timeout, at most
+/// Accepts connections until `shutdown`, each served with a header timeout and its writes under
+/// `write_timeout` (a client that stops reading loses its connection, and so its job), at most
 /// [`MAX_CONNECTIONS`] at once; then waits for those still answering (the caller cuts them off).
-async fn serve(listener: tokio::net::TcpListener, router: Router, mut shutdown: tokio::sync::oneshot::Receiver<()>) {
+async fn serve(
+    listener: tokio::net::TcpListener,
+    router: Router,
+    write_timeout: Duration,
+    mut shutdown: tokio::sync::oneshot::Receiver<()>,
+) {
     let places = Arc::new(Semaphore::new(MAX_CONNECTIONS));
     let mut connections = tokio::task::JoinSet::new();
     loop {
@@ -200,13 +210,16 @@ async fn serve(listener: tokio::net::TcpListener, router: Router, mut shutdown: 
                 };
                 // Past the cap, the connection is closed at once.
                 let Ok(place) = Arc::clone(&places).try_acquire_owned() else { continue };
+                // Left as the system sets it when it cannot be set.
+                let _ = socket2::SockRef::from(&stream).set_send_buffer_size(SEND_BUFFER);
                 let routes = router.clone().layer(axum::Extension(state::Peer(peer)));
                 let service = hyper_util::service::TowerToHyperService::new(routes);
                 connections.spawn(async move {
                     let _place = place;
                     let mut http = hyper::server::conn::http1::Builder::new();
                     http.timer(hyper_util::rt::TokioTimer::new()).header_read_timeout(HEADER_TIMEOUT);
-                    let _ = http.serve_connection(hyper_util::rt::TokioIo::new(stream), service).await;
+                    let io = hyper_util::rt::TokioIo::new(deadline::WriteDeadline::new(stream, write_timeout));
+                    let _ = http.serve_connection(io, service).await;
                 });
             }
         }

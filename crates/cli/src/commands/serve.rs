@@ -67,6 +67,7 @@ pub(crate) fn serve_cmd(args: ServeArgs) -> anyhow::Result<ExitCode> {
             Some(n) => n,
             None => Session::slots_that_fit(&args.target, draft.as_deref(), &settings, DEFAULT_MAX_SLOTS)?,
         },
+        write_timeout: Duration::from_secs(args.write_timeout),
     };
     // Bounds before anything loads.
     config.validate().map_err(|e| Error::InvalidSettings(format!("{} ({})", e.message, e.hint)))?;

@@ -306,7 +306,7 @@ impl Workers {
                     Line::End => break,
                     Line::Text(l) => l,
                     Line::TooLong { bytes, .. } => format!("({bytes} bytes in one line, left out)"),
-                    Line::NotUtf8 { bytes } => format!("({bytes} bytes that are not text, left out)"),
+                    Line::NotUtf8 { bytes, .. } => format!("({bytes} bytes that are not text, left out)"),
                 };
                 lock(&log).append(&line);
                 if !line.trim().is_empty() {
@@ -363,7 +363,8 @@ impl Workers {
                                 format!("is {bytes} bytes, over the {} bytes a line may hold", lines::MAX_LINE),
                             )
                         }),
-                        Line::NotUtf8 { .. } => None,
+                        Line::NotUtf8 { bytes, head } => id_of(&head)
+                            .and_then(|id| unreadable(id, format!("is {bytes} bytes that are not UTF-8 text"))),
                     };
                     let Some(msg) = msg else { continue };
                     lock(&held).follow(&msg.reply);

@@ -15,8 +15,9 @@ pub enum Line {
     /// A line longer than the bound: its bytes were skipped up to the next `\n`; its first
     /// [`HEAD`] bytes are kept (lossily), so a reply's `id` can still be read.
     TooLong { bytes: usize, head: String },
-    /// A line that is not UTF-8 (its length).
-    NotUtf8 { bytes: usize },
+    /// A line that is not UTF-8: its length, and its first [`HEAD`] bytes (lossily, so a
+    /// reply's `id` can still be read).
+    NotUtf8 { bytes: usize, head: String },
     /// The end of the input.
     End,
 }
@@ -67,7 +68,7 @@ pub fn read_line(input: &mut impl BufRead, max: usize) -> Line {
     }
     match String::from_utf8(line) {
         Ok(s) => Line::Text(s),
-        Err(e) => Line::NotUtf8 { bytes: e.as_bytes().len() },
+        Err(e) => Line::NotUtf8 { bytes: e.as_bytes().len(), head: String::from_utf8_lossy(&head).into_owned() },
     }
 }
 
@@ -105,7 +106,7 @@ mod tests {
         // Exactly the bound is fine; one more is not.
         assert_eq!(all(b"0123456789\n", 10), [text("0123456789")]);
         assert_eq!(all(b"0123456789a\n", 10), [Line::TooLong { bytes: 11, head: "0123456789a".into() }]);
-        assert_eq!(all(b"\xff\xfe\nok", 10), [Line::NotUtf8 { bytes: 2 }, text("ok")]);
+        assert_eq!(all(b"\xff\xfe\nok", 10), [Line::NotUtf8 { bytes: 2, head: "\u{fffd}\u{fffd}".into() }, text("ok")]);
         assert_eq!(all(b"", 10), []);
         assert_eq!(excerpt(&"y".repeat(200)).chars().count(), 83);
     }

@@ -238,9 +238,10 @@ fn read_requests<R: BufRead, W: Write + Send + 'static>(
                     lines::MAX_LINE
                 )),
             )),
-            Line::NotUtf8 { bytes } => {
-                Err((0, bad_request(format!("a request line of {bytes} bytes is not UTF-8; it was skipped"))))
-            }
+            Line::NotUtf8 { bytes, head } => Err((
+                id_of(&head).unwrap_or(0),
+                bad_request(format!("a request line of {bytes} bytes is not UTF-8; it was skipped")),
+            )),
         };
         match request {
             Ok(Request { command: Command::Cancel { job }, .. }) => cancels.cancel(job),
